@@ -1,0 +1,292 @@
+"""SQLAlchemy 2 models: the one schema every part of gradercal stores its data in.
+
+Conventions: integer surrogate keys (``id``) for joins, the benchmark files' own ids in
+``external_id`` columns; timestamps are timezone-aware UTC; JSON columns hold lists and
+free metadata. Nothing is deleted in normal operation: judgments and adjudications keep
+every previous value in :class:`Revision` rows.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any, ClassVar
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    MetaData,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+NAMING = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING)
+    type_annotation_map: ClassVar[dict[Any, Any]] = {dict[str, Any]: JSON, list[Any]: JSON}
+
+
+class Benchmark(Base):
+    __tablename__ = "benchmark"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(500), unique=True)
+    pass_threshold: Mapped[float] = mapped_column(Float, default=0.7)
+    format_version: Mapped[int] = mapped_column(Integer, default=1)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+    tasks: Mapped[list[Task]] = relationship(back_populates="benchmark")
+
+
+class Task(Base):
+    __tablename__ = "task"
+    __table_args__ = (UniqueConstraint("benchmark_id", "external_id"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    benchmark_id: Mapped[int] = mapped_column(ForeignKey("benchmark.id", ondelete="CASCADE"))
+    external_id: Mapped[str] = mapped_column(String(200))
+    position: Mapped[int] = mapped_column(Integer, default=0)
+    prompt: Mapped[str] = mapped_column(Text)
+    workflow: Mapped[str | None] = mapped_column(String(200))
+    domain: Mapped[str | None] = mapped_column(String(200))
+    answer_format: Mapped[str | None] = mapped_column(String(200))
+    tags: Mapped[list[Any]] = mapped_column(JSON, default=list)
+    meta: Mapped[dict[str, Any]] = mapped_column("metadata", JSON, default=dict)
+    content_hash: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+    benchmark: Mapped[Benchmark] = relationship(back_populates="tasks")
+    artifacts: Mapped[list[Artifact]] = relationship(order_by="Artifact.position")
+    criteria: Mapped[list[Criterion]] = relationship(order_by="Criterion.position")
+
+
+class Blob(Base):
+    """Artifact bytes, content-addressed by sha256, stored inside the database itself."""
+
+    __tablename__ = "blob"
+
+    sha256: Mapped[str] = mapped_column(String(64), primary_key=True)
+    size: Mapped[int] = mapped_column(BigInteger)
+    data: Mapped[bytes] = mapped_column(LargeBinary)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class Artifact(Base):
+    __tablename__ = "artifact"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    task_id: Mapped[int] = mapped_column(ForeignKey("task.id", ondelete="CASCADE"), index=True)
+    position: Mapped[int] = mapped_column(Integer, default=0)
+    kind: Mapped[str] = mapped_column(String(20))
+    title: Mapped[str] = mapped_column(Text)
+    original_name: Mapped[str | None] = mapped_column(String(500))
+    path: Mapped[str | None] = mapped_column(Text)
+    url: Mapped[str | None] = mapped_column(Text)
+    media_type: Mapped[str | None] = mapped_column(String(200))
+    sha256: Mapped[str | None] = mapped_column(ForeignKey("blob.sha256"), index=True)
+    size: Mapped[int | None] = mapped_column(BigInteger)
+
+
+class Criterion(Base):
+    __tablename__ = "criterion"
+    __table_args__ = (UniqueConstraint("task_id", "external_id"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    task_id: Mapped[int] = mapped_column(ForeignKey("task.id", ondelete="CASCADE"))
+    external_id: Mapped[str] = mapped_column(String(200))
+    position: Mapped[int] = mapped_column(Integer, default=0)
+    text: Mapped[str] = mapped_column(Text)
+    points: Mapped[int] = mapped_column(Integer)
+    tags: Mapped[list[Any]] = mapped_column(JSON, default=list)
+    kind: Mapped[str] = mapped_column(String(20), default="judgment")
+    levels: Mapped[int] = mapped_column(Integer, default=2)
+    auto_key: Mapped[str | None] = mapped_column(Text)
+    auto_target: Mapped[Any | None] = mapped_column(JSON)
+    auto_abs_tol: Mapped[float | None] = mapped_column(Float)
+    auto_rel_tol: Mapped[float | None] = mapped_column(Float)
+
+
+class Response(Base):
+    __tablename__ = "response"
+    __table_args__ = (UniqueConstraint("benchmark_id", "external_id"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    benchmark_id: Mapped[int] = mapped_column(ForeignKey("benchmark.id", ondelete="CASCADE"))
+    task_id: Mapped[int] = mapped_column(ForeignKey("task.id", ondelete="CASCADE"), index=True)
+    external_id: Mapped[str] = mapped_column(String(200))
+    model: Mapped[str] = mapped_column(String(200), index=True)
+    text: Mapped[str] = mapped_column(Text)
+    answer: Mapped[Any | None] = mapped_column(JSON)
+    content_hash: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class PromptVersion(Base):
+    """An immutable judge prompt, identified by the hash of its content."""
+
+    __tablename__ = "prompt_version"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    content_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    name: Mapped[str | None] = mapped_column(String(200))
+    parent_id: Mapped[int | None] = mapped_column(ForeignKey("prompt_version.id"))
+    system_template: Mapped[str] = mapped_column(Text)
+    user_template: Mapped[str] = mapped_column(Text)
+    few_shot: Mapped[list[Any]] = mapped_column(JSON, default=list)
+    options: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class Grader(Base):
+    __tablename__ = "grader"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(200), unique=True)
+    kind: Mapped[str] = mapped_column(String(20), default="human")
+    model: Mapped[str | None] = mapped_column(String(200))
+    prompt_version_id: Mapped[int | None] = mapped_column(ForeignKey("prompt_version.id"))
+    parameters: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class JudgeRun(Base):
+    """One invocation of the judge runner: what was asked, of whom, at what cost."""
+
+    __tablename__ = "judge_run"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    grader_id: Mapped[int] = mapped_column(ForeignKey("grader.id"), index=True)
+    prompt_version_id: Mapped[int | None] = mapped_column(ForeignKey("prompt_version.id"))
+    model: Mapped[str] = mapped_column(String(200))
+    base_url: Mapped[str | None] = mapped_column(Text)
+    parameters: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    status: Mapped[str] = mapped_column(String(20), default="running")
+    n_requests: Mapped[int] = mapped_column(Integer, default=0)
+    prompt_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
+    completion_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
+    cost_usd: Mapped[float] = mapped_column(Float, default=0.0)
+    started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class Assignment(Base):
+    __tablename__ = "assignment"
+    __table_args__ = (UniqueConstraint("grader_id", "response_id"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    grader_id: Mapped[int] = mapped_column(ForeignKey("grader.id", ondelete="CASCADE"))
+    response_id: Mapped[int] = mapped_column(
+        ForeignKey("response.id", ondelete="CASCADE"), index=True
+    )
+    status: Mapped[str] = mapped_column(String(20), default="pending")
+    position: Mapped[int] = mapped_column(Integer, default=0)
+    time_spent_s: Mapped[float] = mapped_column(Float, default=0.0)
+    calibration: Mapped[bool] = mapped_column(Boolean, default=False)
+    skip_reason: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(
+        DateTime(timezone=True), default=utcnow, onupdate=utcnow
+    )
+    submitted_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class Judgment(Base):
+    """The current verdict of one grader on one criterion of one response."""
+
+    __tablename__ = "judgment"
+    __table_args__ = (
+        UniqueConstraint("grader_id", "response_id", "criterion_id"),
+        Index("ix_judgment_response_criterion", "response_id", "criterion_id"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    grader_id: Mapped[int] = mapped_column(ForeignKey("grader.id", ondelete="CASCADE"))
+    response_id: Mapped[int] = mapped_column(ForeignKey("response.id", ondelete="CASCADE"))
+    criterion_id: Mapped[int] = mapped_column(ForeignKey("criterion.id", ondelete="CASCADE"))
+    met: Mapped[bool | None] = mapped_column(Boolean)
+    level: Mapped[int | None] = mapped_column(Integer)
+    confidence: Mapped[float | None] = mapped_column(Float)
+    rationale: Mapped[str | None] = mapped_column(Text)
+    unclear: Mapped[bool] = mapped_column(Boolean, default=False)
+    unclear_note: Mapped[str | None] = mapped_column(Text)
+    source: Mapped[str] = mapped_column(String(20), default="import")
+    judge_run_id: Mapped[int | None] = mapped_column(ForeignKey("judge_run.id"))
+    provenance: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    revision: Mapped[int] = mapped_column(Integer, default=1)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class Adjudication(Base):
+    """The final verdict on one criterion of one response; graders' judgments stay as they were."""
+
+    __tablename__ = "adjudication"
+    __table_args__ = (UniqueConstraint("response_id", "criterion_id"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    response_id: Mapped[int] = mapped_column(ForeignKey("response.id", ondelete="CASCADE"))
+    criterion_id: Mapped[int] = mapped_column(ForeignKey("criterion.id", ondelete="CASCADE"))
+    adjudicator: Mapped[str] = mapped_column(String(200))
+    met: Mapped[bool] = mapped_column(Boolean)
+    level: Mapped[int | None] = mapped_column(Integer)
+    note: Mapped[str | None] = mapped_column(Text)
+    revision: Mapped[int] = mapped_column(Integer, default=1)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class TaskReview(Base):
+    """A reviewer's survey answers about a task (5-point scale items and a comment)."""
+
+    __tablename__ = "task_review"
+    __table_args__ = (UniqueConstraint("task_id", "grader_id"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    task_id: Mapped[int] = mapped_column(ForeignKey("task.id", ondelete="CASCADE"))
+    grader_id: Mapped[int] = mapped_column(ForeignKey("grader.id", ondelete="CASCADE"))
+    answers: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    comment: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class Revision(Base):
+    """Append-only history of superseded values.
+
+    Whenever a judgment, adjudication or task review is changed, its *previous* value is
+    copied here first (``entity`` names the table, ``entity_id`` the row, ``revision``
+    the row's revision number at the time, ``data`` the full old value). The current row
+    plus its revisions is the complete history: nothing a grader entered is ever lost.
+    """
+
+    __tablename__ = "revision"
+    __table_args__ = (Index("ix_revision_entity", "entity", "entity_id"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    entity: Mapped[str] = mapped_column(String(40))
+    entity_id: Mapped[int] = mapped_column(Integer)
+    revision: Mapped[int] = mapped_column(Integer)
+    data: Mapped[dict[str, Any]] = mapped_column(JSON)
+    actor: Mapped[str | None] = mapped_column(String(200))
+    source: Mapped[str] = mapped_column(String(20), default="import")
+    changed_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

@@ -1,0 +1,909 @@
+"""Repository: the only place that turns domain objects into rows and rows into frames.
+
+Everything above ``gradercal.db`` (CLI, UI) calls these methods and never writes SQL.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Row, func, insert, select, tuple_, update
+from sqlalchemy.orm import Session
+
+from gradercal.db import models as m
+from gradercal.db.session import Database
+from gradercal.errors import ConflictError, NotFoundError, Problem, ValidationError
+from gradercal.formats import Catalog
+from gradercal.frames import (
+    ADJUDICATION_DTYPES,
+    CRITERION_DTYPES,
+    JUDGMENT_DTYPES,
+    RESPONSE_DTYPES,
+    TASK_DTYPES,
+    Frames,
+    make_frame,
+)
+from gradercal.model import (
+    Artifact,
+    ArtifactKind,
+    AutoRule,
+    Benchmark,
+    BenchmarkData,
+    Criterion,
+    GraderKind,
+    Judgment,
+    Response,
+    Task,
+)
+
+#: Rows per executemany batch, and bytes of artifact data per batch.
+BATCH_ROWS = 5000
+BATCH_BYTES = 64 * 1024 * 1024
+
+Progress = Callable[[str, int, int], None]
+"""Progress callback: ``(stage, done, total)``."""
+
+_JUDGMENT_FIELDS = ("met", "level", "confidence", "rationale", "unclear", "unclear_note")
+
+
+@dataclass(frozen=True)
+class BenchmarkInfo:
+    id: int
+    name: str
+    pass_threshold: float
+    n_tasks: int
+    n_responses: int
+    n_judgments: int
+
+
+@dataclass
+class ImportReport:
+    """What an import did. ``changed`` is False when the database was left as it was."""
+
+    benchmark: str
+    benchmark_created: bool = False
+    pass_threshold_changed: tuple[float, float] | None = None
+    tasks_added: int = 0
+    tasks_unchanged: int = 0
+    artifacts_added: int = 0
+    blobs_added: int = 0
+    bytes_added: int = 0
+    responses_added: int = 0
+    responses_unchanged: int = 0
+    graders_added: list[str] = field(default_factory=list)
+    judgments_added: int = 0
+    judgments_updated: int = 0
+    judgments_unchanged: int = 0
+
+    @property
+    def changed(self) -> bool:
+        return bool(
+            self.benchmark_created
+            or self.pass_threshold_changed
+            or self.tasks_added
+            or self.responses_added
+            or self.graders_added
+            or self.judgments_added
+            or self.judgments_updated
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["changed"] = self.changed
+        return out
+
+
+def _batches(rows: Sequence[Any], size: int = BATCH_ROWS) -> Iterator[Sequence[Any]]:
+    for start in range(0, len(rows), size):
+        yield rows[start : start + size]
+
+
+def _judgment_values(j: Judgment) -> dict[str, Any]:
+    return {
+        "met": j.met,
+        "level": j.level,
+        "confidence": j.confidence,
+        "rationale": j.rationale,
+        "unclear": j.unclear,
+        "unclear_note": j.unclear_note,
+    }
+
+
+class Repository:
+    """Reads and writes one gradercal database."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    # -- benchmarks ----------------------------------------------------------------
+    def benchmarks(self) -> list[BenchmarkInfo]:
+        with self.db.read() as s:
+            rows = s.execute(select(m.Benchmark).order_by(m.Benchmark.name)).scalars().all()
+            out = []
+            for b in rows:
+                n_tasks = s.scalar(select(func.count()).where(m.Task.benchmark_id == b.id)) or 0
+                n_resp = s.scalar(select(func.count()).where(m.Response.benchmark_id == b.id)) or 0
+                n_judg = (
+                    s.scalar(
+                        select(func.count())
+                        .select_from(m.Judgment)
+                        .join(m.Response, m.Response.id == m.Judgment.response_id)
+                        .where(m.Response.benchmark_id == b.id)
+                    )
+                    or 0
+                )
+                out.append(BenchmarkInfo(b.id, b.name, b.pass_threshold, n_tasks, n_resp, n_judg))
+            return out
+
+    def benchmark(self, name: str | None = None) -> m.Benchmark:
+        """The benchmark called ``name``, or the only one when ``name`` is None."""
+        with self.db.read() as s:
+            if name is not None:
+                found = s.scalar(select(m.Benchmark).where(m.Benchmark.name == name))
+                if found is None:
+                    known = s.scalars(select(m.Benchmark.name)).all()
+                    hint = f"; known: {', '.join(known)}" if known else ""
+                    raise NotFoundError(f"no benchmark named {name!r}{hint}")
+                return found
+            rows = s.scalars(select(m.Benchmark).order_by(m.Benchmark.name)).all()
+            if not rows:
+                raise NotFoundError(
+                    f"database {self.db.display} holds no benchmark yet; "
+                    "run `gradercal import PATH` first"
+                )
+            if len(rows) > 1:
+                names = ", ".join(repr(b.name) for b in rows)
+                raise NotFoundError(f"several benchmarks ({names}): choose one with --benchmark")
+            return rows[0]
+
+    def find_benchmark(self, name: str) -> m.Benchmark | None:
+        with self.db.read() as s:
+            return s.scalar(select(m.Benchmark).where(m.Benchmark.name == name))
+
+    def catalog(self, name: str) -> Catalog:
+        """Tasks, criteria, responses and graders already stored for ``name``."""
+        cat = Catalog()
+        with self.db.read() as s:
+            b = s.scalar(select(m.Benchmark).where(m.Benchmark.name == name))
+            cat.grader_kinds = dict(s.execute(select(m.Grader.name, m.Grader.kind)).tuples().all())
+            if b is None:
+                return cat
+            q = (
+                select(
+                    m.Task.external_id,
+                    m.Criterion.external_id,
+                    m.Criterion.kind,
+                    m.Criterion.levels,
+                )
+                .join(m.Criterion, m.Criterion.task_id == m.Task.id)
+                .where(m.Task.benchmark_id == b.id)
+            )
+            for task_ext, crit_ext, kind, levels in s.execute(q):
+                cat.criteria.setdefault(task_ext, {})[crit_ext] = (kind, levels)
+            q2 = (
+                select(m.Response.external_id, m.Task.external_id)
+                .join(m.Task, m.Task.id == m.Response.task_id)
+                .where(m.Response.benchmark_id == b.id)
+            )
+            cat.responses = dict(s.execute(q2).tuples().all())
+        return cat
+
+    # -- import --------------------------------------------------------------------
+    def import_data(
+        self,
+        data: BenchmarkData,
+        *,
+        threshold_from_file: bool = True,
+        progress: Progress | None = None,
+    ) -> ImportReport:
+        """Write validated benchmark data in one transaction.
+
+        Identical tasks, responses and judgments are skipped, so importing the same
+        data twice changes nothing. A task or response that differs from the stored one
+        raises :class:`ConflictError` (nothing is written); a judgment whose verdict
+        changed is updated, its old value kept as a revision.
+        """
+        report = ImportReport(benchmark=data.benchmark.name)
+        notify = progress or (lambda _stage, _done, _total: None)
+        with self.db.write() as s:
+            bench = s.scalar(select(m.Benchmark).where(m.Benchmark.name == data.benchmark.name))
+            if bench is None:
+                bench = m.Benchmark(
+                    name=data.benchmark.name,
+                    pass_threshold=data.benchmark.pass_threshold,
+                    format_version=data.benchmark.format_version,
+                )
+                s.add(bench)
+                s.flush()
+                report.benchmark_created = True
+            elif threshold_from_file and bench.pass_threshold != data.benchmark.pass_threshold:
+                report.pass_threshold_changed = (
+                    bench.pass_threshold,
+                    data.benchmark.pass_threshold,
+                )
+                bench.pass_threshold = data.benchmark.pass_threshold
+            task_ids = self._import_tasks(s, bench.id, data, report, notify)
+            response_ids = self._import_responses(s, bench.id, data, task_ids, report, notify)
+            self._import_judgments(s, bench.id, data, response_ids, report, notify)
+        return report
+
+    def _import_tasks(
+        self, s: Session, bench_id: int, data: BenchmarkData, report: ImportReport, notify: Progress
+    ) -> dict[str, int]:
+        existing = {
+            ext: (tid, h)
+            for tid, ext, h in s.execute(
+                select(m.Task.id, m.Task.external_id, m.Task.content_hash).where(
+                    m.Task.benchmark_id == bench_id
+                )
+            )
+        }
+        task_ids = {ext: tid for ext, (tid, _h) in existing.items()}
+        new: list[tuple[Task, str]] = []
+        conflicts: list[Problem] = []
+        for task in data.tasks:
+            digest = task.content_hash()
+            if task.id in existing:
+                if existing[task.id][1] == digest:
+                    report.tasks_unchanged += 1
+                else:
+                    conflicts.append(
+                        Problem(
+                            "tasks.jsonl",
+                            None,
+                            task.id,
+                            "task differs from the one already stored (prompt, rubric or "
+                            "artifacts changed); import it under a new id or into a new benchmark",
+                        )
+                    )
+            else:
+                new.append((task, digest))
+        if conflicts:
+            raise ConflictError(ValidationError(conflicts).render())
+        if not new:
+            return task_ids
+        self._store_blobs(s, [t for t, _ in new], data.blobs, report, notify)
+        start = (
+            s.scalar(select(func.max(m.Task.position)).where(m.Task.benchmark_id == bench_id)) or -1
+        ) + 1
+        task_rows = [
+            {
+                "benchmark_id": bench_id,
+                "external_id": t.id,
+                "position": start + i,
+                "prompt": t.prompt,
+                "workflow": t.workflow,
+                "domain": t.domain,
+                "answer_format": t.answer_format,
+                "tags": list(t.tags),
+                "meta": t.metadata,
+                "content_hash": digest,
+            }
+            for i, (t, digest) in enumerate(new)
+        ]
+        ids = self._insert_returning_ids(s, m.Task, task_rows)
+        crit_rows: list[dict[str, Any]] = []
+        art_rows: list[dict[str, Any]] = []
+        for (t, _), tid in zip(new, ids, strict=True):
+            task_ids[t.id] = tid
+            for c in t.criteria:
+                crit_rows.append(
+                    {
+                        "task_id": tid,
+                        "external_id": c.id,
+                        "position": c.position,
+                        "text": c.text,
+                        "points": c.points,
+                        "tags": list(c.tags),
+                        "kind": c.kind.value,
+                        "levels": c.levels,
+                        "auto_key": c.auto.key if c.auto else None,
+                        "auto_target": c.auto.target if c.auto else None,
+                        "auto_abs_tol": c.auto.abs_tol if c.auto else None,
+                        "auto_rel_tol": c.auto.rel_tol if c.auto else None,
+                    }
+                )
+            for a in t.artifacts:
+                art_rows.append(
+                    {
+                        "task_id": tid,
+                        "position": a.position,
+                        "kind": a.kind.value,
+                        "title": a.title,
+                        "original_name": a.original_name,
+                        "path": a.path,
+                        "url": a.url,
+                        "media_type": a.media_type,
+                        "sha256": a.sha256,
+                        "size": a.size,
+                    }
+                )
+        total = len(crit_rows)
+        for done, batch in enumerate(_batches(crit_rows), start=1):
+            s.execute(insert(m.Criterion), batch)
+            notify("criteria", min(done * BATCH_ROWS, total), total)
+        if art_rows:
+            s.execute(insert(m.Artifact), art_rows)
+        report.tasks_added = len(new)
+        report.artifacts_added = len(art_rows)
+        return task_ids
+
+    @staticmethod
+    def _insert_returning_ids(
+        s: Session, table: type[m.Base], rows: list[dict[str, Any]]
+    ) -> list[int]:
+        ids: list[int] = []
+        for batch in _batches(rows):
+            result = s.execute(
+                insert(table).returning(table.id, sort_by_parameter_order=True),  # type: ignore[attr-defined]
+                list(batch),
+            )
+            ids.extend(result.scalars().all())
+        return ids
+
+    def _store_blobs(
+        self,
+        s: Session,
+        tasks: Iterable[Task],
+        paths: dict[str, str],
+        report: ImportReport,
+        notify: Progress,
+    ) -> None:
+        wanted = sorted({a.sha256 for t in tasks for a in t.artifacts if a.sha256})
+        if not wanted:
+            return
+        have: set[str] = set()
+        for batch in _batches(wanted, 500):
+            have.update(s.scalars(select(m.Blob.sha256).where(m.Blob.sha256.in_(batch))))
+        missing = [h for h in wanted if h not in have]
+        pending: list[dict[str, Any]] = []
+        pending_bytes = 0
+        for done, digest in enumerate(missing, start=1):
+            path = Path(paths[digest])
+            blob = path.read_bytes()
+            if hashlib.sha256(blob).hexdigest() != digest:
+                raise ConflictError(f"{path}: file changed while it was being imported; try again")
+            pending.append({"sha256": digest, "size": len(blob), "data": blob})
+            pending_bytes += len(blob)
+            report.blobs_added += 1
+            report.bytes_added += len(blob)
+            if pending_bytes >= BATCH_BYTES or len(pending) >= BATCH_ROWS:
+                s.execute(insert(m.Blob), pending)
+                pending, pending_bytes = [], 0
+                notify("artifacts", done, len(missing))
+        if pending:
+            s.execute(insert(m.Blob), pending)
+        notify("artifacts", len(missing), len(missing))
+
+    def _import_responses(
+        self,
+        s: Session,
+        bench_id: int,
+        data: BenchmarkData,
+        task_ids: dict[str, int],
+        report: ImportReport,
+        notify: Progress,
+    ) -> dict[str, tuple[int, int]]:
+        """Returns ``external response id → (response row id, task row id)``."""
+        existing = {
+            ext: (rid, tid, h)
+            for rid, tid, ext, h in s.execute(
+                select(
+                    m.Response.id,
+                    m.Response.task_id,
+                    m.Response.external_id,
+                    m.Response.content_hash,
+                ).where(m.Response.benchmark_id == bench_id)
+            )
+        }
+        out = {ext: (rid, tid) for ext, (rid, tid, _h) in existing.items()}
+        new: list[tuple[Response, str]] = []
+        conflicts: list[Problem] = []
+        for r in data.responses:
+            digest = r.content_hash()
+            if r.id in existing:
+                if existing[r.id][2] == digest:
+                    report.responses_unchanged += 1
+                else:
+                    conflicts.append(
+                        Problem(
+                            "responses.jsonl",
+                            None,
+                            r.id,
+                            "response differs from the one already stored (text, model, task "
+                            "or answer changed); give it a new id",
+                        )
+                    )
+            elif r.task_id not in task_ids:  # the reader checks this; keep the guard cheap
+                conflicts.append(
+                    Problem("responses.jsonl", None, r.id, f"unknown task_id {r.task_id!r}")
+                )
+            else:
+                new.append((r, digest))
+        if conflicts:
+            raise ConflictError(ValidationError(conflicts).render())
+        rows = [
+            {
+                "benchmark_id": bench_id,
+                "task_id": task_ids[r.task_id],
+                "external_id": r.id,
+                "model": r.model,
+                "text": r.text,
+                "answer": r.answer,
+                "content_hash": digest,
+            }
+            for r, digest in new
+        ]
+        ids = self._insert_returning_ids(s, m.Response, rows)
+        for (r, _), rid in zip(new, ids, strict=True):
+            out[r.id] = (rid, task_ids[r.task_id])
+        report.responses_added = len(new)
+        notify("responses", len(new), len(new))
+        return out
+
+    def _grader_ids(
+        self, s: Session, judgments: Sequence[Judgment], report: ImportReport
+    ) -> dict[str, int]:
+        kinds: dict[str, GraderKind] = {}
+        for j in judgments:
+            kinds.setdefault(j.grader, j.grader_kind)
+        if not kinds:
+            return {}
+        rows = s.execute(
+            select(m.Grader.id, m.Grader.name, m.Grader.kind).where(m.Grader.name.in_(list(kinds)))
+        )
+        ids: dict[str, int] = {}
+        for gid, name, kind in rows:
+            if kind != kinds[name].value:
+                raise ConflictError(
+                    f"grader {name!r} is stored as a {kind}, the file says {kinds[name].value}"
+                )
+            ids[name] = gid
+        for name, kind in kinds.items():
+            if name not in ids:
+                g = m.Grader(name=name, kind=kind.value)
+                s.add(g)
+                s.flush()
+                ids[name] = g.id
+                report.graders_added.append(name)
+        return ids
+
+    def _import_judgments(
+        self,
+        s: Session,
+        bench_id: int,
+        data: BenchmarkData,
+        response_ids: dict[str, tuple[int, int]],
+        report: ImportReport,
+        notify: Progress,
+    ) -> None:
+        if not data.judgments:
+            return
+        grader_ids = self._grader_ids(s, data.judgments, report)
+        needed_tasks = {response_ids[j.response_id][1] for j in data.judgments}
+        crit_ids: dict[tuple[int, str], int] = {}
+        for batch in _batches(sorted(needed_tasks), 500):
+            for cid, tid, ext in s.execute(
+                select(m.Criterion.id, m.Criterion.task_id, m.Criterion.external_id).where(
+                    m.Criterion.task_id.in_(batch)
+                )
+            ):
+                crit_ids[(tid, ext)] = cid
+        existing: dict[tuple[int, int, int], Row[Any]] = {}
+        if not report.benchmark_created:
+            q = (
+                select(
+                    m.Judgment.id,
+                    m.Judgment.grader_id,
+                    m.Judgment.response_id,
+                    m.Judgment.criterion_id,
+                    m.Judgment.revision,
+                    m.Judgment.source,
+                    m.Judgment.updated_at,
+                    *[getattr(m.Judgment, f) for f in _JUDGMENT_FIELDS],
+                )
+                .join(m.Response, m.Response.id == m.Judgment.response_id)
+                .where(
+                    m.Response.benchmark_id == bench_id,
+                    m.Judgment.grader_id.in_(list(grader_ids.values())),
+                )
+            )
+            for row in s.execute(q):
+                existing[(row.grader_id, row.response_id, row.criterion_id)] = row
+        now = m.utcnow()
+        new_rows: list[dict[str, Any]] = []
+        updates: list[tuple[Row[Any], dict[str, Any]]] = []
+        for j in data.judgments:
+            rid, tid = response_ids[j.response_id]
+            key = (grader_ids[j.grader], rid, crit_ids[(tid, j.criterion_id)])
+            values = _judgment_values(j)
+            old = existing.get(key)
+            if old is None:
+                new_rows.append(
+                    {
+                        "grader_id": key[0],
+                        "response_id": key[1],
+                        "criterion_id": key[2],
+                        **values,
+                        "source": "import",
+                        "provenance": {},
+                        "revision": 1,
+                        "created_at": now,
+                        "updated_at": now,
+                    }
+                )
+            elif all(getattr(old, f) == values[f] for f in _JUDGMENT_FIELDS):
+                report.judgments_unchanged += 1
+            else:
+                updates.append((old, values))
+        total = len(new_rows)
+        for done, batch in enumerate(_batches(new_rows), start=1):
+            s.execute(insert(m.Judgment), list(batch))
+            notify("judgments", min(done * BATCH_ROWS, total), total)
+        for old, values in updates:
+            self._supersede_judgment(s, old, values, source="import", actor=None, now=now)
+        report.judgments_added = len(new_rows)
+        report.judgments_updated = len(updates)
+
+    @staticmethod
+    def _supersede_judgment(
+        s: Session,
+        old: Row[Any],
+        values: dict[str, Any],
+        *,
+        source: str,
+        actor: str | None,
+        now: datetime,
+    ) -> None:
+        snapshot = {f: getattr(old, f) for f in _JUDGMENT_FIELDS}
+        snapshot["source"] = old.source
+        snapshot["updated_at"] = old.updated_at.isoformat() if old.updated_at else None
+        s.add(
+            m.Revision(
+                entity="judgment",
+                entity_id=old.id,
+                revision=old.revision,
+                data=snapshot,
+                actor=actor,
+                source=source,
+                changed_at=now,
+            )
+        )
+        s.execute(
+            update(m.Judgment)
+            .where(m.Judgment.id == old.id)
+            .values(**values, revision=old.revision + 1, source=source, updated_at=now)
+        )
+
+    # -- reading -------------------------------------------------------------------
+    def load_tasks(self, benchmark: str | None = None) -> list[Task]:
+        """Every task of a benchmark as domain objects, in import order."""
+        bench = self.benchmark(benchmark)
+        with self.db.read() as s:
+            tasks = s.scalars(
+                select(m.Task).where(m.Task.benchmark_id == bench.id).order_by(m.Task.position)
+            ).all()
+            crits: dict[int, list[m.Criterion]] = {}
+            arts: dict[int, list[m.Artifact]] = {}
+            for c in s.scalars(
+                select(m.Criterion)
+                .join(m.Task, m.Task.id == m.Criterion.task_id)
+                .where(m.Task.benchmark_id == bench.id)
+                .order_by(m.Criterion.task_id, m.Criterion.position)
+            ):
+                crits.setdefault(c.task_id, []).append(c)
+            for a in s.scalars(
+                select(m.Artifact)
+                .join(m.Task, m.Task.id == m.Artifact.task_id)
+                .where(m.Task.benchmark_id == bench.id)
+                .order_by(m.Artifact.task_id, m.Artifact.position)
+            ):
+                arts.setdefault(a.task_id, []).append(a)
+            return [_task_from_row(t, crits.get(t.id, []), arts.get(t.id, [])) for t in tasks]
+
+    def load_responses(self, benchmark: str | None = None) -> list[Response]:
+        bench = self.benchmark(benchmark)
+        with self.db.read() as s:
+            q = (
+                select(
+                    m.Response.external_id,
+                    m.Task.external_id,
+                    m.Response.model,
+                    m.Response.text,
+                    m.Response.answer,
+                )
+                .join(m.Task, m.Task.id == m.Response.task_id)
+                .where(m.Response.benchmark_id == bench.id)
+                .order_by(m.Task.position, m.Response.id)
+            )
+            return [
+                Response(id=a, task_id=b, model=c, text=d, answer=e)
+                for a, b, c, d, e in s.execute(q)
+            ]
+
+    def judgment_records(self, benchmark: str | None = None) -> list[dict[str, Any]]:
+        """Every current judgment as a judgments.jsonl record plus task_id, model, updated_at."""
+        bench = self.benchmark(benchmark)
+        with self.db.read() as s:
+            q = (
+                select(
+                    m.Response.external_id.label("response_id"),
+                    m.Criterion.external_id.label("criterion_id"),
+                    m.Grader.name.label("grader"),
+                    m.Grader.kind.label("grader_kind"),
+                    *[getattr(m.Judgment, f) for f in _JUDGMENT_FIELDS],
+                    m.Task.external_id.label("task_id"),
+                    m.Grader.model.label("judge_model"),
+                    m.Judgment.updated_at,
+                    m.Judgment.revision,
+                )
+                .join(m.Response, m.Response.id == m.Judgment.response_id)
+                .join(m.Criterion, m.Criterion.id == m.Judgment.criterion_id)
+                .join(m.Grader, m.Grader.id == m.Judgment.grader_id)
+                .join(m.Task, m.Task.id == m.Response.task_id)
+                .where(m.Response.benchmark_id == bench.id)
+                .order_by(m.Task.position, m.Response.id, m.Criterion.position, m.Grader.name)
+            )
+            out: list[dict[str, Any]] = []
+            for row in s.execute(q):
+                rec: dict[str, Any] = {
+                    "response_id": row.response_id,
+                    "criterion_id": row.criterion_id,
+                    "grader": row.grader,
+                    "grader_kind": row.grader_kind,
+                    "met": row.met,
+                }
+                for f in ("level", "confidence", "rationale", "unclear_note"):
+                    if getattr(row, f) is not None:
+                        rec[f] = getattr(row, f)
+                if row.unclear:
+                    rec["unclear"] = True
+                rec["task_id"] = row.task_id
+                if row.judge_model:
+                    rec["model"] = row.judge_model
+                rec["revision"] = row.revision
+                rec["updated_at"] = row.updated_at.isoformat() if row.updated_at else None
+                out.append(rec)
+            return out
+
+    def judgment_history(self, judgment_id: int) -> list[dict[str, Any]]:
+        """Superseded values of one judgment, oldest first."""
+        with self.db.read() as s:
+            rows = s.scalars(
+                select(m.Revision)
+                .where(m.Revision.entity == "judgment", m.Revision.entity_id == judgment_id)
+                .order_by(m.Revision.revision)
+            ).all()
+            return [{"revision": r.revision, **r.data, "changed_at": r.changed_at} for r in rows]
+
+    def read_blob(self, sha256: str) -> bytes:
+        with self.db.read() as s:
+            data = s.scalar(select(m.Blob.data).where(m.Blob.sha256 == sha256))
+            if data is None:
+                raise NotFoundError(f"no artifact bytes stored for sha256 {sha256}")
+            return data
+
+    def load_frames(self, benchmark: str | None = None) -> Frames:
+        """The benchmark's tables for scoring and statistics (see :mod:`gradercal.frames`)."""
+        bench = self.benchmark(benchmark)
+        with self.db.read() as s:
+            n_art = (
+                select(m.Artifact.task_id, func.count().label("n"))
+                .group_by(m.Artifact.task_id)
+                .subquery()
+            )
+            task_rows = s.execute(
+                select(
+                    m.Task.external_id,
+                    m.Task.workflow,
+                    m.Task.domain,
+                    m.Task.answer_format,
+                    func.coalesce(n_art.c.n, 0),
+                )
+                .outerjoin(n_art, n_art.c.task_id == m.Task.id)
+                .where(m.Task.benchmark_id == bench.id)
+                .order_by(m.Task.position)
+            ).all()
+            tasks = make_frame(
+                TASK_DTYPES, ((a, b, c, d, int(n), n > 0) for a, b, c, d, n in task_rows)
+            )
+            crit_rows = s.execute(
+                select(
+                    m.Task.external_id,
+                    m.Criterion.external_id,
+                    m.Criterion.position,
+                    m.Criterion.text,
+                    m.Criterion.points,
+                    m.Criterion.kind,
+                    m.Criterion.tags,
+                    m.Criterion.levels,
+                    m.Criterion.auto_key,
+                    m.Criterion.auto_target,
+                    m.Criterion.auto_abs_tol,
+                    m.Criterion.auto_rel_tol,
+                )
+                .join(m.Task, m.Task.id == m.Criterion.task_id)
+                .where(m.Task.benchmark_id == bench.id)
+                .order_by(m.Task.position, m.Criterion.position)
+            ).all()
+            criteria = make_frame(
+                CRITERION_DTYPES,
+                ((*r[:6], tuple(r[6] or ()), *r[7:]) for r in crit_rows),
+            )
+            resp_rows = s.execute(
+                select(
+                    m.Response.external_id, m.Task.external_id, m.Response.model, m.Response.answer
+                )
+                .join(m.Task, m.Task.id == m.Response.task_id)
+                .where(m.Response.benchmark_id == bench.id)
+                .order_by(m.Task.position, m.Response.id)
+            ).all()
+            responses = make_frame(RESPONSE_DTYPES, (tuple(r) for r in resp_rows))
+            j_rows = s.execute(
+                select(
+                    m.Response.external_id,
+                    m.Criterion.external_id,
+                    m.Grader.name,
+                    m.Grader.kind,
+                    m.Judgment.met,
+                    m.Judgment.level,
+                    m.Judgment.confidence,
+                    m.Judgment.rationale,
+                    m.Judgment.unclear,
+                )
+                .join(m.Response, m.Response.id == m.Judgment.response_id)
+                .join(m.Criterion, m.Criterion.id == m.Judgment.criterion_id)
+                .join(m.Grader, m.Grader.id == m.Judgment.grader_id)
+                .where(m.Response.benchmark_id == bench.id)
+                .order_by(m.Judgment.id)
+            ).all()
+            judgments = make_frame(JUDGMENT_DTYPES, (tuple(r) for r in j_rows))
+            a_rows = s.execute(
+                select(
+                    m.Response.external_id,
+                    m.Criterion.external_id,
+                    m.Adjudication.met,
+                    m.Adjudication.level,
+                    m.Adjudication.adjudicator,
+                    m.Adjudication.note,
+                )
+                .join(m.Response, m.Response.id == m.Adjudication.response_id)
+                .join(m.Criterion, m.Criterion.id == m.Adjudication.criterion_id)
+                .where(m.Response.benchmark_id == bench.id)
+            ).all()
+            adjudications = make_frame(ADJUDICATION_DTYPES, (tuple(r) for r in a_rows))
+        return Frames(
+            pass_threshold=bench.pass_threshold,
+            tasks=tasks,
+            criteria=criteria,
+            responses=responses,
+            judgments=judgments,
+            adjudications=adjudications,
+        )
+
+    # -- adjudication ----------------------------------------------------------------
+    def adjudicate(
+        self,
+        benchmark: str | None,
+        response_id: str,
+        criterion_id: str,
+        *,
+        met: bool,
+        adjudicator: str,
+        note: str | None = None,
+        level: int | None = None,
+    ) -> None:
+        """Record (or revise, keeping history) the final verdict on one criterion."""
+        bench = self.benchmark(benchmark)
+        with self.db.write() as s:
+            resp = s.execute(
+                select(m.Response.id, m.Response.task_id).where(
+                    m.Response.benchmark_id == bench.id, m.Response.external_id == response_id
+                )
+            ).first()
+            if resp is None:
+                raise NotFoundError(f"no response {response_id!r}")
+            crit = s.scalar(
+                select(m.Criterion.id).where(
+                    m.Criterion.task_id == resp.task_id, m.Criterion.external_id == criterion_id
+                )
+            )
+            if crit is None:
+                raise NotFoundError(f"no criterion {criterion_id!r} on response {response_id!r}")
+            now = m.utcnow()
+            row = s.scalar(
+                select(m.Adjudication).where(
+                    tuple_(m.Adjudication.response_id, m.Adjudication.criterion_id)
+                    == (resp.id, crit)
+                )
+            )
+            if row is None:
+                s.add(
+                    m.Adjudication(
+                        response_id=resp.id,
+                        criterion_id=crit,
+                        adjudicator=adjudicator,
+                        met=met,
+                        level=level,
+                        note=note,
+                        created_at=now,
+                        updated_at=now,
+                    )
+                )
+                return
+            s.add(
+                m.Revision(
+                    entity="adjudication",
+                    entity_id=row.id,
+                    revision=row.revision,
+                    data={
+                        "met": row.met,
+                        "level": row.level,
+                        "note": row.note,
+                        "adjudicator": row.adjudicator,
+                        "updated_at": row.updated_at.isoformat(),
+                    },
+                    actor=adjudicator,
+                    source="ui",
+                    changed_at=now,
+                )
+            )
+            row.met, row.level, row.note, row.adjudicator = met, level, note, adjudicator
+            row.revision += 1
+            row.updated_at = now
+
+
+def _task_from_row(t: m.Task, crits: list[m.Criterion], arts: list[m.Artifact]) -> Task:
+    return Task(
+        id=t.external_id,
+        prompt=t.prompt,
+        workflow=t.workflow,
+        domain=t.domain,
+        answer_format=t.answer_format,
+        tags=tuple(t.tags or ()),
+        metadata=dict(t.meta or {}),
+        artifacts=tuple(
+            Artifact(
+                kind=ArtifactKind(a.kind),
+                title=a.title,
+                position=a.position,
+                path=a.path,
+                original_name=a.original_name,
+                sha256=a.sha256,
+                size=a.size,
+                url=a.url,
+                media_type=a.media_type,
+            )
+            for a in arts
+        ),
+        criteria=tuple(
+            Criterion(
+                id=c.external_id,
+                text=c.text,
+                points=c.points,
+                position=c.position,
+                tags=tuple(c.tags or ()),
+                auto=(
+                    AutoRule(c.auto_key, c.auto_target, c.auto_abs_tol, c.auto_rel_tol)
+                    if c.kind == "auto" and c.auto_key is not None
+                    else None
+                ),
+                levels=c.levels,
+            )
+            for c in crits
+        ),
+    )
+
+
+def benchmark_of(data: BenchmarkData, name: str) -> BenchmarkData:
+    """The same data, addressed to the benchmark called ``name``."""
+    b = data.benchmark
+    data.benchmark = Benchmark(
+        name=name, pass_threshold=b.pass_threshold, format_version=b.format_version
+    )
+    return data

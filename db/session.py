@@ -1,0 +1,229 @@
+"""Opening databases: URLs, SQLite pragmas, sessions and migrations on open.
+
+``--db`` accepts a file path (SQLite) or a SQLAlchemy URL such as
+``postgresql+psycopg://user@host/dbname``. With neither flag nor ``GRADERCAL_DB``
+the database is ``gradercal.sqlite`` in the user data directory (platformdirs).
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from platformdirs import user_data_dir
+from sqlalchemy import Engine, create_engine, event, inspect
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.orm import Session, sessionmaker
+
+from gradercal.errors import GradercalError
+
+ENV_VAR = "GRADERCAL_DB"
+DEFAULT_FILENAME = "gradercal.sqlite"
+#: How long a SQLite writer waits for another writer's lock before giving up (ms).
+BUSY_TIMEOUT_MS = 30_000
+
+
+class DatabaseError(GradercalError):
+    """The database cannot be opened or migrated; the message says why."""
+
+
+def default_path() -> Path:
+    return Path(user_data_dir("gradercal", appauthor=False)) / DEFAULT_FILENAME
+
+
+def resolve_url(db: str | os.PathLike[str] | None = None) -> URL:
+    """Turn ``--db`` (a path or URL), ``$GRADERCAL_DB`` or the default into a URL."""
+    raw = os.fspath(db) if db is not None else os.environ.get(ENV_VAR) or str(default_path())
+    if "://" in raw:
+        try:
+            return make_url(raw)
+        except Exception as exc:  # sqlalchemy raises ArgumentError with a terse message
+            raise DatabaseError(f"not a valid database URL: {_redact(raw)} ({exc})") from exc
+    path = Path(raw).expanduser()
+    return URL.create("sqlite+pysqlite", database=str(path.absolute()))
+
+
+def _redact(raw: str) -> str:
+    try:
+        return make_url(raw).render_as_string(hide_password=True)
+    except Exception:
+        return "<unparsable URL>"
+
+
+def display_url(url: URL) -> str:
+    """The URL as shown to users: never with its password."""
+    if url.get_backend_name() == "sqlite":
+        return str(url.database)
+    return url.render_as_string(hide_password=True)
+
+
+def _on_sqlite_connect(dbapi_conn: Any, _record: Any) -> None:
+    # Let SQLAlchemy, not pysqlite, decide when transactions begin (see _on_sqlite_begin):
+    # this makes DDL transactional and lets writers take the lock up front.
+    dbapi_conn.isolation_level = None
+    cur = dbapi_conn.cursor()
+    cur.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    cur.execute("PRAGMA foreign_keys = ON")
+    mode = cur.execute("PRAGMA journal_mode = WAL").fetchone()
+    if mode and str(mode[0]).lower() != "wal" and str(mode[0]).lower() != "memory":
+        cur.execute("PRAGMA journal_mode = DELETE")
+    cur.execute("PRAGMA synchronous = FULL")
+    cur.close()
+
+
+def _on_sqlite_begin(conn: Any) -> None:
+    mode = conn.get_execution_options().get("sqlite_begin", "DEFERRED")
+    conn.exec_driver_sql(f"BEGIN {mode}")
+
+
+def make_engine(url: URL, **kwargs: Any) -> Engine:
+    """Create an engine with gradercal's settings for the backend."""
+    if url.get_backend_name() == "sqlite":
+        if url.database and url.database != ":memory:":
+            Path(url.database).parent.mkdir(parents=True, exist_ok=True)
+        engine = create_engine(url, **kwargs)
+        event.listen(engine, "connect", _on_sqlite_connect)
+        event.listen(engine, "begin", _on_sqlite_begin)
+        return engine
+    kwargs.setdefault("pool_pre_ping", True)
+    return create_engine(url, **kwargs)
+
+
+def alembic_config(engine: Engine | None = None) -> Config:
+    cfg = Config()
+    cfg.set_main_option(
+        "script_location", str(resources.files("gradercal.db").joinpath("migrations"))
+    )
+    if engine is not None:
+        cfg.set_main_option("sqlalchemy.url", engine.url.render_as_string(hide_password=False))
+    return cfg
+
+
+def head_revision() -> str:
+    head = ScriptDirectory.from_config(alembic_config()).get_current_head()
+    assert head is not None
+    return head
+
+
+def current_revision(engine: Engine) -> str | None:
+    with engine.connect() as conn:
+        return MigrationContext.configure(conn).get_current_revision()
+
+
+def backup_sqlite(path: Path, suffix: str) -> Path:
+    """Copy a SQLite database consistently (online backup API) next to itself."""
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    target = path.with_name(f"{path.name}.{suffix}-{stamp}.bak")
+    src = sqlite3.connect(str(path))
+    try:
+        dst = sqlite3.connect(str(target))
+        try:
+            src.backup(dst)
+        finally:
+            dst.close()
+    finally:
+        src.close()
+    return target
+
+
+def upgrade(engine: Engine) -> Path | None:
+    """Bring the schema to the newest revision. Returns the backup made, if any.
+
+    A database at an older revision is copied first (SQLite); one from a newer
+    gradercal, or with tables but no revision stamp, is refused untouched.
+    """
+    head = head_revision()
+    current = current_revision(engine)
+    if current == head:
+        return None
+    script = ScriptDirectory.from_config(alembic_config())
+    if current is not None and script.get_revision(current) is None:
+        raise DatabaseError(
+            f"database {display_url(engine.url)} has schema revision {current}, which this "
+            "version of gradercal does not know; upgrade gradercal"
+        )
+    if current is None:
+        tables = set(inspect(engine).get_table_names())
+        if tables:
+            raise DatabaseError(
+                f"{display_url(engine.url)} holds tables but is not a gradercal database"
+            )
+    backup: Path | None = None
+    if current is not None and engine.url.get_backend_name() == "sqlite" and engine.url.database:
+        backup = backup_sqlite(Path(engine.url.database), f"before-{head}")
+    with engine.begin() as conn:
+        cfg = alembic_config(engine)
+        cfg.attributes["connection"] = conn
+        command.upgrade(cfg, "head")
+    return backup
+
+
+class Database:
+    """An open gradercal database: an engine plus session factories."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.url = engine.url
+        self._sessions = sessionmaker(engine, expire_on_commit=False)
+        self._write_sessions = sessionmaker(
+            engine.execution_options(sqlite_begin="IMMEDIATE"), expire_on_commit=False
+        )
+
+    @property
+    def is_sqlite(self) -> bool:
+        return self.url.get_backend_name() == "sqlite"
+
+    @property
+    def display(self) -> str:
+        return display_url(self.url)
+
+    @contextmanager
+    def read(self) -> Iterator[Session]:
+        """A session for reading (deferred transaction, rolled back at the end)."""
+        with self._sessions() as session:
+            yield session
+
+    @contextmanager
+    def write(self) -> Iterator[Session]:
+        """A session whose transaction commits on success and rolls back on error.
+
+        On SQLite the write lock is taken when the transaction begins, so two writers
+        queue on ``busy_timeout`` instead of failing halfway through.
+        """
+        with self._write_sessions() as session, session.begin():
+            yield session
+
+    def dispose(self) -> None:
+        self.engine.dispose()
+
+
+def open_database(
+    db: str | os.PathLike[str] | URL | None = None, *, migrate: bool = True
+) -> Database:
+    """Open (creating or upgrading as needed) the gradercal database at ``db``."""
+    url = db if isinstance(db, URL) else resolve_url(db)
+    engine = make_engine(url)
+    try:
+        if migrate:
+            upgrade(engine)
+        elif current_revision(engine) != head_revision():
+            raise DatabaseError(
+                f"database {display_url(url)} is not at the current schema; run `gradercal init`"
+            )
+    except DatabaseError:
+        engine.dispose()
+        raise
+    except Exception as exc:
+        engine.dispose()
+        raise DatabaseError(f"cannot open database {display_url(url)}: {exc}") from exc
+    return Database(engine)

@@ -1,0 +1,479 @@
+"""The ``gradercal`` command line: the one front door for people and scripts.
+
+Every command takes ``--db`` (a SQLite path or a SQLAlchemy URL; default: ``$GRADERCAL_DB``
+or a SQLite file in the user data directory) and ``--help``; commands that report take
+``--json`` for a stable, documented shape. Errors print ``file:line: field: message``
+lines to stderr and exit with status 1 without touching the database.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import click
+
+from gradercal import __version__
+from gradercal.errors import GradercalError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from gradercal.db.repo import Repository
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+BREAKDOWNS = ("workflow", "domain", "artifacts", "answer_format")
+
+
+def _emit_json(obj: Any) -> None:
+    click.echo(json.dumps(obj, indent=2, ensure_ascii=False, default=str))
+
+
+def _fail(message: str) -> None:
+    click.echo(click.style("error: ", fg="red", bold=True) + message, err=True)
+
+
+def handle_errors(fn: F) -> F:
+    """Turn gradercal's own errors into a clean message and exit status 1."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except GradercalError as exc:
+            _fail(str(exc))
+            sys.exit(1)
+
+    return wrapper  # type: ignore[return-value]
+
+
+db_option = click.option(
+    "--db",
+    "db",
+    envvar="GRADERCAL_DB",
+    metavar="PATH|URL",
+    help="SQLite file or database URL (postgresql+psycopg://…). "
+    "Default: $GRADERCAL_DB, else gradercal.sqlite in the user data directory.",
+)
+benchmark_option = click.option(
+    "--benchmark",
+    "-b",
+    metavar="NAME",
+    help="Benchmark to use when the database holds several.",
+)
+json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON instead of tables.")
+
+
+def _repo(db: str | None) -> Repository:
+    from gradercal.db.repo import Repository
+    from gradercal.db.session import open_database
+
+    return Repository(open_database(db))
+
+
+@contextmanager
+def _progress(enabled: bool) -> Iterator[Callable[[str, int, int], None]]:
+    """A rich progress bar on stderr (only on a terminal); yields a (stage, done, total) hook."""
+    if not enabled or not sys.stderr.isatty():
+        yield lambda _stage, _done, _total: None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+
+    bars: dict[str, Any] = {}
+    with Progress(
+        "[progress.description]{task.description}",
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        console=Console(stderr=True),
+        transient=True,
+    ) as prog:
+
+        def update(stage: str, done: int, total: int) -> None:
+            if stage not in bars:
+                bars[stage] = prog.add_task(stage, total=max(total, 1))
+            prog.update(bars[stage], completed=done, total=max(total, 1))
+
+        yield update
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(__version__, prog_name="gradercal")
+def main() -> None:
+    """gradercal: expert grading, agreement statistics and LLM-judge calibration
+    for rubric-graded AI benchmarks.
+
+    \b
+    Typical first steps:
+      gradercal import samples/demo      load a benchmark folder (format v1)
+      gradercal scores                   per-model mean rubric score and pass rate
+      gradercal export judgments -o j.csv
+    """
+
+
+@main.command()
+@db_option
+@json_option
+@handle_errors
+def init(db: str | None, as_json: bool) -> None:
+    """Create the database (or upgrade it to the current schema)."""
+    from gradercal.db.session import head_revision
+
+    repo = _repo(db)
+    info = {"database": repo.db.display, "schema_revision": head_revision()}
+    if as_json:
+        _emit_json(info)
+    else:
+        click.echo(f"database ready: {info['database']} (schema {info['schema_revision']})")
+
+
+@main.command(name="import")
+@click.argument("path", type=click.Path(path_type=Path))
+@db_option
+@benchmark_option
+@json_option
+@handle_errors
+def import_(path: Path, db: str | None, benchmark: str | None, as_json: bool) -> None:
+    """Import a benchmark folder, one of its JSONL files, or a HealthBench-style JSONL file.
+
+    Everything is validated first; a file with any bad line imports nothing and every
+    problem is listed as file:line: field: message. Importing the same data again
+    changes nothing.
+    """
+    from gradercal.db.repo import benchmark_of
+    from gradercal.formats import read_path, sniff_jsonl
+
+    repo = _repo(db)
+    kind = sniff_jsonl(path) if path.is_file() else "folder"
+    has_bench_file = kind == "folder" and (path / "benchmark.json").is_file()
+    if benchmark is not None:
+        target = benchmark
+    elif kind in ("responses", "judgments"):
+        target = repo.benchmark(None).name
+    elif kind == "healthbench":
+        target = path.stem
+    else:
+        folder = path if kind == "folder" else path.parent
+        target = _peek_name(folder) or folder.resolve().name
+    catalog = repo.catalog(target)
+    data = benchmark_of(read_path(path, catalog), target)
+    with _progress(not as_json) as update:
+        report = repo.import_data(data, threshold_from_file=has_bench_file, progress=update)
+    if as_json:
+        _emit_json(report.to_dict())
+        return
+    if not report.changed:
+        click.echo(f"{path}: nothing new; {repo.db.display} unchanged")
+        return
+    parts = [
+        f"{report.tasks_added} tasks",
+        f"{report.artifacts_added} artifacts ({report.bytes_added / 1e6:.1f} MB new)",
+        f"{report.responses_added} responses",
+        f"{report.judgments_added} judgments",
+    ]
+    click.echo(f"imported into benchmark {report.benchmark!r}: " + ", ".join(parts))
+    if report.judgments_updated:
+        click.echo(f"updated {report.judgments_updated} judgments (old values kept as revisions)")
+    if report.graders_added:
+        click.echo("new graders: " + ", ".join(report.graders_added))
+    if report.pass_threshold_changed:
+        old, new = report.pass_threshold_changed
+        click.echo(f"pass threshold changed from {old} to {new}")
+
+
+def _peek_name(folder: Path) -> str | None:
+    bench = folder / "benchmark.json"
+    if not bench.is_file():
+        return None
+    try:
+        value = json.loads(bench.read_text("utf-8"))
+    except (OSError, ValueError):
+        return None  # the reader reports the problem with its line number
+    name = value.get("name") if isinstance(value, dict) else None
+    return name if isinstance(name, str) and name else None
+
+
+@main.command()
+@db_option
+@json_option
+@handle_errors
+def benchmarks(db: str | None, as_json: bool) -> None:
+    """List the benchmarks stored in the database."""
+    rows = _repo(db).benchmarks()
+    if as_json:
+        _emit_json([r.__dict__ for r in rows])
+        return
+    if not rows:
+        click.echo("no benchmarks yet: run `gradercal import PATH`")
+    for r in rows:
+        click.echo(
+            f"{r.name}: {r.n_tasks} tasks, {r.n_responses} responses, {r.n_judgments} judgments, "
+            f"pass threshold {r.pass_threshold:.0%}"
+        )
+
+
+@main.command()
+@db_option
+@benchmark_option
+@click.option(
+    "--grader",
+    "-g",
+    default="consensus",
+    show_default=True,
+    metavar="NAME|consensus|all",
+    help="Whose verdicts to score: one grader, the human consensus, or every grader.",
+)
+@click.option(
+    "--by",
+    "by",
+    default=",".join(BREAKDOWNS),
+    show_default=True,
+    help="Breakdowns to show (comma-separated; empty for none).",
+)
+@json_option
+@handle_errors
+def scores(db: str | None, benchmark: str | None, grader: str, by: str, as_json: bool) -> None:
+    """Per-model mean rubric score and pass rate, with breakdowns.
+
+    \b
+    JSON shape (one object, or a list of them with --grader all):
+      {"grader", "pass_threshold", "models": [{"model", "n_responses", "n_scored",
+       "mean_score", "pass_rate"}], "breakdowns": {"workflow": [{"model", "group", …}], …},
+       "incomplete", "ties"}
+    """
+    from gradercal.scoring import score_report
+
+    repo = _repo(db)
+    frames = repo.load_frames(benchmark)
+    graders = _graders(frames, grader)
+    groups = [g for g in by.split(",") if g]
+    bad = [g for g in groups if g not in BREAKDOWNS]
+    if bad:
+        raise click.BadParameter(f"unknown breakdown {bad[0]!r}; use {', '.join(BREAKDOWNS)}")
+    reports = [score_report(frames, grader=g) for g in graders]
+    if as_json:
+        _emit_json(reports if grader == "all" else reports[0])
+        return
+    for rep in reports:
+        _print_report(rep, groups)
+
+
+def _graders(frames: Any, grader: str) -> list[str]:
+    names = sorted(set(frames.judgments["grader"]))
+    if grader == "all":
+        return ["consensus", *names]
+    if grader != "consensus" and grader not in names:
+        raise GradercalError(
+            f"no grader {grader!r} in this benchmark; graders: {', '.join(names) or 'none'}"
+        )
+    return [grader]
+
+
+def _print_report(rep: dict[str, Any], groups: list[str]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(soft_wrap=False)
+    who = "human consensus" if rep["grader"] == "consensus" else f"grader {rep['grader']}"
+    table = Table(
+        title=f"Scores under {who} (pass ≥ {rep['pass_threshold']:.0%} of rubric points)",
+        title_justify="left",
+    )
+    for col, justify in [
+        ("model", "left"),
+        ("responses", "right"),
+        ("scored", "right"),
+        ("mean score", "right"),
+        ("pass rate", "right"),
+    ]:
+        table.add_column(col, justify=justify)  # type: ignore[arg-type]
+    for row in rep["models"]:
+        table.add_row(
+            row["model"],
+            str(row["n_responses"]),
+            str(row["n_scored"]),
+            _pct(row["mean_score"]),
+            _pct(row["pass_rate"]),
+        )
+    console.print(table)
+    for group in groups:
+        rows = rep["breakdowns"].get(group, [])
+        if not rows:
+            continue
+        sub = Table(title=f"by {group.replace('_', ' ')}", title_justify="left")
+        for col in ("model", group.replace("_", " "), "scored", "mean score", "pass rate"):
+            sub.add_column(col)
+        for row in rows:
+            sub.add_row(
+                row["model"],
+                str(row["group"]),
+                str(row["n_scored"]),
+                _pct(row["mean_score"]),
+                _pct(row["pass_rate"]),
+            )
+        console.print(sub)
+    notes = []
+    if rep.get("incomplete"):
+        notes.append(f"{rep['incomplete']} responses not fully graded (left out)")
+    if rep.get("ties"):
+        notes.append(f"{rep['ties']} criteria with tied human votes (responses left out)")
+    for note in notes:
+        console.print(f"[dim]note: {note}[/dim]")
+
+
+def _pct(value: float | None) -> str:
+    return "—" if value is None else f"{value:.1%}"
+
+
+@main.command()
+@click.argument("what", type=click.Choice(["judgments", "scores", "tasks", "responses"]))
+@click.option(
+    "-o",
+    "--output",
+    required=True,
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Output file: .csv, .jsonl or .parquet (the format follows the suffix).",
+)
+@db_option
+@benchmark_option
+@handle_errors
+def export(what: str, output: Path, db: str | None, benchmark: str | None) -> None:
+    """Export judgments, scores, tasks or responses to CSV, JSONL or Parquet.
+
+    `export judgments -o FILE.jsonl` writes the judgments.jsonl format, so the file
+    imports back unchanged. `export tasks -o FILE.jsonl` writes tasks.jsonl records;
+    as CSV/Parquet it writes one row per criterion.
+    """
+    from gradercal.formats import response_record, task_record
+
+    suffix = output.suffix.lower()
+    if suffix not in (".csv", ".jsonl", ".parquet"):
+        raise GradercalError(f"{output}: unknown suffix {suffix!r}; use .csv, .jsonl or .parquet")
+    repo = _repo(db)
+    records: list[dict[str, Any]]
+    if what == "judgments":
+        records = repo.judgment_records(benchmark)
+    elif what == "tasks":
+        tasks = repo.load_tasks(benchmark)
+        records = [task_record(t) for t in tasks] if suffix == ".jsonl" else _criterion_rows(tasks)
+    elif what == "responses":
+        records = [response_record(r) for r in repo.load_responses(benchmark)]
+    else:
+        from gradercal.scoring import all_grader_scores
+
+        df = all_grader_scores(repo.load_frames(benchmark))
+        records = df.astype(object).where(df.notna(), None).to_dict(orient="records")  # type: ignore[assignment]
+    n = write_records(records, output)
+    click.echo(f"wrote {n} {what} rows to {output}")
+
+
+def _criterion_rows(tasks: list[Any]) -> list[dict[str, Any]]:
+    rows = []
+    for t in tasks:
+        for c in t.criteria:
+            rows.append(
+                {
+                    "task_id": t.id,
+                    "workflow": t.workflow,
+                    "domain": t.domain,
+                    "answer_format": t.answer_format,
+                    "n_artifacts": len(t.artifacts),
+                    "criterion_id": c.id,
+                    "position": c.position,
+                    "criterion": c.text,
+                    "points": c.points,
+                    "kind": c.kind.value,
+                    "tags": ";".join(c.tags),
+                    "auto_key": c.auto.key if c.auto else None,
+                    "auto_target": json.dumps(c.auto.target) if c.auto else None,
+                }
+            )
+    return rows
+
+
+def write_records(records: list[dict[str, Any]], output: Path) -> int:
+    """Write records by suffix: JSONL as is, CSV/Parquet through pandas."""
+    output.parent.mkdir(parents=True, exist_ok=True)
+    if output.suffix.lower() == ".jsonl":
+        from gradercal.formats import write_jsonl
+
+        return write_jsonl(output, records)
+    frame = _frame(records)
+    if output.suffix.lower() == ".csv":
+        frame.to_csv(output, index=False)
+    else:
+        frame.to_parquet(output, index=False)
+    return len(frame)
+
+
+def _frame(records: list[dict[str, Any]]) -> pd.DataFrame:
+    import pandas as pd
+
+    return pd.DataFrame.from_records(records)
+
+
+@main.group()
+def samples() -> None:
+    """Synthetic benchmarks with known ground truth."""
+
+
+@samples.command()
+@click.option("-o", "--output", required=True, type=click.Path(path_type=Path, file_okay=False))
+@click.option("--tasks", default=40, show_default=True, type=click.IntRange(1))
+@click.option("--criteria-per-task", default=25.0, show_default=True, type=click.FloatRange(1))
+@click.option("--responses-per-task", default=3, show_default=True, type=click.IntRange(1, 26))
+@click.option("--human-graders", default=3, show_default=True, type=click.IntRange(0))
+@click.option("--judge/--no-judge", default=True, show_default=True)
+@click.option("--artifacts-per-task", default=1.33, show_default=True, type=click.FloatRange(0))
+@click.option("--overlap", type=click.IntRange(1), help="Humans per response (default: all).")
+@click.option("--seed", default=0, show_default=True, type=int)
+@json_option
+@handle_errors
+def generate(
+    output: Path,
+    tasks: int,
+    criteria_per_task: float,
+    responses_per_task: int,
+    human_graders: int,
+    judge: bool,
+    artifacts_per_task: float,
+    overlap: int | None,
+    seed: int,
+    as_json: bool,
+) -> None:
+    """Write a synthetic benchmark folder (format v1) plus truth.jsonl with the true verdicts."""
+    from gradercal.synth import SynthConfig, generate
+
+    if overlap is not None and overlap > human_graders:
+        raise click.BadParameter("cannot exceed --human-graders", param_hint="--overlap")
+    summary = generate(
+        output,
+        SynthConfig(
+            tasks=tasks,
+            criteria_per_task=criteria_per_task,
+            responses_per_task=responses_per_task,
+            human_graders=human_graders,
+            judge=judge,
+            artifacts_per_task=artifacts_per_task,
+            overlap=overlap,
+            seed=seed,
+        ),
+    )
+    if as_json:
+        _emit_json(summary.to_dict())
+    else:
+        click.echo(
+            f"wrote {summary.tasks} tasks, {summary.criteria} criteria, {summary.artifacts} "
+            f"artifacts, {summary.responses} responses, {summary.judgments} judgments to {output}"
+        )
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

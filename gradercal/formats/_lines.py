@@ -1,0 +1,135 @@
+"""Reading JSON Lines with precise, per-line error reports."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import ValidationError as SchemaError
+
+from gradercal.errors import Problem
+
+#: Lines longer than this are refused (protects memory against garbage input).
+MAX_LINE_BYTES = 64 * 1024 * 1024
+
+
+def read_jsonl(path: Path, display: str, problems: list[Problem]) -> Iterator[tuple[int, Any]]:
+    """Yield ``(line_number, value)`` for each non-blank line of a JSONL file.
+
+    Undecodable or unparsable lines are recorded in ``problems`` and skipped, so a
+    caller sees every bad line of a file in one pass.
+    """
+    with path.open("rb") as fh:
+        for lineno, raw in enumerate(fh, start=1):
+            if len(raw) > MAX_LINE_BYTES:
+                problems.append(Problem(display, lineno, None, "line is longer than 64 MiB"))
+                continue
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                problems.append(
+                    Problem(display, lineno, None, f"invalid UTF-8 at byte {exc.start + 1}")
+                )
+                continue
+            if lineno == 1 and text.startswith("\ufeff"):
+                text = text[1:]
+            if not text.strip():
+                continue
+            try:
+                value = json.loads(text)
+            except json.JSONDecodeError as exc:
+                problems.append(
+                    Problem(display, lineno, None, f"invalid JSON: {exc.msg} (column {exc.colno})")
+                )
+                continue
+            yield lineno, value
+
+
+def read_json(path: Path, display: str, problems: list[Problem]) -> Any:
+    """Read one JSON document, recording a problem (and returning None) when it is bad."""
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        problems.append(Problem(display, None, None, f"invalid UTF-8 at byte {exc.start + 1}"))
+        return None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        problems.append(
+            Problem(display, exc.lineno, None, f"invalid JSON: {exc.msg} (column {exc.colno})")
+        )
+        return None
+
+
+@cache
+def validator(name: str) -> Draft202012Validator:
+    """The JSON Schema validator for ``gradercal/schemas/<name>.schema.json``."""
+    text = resources.files("gradercal").joinpath(f"schemas/{name}.schema.json").read_text("utf-8")
+    schema = json.loads(text)
+    Draft202012Validator.check_schema(schema)
+    return Draft202012Validator(schema)
+
+
+def field_path(parts: Any) -> str:
+    """Render a jsonschema path deque as ``rubric[3].points``."""
+    out = ""
+    for part in parts:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def _friendly(err: SchemaError) -> tuple[str, str]:
+    path = list(err.absolute_path)
+    if err.validator == "required":
+        missing = str(err.message).split("'")[1] if "'" in err.message else err.message
+        field = field_path([*path, missing])
+        return field, "is required"
+    field = field_path(path) or "(line)"
+    if err.validator == "type":
+        expected: Any = err.validator_value
+        names = [str(n) for n in (expected if isinstance(expected, list) else [expected])]
+        pretty = " or ".join(
+            "null" if n == "null" else f"{'an' if n[0] in 'aeiou' else 'a'} {n}" for n in names
+        )
+        return field, f"must be {pretty}, got {_show(err.instance)}"
+    if err.validator == "oneOf" and path and "artifacts" in [str(p) for p in path]:
+        return field, 'must be {"path": …} or {"url": …} (exactly one)'
+    if err.validator == "enum":
+        choices: Any = err.validator_value
+        allowed = ", ".join(repr(v) for v in choices)
+        return field, f"must be one of {allowed}, got {_show(err.instance)}"
+    if err.validator == "const":
+        return field, f"must be {err.validator_value!r}, got {_show(err.instance)}"
+    if err.validator == "minItems":
+        return field, "must not be empty"
+    if err.validator == "minLength":
+        return field, "must not be empty"
+    if err.validator == "additionalProperties":
+        return field, str(err.message)
+    return field, str(err.message)
+
+
+def _show(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= 40 else text[:37] + "…"
+
+
+def check_schema(
+    name: str, value: Any, display: str, lineno: int | None, problems: list[Problem]
+) -> bool:
+    """Validate ``value`` against a named schema; record each error; True when valid."""
+    if not isinstance(value, dict):
+        problems.append(
+            Problem(display, lineno, None, f"must be a JSON object, got {_show(value)}")
+        )
+        return False
+    errors = sorted(validator(name).iter_errors(value), key=lambda e: list(map(str, e.path)))
+    for err in errors:
+        field, message = _friendly(err)
+        problems.append(Problem(display, lineno, field, message))
+    return not errors

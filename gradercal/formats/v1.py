@@ -1,0 +1,559 @@
+"""Benchmark folder format v1: reading with full validation, and writing.
+
+See ``docs/formats.md``. :func:`read_folder` parses and checks *everything* before
+returning, so an importer can write in one transaction or not at all.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import mimetypes
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from gradercal.errors import Problem, ValidationError
+from gradercal.formats._lines import check_schema, read_json, read_jsonl
+from gradercal.model import (
+    DEFAULT_PASS_THRESHOLD,
+    FORMAT_VERSION,
+    Artifact,
+    ArtifactKind,
+    AutoRule,
+    Benchmark,
+    BenchmarkData,
+    Criterion,
+    GraderKind,
+    Judgment,
+    Response,
+    Task,
+    artifact_kind_for,
+)
+
+TASKS_FILE = "tasks.jsonl"
+RESPONSES_FILE = "responses.jsonl"
+JUDGMENTS_FILE = "judgments.jsonl"
+BENCHMARK_FILE = "benchmark.json"
+
+#: Refuse single artifact files above this size (a guard against accidents, not a format rule).
+MAX_ARTIFACT_BYTES = 2 * 1024**3
+
+
+@dataclass
+class Catalog:
+    """What already exists (in a database) that files may refer to.
+
+    ``criteria`` maps a task id to ``{criterion_id: (kind, levels)}``; ``responses`` maps a
+    response id to its task id; ``grader_kinds`` maps grader names to their kind.
+    """
+
+    criteria: dict[str, dict[str, tuple[str, int]]] = field(default_factory=dict)
+    responses: dict[str, str] = field(default_factory=dict)
+    grader_kinds: dict[str, str] = field(default_factory=dict)
+
+
+def read_folder(folder: str | Path, catalog: Catalog | None = None) -> BenchmarkData:
+    """Read and validate a benchmark folder (format v1).
+
+    Args:
+        folder: the folder holding ``tasks.jsonl`` and friends. A path to one of the
+            ``.jsonl`` files is accepted too: only that file is read, its folder is the root.
+        catalog: tasks and responses already stored, which the files may refer to.
+
+    Raises:
+        ValidationError: listing every problem found, as ``file:line: field: message``.
+    """
+    path = Path(folder)
+    only: str | None = None
+    if path.is_file():
+        only, path = path.name, path.parent
+    if not path.is_dir():
+        raise ValidationError([Problem(str(folder), None, None, "no such folder or file")])
+    root = path.resolve()
+    reader = _Reader(root, catalog or Catalog())
+    if only is None:
+        if (
+            not (root / TASKS_FILE).exists()
+            and not (root / RESPONSES_FILE).exists()
+            and not (root / JUDGMENTS_FILE).exists()
+        ):
+            raise ValidationError(
+                [Problem(str(folder), None, None, f"not a benchmark folder: no {TASKS_FILE}")]
+            )
+        return reader.read_all()
+    return reader.read_one(only)
+
+
+class _Reader:
+    def __init__(self, root: Path, catalog: Catalog) -> None:
+        self.root = root
+        self.catalog = catalog
+        self.problems: list[Problem] = []
+        self.benchmark = Benchmark(name=root.name)
+        self.tasks: dict[str, Task] = {}
+        self.responses: dict[str, Response] = {}
+        self.judgments: list[Judgment] = []
+        self.blobs: dict[str, str] = {}
+        self._hash_cache: dict[Path, tuple[str, int]] = {}
+
+    # -- orchestration -------------------------------------------------------------
+    def read_all(self) -> BenchmarkData:
+        if (self.root / BENCHMARK_FILE).exists():
+            self._read_benchmark()
+        if (self.root / TASKS_FILE).exists():
+            self._read_tasks()
+        if (self.root / RESPONSES_FILE).exists():
+            self._read_responses()
+        if (self.root / JUDGMENTS_FILE).exists():
+            self._read_judgments()
+        return self._finish()
+
+    def read_one(self, name: str) -> BenchmarkData:
+        kind = sniff_jsonl(self.root / name) if name.endswith(".jsonl") else None
+        if name == BENCHMARK_FILE:
+            self._read_benchmark()
+        elif kind == "tasks":
+            self._read_tasks(name)
+        elif kind == "responses":
+            self._read_responses(name)
+        elif kind == "judgments":
+            self._read_judgments(name)
+        else:
+            self.problems.append(
+                Problem(name, None, None, "not a tasks, responses or judgments JSONL file")
+            )
+        return self._finish()
+
+    def _finish(self) -> BenchmarkData:
+        if self.problems:
+            raise ValidationError(self.problems)
+        return BenchmarkData(
+            benchmark=self.benchmark,
+            tasks=list(self.tasks.values()),
+            responses=list(self.responses.values()),
+            judgments=self.judgments,
+            blobs=self.blobs,
+        )
+
+    # -- benchmark.json ------------------------------------------------------------
+    def _read_benchmark(self) -> None:
+        value = read_json(self.root / BENCHMARK_FILE, BENCHMARK_FILE, self.problems)
+        if value is None or not check_schema(
+            "benchmark", value, BENCHMARK_FILE, None, self.problems
+        ):
+            return
+        self.benchmark = Benchmark(
+            name=value.get("name") or self.root.name,
+            pass_threshold=float(value.get("pass_threshold", DEFAULT_PASS_THRESHOLD)),
+            format_version=int(value.get("format_version", FORMAT_VERSION)),
+        )
+
+    # -- tasks.jsonl ---------------------------------------------------------------
+    def _read_tasks(self, name: str = TASKS_FILE) -> None:
+        for lineno, value in read_jsonl(self.root / name, name, self.problems):
+            if not check_schema("task", value, name, lineno, self.problems):
+                continue
+            task_id = value["id"]
+            if task_id in self.tasks:
+                self.problems.append(Problem(name, lineno, "id", f"duplicate task id {task_id!r}"))
+                continue
+            criteria = self._criteria(value["rubric"], name, lineno)
+            artifacts = self._artifacts(value.get("artifacts", []), name, lineno)
+            if criteria is None or artifacts is None:
+                continue
+            self.tasks[task_id] = Task(
+                id=task_id,
+                prompt=value["prompt"],
+                workflow=value.get("workflow"),
+                domain=value.get("domain"),
+                answer_format=value.get("answer_format"),
+                tags=tuple(value.get("tags", ())),
+                metadata=dict(value.get("metadata", {})),
+                artifacts=tuple(artifacts),
+                criteria=tuple(criteria),
+            )
+
+    def _criteria(
+        self, items: list[dict[str, Any]], name: str, lineno: int
+    ) -> list[Criterion] | None:
+        out: list[Criterion] = []
+        seen: set[str] = set()
+        ok = True
+        for i, item in enumerate(items):
+            cid = item["id"]
+            if cid in seen:
+                self.problems.append(
+                    Problem(name, lineno, f"rubric[{i}].id", f"duplicate criterion id {cid!r}")
+                )
+                ok = False
+                continue
+            seen.add(cid)
+            auto = item.get("auto")
+            rule = None
+            if auto is not None:
+                rule = AutoRule(
+                    key=auto["key"],
+                    target=auto["target"],
+                    abs_tol=auto.get("abs_tol"),
+                    rel_tol=auto.get("rel_tol"),
+                )
+                if (rule.abs_tol is not None or rule.rel_tol is not None) and not _is_number(
+                    rule.target
+                ):
+                    self.problems.append(
+                        Problem(
+                            name,
+                            lineno,
+                            f"rubric[{i}].auto.target",
+                            "must be a number when a tolerance is given",
+                        )
+                    )
+                    ok = False
+            out.append(
+                Criterion(
+                    id=cid,
+                    text=item["criterion"],
+                    points=int(item["points"]),
+                    position=i,
+                    tags=tuple(item.get("tags", ())),
+                    auto=rule,
+                    levels=int(item.get("levels", 2)),
+                )
+            )
+        return out if ok else None
+
+    def _artifacts(
+        self, items: list[dict[str, Any]], name: str, lineno: int
+    ) -> list[Artifact] | None:
+        out: list[Artifact] = []
+        ok = True
+        for i, item in enumerate(items):
+            where = f"artifacts[{i}]"
+            if "url" in item:
+                out.append(
+                    Artifact(
+                        kind=ArtifactKind.URL,
+                        title=item.get("title") or item["url"],
+                        position=i,
+                        url=item["url"],
+                    )
+                )
+                continue
+            rel = item["path"]
+            target = self._safe_path(rel, name, lineno, f"{where}.path")
+            if target is None:
+                ok = False
+                continue
+            try:
+                digest, size = self._hash(target)
+            except OSError as exc:
+                self.problems.append(
+                    Problem(name, lineno, f"{where}.path", f"cannot read {rel!r}: {exc.strerror}")
+                )
+                ok = False
+                continue
+            self.blobs[digest] = str(target)
+            kind = ArtifactKind(item["kind"]) if "kind" in item else artifact_kind_for(rel)
+            out.append(
+                Artifact(
+                    kind=kind,
+                    title=item.get("title") or PurePosixPath(rel).name,
+                    position=i,
+                    path=rel,
+                    original_name=PurePosixPath(rel).name,
+                    sha256=digest,
+                    size=size,
+                    media_type=mimetypes.guess_type(rel)[0],
+                )
+            )
+        return out if ok else None
+
+    def _safe_path(self, rel: str, name: str, lineno: int, field_name: str) -> Path | None:
+        """Resolve an artifact path, refusing anything that leaves the benchmark folder."""
+        pure = PurePosixPath(rel.replace("\\", "/"))
+        if pure.is_absolute() or rel.startswith(("/", "\\")) or (len(rel) > 1 and rel[1] == ":"):
+            self.problems.append(
+                Problem(name, lineno, field_name, f"absolute path {rel!r} is not allowed")
+            )
+            return None
+        if ".." in pure.parts:
+            self.problems.append(
+                Problem(name, lineno, field_name, f"path {rel!r} leaves the benchmark folder (..)")
+            )
+            return None
+        if "\x00" in rel:
+            self.problems.append(Problem(name, lineno, field_name, "path contains a NUL byte"))
+            return None
+        target = (self.root / pure).resolve()
+        if not target.is_relative_to(self.root):
+            self.problems.append(
+                Problem(name, lineno, field_name, f"path {rel!r} resolves outside the folder")
+            )
+            return None
+        if not target.exists():
+            self.problems.append(
+                Problem(name, lineno, field_name, f"missing artifact file {rel!r}")
+            )
+            return None
+        if not target.is_file():
+            self.problems.append(Problem(name, lineno, field_name, f"{rel!r} is not a file"))
+            return None
+        return target
+
+    def _hash(self, target: Path) -> tuple[str, int]:
+        cached = self._hash_cache.get(target)
+        if cached is not None:
+            return cached
+        size = target.stat().st_size
+        if size > MAX_ARTIFACT_BYTES:
+            raise OSError(27, "file is larger than 2 GiB")
+        h = hashlib.sha256()
+        with target.open("rb") as fh:
+            while chunk := fh.read(1 << 20):
+                h.update(chunk)
+        result = (h.hexdigest(), size)
+        self._hash_cache[target] = result
+        return result
+
+    # -- responses.jsonl -----------------------------------------------------------
+    def _task_of_known(self, task_id: str) -> bool:
+        return task_id in self.tasks or task_id in self.catalog.criteria
+
+    def _read_responses(self, name: str = RESPONSES_FILE) -> None:
+        for lineno, value in read_jsonl(self.root / name, name, self.problems):
+            if not check_schema("response", value, name, lineno, self.problems):
+                continue
+            rid = value["id"]
+            if rid in self.responses:
+                self.problems.append(Problem(name, lineno, "id", f"duplicate response id {rid!r}"))
+                continue
+            if not self._task_of_known(value["task_id"]):
+                self.problems.append(
+                    Problem(name, lineno, "task_id", f"unknown task_id {value['task_id']!r}")
+                )
+                continue
+            self.responses[rid] = Response(
+                id=rid,
+                task_id=value["task_id"],
+                model=value["model"],
+                text=value["text"],
+                answer=value.get("answer"),
+            )
+
+    # -- judgments.jsonl -----------------------------------------------------------
+    def _criterion_info(self, response_id: str) -> dict[str, tuple[str, int]] | None:
+        resp = self.responses.get(response_id)
+        task_id = resp.task_id if resp else self.catalog.responses.get(response_id)
+        if task_id is None:
+            return None
+        task = self.tasks.get(task_id)
+        if task is not None:
+            return {c.id: (c.kind.value, c.levels) for c in task.criteria}
+        return self.catalog.criteria.get(task_id, {})
+
+    def _read_judgments(self, name: str = JUDGMENTS_FILE) -> None:
+        seen: set[tuple[str, str, str]] = set()
+        kinds: dict[str, str] = dict(self.catalog.grader_kinds)
+        for lineno, value in read_jsonl(self.root / name, name, self.problems):
+            if not check_schema("judgment", value, name, lineno, self.problems):
+                continue
+            rid, cid, grader = value["response_id"], value["criterion_id"], value["grader"]
+            criteria = self._criterion_info(rid)
+            if criteria is None:
+                self.problems.append(
+                    Problem(name, lineno, "response_id", f"unknown response_id {rid!r}")
+                )
+                continue
+            info = criteria.get(cid)
+            if info is None:
+                self.problems.append(
+                    Problem(
+                        name,
+                        lineno,
+                        "criterion_id",
+                        f"unknown criterion_id {cid!r} for response {rid!r}",
+                    )
+                )
+                continue
+            ckind, levels = info
+            if ckind == "auto":
+                self.problems.append(
+                    Problem(
+                        name,
+                        lineno,
+                        "criterion_id",
+                        f"{cid!r} is an auto criterion, graded from the answer, not judged",
+                    )
+                )
+                continue
+            key = (grader, rid, cid)
+            if key in seen:
+                self.problems.append(
+                    Problem(
+                        name,
+                        lineno,
+                        "criterion_id",
+                        f"duplicate judgment by {grader!r} on {rid!r} / {cid!r}",
+                    )
+                )
+                continue
+            seen.add(key)
+            kind = value.get("grader_kind", GraderKind.HUMAN.value)
+            previous = kinds.setdefault(grader, kind)
+            if previous != kind:
+                self.problems.append(
+                    Problem(
+                        name,
+                        lineno,
+                        "grader_kind",
+                        f"grader {grader!r} is a {previous}, not a {kind}",
+                    )
+                )
+                continue
+            level = value.get("level")
+            met = value["met"]
+            if level is not None:
+                if level >= levels:
+                    self.problems.append(
+                        Problem(
+                            name,
+                            lineno,
+                            "level",
+                            f"must be below {levels} (the criterion has {levels} levels)",
+                        )
+                    )
+                    continue
+                if met is not None and met != (level == levels - 1):
+                    self.problems.append(
+                        Problem(name, lineno, "met", f"disagrees with level {level}")
+                    )
+                    continue
+            self.judgments.append(
+                Judgment(
+                    response_id=rid,
+                    criterion_id=cid,
+                    grader=grader,
+                    grader_kind=GraderKind(kind),
+                    met=met,
+                    level=level,
+                    confidence=value.get("confidence"),
+                    rationale=value.get("rationale"),
+                    unclear=bool(value.get("unclear", False)),
+                    unclear_note=value.get("unclear_note"),
+                )
+            )
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def sniff_jsonl(path: Path) -> str | None:
+    """Guess what a JSONL file holds from its first non-blank line.
+
+    Returns ``"tasks"``, ``"responses"``, ``"judgments"``, ``"healthbench"`` or None.
+    """
+    try:
+        with path.open("rb") as fh:
+            for raw in fh:
+                if raw.strip():
+                    first = json.loads(raw.decode("utf-8", errors="replace"))
+                    break
+            else:
+                return None
+    except (OSError, json.JSONDecodeError):
+        return None
+    if not isinstance(first, dict):
+        return None
+    if "rubrics" in first and "prompt" in first:
+        return "healthbench"
+    if "rubric" in first:
+        return "tasks"
+    if "criterion_id" in first:
+        return "judgments"
+    if "task_id" in first and "text" in first:
+        return "responses"
+    return None
+
+
+# -- writing -------------------------------------------------------------------------
+def task_record(task: Task) -> dict[str, Any]:
+    """The tasks.jsonl object for a task (artifact paths as they were imported)."""
+    rec: dict[str, Any] = {"id": task.id, "prompt": task.prompt}
+    for key in ("workflow", "domain", "answer_format"):
+        if getattr(task, key) is not None:
+            rec[key] = getattr(task, key)
+    if task.tags:
+        rec["tags"] = list(task.tags)
+    if task.metadata:
+        rec["metadata"] = task.metadata
+    arts: list[dict[str, Any]] = []
+    for a in task.artifacts:
+        if a.url is not None:
+            arts.append({"url": a.url, "title": a.title})
+        else:
+            arts.append({"path": a.path, "title": a.title, "kind": a.kind.value})
+    rec["artifacts"] = arts
+    rubric: list[dict[str, Any]] = []
+    for c in task.criteria:
+        item: dict[str, Any] = {"id": c.id, "criterion": c.text, "points": c.points}
+        if c.tags:
+            item["tags"] = list(c.tags)
+        if c.levels != 2:
+            item["levels"] = c.levels
+        if c.auto is not None:
+            auto: dict[str, Any] = {"key": c.auto.key, "target": c.auto.target}
+            if c.auto.abs_tol is not None:
+                auto["abs_tol"] = c.auto.abs_tol
+            if c.auto.rel_tol is not None:
+                auto["rel_tol"] = c.auto.rel_tol
+            item["auto"] = auto
+        rubric.append(item)
+    rec["rubric"] = rubric
+    return rec
+
+
+def response_record(resp: Response) -> dict[str, Any]:
+    rec: dict[str, Any] = {
+        "id": resp.id,
+        "task_id": resp.task_id,
+        "model": resp.model,
+        "text": resp.text,
+    }
+    if resp.answer is not None:
+        rec["answer"] = resp.answer
+    return rec
+
+
+def judgment_record(j: Judgment) -> dict[str, Any]:
+    rec: dict[str, Any] = {
+        "response_id": j.response_id,
+        "criterion_id": j.criterion_id,
+        "grader": j.grader,
+        "grader_kind": j.grader_kind.value,
+        "met": j.met,
+    }
+    optional: Mapping[str, Any] = {
+        "level": j.level,
+        "confidence": j.confidence,
+        "rationale": j.rationale,
+        "unclear_note": j.unclear_note,
+    }
+    rec.update({k: v for k, v in optional.items() if v is not None})
+    if j.unclear:
+        rec["unclear"] = True
+    return rec
+
+
+def write_jsonl(path: str | Path, records: Iterable[Mapping[str, Any]]) -> int:
+    """Write records as UTF-8 JSON Lines; returns the number written."""
+    n = 0
+    with Path(path).open("w", encoding="utf-8", newline="\n") as fh:
+        for rec in records:
+            fh.write(json.dumps(rec, ensure_ascii=False, sort_keys=False))
+            fh.write("\n")
+            n += 1
+    return n

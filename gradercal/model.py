@@ -1,0 +1,253 @@
+"""Domain types of gradercal.
+
+Plain dataclasses shared by every layer: the importers build them, ``gradercal.db``
+persists them, scoring and statistics read them (usually as pandas DataFrames).
+Identifiers here are the *external* ids used in benchmark files (``task.id``,
+``criterion.id``, ``response.id``); database keys never leak into the core.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field
+from enum import StrEnum
+from typing import Any
+
+#: A response passes a task when its rubric score reaches this share of the points.
+DEFAULT_PASS_THRESHOLD = 0.70
+#: Version of the benchmark folder format written and read by this release.
+FORMAT_VERSION = 1
+
+
+class ArtifactKind(StrEnum):
+    """What an artifact is, which decides the viewer that shows it."""
+
+    PDF = "pdf"
+    IMAGE = "image"
+    TABLE = "table"
+    SEQUENCE = "sequence"
+    STRUCTURE = "structure"
+    TEXT = "text"
+    URL = "url"
+
+
+class CriterionKind(StrEnum):
+    """``judgment`` criteria are graded by people or a judge; ``auto`` ones from the answer."""
+
+    JUDGMENT = "judgment"
+    AUTO = "auto"
+
+
+class GraderKind(StrEnum):
+    HUMAN = "human"
+    JUDGE = "judge"
+
+
+class AssignmentStatus(StrEnum):
+    PENDING = "pending"
+    IN_PROGRESS = "in_progress"
+    SUBMITTED = "submitted"
+    SKIPPED = "skipped"
+
+
+_SUFFIX_KINDS: dict[str, ArtifactKind] = {
+    ".pdf": ArtifactKind.PDF,
+    ".png": ArtifactKind.IMAGE,
+    ".jpg": ArtifactKind.IMAGE,
+    ".jpeg": ArtifactKind.IMAGE,
+    ".gif": ArtifactKind.IMAGE,
+    ".tif": ArtifactKind.IMAGE,
+    ".tiff": ArtifactKind.IMAGE,
+    ".svg": ArtifactKind.IMAGE,
+    ".webp": ArtifactKind.IMAGE,
+    ".csv": ArtifactKind.TABLE,
+    ".tsv": ArtifactKind.TABLE,
+    ".xlsx": ArtifactKind.TABLE,
+    ".xls": ArtifactKind.TABLE,
+    ".parquet": ArtifactKind.TABLE,
+    ".fasta": ArtifactKind.SEQUENCE,
+    ".fa": ArtifactKind.SEQUENCE,
+    ".fna": ArtifactKind.SEQUENCE,
+    ".faa": ArtifactKind.SEQUENCE,
+    ".gb": ArtifactKind.SEQUENCE,
+    ".gbk": ArtifactKind.SEQUENCE,
+    ".genbank": ArtifactKind.SEQUENCE,
+    ".pdb": ArtifactKind.STRUCTURE,
+    ".cif": ArtifactKind.STRUCTURE,
+    ".mmcif": ArtifactKind.STRUCTURE,
+    ".sdf": ArtifactKind.STRUCTURE,
+    ".mol": ArtifactKind.STRUCTURE,
+    ".mol2": ArtifactKind.STRUCTURE,
+    ".txt": ArtifactKind.TEXT,
+    ".md": ArtifactKind.TEXT,
+    ".json": ArtifactKind.TEXT,
+}
+
+
+def artifact_kind_for(name: str) -> ArtifactKind:
+    """Guess an artifact's kind from its file name (``text`` when unknown)."""
+    lower = name.lower()
+    for suffix, kind in _SUFFIX_KINDS.items():
+        if lower.endswith(suffix):
+            return kind
+    return ArtifactKind.TEXT
+
+
+@dataclass(frozen=True)
+class AutoRule:
+    """How an ``auto`` criterion is graded from a response's structured answer.
+
+    ``key`` is a dotted path into the answer (``"answer.kd_nM"``; a leading ``answer.``
+    is optional, integers index lists). With neither tolerance the answer must equal
+    ``target`` exactly; with ``abs_tol`` and/or ``rel_tol`` a numeric answer is met when
+    ``|answer - target| <= max(abs_tol, rel_tol * |target|)``.
+    """
+
+    key: str
+    target: Any
+    abs_tol: float | None = None
+    rel_tol: float | None = None
+
+
+@dataclass(frozen=True)
+class Criterion:
+    """One weighted rubric line. ``points`` may be negative (a penalty when met).
+
+    ``levels`` is the size of the ordinal scale: 2 is met / not met, 3 adds "partial".
+    """
+
+    id: str
+    text: str
+    points: int
+    position: int = 0
+    tags: tuple[str, ...] = ()
+    auto: AutoRule | None = None
+    levels: int = 2
+
+    @property
+    def kind(self) -> CriterionKind:
+        return CriterionKind.AUTO if self.auto is not None else CriterionKind.JUDGMENT
+
+
+@dataclass(frozen=True)
+class Artifact:
+    """A file or URL a task ships with. Files are identified by the sha256 of their bytes."""
+
+    kind: ArtifactKind
+    title: str
+    position: int = 0
+    path: str | None = None  # relative to the benchmark folder, as written in tasks.jsonl
+    original_name: str | None = None
+    sha256: str | None = None
+    size: int | None = None
+    url: str | None = None
+    media_type: str | None = None
+
+
+@dataclass(frozen=True)
+class Task:
+    id: str
+    prompt: str
+    workflow: str | None = None
+    domain: str | None = None
+    answer_format: str | None = None
+    tags: tuple[str, ...] = ()
+    metadata: dict[str, Any] = field(default_factory=dict)
+    artifacts: tuple[Artifact, ...] = ()
+    criteria: tuple[Criterion, ...] = ()
+
+    @property
+    def has_artifacts(self) -> bool:
+        return bool(self.artifacts)
+
+    def criterion(self, criterion_id: str) -> Criterion:
+        for c in self.criteria:
+            if c.id == criterion_id:
+                return c
+        raise KeyError(criterion_id)
+
+    def content_hash(self) -> str:
+        """A stable fingerprint of everything that defines the task (artifact bytes by hash)."""
+        return stable_hash(asdict(self))
+
+
+@dataclass(frozen=True)
+class Response:
+    id: str
+    task_id: str
+    model: str
+    text: str
+    answer: Any = None
+
+    def content_hash(self) -> str:
+        return stable_hash(asdict(self))
+
+
+@dataclass(frozen=True)
+class Grader:
+    name: str
+    kind: GraderKind = GraderKind.HUMAN
+    model: str | None = None
+    prompt_version: str | None = None
+    parameters: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Judgment:
+    """One grader's verdict on one criterion of one response.
+
+    ``met`` is the binary verdict; ``level`` the ordinal level on the criterion's scale
+    (0 … levels-1) when one was given. ``unclear`` flags a criterion the grader found
+    ambiguous, explained in ``unclear_note``.
+    """
+
+    response_id: str
+    criterion_id: str
+    grader: str
+    grader_kind: GraderKind = GraderKind.HUMAN
+    met: bool | None = None
+    level: int | None = None
+    confidence: float | None = None
+    rationale: str | None = None
+    unclear: bool = False
+    unclear_note: str | None = None
+
+
+@dataclass(frozen=True)
+class Adjudication:
+    """The final verdict on one criterion of one response, separate from graders' judgments."""
+
+    response_id: str
+    criterion_id: str
+    met: bool
+    adjudicator: str
+    note: str | None = None
+    level: int | None = None
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    name: str
+    pass_threshold: float = DEFAULT_PASS_THRESHOLD
+    format_version: int = FORMAT_VERSION
+
+
+@dataclass
+class BenchmarkData:
+    """Everything read from one benchmark folder or file, validated, ready to persist.
+
+    ``blobs`` maps the sha256 of each artifact file to its absolute path on disk.
+    """
+
+    benchmark: Benchmark
+    tasks: list[Task] = field(default_factory=list)
+    responses: list[Response] = field(default_factory=list)
+    judgments: list[Judgment] = field(default_factory=list)
+    blobs: dict[str, str] = field(default_factory=dict)
+
+
+def stable_hash(obj: Any) -> str:
+    """sha256 of the canonical JSON form of ``obj`` (sorted keys, no whitespace)."""
+    text = json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
