@@ -170,7 +170,7 @@ class Repository:
         cat = Catalog()
         with self.db.read() as s:
             b = s.scalar(select(m.Benchmark).where(m.Benchmark.name == name))
-            cat.grader_kinds = dict(s.execute(select(m.Grader.name, m.Grader.kind)).tuples().all())
+            cat.grader_kinds = {n: k for n, k in s.execute(select(m.Grader.name, m.Grader.kind))}
             if b is None:
                 return cat
             q = (
@@ -190,7 +190,7 @@ class Repository:
                 .join(m.Task, m.Task.id == m.Response.task_id)
                 .where(m.Response.benchmark_id == b.id)
             )
-            cat.responses = dict(s.execute(q2).tuples().all())
+            cat.responses = {r: t for r, t in s.execute(q2)}
         return cat
 
     # -- import --------------------------------------------------------------------

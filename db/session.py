@@ -74,9 +74,6 @@ def _on_sqlite_connect(dbapi_conn: Any, _record: Any) -> None:
     cur = dbapi_conn.cursor()
     cur.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     cur.execute("PRAGMA foreign_keys = ON")
-    mode = cur.execute("PRAGMA journal_mode = WAL").fetchone()
-    if mode and str(mode[0]).lower() != "wal" and str(mode[0]).lower() != "memory":
-        cur.execute("PRAGMA journal_mode = DELETE")
     cur.execute("PRAGMA synchronous = FULL")
     cur.close()
 
@@ -147,7 +144,7 @@ def upgrade(engine: Engine) -> Path | None:
     if current == head:
         return None
     script = ScriptDirectory.from_config(alembic_config())
-    if current is not None and script.get_revision(current) is None:
+    if current is not None and not _known_revision(script, current):
         raise DatabaseError(
             f"database {display_url(engine.url)} has schema revision {current}, which this "
             "version of gradercal does not know; upgrade gradercal"
@@ -159,13 +156,27 @@ def upgrade(engine: Engine) -> Path | None:
                 f"{display_url(engine.url)} holds tables but is not a gradercal database"
             )
     backup: Path | None = None
-    if current is not None and engine.url.get_backend_name() == "sqlite" and engine.url.database:
-        backup = backup_sqlite(Path(engine.url.database), f"before-{head}")
+    if engine.url.get_backend_name() == "sqlite" and engine.url.database:
+        if current is not None:
+            backup = backup_sqlite(Path(engine.url.database), f"before-{head}")
+        # WAL is a property of the file: set once, after we know the file is ours.
+        raw = engine.raw_connection()
+        try:
+            raw.cursor().execute("PRAGMA journal_mode = WAL")
+        finally:
+            raw.close()
     with engine.begin() as conn:
         cfg = alembic_config(engine)
         cfg.attributes["connection"] = conn
         command.upgrade(cfg, "head")
     return backup
+
+
+def _known_revision(script: ScriptDirectory, rev: str) -> bool:
+    try:
+        return script.get_revision(rev) is not None
+    except Exception:  # alembic raises ResolutionError (or KeyError) for unknown ids
+        return False
 
 
 class Database:

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Install everything and run the whole test suite with its quality gates:
+# ruff (lint + format check), mypy --strict on gradercal/ and db/, import-linter contracts,
+# pytest with strict markers on SQLite and on a real PostgreSQL server.
+# Exits non-zero on any failure (pytest's "no tests ran" included).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PY=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+    "$PY" -m venv .venv
+fi
+.venv/bin/python -m pip install -q --disable-pip-version-check --upgrade pip >/dev/null
+.venv/bin/python -m pip install -q --disable-pip-version-check -e ".[dev]"
+
+# shellcheck source=scripts/postgres.sh
+source scripts/postgres.sh
+if pg_test_start; then
+    trap pg_test_stop EXIT
+elif [ -n "${CI:-}" ] || [ -n "${GRADERCAL_REQUIRE_PG:-}" ]; then
+    echo "PostgreSQL is required here but could not be started" >&2
+    exit 1
+fi
+if [ -n "${CI:-}" ]; then export GRADERCAL_REQUIRE_PG=1; fi
+
+echo "== ruff"
+.venv/bin/ruff check .
+.venv/bin/ruff format --check .
+echo "== mypy --strict (gradercal, gradercal.db)"
+.venv/bin/python scripts/typecheck.py
+echo "== import-linter"
+.venv/bin/lint-imports
+echo "== pytest"
+export QT_QPA_PLATFORM=offscreen
+set +e
+.venv/bin/python -m pytest "$@"
+status=$?
+set -e
+if [ "$status" -eq 5 ]; then
+    echo "pytest collected no tests: failing" >&2
+    exit 1
+fi
+exit "$status"
