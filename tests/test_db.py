@@ -45,7 +45,9 @@ def test_migrations_produce_exactly_the_models_schema(db_url: str) -> None:
         db.dispose()
 
 
-def test_import_is_one_transaction_and_idempotent(repo: Repository, mini: Path, db_url: str) -> None:
+def test_import_is_one_transaction_and_idempotent(
+    repo: Repository, mini: Path, db_url: str
+) -> None:
     data = read_folder(mini)
     report = repo.import_data(data)
     assert (report.tasks_added, report.responses_added, report.judgments_added) == (2, 4, 30)
@@ -54,7 +56,11 @@ def test_import_is_one_transaction_and_idempotent(repo: Repository, mini: Path, 
     before = fingerprint(db_url)
     again = repo.import_data(read_folder(mini))
     assert not again.changed
-    assert (again.tasks_unchanged, again.responses_unchanged, again.judgments_unchanged) == (2, 4, 30)
+    assert (again.tasks_unchanged, again.responses_unchanged, again.judgments_unchanged) == (
+        2,
+        4,
+        30,
+    )
     assert fingerprint(db_url) == before
 
 
@@ -64,8 +70,16 @@ def test_frames_from_the_database_equal_frames_from_the_files(repo: Repository, 
     stored = repo.load_frames("mini")
     direct = frames_from_data(data)
     for name in ("tasks", "criteria", "responses", "judgments", "adjudications"):
-        a = getattr(stored, name).sort_values(list(getattr(stored, name).columns[:3])).reset_index(drop=True)
-        b = getattr(direct, name).sort_values(list(getattr(direct, name).columns[:3])).reset_index(drop=True)
+        a = (
+            getattr(stored, name)
+            .sort_values(list(getattr(stored, name).columns[:3]))
+            .reset_index(drop=True)
+        )
+        b = (
+            getattr(direct, name)
+            .sort_values(list(getattr(direct, name).columns[:3]))
+            .reset_index(drop=True)
+        )
         pd.testing.assert_frame_equal(a, b, check_like=False, obj=name)
     assert stored.pass_threshold == 0.7
 
@@ -122,9 +136,7 @@ def test_changed_judgment_is_updated_and_the_old_value_kept(repo: Repository, mi
     report = repo.import_data(read_folder(mini))
     assert (report.judgments_updated, report.judgments_unchanged) == (1, 29)
     with repo.db.read() as s:
-        row = s.scalars(
-            select(m.Judgment).where(m.Judgment.revision == 2)
-        ).one()
+        row = s.scalars(select(m.Judgment).where(m.Judgment.revision == 2)).one()
         assert row.met is False and row.rationale == "on second reading, no"
         jid = row.id
     history = repo.judgment_history(jid)
@@ -160,7 +172,9 @@ def test_tasks_round_trip_through_domain_objects(repo: Repository, mini: Path) -
 
 def test_adjudication_overrides_consensus_and_keeps_history(repo: Repository, mini: Path) -> None:
     repo.import_data(read_folder(mini))
-    repo.adjudicate(None, "M1-a", "c2", met=True, adjudicator="lead", note="junction check suffices")
+    repo.adjudicate(
+        None, "M1-a", "c2", met=True, adjudicator="lead", note="junction check suffices"
+    )
     repo.adjudicate(None, "M1-a", "c2", met=False, adjudicator="lead", note="changed my mind")
     frames = repo.load_frames()
     adj = frames.adjudications
@@ -190,7 +204,9 @@ def test_sqlite_runs_in_wal_mode_with_foreign_keys(tmp_path: Path) -> None:
         db.dispose()
 
 
-def test_default_location_comes_from_platformdirs(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_default_location_comes_from_platformdirs(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     monkeypatch.delenv("GRADERCAL_DB", raising=False)
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
     url = resolve_url(None)
@@ -218,7 +234,9 @@ def test_a_database_from_a_newer_gradercal_is_refused(tmp_path: Path) -> None:
     con.execute("update alembic_version set version_num = '9999'")
     con.commit()
     con.close()
-    with pytest.raises(DatabaseError, match="revision 9999, which this version of gradercal does not know"):
+    with pytest.raises(
+        DatabaseError, match="revision 9999, which this version of gradercal does not know"
+    ):
         open_database(path)
 
 
@@ -310,4 +328,6 @@ def test_json_columns_keep_unicode_and_structure(repo: Repository, tmp_path: Pat
     repo.import_data(data)
     (task,) = repo.load_tasks()
     assert task == data.tasks[0]
-    assert json.dumps(task.metadata, ensure_ascii=False) == '{"nested": {"list": [1, 2.5, null, "ü"]}}'
+    assert (
+        json.dumps(task.metadata, ensure_ascii=False) == '{"nested": {"list": [1, 2.5, null, "ü"]}}'
+    )

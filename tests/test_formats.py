@@ -49,7 +49,9 @@ def test_content_hash_is_stable(mini: Path) -> None:
     assert a.tasks[1].content_hash() != c.tasks[1].content_hash()
 
 
-def _edit_line(path: Path, index: int, edit: dict[str, object] | None, raw: str | None = None) -> None:
+def _edit_line(
+    path: Path, index: int, edit: dict[str, object] | None, raw: str | None = None
+) -> None:
     lines = path.read_text("utf-8").splitlines()
     if raw is not None:
         lines[index] = raw
@@ -73,8 +75,18 @@ _DELETE = object()
         ("tasks.jsonl", 1, {"id": "M1"}, "tasks.jsonl:2: id: duplicate task id 'M1'"),
         ("tasks.jsonl", 0, {"prompt": _DELETE}, "tasks.jsonl:1: prompt: is required"),
         ("tasks.jsonl", 0, {"id": 7}, "tasks.jsonl:1: id: must be a string, got 7"),
-        ("responses.jsonl", 1, {"id": "M1-a"}, "responses.jsonl:2: id: duplicate response id 'M1-a'"),
-        ("responses.jsonl", 0, {"task_id": "M9"}, "responses.jsonl:1: task_id: unknown task_id 'M9'"),
+        (
+            "responses.jsonl",
+            1,
+            {"id": "M1-a"},
+            "responses.jsonl:2: id: duplicate response id 'M1-a'",
+        ),
+        (
+            "responses.jsonl",
+            0,
+            {"task_id": "M9"},
+            "responses.jsonl:1: task_id: unknown task_id 'M9'",
+        ),
         ("responses.jsonl", 0, {"model": _DELETE}, "responses.jsonl:1: model: is required"),
         (
             "judgments.jsonl",
@@ -98,7 +110,7 @@ _DELETE = object()
             "judgments.jsonl",
             0,
             {"met": "yes"},
-            "judgments.jsonl:1: met: must be a boolean or null, got \"yes\"",
+            'judgments.jsonl:1: met: must be a boolean or null, got "yes"',
         ),
         (
             "judgments.jsonl",
@@ -162,7 +174,9 @@ def test_artifact_paths_are_confined(mini: Path, path: str, message: str) -> Non
     rec[0]["artifacts"][0]["path"] = path
     write_jsonl(mini / "tasks.jsonl", rec)
     problems = problems_of(mini)
-    assert any(p.startswith("tasks.jsonl:1: artifacts[0].path:") and message in p for p in problems), problems
+    assert any(
+        p.startswith("tasks.jsonl:1: artifacts[0].path:") and message in p for p in problems
+    ), problems
 
 
 def test_symlink_escaping_the_folder_is_rejected(mini: Path) -> None:
@@ -183,6 +197,13 @@ def test_invalid_json_and_utf8_are_reported_per_line(mini: Path) -> None:
     assert "responses.jsonl:5: invalid UTF-8 at byte 56" in problems
 
 
+def test_a_bad_task_does_not_bury_its_cause_under_follow_on_errors(mini: Path) -> None:
+    _edit_line(mini / "tasks.jsonl", 0, {"rubric": []})
+    problems = problems_of(mini)
+    # only the root cause: the responses and judgments of M1 are not reported as unknown
+    assert problems == ["tasks.jsonl:1: rubric: must not be empty"]
+
+
 def test_a_line_that_is_not_an_object(mini: Path) -> None:
     with (mini / "tasks.jsonl").open("a") as fh:
         fh.write("[1, 2]\n")
@@ -201,15 +222,53 @@ def test_every_problem_is_listed_in_one_pass(mini: Path) -> None:
 
 def test_judgments_on_auto_criteria_are_refused(mini: Path) -> None:
     with (mini / "judgments.jsonl").open("a") as fh:
-        fh.write(json.dumps({"response_id": "M2-a", "criterion_id": "ec50", "grader": "ana", "met": True}) + "\n")
+        fh.write(
+            json.dumps(
+                {"response_id": "M2-a", "criterion_id": "ec50", "grader": "ana", "met": True}
+            )
+            + "\n"
+        )
     assert any("'ec50' is an auto criterion" in p for p in problems_of(mini))
 
 
 def test_level_must_fit_the_scale(mini: Path) -> None:
     with (mini / "judgments.jsonl").open("a") as fh:
-        fh.write(json.dumps({"response_id": "M1-a", "criterion_id": "c4", "grader": "carl", "met": None, "level": 3}) + "\n")
-        fh.write(json.dumps({"response_id": "M1-a", "criterion_id": "c1", "grader": "carl", "met": None, "level": 1}) + "\n")
-        fh.write(json.dumps({"response_id": "M1-b", "criterion_id": "c4", "grader": "carl", "met": True, "level": 1}) + "\n")
+        fh.write(
+            json.dumps(
+                {
+                    "response_id": "M1-a",
+                    "criterion_id": "c4",
+                    "grader": "carl",
+                    "met": None,
+                    "level": 3,
+                }
+            )
+            + "\n"
+        )
+        fh.write(
+            json.dumps(
+                {
+                    "response_id": "M1-a",
+                    "criterion_id": "c1",
+                    "grader": "carl",
+                    "met": None,
+                    "level": 1,
+                }
+            )
+            + "\n"
+        )
+        fh.write(
+            json.dumps(
+                {
+                    "response_id": "M1-b",
+                    "criterion_id": "c4",
+                    "grader": "carl",
+                    "met": True,
+                    "level": 1,
+                }
+            )
+            + "\n"
+        )
     problems = problems_of(mini)
     assert "judgments.jsonl:31: level: must be below 3 (the criterion has 3 levels)" in problems
     assert "judgments.jsonl:33: met: disagrees with level 1" in problems
@@ -220,12 +279,17 @@ def test_tolerance_needs_a_numeric_target(mini: Path) -> None:
     rec = read_jsonl(mini / "tasks.jsonl")
     rec[1]["rubric"][0]["auto"]["target"] = "4.3"
     write_jsonl(mini / "tasks.jsonl", rec)
-    assert "tasks.jsonl:2: rubric[0].auto.target: must be a number when a tolerance is given" in problems_of(mini)
+    assert (
+        "tasks.jsonl:2: rubric[0].auto.target: must be a number when a tolerance is given"
+        in problems_of(mini)
+    )
 
 
 def test_bad_benchmark_json(mini: Path) -> None:
     (mini / "benchmark.json").write_text('{"name": "mini", "pass_threshold": 70}')
-    assert "benchmark.json: pass_threshold: 70 is greater than the maximum of 1" in problems_of(mini)
+    assert "benchmark.json: pass_threshold: 70 is greater than the maximum of 1" in problems_of(
+        mini
+    )
     (mini / "benchmark.json").write_text('{"name": "mini", "format_version": 2}')
     assert "benchmark.json: format_version: must be 1, got 2" in problems_of(mini)
 
@@ -269,7 +333,11 @@ HB_LINE = {
         {"role": "user", "content": "My qPCR Ct values are 38 for the target. Is it expressed?"},
     ],
     "rubrics": [
-        {"criterion": "Explains that Ct 38 is near the detection limit", "points": 7, "tags": ["axis:accuracy"]},
+        {
+            "criterion": "Explains that Ct 38 is near the detection limit",
+            "points": 7,
+            "tags": ["axis:accuracy"],
+        },
         {"criterion": "Claims strong expression", "points": -5, "tags": ["axis:accuracy"]},
     ],
     "example_tags": ["theme:analysis", "physician_agreed_category:enough-context"],

@@ -98,6 +98,10 @@ class _Reader:
         self.judgments: list[Judgment] = []
         self.blobs: dict[str, str] = {}
         self._hash_cache: dict[Path, tuple[str, int]] = {}
+        # ids seen on lines that failed validation: references to them are not reported
+        # again, so one bad task does not bury its root cause under follow-on errors
+        self._bad_tasks: set[str] = set()
+        self._bad_responses: set[str] = set()
 
     # -- orchestration -------------------------------------------------------------
     def read_all(self) -> BenchmarkData:
@@ -138,6 +142,11 @@ class _Reader:
             blobs=self.blobs,
         )
 
+    @staticmethod
+    def _remember_bad(value: Any, into: set[str]) -> None:
+        if isinstance(value, dict) and isinstance(value.get("id"), str):
+            into.add(value["id"])
+
     # -- benchmark.json ------------------------------------------------------------
     def _read_benchmark(self) -> None:
         value = read_json(self.root / BENCHMARK_FILE, BENCHMARK_FILE, self.problems)
@@ -155,6 +164,7 @@ class _Reader:
     def _read_tasks(self, name: str = TASKS_FILE) -> None:
         for lineno, value in read_jsonl(self.root / name, name, self.problems):
             if not check_schema("task", value, name, lineno, self.problems):
+                self._remember_bad(value, self._bad_tasks)
                 continue
             task_id = value["id"]
             if task_id in self.tasks:
@@ -163,6 +173,7 @@ class _Reader:
             criteria = self._criteria(value["rubric"], name, lineno)
             artifacts = self._artifacts(value.get("artifacts", []), name, lineno)
             if criteria is None or artifacts is None:
+                self._bad_tasks.add(task_id)
                 continue
             self.tasks[task_id] = Task(
                 id=task_id,
@@ -325,10 +336,14 @@ class _Reader:
     def _read_responses(self, name: str = RESPONSES_FILE) -> None:
         for lineno, value in read_jsonl(self.root / name, name, self.problems):
             if not check_schema("response", value, name, lineno, self.problems):
+                self._remember_bad(value, self._bad_responses)
                 continue
             rid = value["id"]
             if rid in self.responses:
                 self.problems.append(Problem(name, lineno, "id", f"duplicate response id {rid!r}"))
+                continue
+            if value["task_id"] in self._bad_tasks:
+                self._bad_responses.add(rid)
                 continue
             if not self._task_of_known(value["task_id"]):
                 self.problems.append(
@@ -361,6 +376,8 @@ class _Reader:
             if not check_schema("judgment", value, name, lineno, self.problems):
                 continue
             rid, cid, grader = value["response_id"], value["criterion_id"], value["grader"]
+            if rid in self._bad_responses:
+                continue
             criteria = self._criterion_info(rid)
             if criteria is None:
                 self.problems.append(

@@ -1,0 +1,351 @@
+"""Long-format pandas tables: the interface between storage and analysis.
+
+Every analysis in gradercal (scoring, agreement, judge calibration) reads a
+:class:`Frames` bundle. Two producers build it: :func:`frames_from_data` (from an
+in-memory :class:`~gradercal.model.BenchmarkData`, e.g. straight from an importer or
+in tests) and the database layer (``gradercal.db``). Both must produce *identical*
+frames, so the column names and dtypes are defined once here (``*_COLUMNS`` and
+``*_DTYPES``) together with :func:`make_frame` (rows → typed frame) and
+:func:`conform_frame` (any frame with the right columns → typed frame, e.g. after
+``pd.read_sql``).
+
+Conventions:
+
+* Identifiers are the external string ids of the benchmark files, stored in
+  ``object`` columns (not pandas' ``str`` dtype, so frames look the same under
+  pandas 2 and 3). Missing text is ``None``.
+* Criterion ids are unique only *within a task*: joining judgments to criteria
+  must go through the response's task, i.e. on ``(task_id, criterion_id)`` after
+  merging ``responses[["response_id", "task_id"]]`` into the judgments.
+* ``judgments.met`` uses pandas' nullable ``"boolean"`` dtype (``<NA>`` = not
+  answered yet) and ``level`` the nullable ``"Int64"`` dtype.
+
+This module imports only pandas, numpy and the standard library.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from gradercal.model import DEFAULT_PASS_THRESHOLD, Adjudication, BenchmarkData
+
+__all__ = [
+    "ADJUDICATION_COLUMNS",
+    "ADJUDICATION_DTYPES",
+    "CRITERION_COLUMNS",
+    "CRITERION_DTYPES",
+    "JUDGMENT_COLUMNS",
+    "JUDGMENT_DTYPES",
+    "RESPONSE_COLUMNS",
+    "RESPONSE_DTYPES",
+    "TASK_COLUMNS",
+    "TASK_DTYPES",
+    "DtypeSpec",
+    "Frames",
+    "conform_frame",
+    "empty_frames",
+    "frames_from_data",
+    "make_frame",
+]
+
+#: dtype spec of a column: a numpy/pandas dtype name, or ``object``.
+DtypeSpec = str | type
+
+#: ``tasks``: one row per task.
+TASK_DTYPES: Mapping[str, DtypeSpec] = {
+    "task_id": object,
+    "workflow": object,  # str or None
+    "domain": object,  # str or None
+    "answer_format": object,  # str or None
+    "n_artifacts": "int64",
+    "has_artifacts": "bool",
+}
+#: ``criteria``: one row per rubric item, keyed by ``(task_id, criterion_id)``.
+CRITERION_DTYPES: Mapping[str, DtypeSpec] = {
+    "task_id": object,
+    "criterion_id": object,
+    "position": "int64",
+    "text": object,
+    "points": "int64",
+    "kind": object,  # "judgment" | "auto"
+    "tags": object,  # tuple[str, ...]
+    "levels": "int64",
+    "auto_key": object,  # str, None for judgment criteria
+    "auto_target": object,  # any JSON value, None for judgment criteria
+    "auto_abs_tol": "float64",  # NaN when absent
+    "auto_rel_tol": "float64",  # NaN when absent
+}
+#: ``responses``: one row per model response.
+RESPONSE_DTYPES: Mapping[str, DtypeSpec] = {
+    "response_id": object,
+    "task_id": object,
+    "model": object,
+    "answer": object,  # parsed JSON value or None
+}
+#: ``judgments``: one row per (response, criterion, grader) verdict.
+JUDGMENT_DTYPES: Mapping[str, DtypeSpec] = {
+    "response_id": object,
+    "criterion_id": object,
+    "grader": object,
+    "grader_kind": object,  # "human" | "judge"
+    "met": "boolean",  # <NA> = not answered
+    "level": "Int64",  # <NA> = no ordinal level given
+    "confidence": "float64",  # NaN when absent
+    "rationale": object,  # str or None
+    "unclear": "bool",
+}
+#: ``adjudications``: at most one final verdict per (response, criterion).
+ADJUDICATION_DTYPES: Mapping[str, DtypeSpec] = {
+    "response_id": object,
+    "criterion_id": object,
+    "met": "bool",
+    "level": "Int64",
+    "adjudicator": object,
+    "note": object,
+}
+
+TASK_COLUMNS: tuple[str, ...] = tuple(TASK_DTYPES)
+CRITERION_COLUMNS: tuple[str, ...] = tuple(CRITERION_DTYPES)
+RESPONSE_COLUMNS: tuple[str, ...] = tuple(RESPONSE_DTYPES)
+JUDGMENT_COLUMNS: tuple[str, ...] = tuple(JUDGMENT_DTYPES)
+ADJUDICATION_COLUMNS: tuple[str, ...] = tuple(ADJUDICATION_DTYPES)
+
+
+def _is_missing(value: Any) -> bool:
+    """True for ``None``, ``pd.NA``, ``pd.NaT`` and float NaN (never raises)."""
+    if value is None or value is pd.NA or value is pd.NaT:
+        return True
+    return isinstance(value, float | np.floating) and math.isnan(float(value))
+
+
+def _column(values: Sequence[Any], dtype: DtypeSpec) -> pd.Series:
+    """Build one typed column without letting pandas reinterpret the values.
+
+    Object columns are filled element by element so that tuples, lists and dicts
+    stay single cells; missing values in object columns become ``None``.
+    """
+    arr = np.empty(len(values), dtype=object)
+    for i, value in enumerate(values):
+        arr[i] = value
+    if dtype is object:
+        for i, value in enumerate(values):
+            if _is_missing(value):
+                arr[i] = None
+        return pd.Series(arr, dtype=object)
+    if dtype in ("float64", "Int64", "boolean"):
+        for i, value in enumerate(values):
+            if _is_missing(value):
+                arr[i] = None
+    return pd.Series(arr, dtype=dtype)
+
+
+def make_frame(
+    dtypes: Mapping[str, DtypeSpec],
+    rows: Iterable[Mapping[str, Any] | Sequence[Any]] = (),
+) -> pd.DataFrame:
+    """Build a typed frame from rows.
+
+    Args:
+        dtypes: One of the ``*_DTYPES`` mappings; it fixes column order and dtypes.
+        rows: Mappings keyed by column name (absent keys → missing value) or
+            sequences in column order.
+
+    Returns:
+        A frame with exactly the columns of ``dtypes`` in order, a fresh
+        ``RangeIndex``, and the declared dtypes. Missing values are ``None`` in
+        object columns, NaN in float columns and ``<NA>`` in nullable columns.
+
+    Raises:
+        ValueError: A sequence row has the wrong length, or a missing value lands
+            in a non-nullable column (``int64``/``bool``).
+    """
+    names = list(dtypes)
+    cols: dict[str, list[Any]] = {name: [] for name in names}
+    for row in rows:
+        if isinstance(row, Mapping):
+            for name in names:
+                cols[name].append(row.get(name))
+        else:
+            if len(row) != len(names):
+                raise ValueError(f"row has {len(row)} values, expected {len(names)}: {row!r}")
+            for name, value in zip(names, row, strict=True):
+                cols[name].append(value)
+    out: dict[str, pd.Series] = {}
+    for name in names:
+        dtype = dtypes[name]
+        if dtype in ("int64", "bool") and any(_is_missing(v) for v in cols[name]):
+            raise ValueError(f"column {name!r} ({dtype}) cannot hold missing values")
+        out[name] = _column(cols[name], dtype)
+    return pd.DataFrame(out, columns=names)
+
+
+def conform_frame(df: pd.DataFrame, dtypes: Mapping[str, DtypeSpec]) -> pd.DataFrame:
+    """Return ``df`` reduced to the columns of ``dtypes``, in order, with their dtypes.
+
+    Meant for frames produced elsewhere (``pd.read_sql``, ``read_parquet``…). Extra
+    columns are dropped; the index is reset.
+
+    Raises:
+        ValueError: A required column is absent, or cannot be cast.
+    """
+    missing = [name for name in dtypes if name not in df.columns]
+    if missing:
+        raise ValueError(f"frame lacks columns: {', '.join(missing)}")
+    rows = df.loc[:, list(dtypes)].itertuples(index=False, name=None)
+    return make_frame(dtypes, rows)
+
+
+@dataclass
+class Frames:
+    """Long-format tables for one benchmark.
+
+    The database layer (``gradercal.db``) builds these; so does
+    :func:`frames_from_data`. Columns and dtypes are those of the ``*_DTYPES``
+    mappings of this module.
+
+    Attributes:
+        pass_threshold: A response passes when its rubric score reaches this value.
+        tasks: ``task_id``, ``workflow``, ``domain``, ``answer_format`` (str or None),
+            ``n_artifacts`` (int), ``has_artifacts`` (bool).
+        criteria: ``task_id``, ``criterion_id``, ``position`` (int), ``text``,
+            ``points`` (int, negative = penalty), ``kind`` (``"judgment"`` |
+            ``"auto"``), ``tags`` (tuple of str), ``levels`` (int ≥ 2), ``auto_key``,
+            ``auto_target`` (object, None for judgment criteria), ``auto_abs_tol``,
+            ``auto_rel_tol`` (float, NaN when absent).
+        responses: ``response_id``, ``task_id``, ``model``, ``answer`` (parsed JSON
+            or None).
+        judgments: ``response_id``, ``criterion_id``, ``grader``, ``grader_kind``
+            (``"human"`` | ``"judge"``), ``met`` ("boolean", ``<NA>`` = not answered),
+            ``level`` ("Int64"), ``confidence`` (float), ``rationale``, ``unclear``
+            (bool).
+        adjudications: ``response_id``, ``criterion_id``, ``met`` (bool), ``level``
+            ("Int64"), ``adjudicator``, ``note``.
+    """
+
+    pass_threshold: float
+    tasks: pd.DataFrame
+    criteria: pd.DataFrame
+    responses: pd.DataFrame
+    judgments: pd.DataFrame
+    adjudications: pd.DataFrame
+
+    def validate(self) -> None:
+        """Check that every frame has its required columns.
+
+        Raises:
+            ValueError: Naming the frame and the absent columns.
+        """
+        for name, dtypes in _FRAME_DTYPES.items():
+            df: pd.DataFrame = getattr(self, name)
+            missing = [c for c in dtypes if c not in df.columns]
+            if missing:
+                raise ValueError(f"frames.{name} lacks columns: {', '.join(missing)}")
+
+
+_FRAME_DTYPES: dict[str, Mapping[str, DtypeSpec]] = {
+    "tasks": TASK_DTYPES,
+    "criteria": CRITERION_DTYPES,
+    "responses": RESPONSE_DTYPES,
+    "judgments": JUDGMENT_DTYPES,
+    "adjudications": ADJUDICATION_DTYPES,
+}
+
+
+def empty_frames(pass_threshold: float = DEFAULT_PASS_THRESHOLD) -> Frames:
+    """All five frames with the right columns and dtypes and zero rows."""
+    return Frames(
+        pass_threshold=pass_threshold,
+        tasks=make_frame(TASK_DTYPES),
+        criteria=make_frame(CRITERION_DTYPES),
+        responses=make_frame(RESPONSE_DTYPES),
+        judgments=make_frame(JUDGMENT_DTYPES),
+        adjudications=make_frame(ADJUDICATION_DTYPES),
+    )
+
+
+def frames_from_data(data: BenchmarkData, adjudications: Iterable[Adjudication] = ()) -> Frames:
+    """Build :class:`Frames` from in-memory benchmark data.
+
+    Rows keep the order of ``data`` (tasks, then each task's rubric in tuple order;
+    ``position`` is copied from :attr:`Criterion.position` as is). Nothing is
+    validated here: judgments or adjudications naming unknown responses or
+    criteria are kept and simply ignored by the scoring functions. Fields with no
+    column (prompt, response text, ``unclear_note``, task tags and metadata,
+    artifact details) are not carried.
+
+    Args:
+        data: The benchmark, e.g. as returned by an importer.
+        adjudications: Final verdicts to include (they are not part of
+            :class:`BenchmarkData`).
+
+    Returns:
+        Frames whose ``pass_threshold`` is the benchmark's.
+    """
+    tasks = make_frame(
+        TASK_DTYPES,
+        (
+            (t.id, t.workflow, t.domain, t.answer_format, len(t.artifacts), t.has_artifacts)
+            for t in data.tasks
+        ),
+    )
+    criteria_rows: list[tuple[Any, ...]] = []
+    for t in data.tasks:
+        for c in t.criteria:
+            rule = c.auto
+            criteria_rows.append(
+                (
+                    t.id,
+                    c.id,
+                    c.position,
+                    c.text,
+                    c.points,
+                    c.kind.value,
+                    tuple(c.tags),
+                    c.levels,
+                    rule.key if rule is not None else None,
+                    rule.target if rule is not None else None,
+                    rule.abs_tol if rule is not None else None,
+                    rule.rel_tol if rule is not None else None,
+                )
+            )
+    responses = make_frame(
+        RESPONSE_DTYPES, ((r.id, r.task_id, r.model, r.answer) for r in data.responses)
+    )
+    judgments = make_frame(
+        JUDGMENT_DTYPES,
+        (
+            (
+                j.response_id,
+                j.criterion_id,
+                j.grader,
+                str(j.grader_kind),
+                j.met,
+                j.level,
+                j.confidence,
+                j.rationale,
+                bool(j.unclear),
+            )
+            for j in data.judgments
+        ),
+    )
+    adj = make_frame(
+        ADJUDICATION_DTYPES,
+        (
+            (a.response_id, a.criterion_id, bool(a.met), a.level, a.adjudicator, a.note)
+            for a in adjudications
+        ),
+    )
+    return Frames(
+        pass_threshold=float(data.benchmark.pass_threshold),
+        tasks=tasks,
+        criteria=make_frame(CRITERION_DTYPES, criteria_rows),
+        responses=responses,
+        judgments=judgments,
+        adjudications=adj,
+    )

@@ -1,0 +1,924 @@
+"""Rubric scoring: auto criteria, human consensus, per-response scores and summaries.
+
+Definitions (one grader ``g`` — a named grader or the human consensus — on one
+response ``r`` of task ``T``):
+
+* **Credit** of a criterion with ``points`` p and ``levels`` L (≥ 2) at ordinal level
+  ``k`` ∈ {0 … L−1} is ``p·k/(L−1)``; for the usual two-level scale that is p when
+  met and 0 when not. A verdict's level is its ``level`` when given (clipped to
+  0 … L−1) and otherwise ``L−1`` if ``met`` else 0. **The level wins over ``met``**
+  when both are present.
+* **Auto criteria** are always graded from the response's ``answer`` with
+  :func:`evaluate_auto` (credit p or 0) — for every grader and for the consensus;
+  human or judge verdicts on auto criteria are ignored by scoring.
+* **Rubric score** = (Σ credits) / (Σ positive points of T), clipped to [0, 1].
+  Penalties (negative points) lower the numerator but never enter the
+  denominator.
+* **Undefined**: a task whose positive points sum to 0 has no score (NaN,
+  ``undefined=True``).
+* **Incomplete**: when g has no verdict on some judgment criterion of T (``met``
+  and ``level`` both missing), the score is NaN, ``complete=False`` and
+  ``n_missing`` counts those criteria. Missing is never read as "not met".
+* **Pass**: ``score >= pass_threshold - PASS_EPSILON``. Scores are ratios of small
+  integers computed in floating point, so 7/10 ≥ 0.7 must hold even though
+  ``7/10`` and ``0.7`` need not be the same double; ``PASS_EPSILON`` (1e-9) is far
+  below the gap between any two distinct scores of a realistic rubric.
+* **Consensus** (see :func:`consensus`): per judgment criterion, the adjudication
+  when there is one, else the majority (median level) of the human verdicts;
+  ties are reported and, by default, make the consensus score incomplete.
+
+Everything here works on :class:`~gradercal.frames.Frames` and imports only
+pandas, numpy and the standard library.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import re
+from collections.abc import Mapping, Sequence
+from fractions import Fraction
+from typing import Any, Literal, get_args
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+from gradercal.frames import Frames
+from gradercal.model import AutoRule, Criterion
+
+__all__ = [
+    "BREAKDOWNS",
+    "CONSENSUS",
+    "CONSENSUS_COLUMNS",
+    "PASS_EPSILON",
+    "SCORE_COLUMNS",
+    "SUMMARY_COLUMNS",
+    "TiePolicy",
+    "all_grader_scores",
+    "auto_verdicts",
+    "consensus",
+    "criterion_credit",
+    "evaluate_auto",
+    "model_summary",
+    "passes",
+    "response_scores",
+    "rubric_score",
+    "score_report",
+]
+
+#: The pseudo-grader name that selects the human consensus.
+CONSENSUS = "consensus"
+#: Slack for the pass comparison ``score >= threshold - PASS_EPSILON``.
+PASS_EPSILON = 1e-9
+#: Relative slack for tolerance comparisons of :func:`evaluate_auto`.
+_TOL_EPSILON = Fraction(1, 10**12)
+#: How a consensus tie on a judgment criterion is scored.
+TiePolicy = Literal["incomplete", "met", "not_met"]
+#: Values accepted by ``model_summary(by=...)`` and the report's breakdowns.
+BREAKDOWNS: tuple[str, ...] = ("workflow", "domain", "artifacts", "answer_format")
+#: Group labels of the ``artifacts`` breakdown.
+TEXT_ONLY = "text-only"
+WITH_ARTIFACTS = "with artifacts"
+
+SCORE_COLUMNS: tuple[str, ...] = (
+    "response_id",
+    "task_id",
+    "model",
+    "grader",
+    "score",
+    "passed",
+    "complete",
+    "n_missing",
+    "n_ties",
+    "undefined",
+)
+CONSENSUS_COLUMNS: tuple[str, ...] = (
+    "response_id",
+    "criterion_id",
+    "met",
+    "level",
+    "source",
+    "n_met",
+    "n_raters",
+)
+SUMMARY_COLUMNS: tuple[str, ...] = (
+    "n_responses",
+    "n_scored",
+    "mean_score",
+    "pass_rate",
+    "n_incomplete",
+    "n_undefined",
+)
+
+_INDEX_RE = re.compile(r"[0-9]+")
+_DECIDED_OR_TIED = ("adjudication", "majority", "tie")
+
+
+# --------------------------------------------------------------------------- auto
+
+
+def _is_bool(x: Any) -> bool:
+    return isinstance(x, bool | np.bool_)
+
+
+def _is_number(x: Any) -> bool:
+    """JSON-ish number: a real number that is not a bool (strings never count)."""
+    return isinstance(x, numbers.Real) and not _is_bool(x)
+
+
+def _as_fraction(x: Any) -> Fraction | None:
+    """The exact value of a finite number *as written in decimal*, else None.
+
+    Floats are converted through their shortest round-trip ``repr`` so that
+    ``46.2`` means 462/10, not the nearest binary double; integers of any size are
+    exact. Bools, strings, NaN and infinities give None. Never raises.
+    """
+    try:
+        if not _is_number(x):
+            return None
+        if isinstance(x, int | np.integer):
+            return Fraction(int(x))
+        if isinstance(x, Fraction):
+            return x
+        f = float(x)
+        if not math.isfinite(f):
+            return None
+        return Fraction(repr(f))
+    except (ValueError, OverflowError, TypeError, ZeroDivisionError):
+        return None
+
+
+def _values_equal(value: Any, target: Any) -> bool:
+    """Exact JSON equality with gradercal's rules (see :func:`evaluate_auto`)."""
+    if value is None or target is None:
+        return value is None and target is None
+    if _is_bool(value) or _is_bool(target):
+        return _is_bool(value) and _is_bool(target) and bool(value) == bool(target)
+    if _is_number(value) or _is_number(target):
+        v, t = _as_fraction(value), _as_fraction(target)
+        return v is not None and t is not None and v == t
+    if isinstance(value, str) or isinstance(target, str):
+        return (
+            isinstance(value, str) and isinstance(target, str) and value.strip() == target.strip()
+        )
+    if isinstance(value, Mapping) and isinstance(target, Mapping):
+        return set(value) == set(target) and all(_values_equal(value[k], target[k]) for k in value)
+    if isinstance(value, list | tuple) and isinstance(target, list | tuple):
+        return len(value) == len(target) and all(
+            _values_equal(a, b) for a, b in zip(value, target, strict=True)
+        )
+    return False
+
+
+def _walk(answer: Any, segments: Sequence[str]) -> tuple[bool, Any]:
+    """Follow ``segments`` into ``answer``; ``(found, value)``."""
+    current = answer
+    for seg in segments:
+        if isinstance(current, Mapping):
+            if seg not in current:
+                return False, None
+            current = current[seg]
+        elif isinstance(current, list | tuple) and _INDEX_RE.fullmatch(seg):
+            idx = int(seg)
+            if idx >= len(current):
+                return False, None
+            current = current[idx]
+        else:
+            return False, None
+    return True, current
+
+
+def _lookup(answer: Any, key: str) -> tuple[bool, Any]:
+    """Resolve an auto-rule key in an answer; ``(found, value)``.
+
+    ``""`` and ``"answer"`` denote the whole answer. A leading ``answer.`` is
+    stripped; if the stripped path does not resolve, the literal path is tried
+    (so an answer shaped ``{"answer": {...}}`` still works).
+    """
+    key = key.strip()
+    if key in ("", "answer"):
+        return True, answer
+    segments = key.split(".")
+    if segments[0] == "answer":
+        found, value = _walk(answer, segments[1:])
+        if found:
+            return found, value
+    return _walk(answer, segments)
+
+
+def _tolerance(x: Any) -> Fraction | float | None:
+    """Normalise a tolerance: None/NaN/non-number → None, negative → 0, inf kept."""
+    if x is None or not _is_number(x):
+        return None
+    try:
+        f = float(x)
+    except (OverflowError, ValueError, TypeError):
+        return math.inf
+    if math.isnan(f):
+        return None
+    if math.isinf(f):
+        return math.inf if f > 0 else Fraction(0)
+    frac = _as_fraction(x)
+    return max(frac, Fraction(0)) if frac is not None else None
+
+
+def evaluate_auto(rule: AutoRule, answer: Any) -> bool:
+    """Grade one ``auto`` criterion from a response's structured answer.
+
+    Key: a dotted path (``"answer.results.0.kd_nM"``). A leading ``answer.`` is
+    optional; segments made of ASCII digits index lists (non-negative only); other
+    segments look up object keys. ``"answer"`` or ``""`` is the whole answer. When
+    the answer itself has a top-level ``"answer"`` key, ``answer.x`` falls back to
+    ``answer["answer"]["x"]`` if ``answer["x"]`` does not exist. Keys containing dots
+    cannot be addressed.
+
+    Without tolerance (``abs_tol`` and ``rel_tol`` both None or NaN) the value must
+    equal ``target`` exactly:
+
+    * numbers compare by value (``1 == 1.0``), as the decimals they are written as;
+      ``0.1 + 0.2`` is not ``0.3`` — use a tolerance for computed values;
+    * bools are not numbers (``True`` ≠ ``1``);
+    * strings compare after trimming surrounding whitespace, case-sensitively;
+      a numeric-looking string is still a string (``"42"`` ≠ ``42``);
+    * lists and objects compare element-wise with the same rules;
+    * a value of ``None`` (JSON null) is never met.
+
+    With a tolerance, both value and target must be finite numbers (not bools,
+    not strings — **numeric strings are not parsed**, because structured answers
+    are typed JSON and a string answer is a formatting error the rubric should
+    see) and the criterion is met when
+    ``|value − target| ≤ max(abs_tol or 0, rel_tol·|target| or 0)``. The comparison
+    uses the decimal values as written plus a relative slack of 1e-12, so a value
+    exactly on the boundary (``46.2`` against ``42 ± 10%``) is met. Negative
+    tolerances count as 0; an infinite tolerance accepts any finite number. NaN
+    and infinite values or targets are never met.
+
+    A missing key, an index out of range, or a type mismatch is "not met". This
+    function never raises on odd answers.
+
+    Args:
+        rule: The criterion's rule.
+        answer: The response's parsed JSON answer (any value, or None).
+
+    Returns:
+        Whether the criterion is met.
+    """
+    try:
+        found, value = _lookup(answer, str(rule.key))
+        if not found or value is None:
+            return False
+        abs_tol, rel_tol = _tolerance(rule.abs_tol), _tolerance(rule.rel_tol)
+        if abs_tol is None and rel_tol is None:
+            return _values_equal(value, rule.target)
+        v, t = _as_fraction(value), _as_fraction(rule.target)
+        if v is None or t is None:
+            return False
+        if abs_tol == math.inf or (rel_tol == math.inf and t != 0):
+            return True
+        tol = Fraction(0)
+        if isinstance(abs_tol, Fraction):
+            tol = max(tol, abs_tol)
+        if isinstance(rel_tol, Fraction):
+            tol = max(tol, rel_tol * abs(t))
+        slack = _TOL_EPSILON * max(abs(v), abs(t), tol)
+        return abs(v - t) <= tol + slack
+    except Exception:  # a grading rule must never crash a report
+        return False
+
+
+def _rule_from_row(key: Any, target: Any, abs_tol: Any, rel_tol: Any) -> AutoRule:
+    def _opt(x: Any) -> float | None:
+        if x is None or (isinstance(x, float) and math.isnan(x)):
+            return None
+        return float(x)
+
+    return AutoRule(
+        key=str(key) if key is not None else "",
+        target=target,
+        abs_tol=_opt(abs_tol),
+        rel_tol=_opt(rel_tol),
+    )
+
+
+def auto_verdicts(frames: Frames) -> pd.DataFrame:
+    """Verdicts of every auto criterion on every response of its task.
+
+    Args:
+        frames: The benchmark frames.
+
+    Returns:
+        One row per (response, auto criterion of the response's task), in response
+        order then criterion order: ``response_id``, ``criterion_id``, ``met``
+        (bool, never missing). Responses whose task is unknown get no rows.
+    """
+    return _auto_frame(_grid(frames))
+
+
+def _auto_frame(grid: pd.DataFrame) -> pd.DataFrame:
+    autos = grid.loc[grid["is_auto"]]
+    return pd.DataFrame(
+        {
+            "response_id": pd.Series(autos["response_id"].to_numpy(dtype=object), dtype=object),
+            "criterion_id": pd.Series(autos["criterion_id"].to_numpy(dtype=object), dtype=object),
+            "met": pd.Series(autos["auto_met"].to_numpy(dtype="float64") == 1.0, dtype="bool"),
+        }
+    )
+
+
+# ------------------------------------------------------------------ scalar scoring
+
+
+def criterion_credit(
+    points: int, levels: int = 2, *, met: bool | None = None, level: int | None = None
+) -> float | None:
+    """Points earned on one criterion, or None when it has no verdict.
+
+    ``level`` (clipped to 0 … levels−1) wins over ``met``; without a level, met
+    gives full ``points`` and not met gives 0. ``levels`` below 2 count as 2.
+
+    Examples: ``criterion_credit(10, 3, level=1)`` → 5.0;
+    ``criterion_credit(-8, met=True)`` → -8.0; ``criterion_credit(5)`` → None.
+    """
+    top = max(int(levels), 2) - 1
+    if level is not None:
+        k = min(max(int(level), 0), top)
+    elif met is not None:
+        k = top if met else 0
+    else:
+        return None
+    return points * k / top
+
+
+def rubric_score(
+    criteria: Sequence[Criterion],
+    met: Mapping[str, bool | None],
+    *,
+    levels: Mapping[str, int | None] | None = None,
+    answer: Any = None,
+) -> float:
+    """The rubric score of one grader on one response (reference implementation).
+
+    Args:
+        criteria: The task's rubric.
+        met: Criterion id → met verdict (None or absent = no verdict) for the
+            judgment criteria. Entries for auto criteria are ignored.
+        levels: Criterion id → ordinal level, for criteria graded on a scale.
+        answer: The response's structured answer, for auto criteria.
+
+    Returns:
+        Σ credit / Σ positive points, clipped to [0, 1]; NaN when the positive
+        points sum to 0 or when a judgment criterion has no verdict.
+        Example: points +24, +10, +5, −8 with {+24, −8} met → (24 − 8)/39 ≈ 0.41026.
+    """
+    levels = levels or {}
+    positive = sum(c.points for c in criteria if c.points > 0)
+    earned = 0.0
+    for c in criteria:
+        if c.auto is not None:
+            earned += c.points if evaluate_auto(c.auto, answer) else 0
+            continue
+        credit = criterion_credit(c.points, c.levels, met=met.get(c.id), level=levels.get(c.id))
+        if credit is None:
+            return math.nan
+        earned += credit
+    if positive <= 0:
+        return math.nan
+    return min(max(earned / positive, 0.0), 1.0)
+
+
+def passes(score: float, threshold: float) -> bool:
+    """``score >= threshold - PASS_EPSILON``; False for a NaN score."""
+    return not math.isnan(score) and score >= threshold - PASS_EPSILON
+
+
+# --------------------------------------------------------------- frame internals
+
+
+def _grid(frames: Frames) -> pd.DataFrame:
+    """Every (response, criterion of its task) pair with what scoring needs.
+
+    Columns: ``response_id``, ``task_id``, ``model``, ``criterion_id``, ``points``,
+    ``top`` (levels − 1, at least 1), ``is_auto`` and ``auto_met`` (1.0/0.0 for auto
+    criteria, evaluated here once; NaN for judgment criteria). Order: responses,
+    then rubric rows.
+    """
+    crit = frames.criteria.loc[
+        :,
+        [
+            "task_id",
+            "criterion_id",
+            "points",
+            "levels",
+            "kind",
+            "auto_key",
+            "auto_target",
+            "auto_abs_tol",
+            "auto_rel_tol",
+        ],
+    ]
+    grid = frames.responses.loc[:, ["response_id", "task_id", "model", "answer"]].merge(
+        crit, on="task_id", how="inner"
+    )
+    is_auto = (grid["kind"] == "auto").to_numpy(dtype=bool)
+    auto_met = np.full(len(grid), np.nan)
+    if is_auto.any():
+        sub = grid.loc[is_auto]
+        auto_met[is_auto] = [
+            1.0 if evaluate_auto(_rule_from_row(key, target, atol, rtol), answer) else 0.0
+            for answer, key, target, atol, rtol in zip(
+                sub["answer"],
+                sub["auto_key"],
+                sub["auto_target"],
+                sub["auto_abs_tol"],
+                sub["auto_rel_tol"],
+                strict=True,
+            )
+        ]
+    return pd.DataFrame(
+        {
+            "response_id": grid["response_id"].to_numpy(dtype=object),
+            "task_id": grid["task_id"].to_numpy(dtype=object),
+            "model": grid["model"].to_numpy(dtype=object),
+            "criterion_id": grid["criterion_id"].to_numpy(dtype=object),
+            "points": grid["points"].to_numpy(dtype="int64"),
+            "top": np.clip(grid["levels"].to_numpy(dtype="int64"), 2, None) - 1,
+            "is_auto": is_auto,
+            "auto_met": auto_met,
+        }
+    )
+
+
+def _to_float(s: pd.Series) -> npt.NDArray[np.float64]:
+    """A nullable/boolean/int series as float64 with NaN for missing."""
+    return np.asarray(s.astype("Float64").to_numpy(dtype="float64", na_value=np.nan), np.float64)
+
+
+def _effective_level(met: pd.Series, level: pd.Series, top: pd.Series) -> npt.NDArray[np.float64]:
+    """Level 0 … top of each verdict (NaN when neither level nor met is given)."""
+    lvl = _to_float(level)
+    m = _to_float(met)
+    t = top.to_numpy(dtype="float64")
+    from_level = np.clip(lvl, 0.0, t)
+    from_met = m * t
+    return np.asarray(np.where(~np.isnan(lvl), from_level, from_met), dtype=np.float64)
+
+
+def _consensus_full(
+    frames: Frames, humans: Sequence[str] | None, grid: pd.DataFrame | None = None
+) -> pd.DataFrame:
+    """Consensus per (response, judgment criterion) plus the tie bounds lo/hi."""
+    if grid is None:
+        grid = _grid(frames)
+    grid = grid.loc[~grid["is_auto"], ["response_id", "criterion_id", "top"]]
+    grid = grid.reset_index(drop=True)
+
+    j = frames.judgments
+    if humans is None:
+        j = j.loc[j["grader_kind"] == "human"]
+    else:
+        j = j.loc[j["grader"].isin(list(humans))]
+    j = j.drop_duplicates(["response_id", "criterion_id", "grader"], keep="last")
+    hj = grid.merge(
+        j.loc[:, ["response_id", "criterion_id", "met", "level"]],
+        on=["response_id", "criterion_id"],
+        how="inner",
+    )
+    eff = _effective_level(hj["met"], hj["level"], hj["top"])
+    hj = hj.assign(eff=eff, is_met=eff == hj["top"].to_numpy(dtype="float64"))
+    hj = hj.loc[~np.isnan(eff)]
+    keys = ["response_id", "criterion_id"]
+    g = hj.groupby(keys, sort=False)
+    agg = pd.DataFrame(
+        {
+            "n_raters": g["eff"].count(),
+            "n_met": g["is_met"].sum(),
+            "lo": g["eff"].quantile(0.5, interpolation="lower"),
+            "hi": g["eff"].quantile(0.5, interpolation="higher"),
+        }
+    ).reset_index()
+
+    adj = frames.adjudications.drop_duplicates(keys, keep="last")
+    adj = grid.merge(adj.loc[:, [*keys, "met", "level"]], on=keys, how="inner")
+    adj = adj.assign(adj=_effective_level(adj["met"], adj["level"], adj["top"]))
+
+    out = grid.merge(agg, on=keys, how="left").merge(
+        adj.loc[:, [*keys, "adj"]], on=keys, how="left"
+    )
+    n_raters = out["n_raters"].fillna(0).astype("int64")
+    n_met = out["n_met"].fillna(0).astype("int64")
+    lo = out["lo"].to_numpy(dtype="float64", na_value=np.nan)
+    hi = out["hi"].to_numpy(dtype="float64", na_value=np.nan)
+    adj_level = out["adj"].to_numpy(dtype="float64", na_value=np.nan)
+    has_adj = ~np.isnan(adj_level)
+    has_raters = n_raters.to_numpy() > 0
+    is_tie = ~has_adj & has_raters & (lo != hi)
+    is_majority = ~has_adj & has_raters & (lo == hi)
+    source = np.select(
+        [has_adj, is_majority, is_tie], ["adjudication", "majority", "tie"], default="none"
+    )
+    level = np.where(has_adj, adj_level, np.where(is_majority, lo, np.nan))
+    top = out["top"].to_numpy(dtype="float64")
+    level_s = pd.Series(level).astype("Int64")
+    met = pd.Series(np.where(np.isnan(level), np.nan, level == top)).astype("boolean")
+    return pd.DataFrame(
+        {
+            "response_id": out["response_id"].astype(object),
+            "criterion_id": out["criterion_id"].astype(object),
+            "met": met,
+            "level": level_s,
+            "source": pd.Series(source, dtype=object),
+            "n_met": n_met,
+            "n_raters": n_raters,
+            "lo": np.where(is_tie, lo, np.nan),
+            "hi": np.where(is_tie, hi, np.nan),
+        }
+    )
+
+
+def consensus(frames: Frames, humans: Sequence[str] | None = None) -> pd.DataFrame:
+    """Human consensus verdict on every (response, judgment criterion) pair.
+
+    Rule per pair:
+
+    1. an adjudication, when there is one (the last row if several), wins —
+       ``source="adjudication"``;
+    2. otherwise the human verdicts decide: each verdict's level (``level``, else
+       ``met`` → levels−1 / 0; verdicts with neither are ignored) and the consensus
+       is their median. With two levels that is exactly the majority vote. When the
+       number of verdicts is even and the two middle levels differ it is a tie —
+       ``source="tie"``, ``met``/``level`` <NA>; otherwise ``source="majority"``;
+    3. no adjudication and no verdict — ``source="none"``, ``met``/``level`` <NA>.
+
+    ``met`` is True when the consensus level is the top level (for two-level
+    criteria: met). Auto criteria are not included (they come from
+    :func:`auto_verdicts`). A grader's duplicate verdicts on one pair keep the last.
+
+    Args:
+        frames: The benchmark frames.
+        humans: Names of the graders whose verdicts count (any kind); None means
+            every grader whose ``grader_kind`` is ``"human"``.
+
+    Returns:
+        ``response_id``, ``criterion_id``, ``met`` ("boolean"), ``level`` ("Int64",
+        the consensus level), ``source`` (``"adjudication"`` | ``"majority"`` |
+        ``"tie"`` | ``"none"``), ``n_met`` (human verdicts at the top level),
+        ``n_raters`` (human verdicts with a level or met), in response then rubric
+        order. ``n_met``/``n_raters`` count the humans also for adjudicated pairs.
+    """
+    return _consensus_full(frames, humans).loc[:, list(CONSENSUS_COLUMNS)]
+
+
+# ------------------------------------------------------------ per-response scores
+
+
+def _empty_scores() -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "response_id": pd.Series([], dtype=object),
+            "task_id": pd.Series([], dtype=object),
+            "model": pd.Series([], dtype=object),
+            "grader": pd.Series([], dtype=object),
+            "score": pd.Series([], dtype="float64"),
+            "passed": pd.Series([], dtype="boolean"),
+            "complete": pd.Series([], dtype="bool"),
+            "n_missing": pd.Series([], dtype="int64"),
+            "n_ties": pd.Series([], dtype="int64"),
+            "undefined": pd.Series([], dtype="bool"),
+        }
+    )
+
+
+def response_scores(
+    frames: Frames,
+    grader: str = CONSENSUS,
+    *,
+    tie_policy: TiePolicy = "incomplete",
+    humans: Sequence[str] | None = None,
+    include_ungraded: bool | None = None,
+) -> pd.DataFrame:
+    """Rubric score of one grader (or the human consensus) on each response.
+
+    See the module docstring for the definitions of score, pass, incomplete and
+    undefined.
+
+    Args:
+        frames: The benchmark frames.
+        grader: A grader name, or ``"consensus"`` (:data:`CONSENSUS`) for the human
+            consensus of :func:`consensus`. (A real grader named "consensus"
+            cannot be selected.)
+        tie_policy: Consensus only. ``"incomplete"`` (default): a tie on a judgment
+            criterion makes the response incomplete. ``"met"`` / ``"not_met"``:
+            score a tie at the upper / lower of the two middle levels (for
+            two-level criteria: met / not met). Ties are counted in ``n_ties``
+            whatever the policy.
+        humans: Consensus only: the graders that form it (see :func:`consensus`).
+        include_ungraded: Whether to list responses the grader never judged
+            (they come out incomplete). Default: True for the consensus (every
+            response), False for a named grader (only responses with at least one
+            judgment row from that grader).
+
+    Returns:
+        One row per response, in response order: ``response_id``, ``task_id``,
+        ``model``, ``grader``, ``score`` (float, NaN when incomplete or undefined),
+        ``passed`` ("boolean", <NA> when the score is NaN), ``complete`` (bool),
+        ``n_missing`` (judgment criteria without a verdict, ties excluded),
+        ``n_ties`` (consensus ties; 0 for named graders), ``undefined`` (bool:
+        the task's positive points sum to 0). Responses whose task is unknown are
+        left out.
+
+    Raises:
+        ValueError: Unknown ``tie_policy``.
+    """
+    _check_tie_policy(tie_policy)
+    return _scores(frames, _grid(frames), grader, tie_policy, humans, include_ungraded)
+
+
+def _check_tie_policy(tie_policy: str) -> None:
+    if tie_policy not in get_args(TiePolicy):
+        raise ValueError(f"tie_policy must be one of {get_args(TiePolicy)}, not {tie_policy!r}")
+
+
+def _scores(
+    frames: Frames,
+    grid: pd.DataFrame,
+    grader: str,
+    tie_policy: TiePolicy,
+    humans: Sequence[str] | None,
+    include_ungraded: bool | None,
+) -> pd.DataFrame:
+    """:func:`response_scores` on a precomputed :func:`_grid`."""
+    is_consensus = grader == CONSENSUS
+    if include_ungraded is None:
+        include_ungraded = is_consensus
+    keys = ["response_id", "criterion_id"]
+    is_auto = grid["is_auto"].to_numpy(dtype=bool)
+
+    # Level (0 … top) of every judgment criterion according to the grader.
+    ties = np.zeros(len(grid), dtype=bool)
+    if is_consensus:
+        cons = _consensus_full(frames, humans, grid)
+        merged = grid.loc[:, keys].merge(cons, on=keys, how="left")
+        eff = merged["level"].to_numpy(dtype="float64", na_value=np.nan)
+        ties = (merged["source"] == "tie").to_numpy(dtype=bool)
+        if tie_policy == "met":
+            eff = np.where(ties, merged["hi"].to_numpy(dtype="float64"), eff)
+        elif tie_policy == "not_met":
+            eff = np.where(ties, merged["lo"].to_numpy(dtype="float64"), eff)
+        graded_ids = set(merged.loc[merged["source"].isin(_DECIDED_OR_TIED), "response_id"])
+    else:
+        j = frames.judgments.loc[frames.judgments["grader"] == grader]
+        graded_ids = set(j["response_id"])
+        j = j.drop_duplicates(keys, keep="last").loc[:, [*keys, "met", "level"]]
+        merged = grid.loc[:, [*keys, "top"]].merge(j, on=keys, how="left")
+        eff = _effective_level(merged["met"], merged["level"], merged["top"])
+
+    # Auto criteria always come from the answer.
+    eff = np.where(is_auto, grid["auto_met"].to_numpy(dtype="float64"), eff)
+    top = np.where(is_auto, 1.0, grid["top"].to_numpy(dtype="float64"))
+    ties = ties & ~is_auto
+
+    points = grid["points"].to_numpy(dtype="float64")
+    rows = pd.DataFrame(
+        {
+            "response_id": grid["response_id"],
+            "credit": np.where(np.isnan(eff), 0.0, points * eff / top),
+            "missing": np.isnan(eff) & ~ties,
+            "tie": ties,
+            "positive": np.clip(points, 0.0, None),
+        }
+    )
+    per = rows.groupby("response_id", sort=False).agg(
+        earned=("credit", "sum"),
+        n_missing=("missing", "sum"),
+        n_ties=("tie", "sum"),
+        positive=("positive", "sum"),
+    )
+
+    resp = frames.responses.loc[:, ["response_id", "task_id", "model"]]
+    resp = resp.loc[resp["response_id"].isin(set(per.index))]
+    if not include_ungraded:
+        resp = resp.loc[resp["response_id"].isin(graded_ids)]
+    resp = resp.drop_duplicates("response_id")
+    if resp.empty:
+        return _empty_scores()
+    per = per.reindex(resp["response_id"].to_numpy())
+
+    n_missing = per["n_missing"].to_numpy(dtype="int64")
+    n_ties = per["n_ties"].to_numpy(dtype="int64")
+    positive = per["positive"].to_numpy(dtype="float64")
+    earned = per["earned"].to_numpy(dtype="float64")
+    undefined = positive <= 0
+    blocking_ties = n_ties if tie_policy == "incomplete" else np.zeros_like(n_ties)
+    complete = (n_missing == 0) & (blocking_ties == 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        raw = earned / np.where(undefined, 1.0, positive)
+    score = np.where(complete & ~undefined, np.clip(raw, 0.0, 1.0), np.nan)
+    passed = pd.Series(
+        np.where(np.isnan(score), np.nan, score >= frames.pass_threshold - PASS_EPSILON)
+    ).astype("boolean")
+    return pd.DataFrame(
+        {
+            "response_id": pd.Series(resp["response_id"].to_numpy(dtype=object), dtype=object),
+            "task_id": pd.Series(resp["task_id"].to_numpy(dtype=object), dtype=object),
+            "model": pd.Series(resp["model"].to_numpy(dtype=object), dtype=object),
+            "grader": pd.Series([grader] * len(resp), dtype=object),
+            "score": pd.Series(score, dtype="float64"),
+            "passed": passed,
+            "complete": pd.Series(complete, dtype="bool"),
+            "n_missing": pd.Series(n_missing, dtype="int64"),
+            "n_ties": pd.Series(n_ties, dtype="int64"),
+            "undefined": pd.Series(undefined, dtype="bool"),
+        }
+    )
+
+
+def all_grader_scores(
+    frames: Frames,
+    *,
+    tie_policy: TiePolicy = "incomplete",
+    humans: Sequence[str] | None = None,
+) -> pd.DataFrame:
+    """:func:`response_scores` for the consensus, then every grader, stacked.
+
+    Graders come in name order, each with its default ``include_ungraded``
+    (only responses it judged). A grader literally named ``"consensus"`` is
+    skipped (the name selects the consensus).
+
+    Returns:
+        The columns of :func:`response_scores`; ``grader`` tells the rows apart.
+    """
+    _check_tie_policy(tie_policy)
+    grid = _grid(frames)
+    parts = [_scores(frames, grid, CONSENSUS, tie_policy, humans, None)]
+    names = sorted({str(g) for g in frames.judgments["grader"].dropna()} - {CONSENSUS})
+    parts.extend(_scores(frames, grid, name, tie_policy, None, None) for name in names)
+    non_empty = [p for p in parts if not p.empty]
+    if not non_empty:
+        return _empty_scores()
+    return pd.concat(non_empty, ignore_index=True)
+
+
+# ---------------------------------------------------------------------- summaries
+
+
+def _missing(value: Any) -> bool:
+    if value is None or value is pd.NA:
+        return True
+    return isinstance(value, float | np.floating) and math.isnan(float(value))
+
+
+def _group_labels(frames: Frames, task_ids: pd.Series, by: str) -> pd.Series:
+    tasks = frames.tasks.drop_duplicates("task_id").set_index("task_id")
+    if by == "artifacts":
+        labels = tasks["has_artifacts"].map({True: WITH_ARTIFACTS, False: TEXT_ONLY})
+    else:
+        labels = tasks[by]
+    mapping = {k: (None if _missing(v) else str(v)) for k, v in labels.items()}
+    return pd.Series([mapping.get(t) for t in task_ids], index=task_ids.index, dtype=object)
+
+
+def model_summary(scores: pd.DataFrame, frames: Frames, by: str | None = None) -> pd.DataFrame:
+    """Aggregate response scores per grader and model, optionally per task group.
+
+    Args:
+        scores: Output of :func:`response_scores` or :func:`all_grader_scores`.
+        frames: The frames the scores came from (for task attributes).
+        by: None, or one of :data:`BREAKDOWNS`: ``"workflow"``, ``"domain"``,
+            ``"answer_format"`` (the task's value; missing → None) or
+            ``"artifacts"`` (``"text-only"`` / ``"with artifacts"``).
+
+    Returns:
+        One row per (grader, model[, group]) present in ``scores``, sorted by those
+        keys (None groups last): ``grader``, ``model``, ``group`` (only with ``by``),
+        ``n_responses``; ``n_scored`` (complete with a defined score);
+        ``mean_score`` and ``pass_rate`` over the scored ones (NaN if none);
+        ``n_incomplete`` (incomplete, task defined); ``n_undefined`` (task with no
+        positive points). ``n_responses = n_scored + n_incomplete + n_undefined``.
+
+    Raises:
+        ValueError: Unknown ``by``.
+    """
+    if by is not None and by not in BREAKDOWNS:
+        raise ValueError(f"by must be None or one of {BREAKDOWNS}, not {by!r}")
+    keys = ["grader", "model"] + (["group"] if by is not None else [])
+    df = pd.DataFrame(
+        {
+            "grader": scores["grader"].astype(object),
+            "model": scores["model"].astype(object),
+            "scored": scores["score"].notna(),
+            "score": scores["score"].astype("float64"),
+            "passed": _to_float(scores["passed"]),
+            "incomplete": ~scores["complete"].astype(bool) & ~scores["undefined"].astype(bool),
+            "undefined": scores["undefined"].astype(bool),
+        }
+    )
+    sentinel = "\x00none"
+    if by is not None:
+        df["group"] = _group_labels(frames, scores["task_id"], by).fillna(sentinel)
+    df.loc[~df["scored"], "passed"] = np.nan
+    g = df.groupby(keys, sort=False)
+    out = g.agg(
+        n_responses=("scored", "size"),
+        n_scored=("scored", "sum"),
+        mean_score=("score", "mean"),
+        pass_rate=("passed", "mean"),
+        n_incomplete=("incomplete", "sum"),
+        n_undefined=("undefined", "sum"),
+    ).reset_index()
+    for col in ("n_responses", "n_scored", "n_incomplete", "n_undefined"):
+        out[col] = out[col].astype("int64")
+    for col in ("mean_score", "pass_rate"):
+        out[col] = out[col].astype("float64")
+    sort_cols = ["grader", "model"]
+    if by is not None:
+        out["_none"] = out["group"] == sentinel
+        out["group"] = out["group"].astype(object).where(out["group"] != sentinel, None)
+        sort_cols = ["grader", "model", "_none", "group"]
+        out = out.sort_values(sort_cols, kind="stable", na_position="last")
+        out = out.drop(columns="_none")
+    else:
+        out = out.sort_values(sort_cols, kind="stable")
+    return out.loc[:, [*keys, *SUMMARY_COLUMNS]].reset_index(drop=True)
+
+
+def _plain(value: Any) -> Any:
+    """A JSON-safe Python scalar: numpy → Python, NaN/NA → None."""
+    if value is None or value is pd.NA:
+        return None
+    if isinstance(value, bool | np.bool_):
+        return bool(value)
+    if isinstance(value, int | np.integer):
+        return int(value)
+    if isinstance(value, float | np.floating):
+        f = float(value)
+        return f if math.isfinite(f) else None
+    return str(value)
+
+
+def _records(df: pd.DataFrame, columns: Sequence[str]) -> list[dict[str, Any]]:
+    return [
+        {c: _plain(v) for c, v in zip(columns, row, strict=True)}
+        for row in df.loc[:, list(columns)].itertuples(index=False, name=None)
+    ]
+
+
+def score_report(
+    frames: Frames,
+    grader: str = CONSENSUS,
+    *,
+    tie_policy: TiePolicy = "incomplete",
+    humans: Sequence[str] | None = None,
+) -> dict[str, Any]:
+    """A stable JSON-able summary of one grader's scores (``gradercal scores --json``).
+
+    Shape (all numbers plain Python ``int``/``float``, NaN → ``None``)::
+
+        {
+          "grader": "consensus",
+          "pass_threshold": 0.7,
+          "tie_policy": "incomplete",
+          "n_responses": 12,
+          "models": [
+            {"model": "m", "n_responses": 6, "n_scored": 5, "mean_score": 0.61,
+             "pass_rate": 0.4, "n_incomplete": 1, "n_undefined": 0}, ...
+          ],
+          "breakdowns": {
+            "workflow": [{"model": "m", "group": "evidence handling",
+                          "n_responses": …, "n_scored": …, "mean_score": …,
+                          "pass_rate": …, "n_incomplete": …, "n_undefined": …}, ...],
+            "domain": [...],
+            "artifacts": [...],       # group "text-only" | "with artifacts"
+            "answer_format": [...]    # group None when the task has none
+          },
+          "incomplete": 1,   # responses without a score because of missing verdicts/ties
+          "undefined": 0,    # responses of tasks without positive points
+          "ties": 2          # tied consensus criterion verdicts (0 for a named grader)
+        }
+
+    Models are sorted by name, groups by name with None last. ``mean_score`` and
+    ``pass_rate`` are None when a row has no scored response.
+
+    Args:
+        frames: The benchmark frames.
+        grader: A grader name or ``"consensus"``.
+        tie_policy: See :func:`response_scores`.
+        humans: See :func:`consensus`.
+    """
+    scores = response_scores(frames, grader, tie_policy=tie_policy, humans=humans)
+    models = model_summary(scores, frames)
+    breakdowns = {
+        by: _records(model_summary(scores, frames, by), ["model", "group", *SUMMARY_COLUMNS])
+        for by in BREAKDOWNS
+    }
+    return {
+        "grader": grader,
+        "pass_threshold": float(frames.pass_threshold),
+        "tie_policy": tie_policy,
+        "n_responses": len(scores),
+        "models": _records(models, ["model", *SUMMARY_COLUMNS]),
+        "breakdowns": breakdowns,
+        "incomplete": int(models["n_incomplete"].sum()),
+        "undefined": int(models["n_undefined"].sum()),
+        "ties": int(scores["n_ties"].sum()),
+    }
