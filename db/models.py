@@ -231,7 +231,8 @@ class Judgment(Base):
     unclear_note: Mapped[str | None] = mapped_column(Text)
     source: Mapped[str] = mapped_column(String(20), default="import")
     judge_run_id: Mapped[int | None] = mapped_column(ForeignKey("judge_run.id"))
-    provenance: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    #: judge provenance (prompt version, parameters, raw reply, tokens, latency); None for people
+    provenance: Mapped[dict[str, Any] | None] = mapped_column(JSON(none_as_null=True))
     revision: Mapped[int] = mapped_column(Integer, default=1)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

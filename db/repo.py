@@ -98,6 +98,35 @@ class ImportReport:
         return out
 
 
+def _core_insert(s: Session, table: type[m.Base], rows: Sequence[dict[str, Any]]) -> None:
+    """executemany through SQLAlchemy Core: rows keyed by column name, no ORM bookkeeping."""
+    if rows:
+        s.connection().execute(insert(table.__table__), list(rows))
+
+
+def _raw_insert(
+    s: Session, table: type[m.Base], columns: Sequence[str], rows: Sequence[tuple[Any, ...]]
+) -> None:
+    """executemany straight to the driver, for the one table with hundreds of thousands of rows.
+
+    Values must already be what the driver stores (see :func:`_bind_value`); only plain
+    scalars (str, int, float, bool, None) go through here.
+    """
+    if not rows:
+        return
+    conn = s.connection()
+    mark = "?" if conn.dialect.paramstyle == "qmark" else "%s"
+    name = table.__table__.name  # type: ignore[attr-defined]
+    sql = f"INSERT INTO {name} ({', '.join(columns)}) VALUES ({', '.join([mark] * len(columns))})"
+    conn.exec_driver_sql(sql, list(rows))
+
+
+def _bind_value(s: Session, column: Any, value: Any) -> Any:
+    """``value`` as SQLAlchemy would hand it to the driver for ``column`` (e.g. SQLite dates)."""
+    process = column.type.bind_processor(s.connection().dialect)
+    return process(value) if process is not None else value
+
+
 def _batches(rows: Sequence[Any], size: int = BATCH_ROWS) -> Iterator[Sequence[Any]]:
     for start in range(0, len(rows), size):
         yield rows[start : start + size]
@@ -170,7 +199,7 @@ class Repository:
         cat = Catalog()
         with self.db.read() as s:
             b = s.scalar(select(m.Benchmark).where(m.Benchmark.name == name))
-            cat.grader_kinds = {n: k for n, k in s.execute(select(m.Grader.name, m.Grader.kind))}
+            cat.grader_kinds = dict(s.execute(select(m.Grader.name, m.Grader.kind)).all())  # type: ignore[arg-type]
             if b is None:
                 return cat
             q = (
@@ -190,7 +219,7 @@ class Repository:
                 .join(m.Task, m.Task.id == m.Response.task_id)
                 .where(m.Response.benchmark_id == b.id)
             )
-            cat.responses = {r: t for r, t in s.execute(q2)}
+            cat.responses = dict(s.execute(q2).all())  # type: ignore[arg-type]
         return cat
 
     # -- import --------------------------------------------------------------------
@@ -281,7 +310,7 @@ class Repository:
                 "domain": t.domain,
                 "answer_format": t.answer_format,
                 "tags": list(t.tags),
-                "meta": t.metadata,
+                "metadata": t.metadata,
                 "content_hash": digest,
             }
             for i, (t, digest) in enumerate(new)
@@ -325,10 +354,10 @@ class Repository:
                 )
         total = len(crit_rows)
         for done, batch in enumerate(_batches(crit_rows), start=1):
-            s.execute(insert(m.Criterion), batch)
+            _core_insert(s, m.Criterion, batch)
             notify("criteria", min(done * BATCH_ROWS, total), total)
         if art_rows:
-            s.execute(insert(m.Artifact), art_rows)
+            _core_insert(s, m.Artifact, art_rows)
         report.tasks_added = len(new)
         report.artifacts_added = len(art_rows)
         return task_ids
@@ -338,12 +367,10 @@ class Repository:
         s: Session, table: type[m.Base], rows: list[dict[str, Any]]
     ) -> list[int]:
         ids: list[int] = []
+        core = table.__table__
+        stmt = insert(core).returning(core.c.id, sort_by_parameter_order=True)
         for batch in _batches(rows):
-            result = s.execute(
-                insert(table).returning(table.id, sort_by_parameter_order=True),  # type: ignore[attr-defined]
-                list(batch),
-            )
-            ids.extend(result.scalars().all())
+            ids.extend(s.connection().execute(stmt, list(batch)).scalars().all())
         return ids
 
     def _store_blobs(
@@ -373,11 +400,11 @@ class Repository:
             report.blobs_added += 1
             report.bytes_added += len(blob)
             if pending_bytes >= BATCH_BYTES or len(pending) >= BATCH_ROWS:
-                s.execute(insert(m.Blob), pending)
+                _core_insert(s, m.Blob, pending)
                 pending, pending_bytes = [], 0
                 notify("artifacts", done, len(missing))
         if pending:
-            s.execute(insert(m.Blob), pending)
+            _core_insert(s, m.Blob, pending)
         notify("artifacts", len(missing), len(missing))
 
     def _import_responses(
@@ -516,34 +543,48 @@ class Repository:
             for row in s.execute(q):
                 existing[(row.grader_id, row.response_id, row.criterion_id)] = row
         now = m.utcnow()
-        new_rows: list[dict[str, Any]] = []
+        stamp = _bind_value(s, m.Judgment.__table__.c.created_at, now)
+        new_rows: list[tuple[Any, ...]] = []
         updates: list[tuple[Row[Any], dict[str, Any]]] = []
         for j in data.judgments:
             rid, tid = response_ids[j.response_id]
             key = (grader_ids[j.grader], rid, crit_ids[(tid, j.criterion_id)])
-            values = _judgment_values(j)
             old = existing.get(key)
             if old is None:
                 new_rows.append(
-                    {
-                        "grader_id": key[0],
-                        "response_id": key[1],
-                        "criterion_id": key[2],
-                        **values,
-                        "source": "import",
-                        "provenance": {},
-                        "revision": 1,
-                        "created_at": now,
-                        "updated_at": now,
-                    }
+                    (
+                        *key,
+                        j.met,
+                        j.level,
+                        j.confidence,
+                        j.rationale,
+                        j.unclear,
+                        j.unclear_note,
+                        "import",
+                        1,
+                        stamp,
+                        stamp,
+                    )
                 )
-            elif all(getattr(old, f) == values[f] for f in _JUDGMENT_FIELDS):
+                continue
+            values = _judgment_values(j)
+            if all(getattr(old, f) == values[f] for f in _JUDGMENT_FIELDS):
                 report.judgments_unchanged += 1
             else:
                 updates.append((old, values))
         total = len(new_rows)
+        columns = (
+            "grader_id",
+            "response_id",
+            "criterion_id",
+            *_JUDGMENT_FIELDS,
+            "source",
+            "revision",
+            "created_at",
+            "updated_at",
+        )
         for done, batch in enumerate(_batches(new_rows), start=1):
-            s.execute(insert(m.Judgment), list(batch))
+            _raw_insert(s, m.Judgment, columns, batch)
             notify("judgments", min(done * BATCH_ROWS, total), total)
         for old, values in updates:
             self._supersede_judgment(s, old, values, source="import", actor=None, now=now)

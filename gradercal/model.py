@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
@@ -169,7 +169,35 @@ class Task:
 
     def content_hash(self) -> str:
         """A stable fingerprint of everything that defines the task (artifact bytes by hash)."""
-        return stable_hash(asdict(self))
+        return stable_hash(
+            [
+                self.id,
+                self.prompt,
+                self.workflow,
+                self.domain,
+                self.answer_format,
+                self.tags,
+                self.metadata,
+                [
+                    [a.kind.value, a.title, a.position, a.path, a.sha256, a.size, a.url]
+                    for a in self.artifacts
+                ],
+                [
+                    [
+                        c.id,
+                        c.text,
+                        c.points,
+                        c.position,
+                        c.tags,
+                        c.levels,
+                        None
+                        if c.auto is None
+                        else [c.auto.key, c.auto.target, c.auto.abs_tol, c.auto.rel_tol],
+                    ]
+                    for c in self.criteria
+                ],
+            ]
+        )
 
 
 @dataclass(frozen=True)
@@ -181,7 +209,7 @@ class Response:
     answer: Any = None
 
     def content_hash(self) -> str:
-        return stable_hash(asdict(self))
+        return stable_hash([self.id, self.task_id, self.model, self.text, self.answer])
 
 
 @dataclass(frozen=True)

@@ -417,3 +417,12 @@ def test_the_demo_folder_is_valid() -> None:
     }
     assert judged == expected
     assert len(data.judgments) == 4 * len(expected)
+
+
+def test_nan_and_infinity_are_not_json(mini: Path) -> None:
+    with (mini / "judgments.jsonl").open("a") as fh:
+        fh.write(
+            '{"response_id": "M1-a", "criterion_id": "c1", "grader": "carl", "met": true, "confidence": NaN}\n'
+        )
+    problems = problems_of(mini)
+    assert any(p.startswith("judgments.jsonl:31: invalid JSON:") for p in problems), problems

@@ -102,6 +102,7 @@ class _Reader:
         # again, so one bad task does not bury its root cause under follow-on errors
         self._bad_tasks: set[str] = set()
         self._bad_responses: set[str] = set()
+        self._criteria_of_task: dict[str, dict[str, tuple[str, int]]] = {}
 
     # -- orchestration -------------------------------------------------------------
     def read_all(self) -> BenchmarkData:
@@ -364,10 +365,15 @@ class _Reader:
         task_id = resp.task_id if resp else self.catalog.responses.get(response_id)
         if task_id is None:
             return None
-        task = self.tasks.get(task_id)
-        if task is not None:
-            return {c.id: (c.kind.value, c.levels) for c in task.criteria}
-        return self.catalog.criteria.get(task_id, {})
+        cached = self._criteria_of_task.get(task_id)
+        if cached is None:
+            task = self.tasks.get(task_id)
+            if task is not None:
+                cached = {c.id: (c.kind.value, c.levels) for c in task.criteria}
+            else:
+                cached = self.catalog.criteria.get(task_id, {})
+            self._criteria_of_task[task_id] = cached
+        return cached
 
     def _read_judgments(self, name: str = JUDGMENTS_FILE) -> None:
         seen: set[tuple[str, str, str]] = set()
@@ -453,7 +459,7 @@ class _Reader:
                     response_id=rid,
                     criterion_id=cid,
                     grader=grader,
-                    grader_kind=GraderKind(kind),
+                    grader_kind=_KINDS[kind],
                     met=met,
                     level=level,
                     confidence=value.get("confidence"),
@@ -462,6 +468,9 @@ class _Reader:
                     unclear_note=value.get("unclear_note"),
                 )
             )
+
+
+_KINDS = {k.value: k for k in GraderKind}
 
 
 def _is_number(value: Any) -> bool:

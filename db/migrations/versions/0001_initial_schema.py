@@ -12,6 +12,7 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
+
 revision: str = "0001"
 down_revision: str | None = None
 branch_labels: str | Sequence[str] | None = None
@@ -316,7 +317,7 @@ def upgrade() -> None:
         sa.Column("unclear_note", sa.Text(), nullable=True),
         sa.Column("source", sa.String(length=20), nullable=False),
         sa.Column("judge_run_id", sa.Integer(), nullable=True),
-        sa.Column("provenance", sa.JSON(), nullable=False),
+        sa.Column("provenance", sa.JSON(none_as_null=True), nullable=True),
         sa.Column("revision", sa.Integer(), nullable=False),
         sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
         sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
