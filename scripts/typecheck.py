@@ -1,5 +1,7 @@
 """Run mypy --strict on the installed layout (gradercal, gradercal.db, gradercal.ui).
 
+``--tree-only`` just builds the tree and prints its path (import-linter uses it too).
+
 db/ and ui/ are installed as gradercal.db and gradercal.ui through setuptools'
 package-dir mapping, which mypy cannot follow in the source tree. This script builds a
 tree of symlinks with the installed layout under build/typecheck/ and checks that.
@@ -30,11 +32,15 @@ def build_tree() -> Path:
         if entry.name != "__pycache__":
             (pkg / entry.name).symlink_to(entry)
     (pkg / "db").symlink_to(ROOT / "db")
+    (pkg / "ui").symlink_to(ROOT / "ui")
     return tree
 
 
 def main() -> int:
     tree = build_tree()
+    if sys.argv[1:] == ["--tree-only"]:
+        print(tree)
+        return 0
     args = [sys.executable, "-m", "mypy", "--config-file", str(ROOT / "pyproject.toml")]
     for name in STRICT:
         args += ["-p", name]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -34,13 +35,50 @@ def test_every_core_module_is_under_the_core_contract() -> None:
     assert {"PySide6", "sqlalchemy", "gradercal.db", "gradercal.ui"} <= forbidden
 
 
-def test_import_linter_contracts_hold() -> None:
-    exe = shutil.which("lint-imports", path=str(Path(sys.executable).parent)) or "lint-imports"
-    result = subprocess.run(
-        [exe, "--no-cache"], cwd=ROOT, capture_output=True, text=True, check=False
+def _installed_layout() -> Path:
+    """The symlink tree with the installed layout (gradercal/db, gradercal/ui) that
+    scripts/typecheck.py builds: import-linter, like mypy, cannot follow package-dir."""
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "typecheck.py"), "--tree-only"],
+        capture_output=True,
+        text=True,
+        check=True,
     )
+    return Path(out.stdout.strip())
+
+
+def _lint_imports(tree: Path, config: Path) -> subprocess.CompletedProcess[str]:
+    exe = shutil.which("lint-imports", path=str(Path(sys.executable).parent)) or "lint-imports"
+    return subprocess.run(
+        [exe, "--no-cache", "--config", str(config)],
+        cwd=tree,
+        env={**os.environ, "PYTHONPATH": str(tree)},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+def test_import_linter_contracts_hold() -> None:
+    result = _lint_imports(_installed_layout(), ROOT / "pyproject.toml")
     assert result.returncode == 0, result.stdout + result.stderr
     assert "Contracts: 2 kept, 0 broken" in result.stdout
+
+
+def test_a_core_module_importing_sqlalchemy_breaks_the_contract(tmp_path: Path) -> None:
+    """The contract has teeth: a probe module in the core that imports SQLAlchemy fails it."""
+    tree = tmp_path / "tree"
+    shutil.copytree(_installed_layout(), tree, symlinks=True)
+    (tree / "gradercal" / "bad_probe.py").write_text("import sqlalchemy\n")
+    config = (
+        (ROOT / "pyproject.toml")
+        .read_text("utf-8")
+        .replace('"gradercal.errors",', '"gradercal.errors",\n    "gradercal.bad_probe",', 1)
+    )
+    (tmp_path / "pyproject.toml").write_text(config)
+    result = _lint_imports(tree, tmp_path / "pyproject.toml")
+    assert result.returncode == 1
+    assert "gradercal.bad_probe -> sqlalchemy" in result.stdout
 
 
 def test_the_core_imports_without_qt_or_sqlalchemy() -> None:
