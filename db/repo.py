@@ -10,9 +10,9 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import Row, func, insert, select, tuple_, update
+from sqlalchemy import Row, Table, func, insert, select, tuple_, update
 from sqlalchemy.orm import Session
 
 from gradercal.db import models as m
@@ -101,7 +101,7 @@ class ImportReport:
 def _core_insert(s: Session, table: type[m.Base], rows: Sequence[dict[str, Any]]) -> None:
     """executemany through SQLAlchemy Core: rows keyed by column name, no ORM bookkeeping."""
     if rows:
-        s.connection().execute(insert(table.__table__), list(rows))
+        s.connection().execute(insert(cast(Table, table.__table__)), list(rows))
 
 
 def _raw_insert(
@@ -199,7 +199,7 @@ class Repository:
         cat = Catalog()
         with self.db.read() as s:
             b = s.scalar(select(m.Benchmark).where(m.Benchmark.name == name))
-            cat.grader_kinds = dict(s.execute(select(m.Grader.name, m.Grader.kind)).all())  # type: ignore[arg-type]
+            cat.grader_kinds = dict(s.execute(select(m.Grader.name, m.Grader.kind)).all())
             if b is None:
                 return cat
             q = (
@@ -219,7 +219,7 @@ class Repository:
                 .join(m.Task, m.Task.id == m.Response.task_id)
                 .where(m.Response.benchmark_id == b.id)
             )
-            cat.responses = dict(s.execute(q2).all())  # type: ignore[arg-type]
+            cat.responses = dict(s.execute(q2).all())
         return cat
 
     # -- import --------------------------------------------------------------------
@@ -367,7 +367,7 @@ class Repository:
         s: Session, table: type[m.Base], rows: list[dict[str, Any]]
     ) -> list[int]:
         ids: list[int] = []
-        core = table.__table__
+        core = cast(Table, table.__table__)
         stmt = insert(core).returning(core.c.id, sort_by_parameter_order=True)
         for batch in _batches(rows):
             ids.extend(s.connection().execute(stmt, list(batch)).scalars().all())

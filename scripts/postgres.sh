@@ -26,7 +26,7 @@ pg_test_start() {
             return 1
         fi
     fi
-    port=${GRADERCAL_TEST_PG_PORT:-55432}
+    port=${GRADERCAL_TEST_PG_PORT:-$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')}
     dir=$(mktemp -d /tmp/gradercal-pg.XXXXXX)
     if [ "$(id -u)" = 0 ]; then
         chown postgres: "$dir"
