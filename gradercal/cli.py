@@ -303,21 +303,26 @@ def _print_report(rep: dict[str, Any], groups: list[str]) -> None:
             _pct(row["pass_rate"]),
         )
     console.print(table)
+    models = [row["model"] for row in rep["models"]]
     for group in groups:
         rows = rep["breakdowns"].get(group, [])
         if not rows:
             continue
-        sub = Table(title=f"by {group.replace('_', ' ')}", title_justify="left")
-        for col in ("model", group.replace("_", " "), "scored", "mean score", "pass rate"):
-            sub.add_column(col)
+        label = group.replace("_", " ")
+        sub = Table(
+            title=f"by {label}: mean score · pass rate (responses scored)",
+            title_justify="left",
+        )
+        sub.add_column(label)
+        for model in models:
+            sub.add_column(model, justify="right")
+        cells: dict[Any, dict[str, str]] = {}
         for row in rows:
-            sub.add_row(
-                row["model"],
-                str(row["group"]),
-                str(row["n_scored"]),
-                _pct(row["mean_score"]),
-                _pct(row["pass_rate"]),
+            cells.setdefault(row["group"], {})[row["model"]] = (
+                f"{_pct(row['mean_score'])} · {_pct(row['pass_rate'], 0)} ({row['n_scored']})"
             )
+        for key, by_model in cells.items():
+            sub.add_row("—" if key is None else str(key), *[by_model.get(m, "") for m in models])
         console.print(sub)
     notes = []
     if rep.get("incomplete"):
@@ -328,8 +333,8 @@ def _print_report(rep: dict[str, Any], groups: list[str]) -> None:
         console.print(f"[dim]note: {note}[/dim]")
 
 
-def _pct(value: float | None) -> str:
-    return "—" if value is None else f"{value:.1%}"
+def _pct(value: float | None, digits: int = 1) -> str:
+    return "—" if value is None else f"{value:.{digits}%}"
 
 
 @main.command()
