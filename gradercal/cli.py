@@ -237,9 +237,17 @@ def benchmarks(db: str | None, as_json: bool) -> None:
     show_default=True,
     help="Breakdowns to show (comma-separated; empty for none).",
 )
+@click.option(
+    "--svg",
+    "svg",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Also save the tables as an SVG image (for reports and READMEs).",
+)
 @json_option
 @handle_errors
-def scores(db: str | None, benchmark: str | None, grader: str, by: str, as_json: bool) -> None:
+def scores(
+    db: str | None, benchmark: str | None, grader: str, by: str, svg: Path | None, as_json: bool
+) -> None:
     """Per-model mean rubric score and pass rate, with breakdowns.
 
     \b
@@ -261,8 +269,13 @@ def scores(db: str | None, benchmark: str | None, grader: str, by: str, as_json:
     if as_json:
         _emit_json(reports if grader == "all" else reports[0])
         return
+    from rich.console import Console
+
+    console = Console(soft_wrap=False, record=svg is not None)
     for rep in reports:
-        _print_report(rep, groups)
+        _print_report(rep, groups, console)
+    if svg is not None:
+        console.save_svg(str(svg), title="gradercal scores")
 
 
 def _graders(frames: Any, grader: str) -> list[str]:
@@ -276,11 +289,9 @@ def _graders(frames: Any, grader: str) -> list[str]:
     return [grader]
 
 
-def _print_report(rep: dict[str, Any], groups: list[str]) -> None:
-    from rich.console import Console
+def _print_report(rep: dict[str, Any], groups: list[str], console: Any) -> None:
     from rich.table import Table
 
-    console = Console(soft_wrap=False)
     who = "human consensus" if rep["grader"] == "consensus" else f"grader {rep['grader']}"
     table = Table(
         title=f"Scores under {who} (pass ≥ {rep['pass_threshold']:.0%} of rubric points)",
