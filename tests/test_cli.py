@@ -252,3 +252,88 @@ def test_the_readme_main_job_on_the_demo(tmp_path: Path) -> None:
     report = json.loads(run("scores", "--db", db, "--json").output)
     assert len(report["models"]) == 3
     assert all(r["n_scored"] > 0 for r in report["models"])
+
+
+def _break_missing_artifact(folder: Path) -> None:
+    (folder / "artifacts" / "dose.csv").unlink()
+
+
+def _break_utf8(folder: Path) -> None:
+    with (folder / "responses.jsonl").open("ab") as fh:
+        fh.write(b'{"id": "x", "task_id": "M1", "model": "m", "text": "\xff\xfe"}\n')
+
+
+def _break_json(folder: Path) -> None:
+    with (folder / "tasks.jsonl").open("a") as fh:
+        fh.write('{"id": "M3", "prompt": "unterminated\n')
+
+
+def _break_duplicate(folder: Path) -> None:
+    rows = read_jsonl(folder / "responses.jsonl")
+    rows.append({**rows[0], "text": "a second response with the same id"})
+    write_jsonl(folder / "responses.jsonl", rows)
+
+
+def _break_points(folder: Path) -> None:
+    rows = read_jsonl(folder / "tasks.jsonl")
+    rows[1]["rubric"][2]["points"] = "2 points"
+    write_jsonl(folder / "tasks.jsonl", rows)
+
+
+def _break_escape(folder: Path) -> None:
+    rows = read_jsonl(folder / "tasks.jsonl")
+    rows[0]["artifacts"][0]["path"] = "../../../../etc/passwd"
+    write_jsonl(folder / "tasks.jsonl", rows)
+
+
+def _break_unknown_criterion(folder: Path) -> None:
+    rows = read_jsonl(folder / "judgments.jsonl")
+    rows[4]["criterion_id"] = "c404"
+    write_jsonl(folder / "judgments.jsonl", rows)
+
+
+@pytest.mark.parametrize(
+    ("breaker", "message"),
+    [
+        (
+            _break_missing_artifact,
+            "tasks.jsonl:2: artifacts[0].path: missing artifact file 'artifacts/dose.csv'",
+        ),
+        (_break_utf8, "responses.jsonl:5: invalid UTF-8 at byte 53"),
+        (_break_json, "tasks.jsonl:3: invalid JSON:"),
+        (_break_duplicate, "responses.jsonl:5: id: duplicate response id 'M1-a'"),
+        (_break_points, 'tasks.jsonl:2: rubric[2].points: must be an integer, got "2 points"'),
+        (
+            _break_escape,
+            "tasks.jsonl:1: artifacts[0].path: path '../../../../etc/passwd' leaves the benchmark folder",
+        ),
+        (
+            _break_unknown_criterion,
+            "judgments.jsonl:5: criterion_id: unknown criterion_id 'c404' for response 'M1-a'",
+        ),
+    ],
+    ids=lambda v: v.__name__.removeprefix("_break_") if callable(v) else "",
+)
+def test_malformed_input_changes_nothing(
+    db_url: str, mini: Path, tmp_path: Path, breaker: object, message: str
+) -> None:
+    # a database that already holds a benchmark, so "unchanged" means something
+    other = tmp_path / "other"
+    shutil.copytree(mini, other)
+    (other / "benchmark.json").write_text('{"name": "other"}')
+    assert run("import", other, "--db", db_url).exit_code == 0
+    before = fingerprint(db_url)
+    breaker(mini)  # type: ignore[operator]
+    result = CliRunner().invoke(main, ["import", str(mini), "--db", db_url], prog_name="gradercal")
+    assert result.exit_code == 1
+    assert message in result.output
+    assert "Traceback" not in result.output
+    assert fingerprint(db_url) == before
+
+
+def test_the_healthbench_style_sample_imports(tmp_path: Path) -> None:
+    db = tmp_path / "g.sqlite"
+    report = json.loads(
+        run("import", DEMO.parent / "healthbench_style.jsonl", "--db", db, "--json").output
+    )
+    assert (report["tasks_added"], report["responses_added"]) == (3, 2)
