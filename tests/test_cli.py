@@ -23,7 +23,9 @@ def run(*args: str) -> Result:
 
 def _all_commands(group: click.Group, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
     out: list[tuple[str, ...]] = []
-    for name, cmd in group.commands.items():
+    ctx = click.Context(group)
+    for name in group.list_commands(ctx):
+        cmd = group.get_command(ctx, name)
         out.append((*prefix, name))
         if isinstance(cmd, click.Group):
             out.extend(_all_commands(cmd, (*prefix, name)))

@@ -25,7 +25,6 @@ from hypothesis import strategies as st
 from scipy import stats as sps
 from sklearn.metrics import cohen_kappa_score, f1_score
 
-from gradercal.stats import coefficients as co
 from gradercal.stats import (
     LEVELS,
     RatingTable,
@@ -48,9 +47,12 @@ from gradercal.stats import (
     statistic_keys,
     weight_matrix,
 )
+from gradercal.stats import coefficients as co
 
-pingouin = pytest.importorskip("pingouin")
-statsmodels_irr = pytest.importorskip("statsmodels.stats.inter_rater")
+
+def statsmodels_irr() -> Any:
+    """statsmodels' inter-rater module (a dev reference; the test skips without it)."""
+    return pytest.importorskip("statsmodels.stats.inter_rater")
 
 
 # ---------------------------------------------------------------------------------------
@@ -235,7 +237,7 @@ def test_fleiss_wikipedia_example() -> None:
     df = pd.DataFrame(rows, columns=["unit", "rater", "value"])
     assert value(fleiss_kappa(df)) == pytest.approx(expected, abs=1e-15)
     assert value(fleiss_kappa(df)) == pytest.approx(
-        statsmodels_irr.fleiss_kappa(counts, method="fleiss"), abs=1e-14
+        statsmodels_irr().fleiss_kappa(counts, method="fleiss"), abs=1e-14
     )
 
 
@@ -340,7 +342,7 @@ def gwet_transcription(matrix: np.ndarray, w: np.ndarray, q_cats: np.ndarray) ->
     for i in range(n):
         if ri[i] >= 2:
             n2 += 1
-            rstar = [sum(w[k, l] * r[i, l] for l in range(q)) for k in range(q)]
+            rstar = [sum(w[k, j] * r[i, j] for j in range(q)) for k in range(q)]
             pa += sum(r[i, k] * (rstar[k] - 1) for k in range(q)) / (ri[i] * (ri[i] - 1))
     pa /= n2
     pi = [sum(r[i, k] / ri[i] for i in range(n)) / n for k in range(q)]
@@ -421,8 +423,8 @@ def test_fleiss_kappa_matches_statsmodels(seed: int) -> None:
     n, k = int(rng.integers(5, 40)), int(rng.integers(2, 7))
     truth = rng.integers(0, 4, n)
     x = np.where(rng.random((n, k)) < 0.6, truth[:, None], rng.integers(0, 4, (n, k)))
-    table, _ = statsmodels_irr.aggregate_raters(x)
-    expected = statsmodels_irr.fleiss_kappa(table, method="fleiss")
+    table, _ = statsmodels_irr().aggregate_raters(x)
+    expected = statsmodels_irr().fleiss_kappa(table, method="fleiss")
     assert value(fleiss_kappa(long_from_matrix(x))) == pytest.approx(expected, abs=1e-12)
 
 
@@ -445,20 +447,25 @@ def test_krippendorff_matches_package_and_direct_path(level: str, seed: int) -> 
 
 
 def test_krippendorff_large_input_uses_direct_path(monkeypatch: pytest.MonkeyPatch) -> None:
-    # many distinct interval values: the direct path is used and agrees with the package
+    # Above n_units·q² = 4e6 the package would materialise huge arrays, so the pair-based
+    # path is used. Lower the threshold to force it on small continuous data.
     rng = np.random.default_rng(5)
-    truth = rng.normal(size=300)
-    x = truth[:, None] + rng.normal(scale=0.5, size=(300, 3))
+    truth = rng.normal(size=40)
+    x = truth[:, None] + rng.normal(scale=0.5, size=(40, 3))
     x[rng.random(x.shape) < 0.2] = np.nan
-    expected = krippendorff.alpha(reliability_data=x.T, level_of_measurement="interval")
+    monkeypatch.setattr(co, "_KRIPPENDORFF_PACKAGE_MAX_CELLS", 0)
     called = []
     original = co._alpha_direct
     monkeypatch.setattr(co, "_alpha_direct", lambda t, lv: called.append(lv) or original(t, lv))
-    got = krippendorff_alpha(long_from_matrix(x), level="interval")
-    assert called == ["interval"]
-    assert value(got) == pytest.approx(expected, abs=1e-12)
+    for level in LEVELS:
+        data = x - x[~np.isnan(x)].min() if level == "ratio" else x
+        expected = krippendorff.alpha(reliability_data=data.T, level_of_measurement=level)
+        got = krippendorff_alpha(long_from_matrix(data), level=level)
+        assert value(got) == pytest.approx(expected, abs=1e-12), level
+    assert called == list(LEVELS)
 
 
+@pytest.mark.filterwarnings("ignore:The inplace keyword")
 @pytest.mark.parametrize("seed", range(4))
 def test_icc_matches_pingouin_and_hand_anova(seed: int) -> None:
     rng = np.random.default_rng(300 + seed)
@@ -466,17 +473,19 @@ def test_icc_matches_pingouin_and_hand_anova(seed: int) -> None:
     x = rng.normal(size=(n, 1)) * 2 + rng.normal(size=(1, k)) + rng.normal(size=(n, k))
     df = long_from_matrix(x)
     got = intraclass_correlations(df)
+    pingouin = pytest.importorskip("pingouin")
     ref = pingouin.intraclass_corr(df, targets="unit", raters="rater", ratings="value")
+    # pingouin < 0.7 names them ICC1…ICC3k, 0.7 uses McGraw & Wong's ICC(1,1), ICC(A,1)…
     names = {
-        "icc1": "ICC1",
-        "icc2": "ICC2",
-        "icc3": "ICC3",
-        "icc1k": "ICC1k",
-        "icc2k": "ICC2k",
-        "icc3k": "ICC3k",
+        "icc1": ("ICC1", "ICC(1,1)"),
+        "icc2": ("ICC2", "ICC(A,1)"),
+        "icc3": ("ICC3", "ICC(C,1)"),
+        "icc1k": ("ICC1k", "ICC(1,k)"),
+        "icc2k": ("ICC2k", "ICC(A,k)"),
+        "icc3k": ("ICC3k", "ICC(C,k)"),
     }
-    for key, name in names.items():
-        expected = float(ref.loc[ref["Type"] == name, "ICC"].iloc[0])
+    for key, aliases in names.items():
+        expected = float(ref.loc[ref["Type"].isin(aliases), "ICC"].iloc[0])
         assert value(got[key]) == pytest.approx(expected, abs=1e-10), key
     # hand two-way ANOVA (two-pass sums of squares)
     gm = x.mean()
@@ -714,13 +723,14 @@ def test_rating_statistics_keys() -> None:
 
 
 @st.composite
-def ratings_frames(draw: st.DrawFn, max_units: int = 12, max_raters: int = 4) -> pd.DataFrame:
+def ratings_frames(
+    draw: st.DrawFn, max_units: int = 12, max_raters: int = 4, complete: bool = False
+) -> pd.DataFrame:
     n = draw(st.integers(1, max_units))
     k = draw(st.integers(2, max_raters))
     q = draw(st.integers(2, 4))
-    cells = draw(
-        st.lists(st.one_of(st.none(), st.integers(0, q - 1)), min_size=n * k, max_size=n * k)
-    )
+    cell = st.integers(0, q - 1) if complete else st.one_of(st.none(), st.integers(0, q - 1))
+    cells = draw(st.lists(cell, min_size=n * k, max_size=n * k))
     rows = [
         (f"u{i}", f"r{j}", float(cells[i * k + j]))
         for i, j in itertools.product(range(n), range(k))
@@ -730,14 +740,24 @@ def ratings_frames(draw: st.DrawFn, max_units: int = 12, max_raters: int = 4) ->
 
 
 @settings(max_examples=150, deadline=None)
-@given(ratings_frames(max_raters=2))
-def test_two_rater_coefficients_bounded(df: pd.DataFrame) -> None:
-    if df.empty:
-        return
+@given(ratings_frames(max_raters=2, complete=True))
+def test_two_rater_coefficients_bounded_on_complete_data(df: pd.DataFrame) -> None:
     for weights in (None, "linear", "quadratic"):
         for stat in (cohen_kappa(df, weights=weights), scott_pi(df)):  # type: ignore[arg-type]
             if stat.value is not None:
                 assert -1.0 - 1e-12 <= stat.value <= 1.0 + 1e-12
+
+
+def test_missing_ratings_can_push_kappa_below_minus_one() -> None:
+    # Documented consequence of Gwet's missing-data rule (marginals from all ratings):
+    # u0 is rated by B only (0); on u1, A says 0 and B says 1.  pa = 0 on the one shared
+    # unit; p_A = (1, 0), p_B = (1/2, 1/2).
+    df = pd.DataFrame({"unit": ["u0", "u1", "u1"], "rater": ["B", "A", "B"], "value": [0, 0, 1]})
+    # Cohen: pe = 1 * 1/2 = 1/2 -> (0 - 1/2)/(1/2) = -1
+    assert value(cohen_kappa(df)) == pytest.approx(-1.0, abs=1e-15)
+    # Scott: π = (3/4, 1/4), pe = 10/16 -> (0 - 5/8)/(3/8) = -5/3
+    assert value(scott_pi(df)) == pytest.approx(-5 / 3, abs=1e-15)
+    assert value(fleiss_kappa(df)) == pytest.approx(-5 / 3, abs=1e-15)
 
 
 @settings(max_examples=150, deadline=None)
@@ -749,12 +769,20 @@ def test_multi_rater_coefficients_bounded(df: pd.DataFrame) -> None:
     for key in ("percent_agreement", "weighted_percent_agreement"):
         v = res[key].value
         assert v is None or 0.0 <= v <= 1.0 + 1e-12
-    for key in ("fleiss_kappa", "gwet_ac1", "gwet_ac2", "bennett_s", "krippendorff_alpha"):
+    for key in (
+        "cohen_kappa",
+        "scott_pi",
+        "fleiss_kappa",
+        "gwet_ac1",
+        "gwet_ac2",
+        "bennett_s",
+        "krippendorff_alpha",
+    ):
         v = res[key].value
         assert v is None or v <= 1.0 + 1e-12
-    for key in ("gwet_ac1", "fleiss_kappa"):
-        v = res[key].value
-        assert v is None or v >= -1.0 - 1e-12
+    # AC1's chance agreement is at most 1/q, so AC1 >= -1/(q-1) even with missing data
+    v = res["gwet_ac1"].value
+    assert v is None or v >= -1.0 / 3.0 - 1e-12
 
 
 @settings(max_examples=100, deadline=None)
@@ -763,8 +791,10 @@ def test_invariant_to_order_and_names(df: pd.DataFrame, rnd: Any) -> None:
     if df.empty:
         return
     before = rating_statistics(df, "interval", "linear")
-    units = {u: f"x{rnd.random()}" for u in df["unit"].unique()}
-    raters = {r: f"y{rnd.random()}" for r in df["rater"].unique()}
+    unit_names = df["unit"].unique()
+    rater_names = df["rater"].unique()
+    units = dict(zip(unit_names, rnd.sample(range(100), len(unit_names)), strict=True))
+    raters = dict(zip(rater_names, rnd.sample(range(100), len(rater_names)), strict=True))
     shuffled = df.assign(unit=df["unit"].map(units), rater=df["rater"].map(raters))
     shuffled = shuffled.sample(frac=1.0, random_state=rnd.randint(0, 2**31))
     after = rating_statistics(shuffled, "interval", "linear")

@@ -1,0 +1,263 @@
+"""``gradercal stats``: JSON shape, table output, bad-file messages, exit codes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner, Result
+
+from gradercal.stats import rating_statistics
+from gradercal.stats_cli import read_ratings_csv, stats
+
+# Krippendorff (2011) example C: 4 observers × 12 units, blank = missing.
+KRIPP = [
+    "1 2 3 3 2 1 4 1 2 . . .",
+    "1 2 3 3 2 2 4 1 2 5 . 3",
+    ". 3 3 3 2 3 4 2 2 5 1 .",
+    "1 2 3 3 2 4 4 1 2 5 1 .",
+]
+
+
+def kripp_csv(tmp_path: Path, with_task: bool = True) -> Path:
+    lines = ["unit,rater,value,task,comment"]
+    for r, row in enumerate(KRIPP):
+        for u, v in enumerate(row.split()):
+            lines.append(f"u{u},{'ABCD'[r]},{'' if v == '.' else v},t{u // 3},free text")
+    path = tmp_path / "ratings.csv"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def write(tmp_path: Path, text: str, name: str = "ratings.csv") -> Path:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def run(*args: Any) -> Result:
+    return CliRunner().invoke(stats, [str(a) for a in args])
+
+
+def two_raters(tmp_path: Path) -> Path:
+    # 2×2 table [[20, 5], [10, 15]] in long format
+    rows = ["unit,rater,value"]
+    u = 0
+    for a, b, n in ((1, 1, 20), (1, 0, 5), (0, 1, 10), (0, 0, 15)):
+        for _ in range(n):
+            rows += [f"{u},A,{a}", f"{u},B,{b}"]
+            u += 1
+    return write(tmp_path, "\n".join(rows) + "\n")
+
+
+def test_help() -> None:
+    result = run("--help")
+    assert result.exit_code == 0
+    for option in ("--level", "--weights", "--bootstrap", "--ci", "--seed", "--cluster", "--json"):
+        assert option in result.output
+    assert "RATINGS.csv" in result.output
+
+
+def test_json_two_raters(tmp_path: Path) -> None:
+    result = run(two_raters(tmp_path), "--json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert list(data) == [
+        "n_units",
+        "n_raters",
+        "n_ratings",
+        "percent_agreement",
+        "cohen_kappa",
+        "scott_pi",
+        "bennett_s",
+        "fleiss_kappa",
+        "krippendorff_alpha",
+        "gwet_ac1",
+    ]
+    assert (data["n_units"], data["n_raters"], data["n_ratings"]) == (50, 2, 100)
+    assert data["cohen_kappa"] == {"value": pytest.approx(0.4, abs=1e-15)}
+    assert data["scott_pi"]["value"] == pytest.approx(13 / 33, abs=1e-15)
+    assert data["gwet_ac1"]["value"] == pytest.approx(41 / 101, abs=1e-15)
+
+
+def test_json_matches_library_and_has_notes(tmp_path: Path) -> None:
+    path = kripp_csv(tmp_path)
+    result = run(path, "--json", "--level", "interval", "--weights", "quadratic")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    expected_keys = [
+        "percent_agreement",
+        "weighted_percent_agreement",
+        "cohen_kappa",
+        "scott_pi",
+        "bennett_s",
+        "fleiss_kappa",
+        "krippendorff_alpha",
+        "gwet_ac1",
+        "gwet_ac2",
+        "icc1",
+        "icc2",
+        "icc3",
+        "icc1k",
+        "icc2k",
+        "icc3k",
+        "pearson_r",
+        "spearman_rho",
+        "kendall_tau",
+    ]
+    assert list(data) == ["n_units", "n_raters", "n_ratings", *expected_keys]
+    assert (data["n_units"], data["n_raters"], data["n_ratings"]) == (12, 4, 41)
+    assert data["krippendorff_alpha"]["value"] == pytest.approx(951 / 1120, abs=1e-15)
+    assert data["gwet_ac2"]["value"] == pytest.approx(0.914000723551605, abs=2e-15)
+    assert data["cohen_kappa"] == {"value": None, "note": "needs exactly two raters (found 4)"}
+    assert data["icc2"]["value"] is None
+    assert data["icc2"]["note"].startswith("incomplete data: 4 of 12 units")
+    # identical to the library, to the last digit
+    parsed = read_ratings_csv(path, level="interval", weighted=True)
+    lib = rating_statistics(parsed.frame, "interval", "quadratic")
+    for key, stat in lib.items():
+        assert data[key]["value"] == stat.value
+
+
+def test_bootstrap_json(tmp_path: Path) -> None:
+    path = kripp_csv(tmp_path)
+    args = [path, "--json", "--bootstrap", "300", "--seed", "3", "--cluster", "task"]
+    result = run(*args)
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["bootstrap"] == {
+        "n_boot": 300,
+        "ci": 0.95,
+        "method": "percentile",
+        "seed": 3,
+        "cluster": "task",
+        "n_clusters": 4,
+    }
+    alpha = data["krippendorff_alpha"]
+    assert alpha["value"] == pytest.approx(113 / 152, abs=1e-15)
+    low, high = alpha["ci"]
+    assert low <= high
+    assert "only 4 clusters" in alpha["ci_note"]
+    assert data["cohen_kappa"]["ci"] is None
+    # same seed, same output; every unit its own cluster without --cluster
+    assert run(*args).stdout == result.stdout
+    unclustered = json.loads(run(path, "--json", "--bootstrap", "50").stdout)
+    assert unclustered["bootstrap"]["n_clusters"] == 12
+
+
+def test_table_output(tmp_path: Path) -> None:
+    result = run(kripp_csv(tmp_path), "--bootstrap", "100", "--cluster", "task", "--ci", "0.9")
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    assert "12 units, 4 raters, 41 ratings" in out
+    assert "Fleiss' kappa" in out
+    assert "0.7612" in out  # Fleiss' kappa, 0.76117 (irrCAC)
+    assert "0.7434" in out  # alpha nominal, 113/152
+    assert "90% CI" in out
+    assert "needs exactly two raters (found 4)" in out
+    assert "percentile intervals from 100 bootstrap resamples of 4 clusters of 'task'" in out
+
+
+def test_categories_option(tmp_path: Path) -> None:
+    path = write(tmp_path, "unit,rater,value\n1,a,1\n1,b,1\n2,a,1\n2,b,1\n")
+    plain = json.loads(run(path, "--json").stdout)
+    assert plain["gwet_ac1"]["value"] is None
+    stated = json.loads(run(path, "--json", "--categories", "0,1").stdout)
+    assert stated["gwet_ac1"]["value"] == 1.0
+    assert stated["bennett_s"]["value"] == 1.0
+    assert stated["cohen_kappa"]["value"] is None
+    bad = run(path, "--categories", "0,x")
+    assert bad.exit_code == 2
+
+
+def test_text_values_at_nominal_level(tmp_path: Path) -> None:
+    path = write(tmp_path, "unit,rater,value\n1,a,met\n1,b,met\n2,a,not met\n2,b,met\n")
+    data = json.loads(run(path, "--json").stdout)
+    assert data["percent_agreement"]["value"] == 0.5
+    assert data["cohen_kappa"]["value"] == pytest.approx(0.0, abs=1e-15)
+
+
+# --- bad files -----------------------------------------------------------------------
+
+
+def fails(result: Result, *messages: str) -> None:
+    assert result.exit_code == 1, result.output
+    for message in messages:
+        assert message in result.stderr, result.stderr
+    assert result.stdout == ""
+
+
+def test_missing_column(tmp_path: Path) -> None:
+    path = write(tmp_path, "unit,judge,value\n1,a,1\n")
+    fails(run(path), f"{path}:1: rater: missing column (header has: unit, judge, value)")
+
+
+def test_empty_file(tmp_path: Path) -> None:
+    path = write(tmp_path, "")
+    fails(run(path), f"{path}:1: empty file")
+
+
+def test_header_only(tmp_path: Path) -> None:
+    path = write(tmp_path, "unit,rater,value\n")
+    fails(run(path), f"{path}: no ratings")
+
+
+def test_non_numeric_value_with_interval_level(tmp_path: Path) -> None:
+    path = write(tmp_path, "unit,rater,value\n1,a,1\n1,b,x\n\n2,a,2\n2,b,high\n")
+    fails(
+        run(path, "--level", "interval"),
+        f"{path}:3: value: not a number: 'x' (--level interval needs numbers)",
+        f"{path}:6: value: not a number: 'high'",  # line numbers count the blank line
+    )
+    # the same file is fine at the nominal level (text categories)
+    assert run(path).exit_code == 0
+    fails(run(path, "--weights", "linear"), "(--weights needs numbers)")
+
+
+def test_negative_value_ratio(tmp_path: Path) -> None:
+    path = write(tmp_path, "unit,rater,value\n1,a,1\n1,b,-2\n")
+    fails(run(path, "--level", "ratio"), f"{path}:3: value: negative value -2")
+
+
+def test_duplicate_rating(tmp_path: Path) -> None:
+    path = write(tmp_path, "unit,rater,value\n1,a,1\n1,b,1\n1,a,0\n")
+    fails(run(path), f"{path}:4: rater: 'a' already rated unit '1' on line 2")
+
+
+def test_cluster_errors(tmp_path: Path) -> None:
+    path = write(tmp_path, "unit,rater,value,task\n1,a,1,t1\n1,b,1,t2\n2,a,0,\n")
+    fails(
+        run(path, "--cluster", "task", "--bootstrap", "10"),
+        f"{path}:3: task: unit '1' is in task 't2' here but 't1' on line 2",
+        f"{path}:4: task: empty",
+    )
+    fails(run(path, "--cluster", "batch"), f"{path}:1: batch: missing column")
+
+
+def test_short_row_and_empty_ids(tmp_path: Path) -> None:
+    path = write(tmp_path, 'unit,rater,value\n1,a\n,b,1\n"2",,1\n')
+    fails(
+        run(path),
+        f"{path}:2: expected 3 fields, found 2",
+        f"{path}:3: unit: empty",
+        f"{path}:4: rater: empty",
+    )
+
+
+def test_unreadable_and_value_outside_categories(tmp_path: Path) -> None:
+    fails(run(tmp_path / "missing.csv"), "missing.csv: cannot read")
+    path = write(tmp_path, "unit,rater,value\n1,a,1\n1,b,2\n")
+    fails(run(path, "--categories", "0,1"), f"{path}:3: value: '2' is not in --categories")
+    binary = tmp_path / "bin.csv"
+    binary.write_bytes(b"unit,rater,value\n1,a,\xff\n")
+    fails(run(binary), "not UTF-8 text")
+
+
+def test_usage_errors_exit_2(tmp_path: Path) -> None:
+    path = two_raters(tmp_path)
+    assert run(path, "--level", "cardinal").exit_code == 2
+    assert run(path, "--weights", "cubic").exit_code == 2
+    assert run(path, "--ci", "1.5").exit_code == 2
+    assert run(path, "--bootstrap", "-1").exit_code == 2
