@@ -72,22 +72,55 @@ def baseline_import(data: BenchmarkData, db_path: Path) -> float:
     crit_id: dict[tuple[int, str], int] = {}
     for tid, t in enumerate(data.tasks, start=1):
         task_rows.append(
-            (tid, 1, t.id, tid, t.prompt, t.workflow, t.domain, t.answer_format,
-             json.dumps(list(t.tags)), json.dumps(t.metadata), t.content_hash(), now)
+            (
+                tid,
+                1,
+                t.id,
+                tid,
+                t.prompt,
+                t.workflow,
+                t.domain,
+                t.answer_format,
+                json.dumps(list(t.tags)),
+                json.dumps(t.metadata),
+                t.content_hash(),
+                now,
+            )
         )
         for c in t.criteria:
             cid = len(crit_rows) + 1
             crit_id[(tid, c.id)] = cid
             crit_rows.append(
-                (cid, tid, c.id, c.position, c.text, c.points, json.dumps(list(c.tags)),
-                 c.kind.value, c.levels, c.auto.key if c.auto else None,
-                 json.dumps(c.auto.target) if c.auto else None,
-                 c.auto.abs_tol if c.auto else None, c.auto.rel_tol if c.auto else None)
+                (
+                    cid,
+                    tid,
+                    c.id,
+                    c.position,
+                    c.text,
+                    c.points,
+                    json.dumps(list(c.tags)),
+                    c.kind.value,
+                    c.levels,
+                    c.auto.key if c.auto else None,
+                    json.dumps(c.auto.target) if c.auto else None,
+                    c.auto.abs_tol if c.auto else None,
+                    c.auto.rel_tol if c.auto else None,
+                )
             )
         for a in t.artifacts:
             art_rows.append(
-                (tid, a.position, a.kind.value, a.title, a.original_name, a.path, a.url,
-                 a.media_type, a.sha256, a.size)
+                (
+                    tid,
+                    a.position,
+                    a.kind.value,
+                    a.title,
+                    a.original_name,
+                    a.path,
+                    a.url,
+                    a.media_type,
+                    a.sha256,
+                    a.size,
+                )
             )
     con.executemany("INSERT INTO task VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", task_rows)
     con.executemany(
@@ -105,8 +138,17 @@ def baseline_import(data: BenchmarkData, db_path: Path) -> float:
     for rid, r in enumerate(data.responses, start=1):
         resp_num[r.id] = (rid, task_num[r.task_id])
         resp_rows.append(
-            (rid, 1, task_num[r.task_id], r.id, r.model, r.text,
-             json.dumps(r.answer) if r.answer is not None else None, r.content_hash(), now)
+            (
+                rid,
+                1,
+                task_num[r.task_id],
+                r.id,
+                r.model,
+                r.text,
+                json.dumps(r.answer) if r.answer is not None else None,
+                r.content_hash(),
+                now,
+            )
         )
     con.executemany(
         "INSERT INTO response (id, benchmark_id, task_id, external_id, model, text, answer, "
@@ -125,8 +167,22 @@ def baseline_import(data: BenchmarkData, db_path: Path) -> float:
     for j in data.judgments:
         rid, tid = resp_num[j.response_id]
         j_rows.append(
-            (graders[j.grader], rid, crit_id[(tid, j.criterion_id)], j.met, j.level, j.confidence,
-             j.rationale, j.unclear, j.unclear_note, "import", "{}", 1, now, now)
+            (
+                graders[j.grader],
+                rid,
+                crit_id[(tid, j.criterion_id)],
+                j.met,
+                j.level,
+                j.confidence,
+                j.rationale,
+                j.unclear,
+                j.unclear_note,
+                "import",
+                "{}",
+                1,
+                now,
+                now,
+            )
         )
     con.executemany(
         "INSERT INTO judgment (grader_id, response_id, criterion_id, met, level, confidence, "
@@ -183,16 +239,24 @@ def main() -> int:
             "ratio": statistics.median(ours) / statistics.median(base),
             "write_phase_ratio": statistics.median(writes) / statistics.median(base),
             "runs": {"gradercal": ours, "gradercal_write_phase": writes, "baseline": base},
-            "imported": {k: report[k] for k in ("tasks_added", "responses_added", "judgments_added")},
+            "imported": {
+                k: report[k] for k in ("tasks_added", "responses_added", "judgments_added")
+            },
             "checksum": hashlib.sha256(json.dumps(sizes).encode()).hexdigest()[:12],
         }
     if args.json:
         print(json.dumps(result, indent=2))
     else:
         print(f"scale: {sizes}")
-        print(f"gradercal import (parse + validate + hash + write): {result['gradercal_import_s']:.2f} s")
-        print(f"bare sqlite3 executemany of the same rows:        {result['bare_sqlite3_executemany_s']:.2f} s")
-        print(f"  of which the write phase (one transaction):    {result['gradercal_write_phase_s']:.2f} s")
+        print(
+            f"gradercal import (parse + validate + hash + write): {result['gradercal_import_s']:.2f} s"
+        )
+        print(
+            f"bare sqlite3 executemany of the same rows:        {result['bare_sqlite3_executemany_s']:.2f} s"
+        )
+        print(
+            f"  of which the write phase (one transaction):    {result['gradercal_write_phase_s']:.2f} s"
+        )
         print(f"ratio, end to end: {result['ratio']:.2f}x (goal <= 3x)")
         print(f"ratio, write phase only: {result['write_phase_ratio']:.2f}x")
     return 0
