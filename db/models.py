@@ -189,6 +189,30 @@ class JudgeRun(Base):
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
 
+class Calibration(Base):
+    """A fitted correction of a judge against the experts, with how it was obtained.
+
+    ``params`` holds the fitted estimator's learned values, ``split`` the task ids used to
+    fit and to evaluate, ``metrics`` the held-out figures, ``provenance`` the data it came
+    from (graders, counts, dates). ``version`` counts fits per (judge, method).
+    """
+
+    __tablename__ = "calibration"
+    __table_args__ = (UniqueConstraint("grader_id", "method", "version"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    grader_id: Mapped[int] = mapped_column(ForeignKey("grader.id", ondelete="CASCADE"))
+    benchmark_id: Mapped[int] = mapped_column(ForeignKey("benchmark.id", ondelete="CASCADE"))
+    method: Mapped[str] = mapped_column(String(40))
+    version: Mapped[int] = mapped_column(Integer, default=1)
+    params: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    split: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    metrics: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    provenance: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    active: Mapped[bool] = mapped_column(Boolean, default=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
 class Assignment(Base):
     __tablename__ = "assignment"
     __table_args__ = (UniqueConstraint("grader_id", "response_id"),)

@@ -187,6 +187,36 @@ def upgrade() -> None:
     )
     with op.batch_alter_table("judge_run", schema=None) as batch_op:
         batch_op.create_index(batch_op.f("ix_judge_run_grader_id"), ["grader_id"], unique=False)
+    op.create_table(
+        "calibration",
+        sa.Column("id", sa.Integer(), nullable=False),
+        sa.Column("grader_id", sa.Integer(), nullable=False),
+        sa.Column("benchmark_id", sa.Integer(), nullable=False),
+        sa.Column("method", sa.String(length=40), nullable=False),
+        sa.Column("version", sa.Integer(), nullable=False),
+        sa.Column("params", sa.JSON(), nullable=False),
+        sa.Column("split", sa.JSON(), nullable=False),
+        sa.Column("metrics", sa.JSON(), nullable=False),
+        sa.Column("provenance", sa.JSON(), nullable=False),
+        sa.Column("active", sa.Boolean(), nullable=False),
+        sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+        sa.ForeignKeyConstraint(
+            ["benchmark_id"],
+            ["benchmark.id"],
+            name=op.f("fk_calibration_benchmark_id_benchmark"),
+            ondelete="CASCADE",
+        ),
+        sa.ForeignKeyConstraint(
+            ["grader_id"],
+            ["grader.id"],
+            name=op.f("fk_calibration_grader_id_grader"),
+            ondelete="CASCADE",
+        ),
+        sa.PrimaryKeyConstraint("id", name=op.f("pk_calibration")),
+        sa.UniqueConstraint(
+            "grader_id", "method", "version", name=op.f("uq_calibration_grader_id_method_version")
+        ),
+    )
 
     op.create_table(
         "response",
@@ -363,6 +393,7 @@ def downgrade() -> None:
         batch_op.drop_index("ix_judgment_response_criterion")
 
     op.drop_table("judgment")
+    op.drop_table("calibration")
     with op.batch_alter_table("assignment", schema=None) as batch_op:
         batch_op.drop_index(batch_op.f("ix_assignment_response_id"))
 
