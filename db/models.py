@@ -46,6 +46,19 @@ class Base(DeclarativeBase):
     type_annotation_map: ClassVar[dict[Any, Any]] = {dict[str, Any]: JSON, list[Any]: JSON}
 
 
+class DatabaseInfo(Base):
+    """Facts about the database itself, as key/value pairs.
+
+    ``database_id`` (a UUID written by the first migration) tells databases apart, so a
+    grading packet exported from one can be refused by another.
+    """
+
+    __tablename__ = "database_info"
+
+    key: Mapped[str] = mapped_column(String(100), primary_key=True)
+    value: Mapped[str] = mapped_column(Text)
+
+
 class Benchmark(Base):
     __tablename__ = "benchmark"
 

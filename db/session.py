@@ -218,6 +218,19 @@ class Database:
         self.engine.dispose()
 
 
+def database_id(db: Database) -> str:
+    """The UUID that identifies this database (written by the first migration)."""
+    from sqlalchemy import text
+
+    with db.engine.connect() as conn:
+        value = conn.execute(
+            text("SELECT value FROM database_info WHERE key = 'database_id'")
+        ).scalar()
+    if value is None:
+        raise DatabaseError(f"{db.display} has no database id")
+    return str(value)
+
+
 def open_database(
     db: str | os.PathLike[str] | URL | None = None, *, migrate: bool = True
 ) -> Database:

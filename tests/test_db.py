@@ -331,3 +331,18 @@ def test_json_columns_keep_unicode_and_structure(repo: Repository, tmp_path: Pat
     assert (
         json.dumps(task.metadata, ensure_ascii=False) == '{"nested": {"list": [1, 2.5, null, "ü"]}}'
     )
+
+
+def test_every_database_has_its_own_id(db_url: str, tmp_path: Path) -> None:
+    from gradercal.db.session import database_id
+
+    first = open_database(db_url)
+    second = open_database(tmp_path / "second.sqlite")
+    try:
+        a, b = database_id(first), database_id(second)
+        assert len(a) == 36
+        assert a != b
+        assert database_id(first) == a  # stable
+    finally:
+        first.dispose()
+        second.dispose()
