@@ -257,10 +257,11 @@ def test_an_older_database_is_backed_up_then_upgraded(
     shutil.copy(DATA / "db-0001.sqlite", old)
     scripts = tmp_path / "migrations"
     shutil.copytree(Path(session_mod.__file__).parent / "migrations", scripts)
-    (scripts / "versions" / "0002_probe.py").write_text(
+    head = head_revision()
+    (scripts / "versions" / "9001_probe.py").write_text(
         '"""probe"""\n'
         "import sqlalchemy as sa\nfrom alembic import op\n"
-        "revision = '0002'\ndown_revision = '0001'\nbranch_labels = None\ndepends_on = None\n"
+        f"revision = '9001'\ndown_revision = '{head}'\nbranch_labels = None\ndepends_on = None\n"
         "def upgrade() -> None:\n"
         "    op.create_table('probe', sa.Column('id', sa.Integer, primary_key=True))\n"
         "def downgrade() -> None:\n    op.drop_table('probe')\n"
@@ -275,12 +276,12 @@ def test_an_older_database_is_backed_up_then_upgraded(
     monkeypatch.setattr(session_mod, "alembic_config", patched)
     db = open_database(old)
     try:
-        assert session_mod.current_revision(db.engine) == "0002"
+        assert session_mod.current_revision(db.engine) == "9001"
         assert "probe" in inspect(db.engine).get_table_names()
         assert Repository(db).benchmarks()[0].n_judgments == 30
     finally:
         db.dispose()
-    backups = list(tmp_path.glob("old.sqlite.before-0002-*.bak"))
+    backups = list(tmp_path.glob("old.sqlite.before-9001-*.bak"))
     assert len(backups) == 1
     con = sqlite3.connect(backups[0])
     assert con.execute("select version_num from alembic_version").fetchone() == ("0001",)
