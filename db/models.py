@@ -328,3 +328,8 @@ class Revision(Base):
     actor: Mapped[str | None] = mapped_column(String(200))
     source: Mapped[str] = mapped_column(String(20), default="import")
     changed_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+# Tables of the LLM judge (judge_cache) live in their own module; importing it here
+# makes Base.metadata complete wherever the models are loaded.
+from gradercal.db import judge_models as _judge_models  # noqa: E402, F401

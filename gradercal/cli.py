@@ -110,6 +110,29 @@ class LazyGroup(click.Group):
     #: command name → ("module:attribute", one-line help shown by ``gradercal --help``)
     lazy: ClassVar[dict[str, tuple[str, str]]] = {
         "stats": ("gradercal.stats_cli:stats", "Agreement statistics of any unit,rater,value CSV."),
+        "judge": ("gradercal.judge_cli:judge", "Run the LLM judge, manage its prompts, probe it."),
+        "agreement": (
+            "gradercal.analysis_cli:agreement",
+            "Expert-expert and expert-judge agreement, with task-clustered intervals.",
+        ),
+        "alttest": (
+            "gradercal.analysis_cli:alttest",
+            "Alternative annotator test: may the judge replace the experts?",
+        ),
+        "calibrate": (
+            "gradercal.analysis_cli:calibrate",
+            "Calibrate a judge against the experts (held-out figures); save it.",
+        ),
+        "estimate": (
+            "gradercal.analysis_cli:estimate",
+            "Bias-corrected mean score and pass rate (PPI++, Rogan-Gladen).",
+        ),
+        "health": ("gradercal.analysis_cli:health", "Criteria to fix first, ranked by impact."),
+        "impact": (
+            "gradercal.analysis_cli:impact",
+            "What the judge does to each model's score and pass rate.",
+        ),
+        "surveys": ("gradercal.analysis_cli:surveys", "Task review surveys per dimension."),
     }
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:

@@ -1,0 +1,1242 @@
+"""Calibration of an LLM judge against the human experts.
+
+Four methods, each learned only on human-graded data and evaluated only on held-out
+tasks:
+
+* ``threshold`` (criterion level): the judge's probability that a criterion is met,
+  ``s`` (below), is turned into a verdict by a threshold ``t`` — met iff ``s ≥ t`` —
+  chosen to maximise Cohen's kappa (or F1, or balanced F1) with the human consensus,
+  overall or per criterion tag (:class:`ThresholdCalibrator`).
+* ``leniency`` (criterion level): per criterion tag, each judge verdict ``v`` is replaced
+  by the share of those verdicts the experts call met, ``q_v = P(expert met | judge
+  says v, tag)`` (:class:`LeniencyCalibrator`). On the calibration data the corrected
+  met rate of every tag equals the experts' met rate, so the judge's leniency (its
+  met-rate excess) is removed.
+* ``isotonic`` and ``platt`` (response level): a monotone mapping ``g`` of the judge's
+  rubric score of a response to the experts' consensus score — isotonic regression, or
+  the logistic curve ``g(x) = 1/(1 + exp(−(a x + b)))`` fitted by cross-entropy with the
+  human scores as soft labels (:class:`ScoreCalibrator`; scikit-learn's
+  ``IsotonicRegression`` and ``LogisticRegression``).
+
+**The judge's probability** ``s`` of "met" on one criterion: ``confidence`` when the judge
+said met, ``1 − confidence`` when it said not met (judge confidences are confidences in
+the verdict given); 1 or 0 when it gave no confidence. With several judge graders
+(``judge=[…]``) ``s`` is the *vote share*, the fraction of them saying met, and the raw
+verdict is the strict majority.
+
+**Calibrated response scores** of the criterion-level methods: with ``p_c`` the
+calibrated probability of criterion ``c`` (0/1 for ``threshold``), credit
+``points_c · (p_c + (1 − p_c) f_c)`` where ``f_c`` is the judge's own partial credit when
+its verdict is below the top level of a multi-level criterion (0 otherwise); auto
+criteria keep their credit from the answer; score = clip(Σ credits / Σ positive points,
+0, 1) — with ``p_c`` the judge's raw verdicts this is exactly
+:func:`gradercal.scoring.response_scores` of the judge.
+
+**Held-out evaluation**: tasks with human-graded items are split by
+``sklearn.model_selection.GroupKFold`` (default 5 folds, grouped by task); each fold is
+predicted by a calibrator fitted on the other folds, and every figure is computed on
+these out-of-fold predictions, before (raw judge) and after (calibrated), with their
+difference. Figures: at the criterion level Cohen's kappa, balanced F1, percent
+agreement and leniency bias of the verdicts (see :mod:`gradercal.agreement`), the Brier
+score ``mean((p − y)²)`` and the expected calibration error ``ECE = Σ_b (n_b/n) |p̄_b −
+ȳ_b|`` over 10 equal-width bins of ``p`` (``[0, 0.1), …, [0.9, 1]``); at the response level
+(every method) the mean score bias ``mean(ŝ − s)``, MAE, RMSE, Brier (= mean squared
+error with soft targets), ECE and the pass-rate bias and Cohen's kappa of pass/fail at
+the benchmark's threshold. Intervals: task-clustered bootstrap (percentile) — every
+figure is a function of per-task sums. The saved calibrator is then fitted on all the
+human-graded data; its reported metrics are the cross-validated ones.
+
+Calibrators follow scikit-learn's estimator conventions (``__init__`` stores arguments,
+``fit`` returns ``self``, learned attributes end in ``_``). This module imports pandas,
+numpy, scikit-learn and gradercal's core only.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Literal, get_args
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin  # type: ignore[import-untyped, unused-ignore]
+
+from gradercal.agreement import (
+    boot_json,
+    comparison_metrics,
+    consensus_verdicts,
+    human_graders,
+    percentile_interval,
+    verdicts,
+)
+from gradercal.frames import Frames
+from gradercal.scoring import PASS_EPSILON, auto_verdicts, response_scores
+from gradercal.stats.bootstrap import resampling_weights
+
+__all__ = [
+    "CRITERION_METHODS",
+    "METHODS",
+    "RESPONSE_METHODS",
+    "CalibrationResult",
+    "CrossFit",
+    "LeniencyCalibrator",
+    "Method",
+    "ScoreCalibrator",
+    "ThresholdCalibrator",
+    "apply_calibration",
+    "brier_score",
+    "calibrated_response_scores",
+    "calibrator_from_params",
+    "cross_fit",
+    "expected_calibration_error",
+    "fit_calibration",
+    "item_table",
+    "reliability_table",
+    "response_table",
+]
+
+FloatArray = npt.NDArray[np.float64]
+Method = Literal["threshold", "leniency", "isotonic", "platt"]
+METHODS: tuple[Method, ...] = get_args(Method)
+#: Methods that correct criterion verdicts (the rest map response scores).
+CRITERION_METHODS: tuple[Method, ...] = ("threshold", "leniency")
+RESPONSE_METHODS: tuple[Method, ...] = ("isotonic", "platt")
+ThresholdMetric = Literal["kappa", "f1", "balanced_f1"]
+#: Bins of the reliability diagram and the ECE.
+N_BINS = 10
+#: Items labelled "(untagged)" have no tag.
+UNTAGGED = "(untagged)"
+
+
+# ---------------------------------------------------------------------------------------
+# Data
+# ---------------------------------------------------------------------------------------
+
+
+def _primary_tag(tags: Any, prefix: str | None) -> str:
+    seq = list(tags) if tags else []
+    if prefix is not None:
+        seq = [t for t in seq if str(t).startswith(prefix)]
+    return str(seq[0]) if seq else UNTAGGED
+
+
+def item_table(
+    frames: Frames,
+    judge: str | Sequence[str],
+    humans: Sequence[str] | None = None,
+    *,
+    tag_prefix: str | None = None,
+) -> pd.DataFrame:
+    """The judge's verdict on every judgment criterion of every response it graded.
+
+    Args:
+        frames: The benchmark frames.
+        judge: A judge grader, or several (their vote share is the score).
+        humans: The graders of the consensus (default: every human grader).
+        tag_prefix: The *group* of an item is its criterion's first tag (with this
+            prefix, e.g. ``"axis:"``, when given); ``"(untagged)"`` without one.
+
+    Returns:
+        One row per item the judge(s) rated: ``response_id``, ``task_id``, ``model``,
+        ``criterion_id``, ``points``, ``group``, ``judge_met`` (bool), ``judge_score``
+        (the probability ``s`` of the module docstring), ``judge_partial`` (the judge's
+        partial credit ``f`` in [0, 1)), ``human_met`` (1.0/0.0, NaN when the human
+        consensus is undecided or absent). With several judges, items need a verdict
+        from every one of them.
+    """
+    judges = [judge] if isinstance(judge, str) else list(judge)
+    names = [
+        h
+        for h in (list(humans) if humans is not None else human_graders(frames))
+        if h not in judges
+    ]
+    v = verdicts(frames, judges)
+    keys = ["response_id", "criterion_id"]
+    raw = frames.judgments.loc[frames.judgments["grader"].isin(judges)]
+    raw = raw.drop_duplicates([*keys, "grader"], keep="last").loc[:, [*keys, "grader", "level"]]
+    v = v.merge(raw, on=[*keys, "grader"], how="left")
+    top = np.clip(v["levels"].to_numpy(np.float64), 2.0, None) - 1.0
+    level = np.asarray(v["level"].astype("Float64").to_numpy(np.float64, na_value=np.nan))
+    partial = np.where(
+        ~v["met"].to_numpy(bool) & ~np.isnan(level), np.clip(level, 0.0, top) / top, 0.0
+    )
+    conf = v["confidence"].to_numpy(np.float64)
+    met = v["met"].to_numpy(bool)
+    score = np.where(np.isnan(conf), met.astype(np.float64), np.where(met, conf, 1.0 - conf))
+    v = v.assign(judge_score=np.clip(score, 0.0, 1.0), judge_partial=partial)
+    if len(judges) == 1:
+        out = v.rename(columns={"met": "judge_met"})
+    else:
+        g = v.groupby(keys, sort=False)
+        agg = g.agg(
+            n=("grader", "size"),
+            share=("met", "mean"),
+            partial=("judge_partial", "mean"),
+        ).reset_index()
+        agg = agg.loc[agg["n"] == len(judges)]
+        first = v.drop_duplicates(keys).drop(columns=["met", "judge_score", "judge_partial"])
+        out = first.merge(agg, on=keys, how="inner")
+        out = out.assign(
+            judge_met=out["share"].to_numpy(np.float64) > 0.5,
+            judge_score=out["share"].to_numpy(np.float64),
+            judge_partial=out["partial"].to_numpy(np.float64),
+        )
+    cons = consensus_verdicts(frames, names) if names else None
+    if cons is not None and not cons.empty:
+        out = out.merge(
+            cons.loc[:, [*keys, "met"]].rename(columns={"met": "human"}), on=keys, how="left"
+        )
+        human = np.asarray(out["human"].astype("Float64").to_numpy(np.float64, na_value=np.nan))
+    else:
+        human = np.full(len(out), np.nan)
+    return pd.DataFrame(
+        {
+            "response_id": out["response_id"].to_numpy(object),
+            "task_id": out["task_id"].to_numpy(object),
+            "model": out["model"].to_numpy(object),
+            "criterion_id": out["criterion_id"].to_numpy(object),
+            "points": out["points"].to_numpy(np.int64),
+            "group": [_primary_tag(t, tag_prefix) for t in out["tags"]],
+            "judge_met": out["judge_met"].to_numpy(bool),
+            "judge_score": out["judge_score"].to_numpy(np.float64),
+            "judge_partial": out["judge_partial"].to_numpy(np.float64),
+            "human_met": human,
+        }
+    )
+
+
+def response_table(frames: Frames, judge: str, humans: Sequence[str] | None = None) -> pd.DataFrame:
+    """Rubric scores of every response under the judge and under the human consensus.
+
+    Returns:
+        ``response_id``, ``task_id``, ``model``, ``judge_score``, ``human_score`` (NaN
+        when the grader's score is undefined or incomplete), one row per response.
+    """
+    names = [
+        h for h in (list(humans) if humans is not None else human_graders(frames)) if h != judge
+    ]
+    cons = response_scores(frames, "consensus", humans=names) if names else None
+    js = response_scores(frames, judge, include_ungraded=True)
+    out = js.loc[:, ["response_id", "task_id", "model", "score"]].rename(
+        columns={"score": "judge_score"}
+    )
+    if cons is not None and not cons.empty:
+        out = out.merge(
+            cons.loc[:, ["response_id", "score"]].rename(columns={"score": "human_score"}),
+            on="response_id",
+            how="left",
+        )
+    else:
+        out = out.assign(human_score=np.nan)
+    return out.reset_index(drop=True)
+
+
+def calibrated_response_scores(
+    frames: Frames, items: pd.DataFrame, probability: npt.ArrayLike
+) -> pd.DataFrame:
+    """Response scores when each judged criterion is met with a calibrated probability.
+
+    Args:
+        frames: The benchmark frames.
+        items: An :func:`item_table` (its ``points`` and ``judge_partial`` are used).
+        probability: ``p_c`` for each row of ``items``.
+
+    Returns:
+        ``response_id``, ``task_id``, ``model``, ``score`` for every response of the
+        frames; ``score`` is NaN when the task has no positive points or when a
+        judgment criterion of the response has no row in ``items`` (see the module
+        docstring for the formula).
+    """
+    p = np.asarray(probability, dtype=np.float64)
+    crit = frames.criteria.drop_duplicates(["task_id", "criterion_id"], keep="last")
+    resp = frames.responses.drop_duplicates("response_id").loc[
+        :, ["response_id", "task_id", "model"]
+    ]
+    positive = (
+        crit.assign(pos=np.clip(crit["points"].to_numpy(np.float64), 0, None))
+        .groupby("task_id")["pos"]
+        .sum()
+    )
+    n_judged = (crit["kind"] != "auto").groupby(crit["task_id"]).sum()
+    auto = auto_verdicts(frames)
+    auto = auto.merge(resp, on="response_id").merge(
+        crit.loc[:, ["task_id", "criterion_id", "points"]], on=["task_id", "criterion_id"]
+    )
+    auto_credit = (
+        (auto["points"] * auto["met"].astype(np.float64)).groupby(auto["response_id"]).sum()
+    )
+    credit = items["points"].to_numpy(np.float64) * (
+        p + (1.0 - p) * items["judge_partial"].to_numpy(np.float64)
+    )
+    it = pd.DataFrame({"response_id": items["response_id"].to_numpy(object), "credit": credit})
+    per = it.groupby("response_id").agg(credit=("credit", "sum"), n=("credit", "size"))
+    rid = resp["response_id"]
+    earned = rid.map(per["credit"]).fillna(0.0).to_numpy(np.float64) + rid.map(auto_credit).fillna(
+        0.0
+    ).to_numpy(np.float64)
+    n_items = rid.map(per["n"]).fillna(0).to_numpy(np.float64)
+    need = resp["task_id"].map(n_judged).fillna(0).to_numpy(np.float64)
+    pos = resp["task_id"].map(positive).fillna(0.0).to_numpy(np.float64)
+    ok = (pos > 0) & (n_items == need)
+    score = np.full(len(resp), np.nan)
+    score[ok] = np.clip(earned[ok] / pos[ok], 0.0, 1.0)
+    return pd.DataFrame(
+        {
+            "response_id": rid.to_numpy(object),
+            "task_id": resp["task_id"].to_numpy(object),
+            "model": resp["model"].to_numpy(object),
+            "score": score,
+        }
+    )
+
+
+# ---------------------------------------------------------------------------------------
+# Calibration figures
+# ---------------------------------------------------------------------------------------
+
+
+def brier_score(p: npt.ArrayLike, y: npt.ArrayLike) -> float | None:
+    """``mean((p − y)²)``; None without data. ``y`` may be fractional (soft targets)."""
+    pa, ya = np.asarray(p, np.float64), np.asarray(y, np.float64)
+    return None if len(pa) == 0 else float(np.mean((pa - ya) ** 2))
+
+
+def _bin_index(p: FloatArray, n_bins: int = N_BINS) -> npt.NDArray[np.intp]:
+    return np.minimum(np.floor(np.clip(p, 0.0, 1.0) * n_bins), n_bins - 1).astype(np.intp)
+
+
+def reliability_table(
+    p: npt.ArrayLike, y: npt.ArrayLike, n_bins: int = N_BINS
+) -> list[dict[str, Any]]:
+    """Reliability-diagram data: per bin of ``p``, its count, mean ``p`` and mean ``y``.
+
+    Bins are ``[k/n_bins, (k+1)/n_bins)``, the last one closed. Empty bins are listed
+    with ``n = 0`` and null means.
+    """
+    pa, ya = np.asarray(p, np.float64), np.asarray(y, np.float64)
+    b = _bin_index(pa, n_bins)
+    out = []
+    for k in range(n_bins):
+        sel = b == k
+        n = int(sel.sum())
+        out.append(
+            {
+                "bin_low": k / n_bins,
+                "bin_high": (k + 1) / n_bins,
+                "n": n,
+                "mean_predicted": float(np.mean(pa[sel])) if n else None,
+                "mean_observed": float(np.mean(ya[sel])) if n else None,
+            }
+        )
+    return out
+
+
+def expected_calibration_error(
+    p: npt.ArrayLike, y: npt.ArrayLike, n_bins: int = N_BINS
+) -> float | None:
+    """``ECE = Σ_b (n_b / n) |mean p_b − mean y_b|`` over equal-width bins; None without data."""
+    pa, ya = np.asarray(p, np.float64), np.asarray(y, np.float64)
+    if len(pa) == 0:
+        return None
+    b = _bin_index(pa, n_bins)
+    sp = np.bincount(b, weights=pa, minlength=n_bins)
+    sy = np.bincount(b, weights=ya, minlength=n_bins)
+    return float(np.sum(np.abs(sp - sy)) / len(pa))
+
+
+# ---------------------------------------------------------------------------------------
+# Estimators
+# ---------------------------------------------------------------------------------------
+
+
+def _validate_fit(
+    est: BaseEstimator, X: Any, y: Any, *, classifier: bool
+) -> tuple[FloatArray, Any]:
+    from sklearn.utils.multiclass import check_classification_targets  # type: ignore[import-untyped, unused-ignore]
+    from sklearn.utils.validation import validate_data  # type: ignore[import-untyped, unused-ignore]
+
+    Xv, yv = validate_data(est, X, y, dtype=np.float64, y_numeric=not classifier)
+    if classifier:
+        check_classification_targets(yv)
+    return np.asarray(Xv, np.float64), yv
+
+
+def _validate_predict(est: BaseEstimator, X: Any) -> FloatArray:
+    from sklearn.utils.validation import check_is_fitted, validate_data  # type: ignore[import-untyped, unused-ignore]
+
+    check_is_fitted(est)
+    return np.asarray(validate_data(est, X, dtype=np.float64, reset=False), np.float64)
+
+
+def _binary_target(est: Any, y: Any) -> npt.NDArray[np.bool_]:
+    from sklearn.utils.multiclass import type_of_target  # type: ignore[import-untyped, unused-ignore]
+
+    classes = np.unique(y)
+    if len(classes) > 2:
+        kind = type_of_target(y, input_name="y", raise_unknown=True)
+        raise ValueError(
+            f"Only binary classification is supported. The type of the target is {kind}."
+        )
+    est.classes_ = classes
+    return np.asarray(y == classes[-1], dtype=bool)
+
+
+def _groups(X: FloatArray, per_group: bool) -> npt.NDArray[np.int64]:
+    if not per_group:
+        return np.full(len(X), -1, dtype=np.int64)
+    if X.shape[1] < 2:
+        raise ValueError(
+            f"per_group needs a second column of X with group codes (n_features = {X.shape[1]})"
+        )
+    return np.asarray(np.rint(X[:, 1]), dtype=np.int64)
+
+
+def _threshold_curve(
+    score: FloatArray, y: npt.NDArray[np.bool_], metric: str
+) -> tuple[float, float]:
+    """The threshold that is best for ``metric`` of ``score ≥ t`` against ``y``, and its value.
+
+    Candidates: ``min s``, the midpoints between consecutive distinct values of ``s`` and
+    just above ``max s``. ``metric="rate"`` minimises ``|share(s ≥ t) − share(y)|``
+    (its value is reported as minus that gap). Ties go to the candidate closest to 0.5.
+    """
+    u = np.unique(score)
+    cands = np.concatenate([[u[0]], (u[:-1] + u[1:]) / 2.0, [np.nextafter(u[-1], np.inf)]])
+    # Counts of s ≥ t for every candidate from the sorted scores (O(n log n)).
+    order = np.argsort(score, kind="stable")
+    s_sorted = score[order]
+    y_sorted = y[order].astype(np.float64)
+    suffix = np.concatenate([np.cumsum(y_sorted[::-1])[::-1], [0.0]])
+    n = float(len(score))
+    idx = np.searchsorted(s_sorted, cands, side="left")
+    pred_pos = n - idx
+    if metric == "rate":
+        values = -np.abs(pred_pos / n - float(np.mean(y)))
+    else:
+        tp = suffix[idx]
+        fp = pred_pos - tp
+        fn = float(y.sum()) - tp
+        tn = n - pred_pos - fn
+        m = comparison_metrics(np.stack([tp, fp, fn, tn], axis=1))
+        key = {"kappa": "cohen_kappa", "f1": "f1_met", "balanced_f1": "balanced_f1"}[metric]
+        values = np.where(np.isfinite(m[key]), m[key], -np.inf)
+    best = np.max(values)
+    ties = np.flatnonzero(values == best)
+    pick = ties[np.argmin(np.abs(cands[ties] - 0.5))]
+    return float(cands[pick]), float(best)
+
+
+class _ThresholdBase(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
+    """Shared prediction of the threshold-type calibrators (per-group thresholds)."""
+
+    per_group: bool
+    min_group_size: int
+    classes_: Any
+    threshold_: float
+    score_: float
+    group_thresholds_: dict[int, float]
+
+    def _fit_thresholds(self, X: Any, y: Any, metric: str) -> tuple[FloatArray, Any]:
+        Xv, yv = _validate_fit(self, X, y, classifier=True)
+        yb = _binary_target(self, yv)
+        s = Xv[:, 0]
+        self.threshold_, self.score_ = _threshold_curve(s, yb, metric)
+        self.group_thresholds_ = {}
+        g = _groups(Xv, self.per_group)
+        if self.per_group:
+            for code in np.unique(g):
+                sel = g == code
+                if sel.sum() >= self.min_group_size and 0 < yb[sel].sum() < sel.sum():
+                    self.group_thresholds_[int(code)] = _threshold_curve(s[sel], yb[sel], metric)[0]
+        return Xv, yb
+
+    def _thresholds(self, Xv: FloatArray) -> FloatArray:
+        g = _groups(Xv, self.per_group)
+        t = np.full(len(Xv), self.threshold_)
+        for code, value in self.group_thresholds_.items():
+            t[g == code] = value
+        return t
+
+    def decision_function(self, X: Any) -> FloatArray:
+        """``s − t`` (positive: met)."""
+        Xv = _validate_predict(self, X)
+        return Xv[:, 0] - self._thresholds(Xv)
+
+    def predict(self, X: Any) -> Any:
+        """The class label: ``classes_[-1]`` when ``s ≥ t``."""
+        Xv = _validate_predict(self, X)
+        met = Xv[:, 0] >= self._thresholds(Xv)
+        return self.classes_[np.where(met, len(self.classes_) - 1, 0)]
+
+    def predict_proba(self, X: Any) -> FloatArray:
+        """Hard probabilities ``[1 − met, met]`` (a threshold carries no probability)."""
+        Xv = _validate_predict(self, X)
+        met = (Xv[:, 0] >= self._thresholds(Xv)).astype(np.float64)
+        if len(self.classes_) == 1:
+            return np.ones((len(Xv), 1))
+        return np.column_stack([1.0 - met, met])
+
+    def __sklearn_tags__(self) -> Any:
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = False
+        tags.classifier_tags.poor_score = True
+        return tags
+
+
+class ThresholdCalibrator(_ThresholdBase):
+    """Predict "met" when the judge's probability reaches a learned threshold.
+
+    ``X[:, 0]`` is the judge's probability ``s`` of met; with ``per_group=True``,
+    ``X[:, 1]`` holds integer group codes (e.g. criterion tags). The threshold ``t``
+    maximises ``metric`` (``"kappa"``: Cohen's kappa; ``"f1"``: F1 of the positive
+    class; ``"balanced_f1"``) of ``s ≥ t`` against ``y`` over the candidates ``min s``,
+    the midpoints between consecutive distinct values of ``s`` and just above ``max s``;
+    ties go to the candidate closest to 0.5, the uncalibrated rule. Groups with fewer
+    than ``min_group_size`` items, or with one class only, use the overall threshold.
+
+    Attributes:
+        classes_: The class labels (``classes_[-1]`` is "met").
+        threshold_: The overall threshold.
+        score_: The metric at ``threshold_`` on the training data.
+        group_thresholds_: ``{group code: threshold}`` (empty without ``per_group``).
+        n_features_in_: Columns of ``X`` seen in ``fit``.
+    """
+
+    def __init__(
+        self, metric: ThresholdMetric = "kappa", per_group: bool = False, min_group_size: int = 30
+    ) -> None:
+        self.metric = metric
+        self.per_group = per_group
+        self.min_group_size = min_group_size
+
+    def fit(self, X: Any, y: Any) -> ThresholdCalibrator:
+        """Learn the threshold(s) from probabilities ``X[:, 0]`` and labels ``y``."""
+        if self.metric not in get_args(ThresholdMetric):
+            raise ValueError(f"metric must be one of {get_args(ThresholdMetric)}")
+        self._fit_thresholds(X, y, self.metric)
+        return self
+
+
+class LeniencyCalibrator(_ThresholdBase):
+    """Per-tag leniency correction: match the judge's met rate to the experts'.
+
+    ``X[:, 0]`` is the judge's probability ``s`` of met; with ``per_group=True``,
+    ``X[:, 1]`` holds integer group codes (criterion tags). For each group (and
+    overall) the threshold ``t`` is the candidate (as in :class:`ThresholdCalibrator`)
+    whose met rate ``share(s ≥ t)`` is closest to the experts' met rate ``share(y)`` on
+    the training data: a lenient judge's least confident "met" verdicts become "not
+    met" (a severe judge's least confident "not met" verdicts become "met") until the
+    rates match. Without confidences (``s`` ∈ {0, 1}) only the raw verdicts, "all met"
+    and "none met" are possible, so the raw verdicts are usually kept. Groups with
+    fewer than ``min_group_size`` items or one class use the overall threshold.
+
+    Attributes:
+        classes_: The class labels (``classes_[-1]`` is "met").
+        threshold_: The overall threshold.
+        score_: Minus the remaining gap between the two met rates overall.
+        group_thresholds_: ``{group code: threshold}``.
+        leniency_: ``{group code: raw judge met rate (s ≥ 0.5) − expert met rate}`` on
+            the training data (key −1: overall).
+        n_features_in_: Columns of ``X`` seen in ``fit``.
+    """
+
+    def __init__(self, per_group: bool = True, min_group_size: int = 20) -> None:
+        self.per_group = per_group
+        self.min_group_size = min_group_size
+
+    def fit(self, X: Any, y: Any) -> LeniencyCalibrator:
+        """Learn the rate-matching threshold(s) from ``X[:, 0]`` and labels ``y``."""
+        Xv, yb = self._fit_thresholds(X, y, "rate")
+        raw = Xv[:, 0] >= 0.5
+        self.leniency_: dict[int, float] = {-1: float(np.mean(raw) - np.mean(yb))}
+        if self.per_group:
+            g = _groups(Xv, True)
+            for code in np.unique(g):
+                sel = g == code
+                self.leniency_[int(code)] = float(np.mean(raw[sel]) - np.mean(yb[sel]))
+        return self
+
+
+class ScoreCalibrator(RegressorMixin, BaseEstimator):  # type: ignore[misc]
+    """A monotone map of judge scores (``X[:, 0]``) to human scores ``y``.
+
+    ``bounds=(lo, hi)`` (default ``(0, 1)``, rubric scores) is the range of ``y`` and of
+    the predictions; ``bounds=None`` takes the range of the training targets.
+    ``method="isotonic"``: scikit-learn's ``IsotonicRegression(increasing=True,
+    y_min=lo, y_max=hi, out_of_bounds="clip")``. ``method="platt"``: ``g(x) = lo + (hi −
+    lo)·σ(a x + b)`` with ``a, b`` minimising the cross-entropy of ``σ(a x + b)`` against
+    the soft labels ``z = (y − lo)/(hi − lo)`` (scikit-learn's unpenalised
+    ``LogisticRegression`` with every row entered as a positive of weight ``z`` and a
+    negative of weight ``1 − z``). When every ``z`` is equal the map is that constant.
+
+    Attributes:
+        y_low_, y_high_: The bounds used.
+        X_thresholds_, y_thresholds_: The isotonic step points (isotonic only;
+            prediction interpolates linearly between them and clips outside).
+        coef_, intercept_: ``a`` and ``b`` (Platt only; NaN for a constant map).
+        constant_: The constant soft label (Platt with constant targets), else None.
+        n_features_in_: Columns of ``X`` seen in ``fit``.
+
+    Raises:
+        ValueError: In ``fit``, targets outside ``bounds`` or an unknown method.
+    """
+
+    def __init__(
+        self,
+        method: Literal["isotonic", "platt"] = "isotonic",
+        bounds: tuple[float, float] | None = (0.0, 1.0),
+    ) -> None:
+        self.method = method
+        self.bounds = bounds
+
+    def fit(self, X: Any, y: Any) -> ScoreCalibrator:
+        """Fit the mapping."""
+        if self.method not in RESPONSE_METHODS:
+            raise ValueError(f"method must be one of {RESPONSE_METHODS}, not {self.method!r}")
+        Xv, yv = _validate_fit(self, X, y, classifier=False)
+        yf = np.asarray(yv, dtype=np.float64)
+        if self.bounds is None:
+            lo, hi = float(np.min(yf)), float(np.max(yf))
+        else:
+            lo, hi = float(self.bounds[0]), float(self.bounds[1])
+            if not lo < hi:
+                raise ValueError("bounds must be (low, high) with low < high")
+            if np.any(yf < lo) or np.any(yf > hi):
+                raise ValueError(f"targets must lie in [{lo:g}, {hi:g}] (rubric scores)")
+        self.y_low_, self.y_high_ = lo, hi
+        x = Xv[:, 0]
+        if self.method == "isotonic":
+            from sklearn.isotonic import IsotonicRegression  # type: ignore[import-untyped, unused-ignore]
+
+            iso = IsotonicRegression(increasing=True, y_min=lo, y_max=hi, out_of_bounds="clip")
+            iso.fit(x, yf)
+            self.X_thresholds_ = np.asarray(iso.X_thresholds_, np.float64)
+            self.y_thresholds_ = np.asarray(iso.y_thresholds_, np.float64)
+            return self
+        z = (yf - lo) / (hi - lo) if hi > lo else np.zeros_like(yf)
+        self.constant_: float | None = None
+        self.coef_, self.intercept_ = math.nan, math.nan
+        if np.all(z == z[0]):
+            self.constant_ = float(z[0])
+            return self
+        from sklearn.linear_model import LogisticRegression  # type: ignore[import-untyped, unused-ignore]
+
+        xx = np.concatenate([x, x])[:, None]
+        lab = np.concatenate([np.ones(len(x)), np.zeros(len(x))])
+        w = np.concatenate([z, 1.0 - z])
+        lr = LogisticRegression(C=np.inf, max_iter=1000).fit(xx, lab, sample_weight=w)
+        self.coef_ = float(lr.coef_[0, 0])
+        self.intercept_ = float(lr.intercept_[0])
+        return self
+
+    def predict(self, X: Any) -> FloatArray:
+        """Calibrated scores within the bounds."""
+        Xv = _validate_predict(self, X)
+        x = Xv[:, 0]
+        if self.method == "isotonic":
+            if len(self.X_thresholds_) == 1:
+                return np.full(len(x), float(self.y_thresholds_[0]))
+            return np.asarray(np.interp(x, self.X_thresholds_, self.y_thresholds_), np.float64)
+        if self.constant_ is not None:
+            z = np.full(len(x), self.constant_)
+        else:
+            z = 1.0 / (1.0 + np.exp(-(self.coef_ * x + self.intercept_)))
+        return np.asarray(self.y_low_ + (self.y_high_ - self.y_low_) * z, np.float64)
+
+    def __sklearn_tags__(self) -> Any:
+        tags = super().__sklearn_tags__()
+        tags.regressor_tags.poor_score = True
+        return tags
+
+
+# ---------------------------------------------------------------------------------------
+# Cross-fitting and evaluation
+# ---------------------------------------------------------------------------------------
+
+
+def _level(method: str) -> Literal["criterion", "response"]:
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}, not {method!r}")
+    return "criterion" if method in CRITERION_METHODS else "response"
+
+
+def _make(method: Method, per_group: bool, metric: ThresholdMetric) -> BaseEstimator:
+    if method == "threshold":
+        return ThresholdCalibrator(metric=metric, per_group=per_group)
+    if method == "leniency":
+        return LeniencyCalibrator(per_group=per_group)
+    return ScoreCalibrator(method=method)
+
+
+def _item_X(items: pd.DataFrame, method: Method, codes: dict[str, int]) -> FloatArray:
+    first = items["judge_score"].to_numpy(np.float64)
+    g = np.array([codes.get(str(x), -1) for x in items["group"]], dtype=np.float64)
+    return np.column_stack([first, g])
+
+
+def _item_p(est: BaseEstimator, X: FloatArray) -> FloatArray:
+    proba = est.predict_proba(X)
+    if proba.shape[1] == 1:
+        return np.full(len(X), 1.0 if est.classes_[0] == 1 else 0.0)
+    return np.asarray(proba[:, -1], np.float64)
+
+
+@dataclass
+class CrossFit:
+    """Out-of-fold calibrated predictions.
+
+    Attributes:
+        method: The method.
+        level: ``"criterion"`` or ``"response"``.
+        folds: ``{task_id: fold}`` for the tasks with human-graded data.
+        items: The :func:`item_table` with an ``oof`` column (criterion level; else
+            None): the out-of-fold calibrated probability (NaN outside labelled tasks).
+        responses: :func:`response_table` plus ``oof`` (the out-of-fold calibrated
+            score; NaN where undefined or outside labelled tasks).
+        groups: Group labels in code order (criterion level).
+    """
+
+    method: Method
+    level: Literal["criterion", "response"]
+    folds: dict[str, int]
+    items: pd.DataFrame | None
+    responses: pd.DataFrame
+    groups: list[str] = field(default_factory=list)
+
+
+def cross_fit(
+    frames: Frames,
+    judge: str,
+    method: Method,
+    humans: Sequence[str] | None = None,
+    *,
+    n_splits: int = 5,
+    per_group: bool | None = None,
+    metric: ThresholdMetric = "kappa",
+    tag_prefix: str | None = None,
+) -> CrossFit:
+    """Out-of-fold calibrated predictions on the human-graded tasks.
+
+    Tasks with at least one human-labelled item (criterion level) or human-scored
+    response (response level) are split by ``GroupKFold(min(n_splits, n_tasks))``; each
+    fold is predicted by the calibrator fitted on the others.
+
+    Args:
+        frames: The benchmark frames.
+        judge: The judge's grader name.
+        method: One of :data:`METHODS`.
+        humans: The human graders (default: all).
+        n_splits: Folds (at most the number of labelled tasks; at least 2).
+        per_group: Per-tag calibration (default: False for ``threshold``, True for
+            ``leniency``; ignored at the response level).
+        metric: The threshold's objective.
+        tag_prefix: See :func:`item_table`.
+
+    Raises:
+        ValueError: Fewer than two labelled tasks, or an unknown method.
+    """
+    from sklearn.model_selection import GroupKFold  # type: ignore[import-untyped, unused-ignore]
+
+    level = _level(method)
+    pg = (method == "leniency") if per_group is None else per_group
+    resp = response_table(frames, judge, humans)
+    if level == "criterion":
+        items = item_table(frames, judge, humans, tag_prefix=tag_prefix)
+        groups = sorted({str(g) for g in items["group"]})
+        codes = {g: k for k, g in enumerate(groups)}
+        X = _item_X(items, method, codes)
+        labelled = np.isfinite(items["human_met"].to_numpy(np.float64))
+        tasks = items["task_id"].to_numpy(object)
+    else:
+        items = None
+        groups = []
+        codes = {}
+        X = resp["judge_score"].to_numpy(np.float64)[:, None]
+        labelled = np.isfinite(resp["human_score"].to_numpy(np.float64)) & np.isfinite(X[:, 0])
+        tasks = resp["task_id"].to_numpy(object)
+    lab_tasks = pd.unique(pd.Series(tasks[labelled], dtype=object))
+    if len(lab_tasks) < 2:
+        raise ValueError(
+            f"calibration needs human-graded data on at least two tasks; found {len(lab_tasks)}"
+        )
+    k = max(2, min(n_splits, len(lab_tasks)))
+    gkf = GroupKFold(n_splits=k)
+    lab_idx = np.flatnonzero(labelled)
+    folds: dict[str, int] = {}
+    for f, (_, test) in enumerate(gkf.split(lab_idx, groups=tasks[lab_idx])):
+        for t in set(tasks[lab_idx[test]]):
+            folds[str(t)] = f
+    fold_of = np.array([folds.get(str(t), -1) for t in tasks], dtype=np.int64)
+    y = (
+        items["human_met"].to_numpy(np.float64)
+        if items is not None
+        else resp["human_score"].to_numpy(np.float64)
+    )
+    oof = np.full(len(X), np.nan)
+    for f in range(k):
+        train = labelled & (fold_of != f)
+        test = fold_of == f
+        if level == "response":
+            test = test & np.isfinite(X[:, 0])
+        est = _make(method, pg, metric)
+        if level == "criterion":
+            est.fit(X[train], y[train].astype(np.int64))
+            oof[test] = _item_p(est, X[test])
+        else:
+            est.fit(X[train], y[train])
+            oof[test] = est.predict(X[test])
+    if items is not None:
+        items = items.assign(oof=oof)
+        scored = calibrated_response_scores(frames, items, np.where(np.isnan(oof), 0.0, oof))
+        inside = np.isin(scored["task_id"].to_numpy(object), list(folds))
+        oof_scores = scored["score"].where(inside)
+        resp = resp.assign(
+            oof=resp["response_id"].map(dict(zip(scored["response_id"], oof_scores, strict=True)))
+        )
+    else:
+        resp = resp.assign(oof=oof)
+    return CrossFit(method, level, folds, items, resp, groups)
+
+
+def _features_criterion(items: pd.DataFrame) -> tuple[list[Any], FloatArray]:
+    sel = np.isfinite(items["oof"].to_numpy(np.float64)) & np.isfinite(
+        items["human_met"].to_numpy(np.float64)
+    )
+    it = items.loc[sel]
+    y = it["human_met"].to_numpy(np.float64) == 1.0
+    before_v = it["judge_met"].to_numpy(bool)
+    after_p = it["oof"].to_numpy(np.float64)
+    after_v = after_p >= 0.5
+    before_p = it["judge_score"].to_numpy(np.float64)
+    cols = [
+        _onehot_conf(before_v, y),
+        _onehot_conf(after_v, y),
+        ((before_p - y) ** 2)[:, None],
+        ((after_p - y) ** 2)[:, None],
+        _bin_features(before_p, y.astype(np.float64)),
+        _bin_features(after_p, y.astype(np.float64)),
+        np.ones((len(it), 1)),
+    ]
+    return list(it["task_id"]), np.hstack(cols) if len(it) else np.zeros(
+        (0, 4 + 4 + 2 + 6 * N_BINS + 1)
+    )
+
+
+def _onehot_conf(pred: npt.NDArray[np.bool_], y: npt.NDArray[np.bool_]) -> FloatArray:
+    cell = np.where(pred, np.where(y, 0, 1), np.where(y, 2, 3))
+    return np.eye(4)[cell]
+
+
+def _bin_features(p: FloatArray, y: FloatArray) -> FloatArray:
+    b = _bin_index(p)
+    out = np.zeros((len(p), 3 * N_BINS))
+    r = np.arange(len(p))
+    out[r, 3 * b] = 1.0
+    out[r, 3 * b + 1] = p
+    out[r, 3 * b + 2] = y
+    return out
+
+
+def _ece_from_sums(s: FloatArray) -> FloatArray:
+    s3 = s.reshape(len(s), N_BINS, 3)
+    n = s3[:, :, 0].sum(axis=1)
+    out = np.full(len(s), np.nan)
+    np.divide(np.abs(s3[:, :, 1] - s3[:, :, 2]).sum(axis=1), n, out=out, where=n > 0)
+    return out
+
+
+def _criterion_figures(s: FloatArray) -> dict[str, FloatArray]:
+    mb = comparison_metrics(s[:, 0:4])
+    ma = comparison_metrics(s[:, 4:8])
+    n = s[:, -1]
+    nb = 10 + 3 * N_BINS
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = {}
+        for tag, m, brier, bins in (
+            ("before", mb, s[:, 8], s[:, 10:nb]),
+            ("after", ma, s[:, 9], s[:, nb : nb + 3 * N_BINS]),
+        ):
+            out[f"{tag}:cohen_kappa"] = m["cohen_kappa"]
+            out[f"{tag}:balanced_f1"] = m["balanced_f1"]
+            out[f"{tag}:percent_agreement"] = m["percent_agreement"]
+            out[f"{tag}:leniency_bias"] = m["leniency_bias"]
+            out[f"{tag}:brier"] = np.where(n > 0, brier / np.where(n > 0, n, 1), np.nan)
+            out[f"{tag}:ece"] = _ece_from_sums(bins)
+    return out
+
+
+def _features_response(resp: pd.DataFrame, threshold: float) -> tuple[list[Any], FloatArray]:
+    sel = (
+        np.isfinite(resp["oof"].to_numpy(np.float64))
+        & np.isfinite(resp["human_score"].to_numpy(np.float64))
+        & np.isfinite(resp["judge_score"].to_numpy(np.float64))
+    )
+    r = resp.loc[sel]
+    y = r["human_score"].to_numpy(np.float64)
+    cut = threshold - PASS_EPSILON
+    cols = []
+    for pred in (r["judge_score"].to_numpy(np.float64), r["oof"].to_numpy(np.float64)):
+        e = pred - y
+        cols += [
+            e[:, None],
+            np.abs(e)[:, None],
+            (e**2)[:, None],
+            _onehot_conf(pred >= cut, y >= cut),
+            _bin_features(pred, y),
+        ]
+    cols.append(np.ones((len(r), 1)))
+    width = 2 * (3 + 4 + 3 * N_BINS) + 1
+    return list(r["task_id"]), np.hstack(cols) if len(r) else np.zeros((0, width))
+
+
+def _response_figures(s: FloatArray) -> dict[str, FloatArray]:
+    n = s[:, -1]
+    safe = np.where(n > 0, n, 1.0)
+    block = 3 + 4 + 3 * N_BINS
+    out: dict[str, FloatArray] = {}
+    for k, tag in enumerate(("before", "after")):
+        o = k * block
+        conf = comparison_metrics(s[:, o + 3 : o + 7])
+        out[f"{tag}:mean_score_bias"] = np.where(n > 0, s[:, o] / safe, np.nan)
+        out[f"{tag}:mae"] = np.where(n > 0, s[:, o + 1] / safe, np.nan)
+        out[f"{tag}:rmse"] = np.where(n > 0, np.sqrt(s[:, o + 2] / safe), np.nan)
+        out[f"{tag}:brier"] = np.where(n > 0, s[:, o + 2] / safe, np.nan)
+        out[f"{tag}:ece"] = _ece_from_sums(s[:, o + 7 : o + block])
+        out[f"{tag}:pass_rate_bias"] = conf["leniency_bias"]
+        out[f"{tag}:pass_kappa"] = conf["cohen_kappa"]
+        out[f"{tag}:pass_agreement"] = conf["percent_agreement"]
+    return out
+
+
+def _evaluate(
+    tasks: list[Any], feats: FloatArray, figures: Any, n_boot: int, seed: int, ci: float
+) -> dict[str, dict[str, Any]]:
+    codes, labels = pd.factorize(pd.Series(tasks, dtype=object), sort=False)
+    per_task = np.zeros((len(labels), feats.shape[1]))
+    np.add.at(per_task, np.asarray(codes, dtype=np.intp), feats)
+    point = figures(per_task.sum(axis=0, keepdims=True))
+    reps: dict[str, FloatArray] = {}
+    if n_boot > 0 and len(labels) >= 2:
+        w = resampling_weights(len(labels), n_boot, seed).astype(np.float64)
+        reps = figures(w @ per_task)
+    names = sorted(
+        {k.split(":", 1)[1] for k in point}, key=lambda k: list(point).index(f"before:{k}")
+    )
+    out: dict[str, dict[str, Any]] = {"before": {}, "after": {}, "change": {}}
+    for name in names:
+        for tag in ("before", "after"):
+            key = f"{tag}:{name}"
+            v = float(point[key][0])
+            out[tag][name] = boot_json(
+                percentile_interval(
+                    v if math.isfinite(v) else None,
+                    reps.get(key, np.zeros(0)),
+                    n_boot=n_boot,
+                    n_clusters=len(labels),
+                    ci=ci,
+                    note="undefined on the held-out data",
+                )
+            )
+        d = float(point[f"after:{name}"][0] - point[f"before:{name}"][0])
+        drep = reps[f"after:{name}"] - reps[f"before:{name}"] if reps else np.zeros(0)
+        out["change"][name] = boot_json(
+            percentile_interval(
+                d if math.isfinite(d) else None,
+                drep,
+                n_boot=n_boot,
+                n_clusters=len(labels),
+                ci=ci,
+                note="undefined on the held-out data",
+            )
+        )
+    return out
+
+
+@dataclass
+class CalibrationResult:
+    """A fitted calibration with its held-out evaluation.
+
+    Attributes:
+        judge: The judge's grader name.
+        method: One of :data:`METHODS`.
+        level: ``"criterion"`` or ``"response"``.
+        estimator: The calibrator fitted on all human-graded data.
+        params: JSON-able learned parameters (enough to rebuild ``estimator``).
+        metrics: Held-out figures (``docs/agreement.md`` gives the shape).
+        split: ``{"scheme": "GroupKFold", "group": "task", "n_splits", "folds": {task: fold}}``.
+        provenance: Where the data came from (humans, counts, pass threshold, time).
+    """
+
+    judge: str
+    method: Method
+    level: Literal["criterion", "response"]
+    estimator: BaseEstimator
+    params: dict[str, Any]
+    metrics: dict[str, Any]
+    split: dict[str, Any]
+    provenance: dict[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able form (without the estimator object)."""
+        return {
+            "judge": self.judge,
+            "method": self.method,
+            "level": self.level,
+            "params": self.params,
+            "metrics": self.metrics,
+            "split": self.split,
+            "provenance": self.provenance,
+        }
+
+
+def _params(est: BaseEstimator, method: Method, groups: list[str]) -> dict[str, Any]:
+    p: dict[str, Any] = {
+        "method": method,
+        "sklearn_params": est.get_params(),
+        "groups": list(groups),
+    }
+    p["classes"] = [int(c) for c in est.classes_] if hasattr(est, "classes_") else None
+    if isinstance(est, _ThresholdBase):
+        p["threshold"] = est.threshold_
+        p["train_score"] = est.score_
+        p["group_thresholds"] = {
+            groups[c]: t for c, t in est.group_thresholds_.items() if 0 <= c < len(groups)
+        }
+        if isinstance(est, LeniencyCalibrator):
+            p["leniency"] = {
+                ("(overall)" if c == -1 else groups[c]): v
+                for c, v in est.leniency_.items()
+                if c < len(groups)
+            }
+    elif isinstance(est, ScoreCalibrator):
+        p["y_low"], p["y_high"] = est.y_low_, est.y_high_
+        if est.method == "isotonic":
+            p["x_thresholds"] = [float(x) for x in est.X_thresholds_]
+            p["y_thresholds"] = [float(x) for x in est.y_thresholds_]
+        else:
+            p["constant"] = est.constant_
+            p["coef"] = None if math.isnan(est.coef_) else est.coef_
+            p["intercept"] = None if math.isnan(est.intercept_) else est.intercept_
+    return p
+
+
+def calibrator_from_params(params: dict[str, Any]) -> BaseEstimator:
+    """Rebuild a fitted calibrator from :attr:`CalibrationResult.params` (e.g. from the DB).
+
+    Group codes are positions in ``params["groups"]``.
+    """
+    method = params["method"]
+    groups: list[str] = list(params.get("groups") or [])
+    code = {g: k for k, g in enumerate(groups)}
+    sk = dict(params.get("sklearn_params") or {})
+    est: BaseEstimator
+    if method in CRITERION_METHODS:
+        t: _ThresholdBase = (
+            ThresholdCalibrator(**sk) if method == "threshold" else LeniencyCalibrator(**sk)
+        )
+        t.threshold_ = float(params["threshold"])
+        t.score_ = float(params.get("train_score") or math.nan)
+        t.group_thresholds_ = {
+            code[g]: float(v) for g, v in (params.get("group_thresholds") or {}).items()
+        }
+        if isinstance(t, LeniencyCalibrator):
+            t.leniency_ = {
+                (-1 if g == "(overall)" else code[g]): float(v)
+                for g, v in (params.get("leniency") or {}).items()
+            }
+        est = t
+    elif method in RESPONSE_METHODS:
+        if sk.get("bounds") is not None:
+            sk["bounds"] = tuple(sk["bounds"])
+        sc = ScoreCalibrator(**sk)
+        sc.y_low_, sc.y_high_ = float(params["y_low"]), float(params["y_high"])
+        if method == "isotonic":
+            sc.X_thresholds_ = np.asarray(params["x_thresholds"], np.float64)
+            sc.y_thresholds_ = np.asarray(params["y_thresholds"], np.float64)
+        else:
+            sc.constant_ = params.get("constant")
+            sc.coef_ = math.nan if params.get("coef") is None else float(params["coef"])
+            sc.intercept_ = (
+                math.nan if params.get("intercept") is None else float(params["intercept"])
+            )
+        est = sc
+    else:
+        raise ValueError(f"unknown calibration method {method!r}")
+    if params.get("classes") is not None:
+        est.classes_ = np.asarray(params["classes"], dtype=np.int64)
+    est.n_features_in_ = 2 if method in CRITERION_METHODS else 1
+    return est
+
+
+def fit_calibration(
+    frames: Frames,
+    judge: str,
+    method: Method = "threshold",
+    humans: Sequence[str] | None = None,
+    *,
+    n_splits: int = 5,
+    per_group: bool | None = None,
+    metric: ThresholdMetric = "kappa",
+    tag_prefix: str | None = None,
+    n_boot: int = 1000,
+    seed: int = 0,
+    ci: float = 0.95,
+    benchmark: str | None = None,
+) -> CalibrationResult:
+    """Fit a calibration of ``judge`` and evaluate it on held-out tasks.
+
+    Args:
+        frames: The benchmark frames.
+        judge: The judge's grader name.
+        method: One of :data:`METHODS`.
+        humans: The human graders (default: all).
+        n_splits: GroupKFold folds.
+        per_group: Per-tag calibration (criterion-level methods; see :func:`cross_fit`).
+        metric: Objective of the threshold.
+        tag_prefix: See :func:`item_table`.
+        n_boot: Bootstrap resamples for the intervals of the held-out figures.
+        seed: Bootstrap seed.
+        ci: Confidence level.
+        benchmark: The benchmark's name, for the provenance.
+
+    Returns:
+        The calibrator fitted on all human-graded data with the cross-validated
+        figures (see the module docstring).
+
+    Raises:
+        ValueError: See :func:`cross_fit`.
+    """
+    names = [
+        h for h in (list(humans) if humans is not None else human_graders(frames)) if h != judge
+    ]
+    pg = (method == "leniency") if per_group is None else per_group
+    cf = cross_fit(
+        frames,
+        judge,
+        method,
+        names,
+        n_splits=n_splits,
+        per_group=pg,
+        metric=metric,
+        tag_prefix=tag_prefix,
+    )
+    level = cf.level
+    metrics: dict[str, Any] = {"level": level}
+    if cf.items is not None:
+        t, f = _features_criterion(cf.items)
+        metrics["criterion"] = _evaluate(t, f, _criterion_figures, n_boot, seed, ci)
+        sel = np.isfinite(cf.items["oof"]) & np.isfinite(cf.items["human_met"])
+        it = cf.items.loc[sel]
+        metrics["n_items"] = len(it)
+        metrics["reliability"] = {
+            "before": reliability_table(it["judge_score"], it["human_met"]),
+            "after": reliability_table(it["oof"], it["human_met"]),
+        }
+    t, f = _features_response(cf.responses, frames.pass_threshold)
+    metrics["response"] = _evaluate(t, f, _response_figures, n_boot, seed, ci)
+    rsel = (
+        np.isfinite(cf.responses["oof"])
+        & np.isfinite(cf.responses["human_score"])
+        & np.isfinite(cf.responses["judge_score"])
+    )
+    rr = cf.responses.loc[rsel]
+    metrics["n_responses"] = len(rr)
+    metrics["n_tasks"] = len(cf.folds)
+    if cf.items is None:
+        metrics["reliability"] = {
+            "before": reliability_table(rr["judge_score"], rr["human_score"]),
+            "after": reliability_table(rr["oof"], rr["human_score"]),
+        }
+    metrics["bootstrap"] = (
+        {"n_boot": n_boot, "seed": seed, "ci": ci, "cluster": "task"} if n_boot > 0 else None
+    )
+    # Final fit on everything labelled.
+    est = _make(method, pg, metric)
+    if cf.items is not None:
+        codes = {g: k for k, g in enumerate(cf.groups)}
+        X = _item_X(cf.items, method, codes)
+        lab = np.isfinite(cf.items["human_met"].to_numpy(np.float64))
+        est.fit(X[lab], cf.items["human_met"].to_numpy(np.float64)[lab].astype(np.int64))
+        n_train = int(lab.sum())
+    else:
+        r = cf.responses
+        lab = np.isfinite(r["human_score"].to_numpy(np.float64)) & np.isfinite(
+            r["judge_score"].to_numpy(np.float64)
+        )
+        est.fit(
+            r["judge_score"].to_numpy(np.float64)[lab][:, None],
+            r["human_score"].to_numpy(np.float64)[lab],
+        )
+        n_train = int(lab.sum())
+    from gradercal import __version__
+
+    return CalibrationResult(
+        judge=judge,
+        method=method,
+        level=level,
+        estimator=est,
+        params=_params(est, method, cf.groups) | {"tag_prefix": tag_prefix, "metric": metric},
+        metrics=metrics,
+        split={
+            "scheme": "GroupKFold",
+            "group": "task",
+            "n_splits": len(set(cf.folds.values())),
+            "folds": dict(sorted(cf.folds.items())),
+        },
+        provenance={
+            "benchmark": benchmark,
+            "judge": judge,
+            "humans": names,
+            "n_train": n_train,
+            "n_tasks": len(cf.folds),
+            "pass_threshold": float(frames.pass_threshold),
+            "gradercal_version": __version__,
+            "fitted_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        },
+    )
+
+
+def apply_calibration(
+    frames: Frames, judge: str, params: dict[str, Any], humans: Sequence[str] | None = None
+) -> pd.DataFrame:
+    """Calibrated response scores of a judge's (new) verdicts under a fitted calibration.
+
+    Args:
+        frames: The benchmark frames holding the judge's verdicts.
+        judge: The judge's grader name.
+        params: :attr:`CalibrationResult.params` (e.g. loaded from the database).
+        humans: Only used to build the tables (the consensus is not needed).
+
+    Returns:
+        ``response_id``, ``task_id``, ``model``, ``score`` (calibrated; NaN when the
+        judge's grading of the response is incomplete), plus ``judge_score`` (raw).
+    """
+    est = calibrator_from_params(params)
+    method: Method = params["method"]
+    resp = response_table(frames, judge, humans)
+    if method in CRITERION_METHODS:
+        items = item_table(frames, judge, humans, tag_prefix=params.get("tag_prefix"))
+        codes = {g: k for k, g in enumerate(params.get("groups") or [])}
+        p = _item_p(est, _item_X(items, method, codes)) if len(items) else np.zeros(0)
+        scored = calibrated_response_scores(frames, items, p)
+        out = scored.merge(
+            resp.loc[:, ["response_id", "judge_score"]], on="response_id", how="left"
+        )
+        return out.loc[out["response_id"].isin(set(resp["response_id"]))].reset_index(drop=True)
+    x = resp["judge_score"].to_numpy(np.float64)
+    score = np.full(len(x), np.nan)
+    ok = np.isfinite(x)
+    if ok.any():
+        score[ok] = est.predict(x[ok][:, None])
+    return pd.DataFrame(
+        {
+            "response_id": resp["response_id"],
+            "task_id": resp["task_id"],
+            "model": resp["model"],
+            "score": score,
+            "judge_score": x,
+        }
+    )

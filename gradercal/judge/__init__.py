@@ -1,0 +1,94 @@
+"""The LLM judge: prompts, the async client, the runner, prices and robustness probes.
+
+Core code: no SQLAlchemy, no Qt. :mod:`gradercal.db.judging` stores prompt versions,
+runs and verdicts; :mod:`gradercal.judge_cli` is the ``gradercal judge`` command.
+
+Typical use (what ``gradercal judge run`` does)::
+
+    client = JudgeClient(JudgeParams(model="gpt-4.1-mini"), base_url=url, api_key=key)
+    runner = JudgeRunner(client, DEFAULT_PROMPT, on_verdict=writer.submit, cache=cache)
+    stats = asyncio.run(runner.run(items, total=len(items)))
+"""
+
+from __future__ import annotations
+
+from gradercal.judge.artifacts import ArtifactInput, artifact_context, estimate_tokens
+from gradercal.judge.client import (
+    Completion,
+    JudgeClient,
+    JudgeFatalError,
+    JudgeParams,
+    RetryPolicy,
+    SampleOutcome,
+    retry_after_seconds,
+)
+from gradercal.judge.parse import ParsedReply, ReplyParseError, p_met_from_logprobs, parse_reply
+from gradercal.judge.pricing import Price, load_prices, price_for, prices_path
+from gradercal.judge.probes import (
+    PROBES,
+    FlipStats,
+    apply_probe,
+    expert_reference,
+    flip_stats,
+    length_bias,
+    wilson_interval,
+)
+from gradercal.judge.prompts import (
+    DEFAULT_PROMPT,
+    PromptContext,
+    PromptTemplate,
+    prompt_from_dict,
+)
+from gradercal.judge.runner import (
+    JudgeRunner,
+    MemoryCache,
+    RequestCache,
+    RunStats,
+    Verdict,
+    WorkItem,
+    aggregate,
+)
+from gradercal.judge.secrets import ApiKey, Redactor, public_url, resolve_api_key
+
+__all__ = [
+    "DEFAULT_PROMPT",
+    "PROBES",
+    "ApiKey",
+    "ArtifactInput",
+    "Completion",
+    "FlipStats",
+    "JudgeClient",
+    "JudgeFatalError",
+    "JudgeParams",
+    "JudgeRunner",
+    "MemoryCache",
+    "ParsedReply",
+    "Price",
+    "PromptContext",
+    "PromptTemplate",
+    "Redactor",
+    "ReplyParseError",
+    "RequestCache",
+    "RetryPolicy",
+    "RunStats",
+    "SampleOutcome",
+    "Verdict",
+    "WorkItem",
+    "aggregate",
+    "apply_probe",
+    "artifact_context",
+    "estimate_tokens",
+    "expert_reference",
+    "flip_stats",
+    "length_bias",
+    "load_prices",
+    "p_met_from_logprobs",
+    "parse_reply",
+    "price_for",
+    "prices_path",
+    "prompt_from_dict",
+    "public_url",
+    "resolve_api_key",
+    "retry_after_seconds",
+    "wilson_interval",
+]

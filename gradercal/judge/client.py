@@ -1,0 +1,596 @@
+"""The judge's HTTP client: chat completions through the official ``openai`` SDK.
+
+One :class:`JudgeClient` talks to one OpenAI-compatible server (OpenAI, Azure OpenAI,
+vLLM, Ollama, LiteLLM, …). It bounds the requests in flight with an
+:class:`asyncio.Semaphore`, and does its own retrying (the SDK's is switched off so that
+one policy governs): exponential backoff with jitter on timeouts, connection errors and
+5xx; on 429 and 503 it waits what ``Retry-After`` (or ``retry-after-ms``) says and
+pauses every other request of the client as long. A reply without a usable verdict is
+asked again up to :attr:`RetryPolicy.parse_attempts` times, then reported as a parse
+failure. 401, 403 and 404 stop the run (:class:`JudgeFatalError`): no later request
+could succeed.
+
+When a server rejects an optional feature with HTTP 400 naming it (``logprobs``,
+``response_format``, ``seed``, or ``max_tokens`` for models that want
+``max_completion_tokens``), the client adapts once for the rest of the run and records
+it in :attr:`JudgeClient.adaptations`.
+
+Every request is identified by :meth:`JudgeClient.cache_key`, a hash of its exact body,
+the server and the sample index, under which replies are cached.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import hashlib
+import logging
+import random
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any, Literal
+
+import openai
+import orjson
+from openai import AsyncOpenAI
+
+from gradercal.errors import GradercalError
+from gradercal.judge.parse import ReplyParseError, TokenLogprob, p_met_from_logprobs, parse_reply
+from gradercal.judge.secrets import Redactor, public_url
+
+log = logging.getLogger("gradercal.judge")
+
+ResponseFormat = Literal["json_object", "json_schema", "none"]
+SampleStatus = Literal["ok", "parse_failure", "error"]
+
+#: JSON schema of a verdict, sent with ``response_format=json_schema``.
+VERDICT_SCHEMA: Mapping[str, Any] = {
+    "type": "object",
+    "properties": {
+        "explanation": {"type": "string"},
+        "criteria_met": {"type": "boolean"},
+    },
+    "required": ["explanation", "criteria_met"],
+    "additionalProperties": False,
+}
+#: Placeholder sent when no key is configured (local servers ignore it).
+NO_KEY = "no-key"
+_RETRY_STATUSES = {408, 409, 425, 429, 500, 502, 503, 504}
+_FATAL_STATUSES = {401: "authentication failed", 403: "permission denied", 404: "not found"}
+
+
+class JudgeFatalError(GradercalError):
+    """The server refuses in a way no retry can fix (bad key, unknown model or URL)."""
+
+
+@dataclass(frozen=True)
+class JudgeParams:
+    """What is asked of the model; part of the judge's identity.
+
+    Attributes:
+        model: Model name as the server knows it.
+        temperature: Sampling temperature.
+        samples: Requests per (response, criterion); >1 gives confidence as the share
+            of samples that say met when the server returns no log-probabilities.
+        max_tokens: Completion token limit (None: the server's default).
+        response_format: ``json_object`` (JSON mode), ``json_schema`` (structured
+            output with :data:`VERDICT_SCHEMA`) or ``none``.
+        logprobs: Ask for log-probabilities (confidence from the verdict token).
+        top_logprobs: Alternatives per token when ``logprobs``.
+        seed: Sampling seed, for servers that honour it.
+    """
+
+    model: str
+    temperature: float = 0.0
+    samples: int = 1
+    max_tokens: int | None = 1024
+    response_format: ResponseFormat = "json_object"
+    logprobs: bool = True
+    top_logprobs: int = 5
+    seed: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.samples < 1:
+            raise ValueError("samples must be ≥ 1")
+        if self.response_format not in ("json_object", "json_schema", "none"):
+            raise ValueError(f"unknown response_format {self.response_format!r}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How hard the client tries.
+
+    Attributes:
+        max_attempts: HTTP attempts per sample on transient errors (timeouts, 429, 5xx).
+        parse_attempts: Replies per sample before a parse failure is recorded.
+        base_delay: First backoff delay in seconds (doubles per attempt, with jitter).
+        max_delay: Cap of the backoff delay.
+        max_retry_after: Cap of a server's ``Retry-After``.
+        timeout: Per-request timeout in seconds.
+    """
+
+    max_attempts: int = 6
+    parse_attempts: int = 3
+    base_delay: float = 1.0
+    max_delay: float = 60.0
+    max_retry_after: float = 600.0
+    timeout: float = 120.0
+
+
+@dataclass(frozen=True)
+class Completion:
+    """One reply of the server, as cached: content, usage and P(met) from log-probabilities."""
+
+    content: str | None
+    finish_reason: str | None
+    prompt_tokens: int
+    completion_tokens: int
+    p_met: float | None = None
+    server_model: str | None = None
+    request_id: str | None = None
+    usage_reported: bool = True
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @staticmethod
+    def from_json(value: Mapping[str, Any]) -> Completion:
+        p_met = value.get("p_met")
+        return Completion(
+            content=value.get("content"),
+            finish_reason=value.get("finish_reason"),
+            prompt_tokens=int(value.get("prompt_tokens", 0)),
+            completion_tokens=int(value.get("completion_tokens", 0)),
+            p_met=None if p_met is None else float(p_met),
+            server_model=value.get("server_model"),
+            request_id=value.get("request_id"),
+            usage_reported=bool(value.get("usage_reported", True)),
+        )
+
+
+@dataclass
+class SampleOutcome:
+    """The result of one sample (one logical request, with its retries).
+
+    ``prompt_tokens``/``completion_tokens`` add up every reply received over the
+    network (unparseable ones cost too); a cached reply adds nothing.
+    """
+
+    status: SampleStatus
+    cache_key: str
+    met: bool | None = None
+    explanation: str | None = None
+    p_met: float | None = None
+    raw: str | None = None
+    finish_reason: str | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_s: float = 0.0
+    attempts: int = 0
+    parse_failures: int = 0
+    errors: list[str] = field(default_factory=list)
+    cached: bool = False
+    cache_value: dict[str, Any] | None = None
+    server_model: str | None = None
+    request_id: str | None = None
+    usage_reported: bool = True
+
+    def provenance(self) -> dict[str, Any]:
+        """The JSON record of this sample kept with the verdict."""
+        out: dict[str, Any] = {
+            "status": self.status,
+            "met": self.met,
+            "p_met": self.p_met,
+            "raw": self.raw,
+            "finish_reason": self.finish_reason,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "latency_s": round(self.latency_s, 4),
+            "attempts": self.attempts,
+            "cached": self.cached,
+            "request_hash": self.cache_key,
+        }
+        if self.parse_failures:
+            out["parse_failures"] = self.parse_failures
+        if self.errors:
+            out["errors"] = self.errors[-5:]
+        if self.server_model:
+            out["server_model"] = self.server_model
+        if self.request_id:
+            out["request_id"] = self.request_id
+        if not self.usage_reported:
+            out["usage_reported"] = False
+        return out
+
+
+_JSON_HEADERS = {"Content-Type": "application/json"}
+HttpBackend = Literal["auto", "aiohttp", "httpx"]
+
+
+def _http_client(backend: HttpBackend) -> tuple[Any, str]:
+    """The SDK's HTTP client for ``backend`` (None: the SDK's own httpx client)."""
+    if backend == "httpx":
+        return None, "httpx"
+    factory = getattr(openai, "DefaultAioHttpClient", None)
+    try:
+        if factory is None:
+            raise RuntimeError("this version of the openai SDK has no aiohttp transport")
+        return factory(), "aiohttp"
+    except RuntimeError:
+        if backend == "aiohttp":
+            raise GradercalError(
+                "the aiohttp transport needs the openai[aiohttp] extra: pip install 'openai[aiohttp]'"
+            ) from None
+        return None, "httpx"
+
+
+def encode_body(body: Mapping[str, Any]) -> bytes:
+    """The JSON bytes sent for ``body`` (sorted keys, so equal bodies give equal bytes)."""
+    return orjson.dumps(body, option=orjson.OPT_SORT_KEYS)
+
+
+def _sample_key(digest: bytes, sample: int) -> str:
+    return hashlib.sha256(digest + b"#" + str(sample).encode()).hexdigest()
+
+
+class _Retry(Exception):
+    def __init__(self, message: str, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class _ItemError(Exception):
+    pass
+
+
+class _Adapted(Exception):
+    pass
+
+
+def retry_after_seconds(headers: Mapping[str, str], now: float | None = None) -> float | None:
+    """Seconds to wait from ``retry-after-ms`` or ``Retry-After`` (seconds or HTTP date)."""
+    lower = {k.lower(): v for k, v in headers.items()}
+    ms = lower.get("retry-after-ms")
+    if ms is not None:
+        try:
+            return max(float(ms) / 1000.0, 0.0)
+        except ValueError:
+            pass
+    value = lower.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return max(float(value), 0.0)
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    now = time.time() if now is None else now
+    return max(when.timestamp() - now, 0.0)
+
+
+class JudgeClient:
+    """Sends judge requests to one server with bounded concurrency and retries.
+
+    Args:
+        params: What to ask (model, temperature, …).
+        base_url: The server's OpenAI-compatible base URL (None: the SDK's default).
+        api_key: The key (None: a placeholder, for servers without authentication).
+        concurrency: Requests in flight at most.
+        retry: Retry policy.
+        seed: Seed of the backoff jitter (tests).
+        default_headers: Extra HTTP headers.
+        http_backend: ``aiohttp`` (the SDK's aiohttp transport, ``openai[aiohttp]``:
+            about a fifth less CPU per request), ``httpx`` (the SDK's default), or
+            ``auto``: aiohttp when installed.
+    """
+
+    def __init__(
+        self,
+        params: JudgeParams,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        concurrency: int = 8,
+        retry: RetryPolicy | None = None,
+        seed: int | None = None,
+        default_headers: Mapping[str, str] | None = None,
+        http_backend: HttpBackend = "auto",
+    ) -> None:
+        if concurrency < 1:
+            raise ValueError("concurrency must be ≥ 1")
+        self.params = params
+        self.params_dict = params.to_dict()
+        self.retry = retry or RetryPolicy()
+        self.base_url = base_url
+        self.public_base_url = public_url(base_url)
+        self.redact = Redactor(api_key)
+        self.concurrency = concurrency
+        self.adaptations: list[str] = []
+        self._sem = asyncio.Semaphore(concurrency)
+        self._paused_until = 0.0
+        self._rng = random.Random(seed)
+        self._logprobs = params.logprobs
+        self._response_format = params.response_format
+        self._seed = params.seed
+        self._tokens_field = "max_tokens"
+        self._settings_version = 0
+        self._server_tag = f"{self.public_base_url}\n".encode()
+        self.in_flight = 0
+        self.max_in_flight = 0
+        http_client, self.http_backend = _http_client(http_backend)
+        self._client = AsyncOpenAI(
+            api_key=api_key or NO_KEY,
+            base_url=base_url,
+            max_retries=0,
+            timeout=self.retry.timeout,
+            default_headers=default_headers,
+            http_client=http_client,
+        )
+
+    async def aclose(self) -> None:
+        await self._client.close()
+
+    async def __aenter__(self) -> JudgeClient:
+        return self
+
+    async def __aexit__(self, *_exc: object) -> None:
+        await self.aclose()
+
+    # -- requests ----------------------------------------------------------------
+    def request_body(self, messages: Sequence[Mapping[str, str]]) -> dict[str, Any]:
+        """The exact JSON body sent for ``messages`` under the current settings."""
+        p = self.params
+        body: dict[str, Any] = {
+            "model": p.model,
+            "messages": [dict(m) for m in messages],
+            "temperature": p.temperature,
+        }
+        if p.max_tokens is not None:
+            body[self._tokens_field] = p.max_tokens
+        if self._response_format == "json_object":
+            body["response_format"] = {"type": "json_object"}
+        elif self._response_format == "json_schema":
+            body["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": "verdict", "strict": True, "schema": VERDICT_SCHEMA},
+            }
+        if self._logprobs:
+            body["logprobs"] = True
+            body["top_logprobs"] = p.top_logprobs
+        if self._seed is not None:
+            body["seed"] = self._seed
+        return body
+
+    def cache_key(self, body: Mapping[str, Any], sample: int) -> str:
+        """The cache key of one request: its exact body, the server and the sample index."""
+        return _sample_key(self._digest(encode_body(body)), sample)
+
+    def _digest(self, data: bytes) -> bytes:
+        h = hashlib.sha256(self._server_tag)
+        h.update(data)
+        return h.digest()
+
+    async def sample(
+        self,
+        messages: Sequence[Mapping[str, str]],
+        index: int = 0,
+        cached: Mapping[str, Mapping[str, Any]] | None = None,
+    ) -> SampleOutcome:
+        """Ask for one verdict, with retries; never raises except :class:`JudgeFatalError`.
+
+        Args:
+            messages: The chat messages (from :meth:`PromptTemplate.render`).
+            index: Sample index (0 … samples−1), part of the cache key.
+            cached: Replies already known, by cache key (see :meth:`cache_key`).
+        """
+        start = time.monotonic()
+        out = SampleOutcome(status="error", cache_key="")
+        version = -1
+        data = b""
+        while True:
+            if version != self._settings_version:
+                version = self._settings_version
+                data = encode_body(self.request_body(messages))
+                out.cache_key = _sample_key(self._digest(data), index)
+            hit = cached.get(out.cache_key) if cached else None
+            if hit is not None and out.parse_failures == 0:
+                completion = Completion.from_json(hit)
+                out.cached = True
+            else:
+                out.cached = False
+                out.attempts += 1
+                try:
+                    completion = await self._send(data)
+                except _Adapted:
+                    out.attempts -= 1
+                    continue
+                except _ItemError as exc:
+                    out.errors.append(str(exc))
+                    out.status = "error"
+                    break
+                except _Retry as exc:
+                    out.errors.append(str(exc))
+                    if out.attempts >= self.retry.max_attempts:
+                        out.status = "error"
+                        break
+                    await self._backoff(out.attempts, exc.retry_after)
+                    continue
+                out.prompt_tokens += completion.prompt_tokens
+                out.completion_tokens += completion.completion_tokens
+                out.usage_reported = out.usage_reported and completion.usage_reported
+            out.raw = completion.content
+            out.finish_reason = completion.finish_reason
+            out.server_model = completion.server_model
+            out.request_id = completion.request_id
+            try:
+                parsed = parse_reply(completion.content)
+            except ReplyParseError as exc:
+                out.parse_failures += 1
+                out.errors.append(f"parse: {exc} (finish_reason {completion.finish_reason})")
+                if out.parse_failures >= self.retry.parse_attempts:
+                    out.status = "parse_failure"
+                    break
+                continue
+            out.status = "ok"
+            out.met = parsed.met
+            out.explanation = parsed.explanation
+            out.p_met = completion.p_met
+            if not out.cached:
+                out.cache_value = completion.to_json()
+            break
+        out.latency_s = time.monotonic() - start
+        return out
+
+    async def _send(self, data: bytes) -> Completion:
+        await self._wait_pause()
+        async with self._sem:
+            await self._wait_pause()
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+            try:
+                return await self._create(data)
+            finally:
+                self.in_flight -= 1
+
+    async def _create(self, data: bytes) -> Completion:
+        # The body goes out exactly as built and hashed, through the SDK's generic
+        # ``post`` (its documented way to send any request): ``chat.completions.create``
+        # would re-validate, transform and deep-copy every field, milliseconds per request.
+        try:
+            async with asyncio.timeout(self.retry.timeout + 1.0):
+                raw = await self._client.post(
+                    "/chat/completions",
+                    cast_to=bytes,
+                    content=data,
+                    options={"timeout": self.retry.timeout, "headers": _JSON_HEADERS},
+                )
+            reply = orjson.loads(raw)
+            if not isinstance(reply, dict):
+                raise ValueError("the reply is not a JSON object")
+        except (openai.APITimeoutError, TimeoutError) as exc:
+            raise _Retry(f"timeout after {self.retry.timeout:g} s") from exc
+        except openai.APIStatusError as exc:
+            raise self._status_error(exc) from exc
+        except openai.APIConnectionError as exc:
+            raise _Retry(f"connection error: {self._text(exc)}") from exc
+        except (openai.APIResponseValidationError, ValueError) as exc:
+            raise _Retry(f"invalid response body: {self._text(exc)}") from exc
+        return self._completion(reply)
+
+    def _status_error(self, exc: openai.APIStatusError) -> Exception:
+        status = exc.status_code
+        message = self._text(exc)
+        if status in _RETRY_STATUSES or status >= 500:
+            wait = None
+            if status in (429, 503):
+                wait = retry_after_seconds(dict(exc.response.headers))
+                if wait is not None:
+                    wait = min(wait, self.retry.max_retry_after)
+                    self._pause(wait)
+            return _Retry(f"HTTP {status}: {message}", wait)
+        if status in _FATAL_STATUSES:
+            return JudgeFatalError(
+                f"{_FATAL_STATUSES[status]} (HTTP {status}) at {self.public_base_url or 'the API'}"
+                f" for model {self.params.model!r}: {message}"
+            )
+        if status == 400 and self._adapt(message):
+            return _Adapted()
+        return _ItemError(f"HTTP {status}: {message}")
+
+    def _adapt(self, message: str) -> bool:
+        lower = message.lower()
+        if self._logprobs and "logprobs" in lower:
+            self._logprobs = False
+            self.adaptations.append("logprobs dropped (server rejected them)")
+        elif self._response_format != "none" and "response_format" in lower:
+            self._response_format = "none"
+            self.adaptations.append("response_format dropped (server rejected it)")
+        elif self._seed is not None and "seed" in lower:
+            self._seed = None
+            self.adaptations.append("seed dropped (server rejected it)")
+        elif self._tokens_field == "max_tokens" and "max_tokens" in lower:
+            self._tokens_field = "max_completion_tokens"
+            self.adaptations.append("max_tokens sent as max_completion_tokens")
+        else:
+            return False
+        self._settings_version += 1
+        log.info("judge: %s", self.adaptations[-1])
+        return True
+
+    def _completion(self, reply: Mapping[str, Any]) -> Completion:
+        choices = reply.get("choices") or []
+        choice = choices[0] if isinstance(choices, list) and choices else {}
+        if not isinstance(choice, dict):
+            choice = {}
+        message = choice.get("message") or {}
+        content = message.get("content") if isinstance(message, dict) else None
+        finish = choice.get("finish_reason")
+        p_met: float | None = None
+        lp = choice.get("logprobs")
+        tokens = lp.get("content") if isinstance(lp, dict) else None
+        if isinstance(tokens, list) and tokens:
+            try:
+                p_met = p_met_from_logprobs(
+                    TokenLogprob(
+                        str(t["token"]),
+                        float(t["logprob"]),
+                        tuple(
+                            (str(a["token"]), float(a["logprob"]))
+                            for a in t.get("top_logprobs") or ()
+                        ),
+                    )
+                    for t in tokens
+                )
+            except (KeyError, TypeError, ValueError, AttributeError):
+                p_met = None  # malformed log-probabilities: confidence falls back to samples
+        usage = reply.get("usage")
+        usage = usage if isinstance(usage, dict) else None
+        model = reply.get("model")
+        rid = reply.get("id")
+        return Completion(
+            content=None if content is None else self.redact(str(content)),
+            finish_reason=None if finish is None else str(finish),
+            prompt_tokens=int((usage or {}).get("prompt_tokens") or 0),
+            completion_tokens=int((usage or {}).get("completion_tokens") or 0),
+            p_met=p_met,
+            server_model=None if model is None else str(model),
+            request_id=None if rid is None else self.redact(str(rid)),
+            usage_reported=usage is not None,
+        )
+
+    def _text(self, exc: BaseException) -> str:
+        text = str(exc) or type(exc).__name__
+        return self.redact(text[:500])
+
+    # -- waiting -------------------------------------------------------------------
+    def _pause(self, seconds: float) -> None:
+        self._paused_until = max(self._paused_until, time.monotonic() + seconds)
+
+    async def _wait_pause(self) -> None:
+        while (delay := self._paused_until - time.monotonic()) > 0:
+            await asyncio.sleep(delay)
+
+    def backoff_delay(self, attempt: int, retry_after: float | None = None) -> float:
+        """Seconds to wait before attempt ``attempt + 1``.
+
+        With ``retry_after`` (from the server): that, plus up to 10% jitter. Otherwise
+        exponential backoff with "equal jitter": uniform in [d/2, d] for
+        ``d = min(max_delay, base_delay · 2^(attempt−1))``.
+        """
+        if retry_after is not None:
+            return retry_after * (1.0 + 0.1 * self._rng.random())
+        d = min(self.retry.max_delay, self.retry.base_delay * 2 ** (attempt - 1))
+        return float(d / 2 + self._rng.random() * d / 2)
+
+    async def _backoff(self, attempt: int, retry_after: float | None) -> None:
+        delay = self.backoff_delay(attempt, retry_after)
+        log.debug("judge: retry in %.2f s (attempt %d)", delay, attempt)
+        await asyncio.sleep(delay)
+        await self._wait_pause()

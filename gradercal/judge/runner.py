@@ -1,0 +1,377 @@
+"""The judge runner: every (response, criterion) work item through the client, verdict by verdict.
+
+:class:`JudgeRunner` pulls :class:`WorkItem` objects from an iterable, renders each
+with the prompt, asks the client for ``samples`` verdicts (cached replies are looked
+up in bulk beforehand) and hands every :class:`Verdict` to ``on_verdict`` as soon as
+it is complete, so the caller can commit it right away. Memory stays flat however
+long the run: items are read lazily and nothing is kept per item after its verdict.
+
+A verdict's ``met`` is the majority of the samples that parsed (ties go to the first
+sample's verdict); ``p_met`` is the mean P(met) from log-probabilities when every
+such sample has one, else the share of samples that say met; ``confidence`` is the
+probability of the verdict given (``p_met`` when met, ``1 − p_met`` when not). A
+work item none of whose samples parsed is a ``parse_failure`` (or an ``error`` after
+HTTP failures), with ``met`` None: never "not met".
+
+The run stops early, cleanly, when the cost reaches ``max_cost`` (no new request is
+started once the spent cost plus the expected cost of the requests in flight would
+pass it), on a :class:`~gradercal.judge.client.JudgeFatalError`, or when ``stop()``
+is called (a UI's Cancel). Cancelling the task (Ctrl+C) stops it at once; verdicts
+already handed over are the caller's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from itertools import islice
+from typing import Any, Literal, Protocol
+
+from gradercal.judge.client import JudgeClient, JudgeFatalError, SampleOutcome
+from gradercal.judge.pricing import Price
+from gradercal.judge.prompts import PromptContext, PromptTemplate
+
+VerdictStatus = Literal["ok", "parse_failure", "error"]
+RunStatus = Literal["running", "completed", "stopped_cost", "cancelled", "failed"]
+
+
+@dataclass(frozen=True)
+class WorkItem:
+    """One (response, criterion) pair to judge.
+
+    ``ref`` is the caller's own handle (e.g. database keys), passed through untouched.
+    """
+
+    ref: Hashable
+    task_id: str
+    response_id: str
+    criterion_id: str
+    response_text: str
+    criterion_text: str
+    points: int = 0
+    task_prompt: str = ""
+    criterion_tags: tuple[str, ...] = ()
+    artifacts: str = ""
+
+    def context(self) -> PromptContext:
+        return PromptContext(
+            response=self.response_text,
+            criterion=self.criterion_text,
+            points=self.points,
+            task_prompt=self.task_prompt,
+            criterion_tags=self.criterion_tags,
+            artifacts=self.artifacts,
+        )
+
+
+@dataclass
+class Verdict:
+    """The judge's verdict on one work item, with everything needed to store it."""
+
+    item: WorkItem
+    status: VerdictStatus
+    met: bool | None
+    confidence: float | None
+    p_met: float | None
+    rationale: str | None
+    provenance: dict[str, Any]
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    network_requests: int = 0
+    cache_entries: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+
+    @property
+    def cached(self) -> bool:
+        return self.network_requests == 0
+
+
+@dataclass
+class RunStats:
+    """Counters of a run, updated as verdicts arrive."""
+
+    total: int | None = None
+    done: int = 0
+    ok: int = 0
+    parse_failures: int = 0
+    errors: int = 0
+    cached: int = 0
+    requests: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    status: RunStatus = "running"
+    message: str | None = None
+    elapsed_s: float = 0.0
+    adaptations: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class RequestCache(Protocol):
+    """Replies known from earlier requests, looked up by cache key."""
+
+    def get_many(self, keys: Sequence[str]) -> Mapping[str, Mapping[str, Any]]: ...
+
+
+class MemoryCache:
+    """An in-memory :class:`RequestCache` (tests, probes without a database)."""
+
+    def __init__(self) -> None:
+        self.data: dict[str, dict[str, Any]] = {}
+
+    def get_many(self, keys: Sequence[str]) -> Mapping[str, Mapping[str, Any]]:
+        return {k: self.data[k] for k in keys if k in self.data}
+
+    def put(self, verdict: Verdict) -> None:
+        for key, value in verdict.cache_entries:
+            self.data[key] = value
+
+
+def aggregate(
+    item: WorkItem,
+    outcomes: Sequence[SampleOutcome],
+    *,
+    prompt: PromptTemplate,
+    client: JudgeClient,
+    price: Price | None,
+) -> Verdict:
+    """Combine the samples of one item into a :class:`Verdict` with its provenance."""
+    good = [o for o in outcomes if o.status == "ok" and o.met is not None]
+    prompt_tokens = sum(o.prompt_tokens for o in outcomes)
+    completion_tokens = sum(o.completion_tokens for o in outcomes)
+    requests = sum(o.attempts for o in outcomes)
+    cost = price.cost(prompt_tokens, completion_tokens) if price is not None else 0.0
+    met: bool | None = None
+    p_met: float | None = None
+    source: str | None = None
+    status: VerdictStatus
+    if good:
+        status = "ok"
+        votes = sum(1 for o in good if o.met)
+        share = votes / len(good)
+        met = good[0].met if share == 0.5 else share > 0.5
+        lps = [o.p_met for o in good]
+        if all(p is not None for p in lps):
+            p_met = sum(p for p in lps if p is not None) / len(lps)
+            source = "logprobs"
+        else:
+            p_met = share
+            source = "samples"
+    else:
+        status = "parse_failure" if any(o.status == "parse_failure" for o in outcomes) else "error"
+    confidence = None if p_met is None or met is None else (p_met if met else 1.0 - p_met)
+    rationale = next((o.explanation for o in good if o.met == met), None)
+    provenance: dict[str, Any] = {
+        "status": status,
+        "prompt_version": prompt.content_hash,
+        "prompt_name": prompt.name,
+        "model": client.params.model,
+        "base_url": client.public_base_url,
+        "parameters": dict(client.params_dict),
+        "adaptations": list(client.adaptations),
+        "p_met": p_met,
+        "confidence_source": source,
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": completion_tokens,
+        "latency_s": round(max((o.latency_s for o in outcomes), default=0.0), 4),
+        "requests": requests,
+        "cost_usd": cost,
+        "samples": [o.provenance() for o in outcomes],
+    }
+    return Verdict(
+        item=item,
+        status=status,
+        met=met,
+        confidence=None if confidence is None else round(confidence, 6),
+        p_met=p_met,
+        rationale=rationale,
+        provenance=provenance,
+        prompt_tokens=prompt_tokens,
+        completion_tokens=completion_tokens,
+        cost_usd=cost,
+        network_requests=requests,
+        cache_entries=[(o.cache_key, o.cache_value) for o in outcomes if o.cache_value],
+    )
+
+
+class JudgeRunner:
+    """Runs work items through a :class:`JudgeClient`.
+
+    Args:
+        client: The client (its ``concurrency`` bounds the requests in flight).
+        prompt: The prompt version.
+        on_verdict: Called with each verdict as soon as it is complete (from the event
+            loop's thread; keep it quick, e.g. put it on a writer's queue).
+        cache: Known replies; looked up in bulk, a chunk of items at a time.
+        price: Price of the model (None: cost not counted).
+        max_cost: Stop once this many USD would be exceeded (requires ``price``).
+        progress: Called with the run's :class:`RunStats` after each verdict.
+        chunk: Items whose cache entries are looked up together.
+    """
+
+    def __init__(
+        self,
+        client: JudgeClient,
+        prompt: PromptTemplate,
+        *,
+        on_verdict: Callable[[Verdict], None],
+        cache: RequestCache | None = None,
+        price: Price | None = None,
+        max_cost: float | None = None,
+        progress: Callable[[RunStats], None] | None = None,
+        chunk: int = 256,
+    ) -> None:
+        if max_cost is not None and price is None:
+            raise ValueError("max_cost needs the model's price")
+        self.client = client
+        self.prompt = prompt
+        self.on_verdict = on_verdict
+        self.cache = cache
+        self.price = price
+        self.max_cost = max_cost
+        self.progress = progress
+        self.chunk = max(chunk, client.concurrency)
+        self.stats = RunStats()
+        self._stopping = False
+        self._in_flight_items = 0
+
+    def stop(self, reason: str = "cancelled") -> None:
+        """Start no new work item; the run ends when those in flight are done."""
+        if not self._stopping:
+            self._stopping = True
+            if self.stats.status == "running":
+                self.stats.status = "cancelled" if reason == "cancelled" else "stopped_cost"
+                self.stats.message = None if reason == "cancelled" else reason
+
+    async def run(self, items: Iterable[WorkItem], total: int | None = None) -> RunStats:
+        """Judge every item (until stopped); returns the final :class:`RunStats`."""
+        start = time.monotonic()
+        self.stats.total = total
+        samples = self.client.params.samples
+        queue: asyncio.Queue[_Entry | None] = asyncio.Queue(maxsize=self.chunk)
+        n_workers = min(self.client.concurrency, total) if total else self.client.concurrency
+        n_workers = max(n_workers, 1)
+        first = asyncio.Event()
+
+        async def produce() -> None:
+            for batch in _chunks(iter(items), self.chunk):
+                if self._stopping:
+                    break
+                rendered = [self.prompt.render(it.context()) for it in batch]
+                known: Mapping[str, Mapping[str, Any]] = {}
+                if self.cache is not None:
+                    keys = [
+                        self.client.cache_key(self.client.request_body(msgs), i)
+                        for msgs in rendered
+                        for i in range(samples)
+                    ]
+                    known = await asyncio.to_thread(self.cache.get_many, keys)
+                for it, msgs in zip(batch, rendered, strict=True):
+                    if self._stopping:
+                        break
+                    await queue.put((it, msgs, known))
+            for _ in range(n_workers):
+                await queue.put(None)
+
+        async def work() -> None:
+            while (entry := await queue.get()) is not None:
+                if self._stopping:
+                    continue
+                item, messages, known = entry
+                if self.max_cost is not None and self._in_flight_items and not first.is_set():
+                    await first.wait()  # learn what one item costs before spending in parallel
+                if self._stopping:
+                    continue
+                if not self._budget_allows():
+                    self.stop(f"max cost {self.max_cost:g} USD reached")
+                    continue
+                self._in_flight_items += 1
+                try:
+                    verdict = await self._judge(item, known, messages)
+                finally:
+                    self._in_flight_items -= 1
+                self._account(verdict)
+                first.set()
+                self.on_verdict(verdict)
+                if self.progress is not None:
+                    self.stats.elapsed_s = time.monotonic() - start
+                    self.progress(self.stats)
+
+        try:
+            try:
+                async with asyncio.TaskGroup() as tg:
+                    tg.create_task(produce())
+                    for _ in range(n_workers):
+                        tg.create_task(work())
+            except* JudgeFatalError as group:
+                self.stats.status = "failed"
+                self.stats.message = str(group.exceptions[0])
+        except BaseExceptionGroup as group:  # e.g. on_verdict failed: raise that error itself
+            error = group.exceptions[0]
+            self.stats.status = "failed"
+            self.stats.message = str(error)
+            raise error from group
+        except asyncio.CancelledError:
+            self.stats.status = "cancelled"
+            raise
+        finally:
+            self.stats.elapsed_s = time.monotonic() - start
+            self.stats.adaptations = list(self.client.adaptations)
+        if self.stats.status == "running":
+            self.stats.status = "completed"
+        return self.stats
+
+    async def _judge(
+        self,
+        item: WorkItem,
+        known: Mapping[str, Mapping[str, Any]],
+        messages: list[dict[str, str]] | None = None,
+    ) -> Verdict:
+        if messages is None:
+            messages = self.prompt.render(item.context())
+        n = self.client.params.samples
+        if n == 1:
+            outcomes = [await self.client.sample(messages, 0, known)]
+        else:
+            outcomes = list(
+                await asyncio.gather(*(self.client.sample(messages, i, known) for i in range(n)))
+            )
+        return aggregate(item, outcomes, prompt=self.prompt, client=self.client, price=self.price)
+
+    def _account(self, v: Verdict) -> None:
+        s = self.stats
+        s.done += 1
+        s.requests += v.network_requests
+        s.prompt_tokens += v.prompt_tokens
+        s.completion_tokens += v.completion_tokens
+        s.cost_usd += v.cost_usd
+        if v.cached:
+            s.cached += 1
+        if v.status == "ok":
+            s.ok += 1
+        elif v.status == "parse_failure":
+            s.parse_failures += 1
+        else:
+            s.errors += 1
+        if self.max_cost is not None and s.cost_usd >= self.max_cost:
+            self.stop(f"max cost {self.max_cost:g} USD reached")
+
+    def _budget_allows(self) -> bool:
+        if self.max_cost is None:
+            return True
+        s = self.stats
+        paid = s.done - s.cached
+        per_item = s.cost_usd / paid if paid else 0.0
+        return s.cost_usd + per_item * (self._in_flight_items + 1) <= self.max_cost
+
+
+_Entry = tuple[WorkItem, list[dict[str, str]], Mapping[str, Mapping[str, Any]]]
+
+
+def _chunks(it: Iterator[WorkItem], size: int) -> Iterator[list[WorkItem]]:
+    while batch := list(islice(it, size)):
+        yield batch

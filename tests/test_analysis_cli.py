@@ -1,0 +1,313 @@
+"""The analysis commands through click's CliRunner on a SQLite database holding
+samples/demo (imported with `gradercal import`), and db/calibrations.py."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import click
+import pytest
+from click.testing import CliRunner, Result
+
+from gradercal import analysis_cli as acli
+from gradercal.cli import main
+from tests.conftest import DATA, DEMO
+
+COMMANDS = ("agreement", "alttest", "calibrate", "estimate", "health", "impact", "surveys")
+
+
+@pytest.fixture(scope="module")
+def demo_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("clidb") / "demo.sqlite"
+    res = CliRunner().invoke(main, ["import", str(DEMO), "--db", str(path)])
+    assert res.exit_code == 0, res.output
+    return path
+
+
+@pytest.fixture
+def db(demo_db: Path, tmp_path: Path) -> Path:
+    """A private copy of the demo database (for commands that write)."""
+    dst = tmp_path / "demo.sqlite"
+    for suffix in ("", "-wal", "-shm"):  # SQLite in WAL mode keeps recent pages aside
+        src = demo_db.with_name(demo_db.name + suffix)
+        if src.exists():
+            shutil.copy(src, dst.with_name(dst.name + suffix))
+    return dst
+
+
+def run(command: str, *args: Any) -> Result:
+    cmd: click.Command = getattr(acli, command)
+    return CliRunner().invoke(cmd, [str(a) for a in args])
+
+
+def run_json(command: str, *args: Any) -> Any:
+    res = run(command, *args, "--json")
+    assert res.exit_code == 0, res.output
+    return json.loads(res.output)
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_help(command: str) -> None:
+    res = run(command, "--help")
+    assert res.exit_code == 0
+    for option in ("--db", "--benchmark", "--json"):
+        assert option in res.output
+
+
+def test_agreement_json_equals_the_library(demo_db: Path) -> None:
+    from gradercal.agreement import agreement_report
+    from gradercal.db.repo import Repository
+    from gradercal.db.session import open_database
+
+    out = run_json(
+        "agreement",
+        "--db",
+        demo_db,
+        "--judge",
+        "judge-gpt",
+        "--by",
+        "tag",
+        "--bootstrap",
+        100,
+        "--seed",
+        3,
+    )
+    repo = Repository(open_database(str(demo_db)))
+    frames = repo.load_frames()
+    lib = agreement_report(
+        frames, judge="judge-gpt", by="tag", n_boot=100, seed=3, benchmark=out["benchmark"]
+    )
+    assert out == json.loads(json.dumps(acli._plain(lib)))
+    assert out["human_judge"]["confusion"] == {"tp": 174, "fp": 45, "fn": 17, "tn": 148}
+    assert set(out) >= {
+        "benchmark",
+        "humans",
+        "judge",
+        "bootstrap",
+        "human_human",
+        "human_judge",
+        "groups",
+    }
+    m = out["human_judge"]["metrics"]["balanced_f1"]
+    assert set(m) == {"value", "ci", "note"} and len(m["ci"]) == 2
+    repo.db.dispose()
+
+
+def test_agreement_tables(demo_db: Path) -> None:
+    res = run("agreement", "--db", demo_db, "--judge", "judge-gpt", "--bootstrap", 50)
+    assert res.exit_code == 0, res.output
+    for text in (
+        "Fleiss' kappa",
+        "Krippendorff's alpha",
+        "balanced F1",
+        "leniency bias",
+        "expert-ana",
+    ):
+        assert text in res.output
+    humans_only = run("agreement", "--db", demo_db, "--bootstrap", 0, "--by", "criterion")
+    assert humans_only.exit_code == 0 and "By criterion" in humans_only.output
+
+
+def test_unknown_judge_is_refused(demo_db: Path) -> None:
+    res = run("agreement", "--db", demo_db, "--judge", "nobody")
+    assert res.exit_code == 1
+    assert "no grader 'nobody'" in res.output
+    res = run("alttest", "--db", demo_db, "--judge", "judge-gpt", "--humans", "expert-ana")
+    assert res.exit_code == 1
+    assert "at least two human graders" in res.output
+    bad = run("agreement", "--db", demo_db, "--by", "colour")
+    assert bad.exit_code == 2
+
+
+def test_alttest(demo_db: Path) -> None:
+    out = run_json("alttest", "--db", demo_db, "--judge", "judge-gpt", "--epsilon", 0.1)
+    assert out["epsilon"] == 0.1 and out["n_items"] == 384 and out["n_humans"] == 3
+    assert set(out["annotators"][0]) >= {
+        "human",
+        "rho_judge",
+        "rho_human",
+        "p_value",
+        "p_adjusted",
+        "rejected",
+    }
+    text = run("alttest", "--db", demo_db, "--judge", "judge-gpt")
+    assert "winning rate" in text.output and "PASSES" in text.output
+
+
+def test_calibrate_saves_versions_and_impact_uses_the_active_one(db: Path) -> None:
+    from gradercal.db.calibrations import list_calibrations, load_calibration
+    from gradercal.db.repo import Repository
+    from gradercal.db.session import open_database
+
+    first = run_json(
+        "calibrate", "--db", db, "--judge", "judge-gpt", "--method", "leniency", "--bootstrap", 50
+    )
+    assert first["saved"]["version"] == 1 and first["saved"]["active"] is True
+    assert (
+        first["metrics"]["criterion"]["after"]["cohen_kappa"]["value"]
+        > first["metrics"]["criterion"]["before"]["cohen_kappa"]["value"]
+    )
+    again = run_json(
+        "calibrate", "--db", db, "--judge", "judge-gpt", "--method", "leniency", "--bootstrap", 0
+    )
+    assert again["saved"]["version"] == 2
+    iso = run_json(
+        "calibrate", "--db", db, "--judge", "judge-gpt", "--method", "isotonic", "--bootstrap", 0
+    )
+    assert iso["saved"]["version"] == 1 and iso["level"] == "response"
+    dry = run_json("calibrate", "--db", db, "--judge", "judge-gpt", "--no-save", "--bootstrap", 0)
+    assert dry["saved"] is None
+    repo = Repository(open_database(str(db)))
+    rows = list_calibrations(repo, judge="judge-gpt")
+    assert [(r.method, r.version, r.active) for r in rows] == [
+        ("isotonic", 1, True),
+        ("leniency", 2, False),
+        ("leniency", 1, False),
+    ]
+    active = load_calibration(repo, None, "judge-gpt")
+    assert active is not None and active.method == "isotonic"
+    assert load_calibration(repo, None, "judge-gpt", method="leniency").version == 2  # type: ignore[union-attr]
+    assert active.split["scheme"] == "GroupKFold" and active.metrics["level"] == "response"
+    assert active.params["method"] == "isotonic"
+    imp = run_json("impact", "--db", db, "--judge", "judge-gpt", "--bootstrap", 100)
+    assert imp["calibration"]["method"] == "isotonic" and imp["calibration"]["version"] == 1
+    assert imp["graders"] == ["consensus", "judge", "calibrated"]
+    from gradercal.db.calibrations import activate_calibration
+
+    activate_calibration(repo, rows[1].id)
+    assert load_calibration(repo, None, "judge-gpt").method == "leniency"  # type: ignore[union-attr]
+    repo.db.dispose()
+
+
+def test_impact_without_calibration(demo_db: Path) -> None:
+    out = run_json(
+        "impact",
+        "--db",
+        demo_db,
+        "--judge",
+        "judge-gpt",
+        "--calibration",
+        "none",
+        "--by",
+        "workflow",
+        "--bootstrap",
+        100,
+    )
+    assert out["graders"] == ["consensus", "judge"] and out["calibration"] is None
+    assert set(out["breakdowns"]) == {"workflow"}
+    assert out["n_paired"] == 30 and out["n_flips"]["judge"] == len(out["flips"])
+    text = run(
+        "impact",
+        "--db",
+        demo_db,
+        "--judge",
+        "judge-gpt",
+        "--calibration",
+        "threshold",
+        "--bootstrap",
+        50,
+    )
+    assert (
+        text.exit_code == 0
+        and "calibrated judge" in text.output
+        and "Pass ↔ fail flips" in text.output
+    )
+    bad = run("impact", "--db", demo_db, "--judge", "judge-gpt", "--by", "colour")
+    assert bad.exit_code == 2
+
+
+def test_estimate(demo_db: Path) -> None:
+    out = run_json("estimate", "--db", demo_db, "--judge", "judge-gpt")
+    assert out["stratify"] is None and len(out["models"]) == 3
+    row = out["models"][0]
+    assert set(row) >= {"model", "mean_score", "pass_rate", "pass_rate_rogan_gladen"}
+    # every demo response is expert-graded: PPI reduces to the experts' mean
+    assert row["mean_score"]["estimate"] == pytest.approx(row["mean_score"]["classical"])
+    assert row["mean_score"]["lambda"] == 0.0
+    strat = run_json("estimate", "--db", demo_db, "--judge", "judge-gpt", "--stratify", "workflow")
+    # ten responses per model over seven workflows: some strata have a single response
+    assert strat["models"][0]["mean_score"]["estimate"] is None
+    assert "fewer than two" in strat["models"][0]["mean_score"]["note"]
+    text = run("estimate", "--db", demo_db, "--judge", "judge-gpt")
+    assert text.exit_code == 0 and "Rogan–Gladen" in text.output
+
+
+def test_health(demo_db: Path) -> None:
+    out = run_json("health", "--db", demo_db, "--judge", "judge-gpt", "--limit", 3)
+    assert out["n_criteria"] == 128 and len(out["criteria"]) == 3
+    assert out["criteria"][0]["disagreements"]
+    impacts = [c["impact"] for c in out["criteria"]]
+    assert impacts == sorted(impacts, reverse=True)
+    text = run("health", "--db", demo_db, "--bar", 0.8, "--limit", 5)
+    assert text.exit_code == 0 and "Criterion health (bar 80%)" in text.output
+
+
+def test_surveys_and_task_reviews(db: Path) -> None:
+    from sqlalchemy import select
+
+    from gradercal.db import models as m
+    from gradercal.db.calibrations import load_task_reviews
+    from gradercal.db.repo import Repository
+    from gradercal.db.session import open_database
+
+    repo = Repository(open_database(str(db)))
+    with repo.db.write() as s:
+        tasks = s.execute(select(m.Task.id).order_by(m.Task.position)).scalars().all()[:4]
+        graders = {g.name: g.id for g in s.execute(select(m.Grader)).scalars()}
+        answers = {
+            "expert-ana": [
+                {"real_research": 5, "grounded": 4},
+                {"real_research": 4},
+                {"real_research": 5},
+                {},
+            ],
+            "expert-ben": [
+                {"real_research": 5, "grounded": 2},
+                {"real_research": 3},
+                {"real_research": 5},
+                {"strong_task": 4},
+            ],
+        }
+        for name, per_task in answers.items():
+            for tid, ans in zip(tasks, per_task, strict=True):
+                s.add(
+                    m.TaskReview(
+                        task_id=tid,
+                        grader_id=graders[name],
+                        answers=ans,
+                        created_at=m.utcnow(),
+                        updated_at=m.utcnow(),
+                    )
+                )
+    df = load_task_reviews(repo)
+    assert len(df) == 9 and set(df.columns) == {"task_id", "reviewer", "dimension", "answer"}
+    assert df["answer"].dtype == "int64"
+    repo.db.dispose()
+    out = run_json("surveys", "--db", db)
+    dims = {d["dimension"]: d for d in out["dimensions"]}
+    rr = dims["real_research"]
+    # answers 5, 4, 5, 5, 3, 5 → strongly agree 4/6, agree or strongly agree 5/6
+    assert rr["n_answers"] == 6
+    assert rr["share_strongly_agree"]["value"] == pytest.approx(4 / 6)
+    assert rr["share_agree_or_strongly_agree"]["value"] == pytest.approx(5 / 6)
+    assert rr["krippendorff_alpha"]["value"] is not None
+    assert dims["reasoning_skill"]["n_answers"] == 0
+    text = run("surveys", "--db", db)
+    assert text.exit_code == 0 and "real_research" in text.output
+
+
+def test_mini_benchmark_commands(tmp_path: Path) -> None:
+    path = tmp_path / "mini.sqlite"
+    assert (
+        CliRunner().invoke(main, ["import", str(DATA / "mini"), "--db", str(path)]).exit_code == 0
+    )
+    out = run_json("alttest", "--db", path, "--judge", "judge-x")
+    assert any("only two human graders" in w for w in out["warnings"])
+    agr = run_json("agreement", "--db", path, "--judge", "judge-x", "--bootstrap", 0)
+    assert agr["human_judge"]["confusion"] == {"tp": 3, "fp": 2, "fn": 1, "tn": 2}
+    assert agr["bootstrap"] is None
+    cal = run("calibrate", "--db", path, "--judge", "judge-x", "--bootstrap", 0, "--no-save")
+    assert cal.exit_code == 0, cal.output

@@ -1,0 +1,264 @@
+"""gradercal.calibration: scikit-learn conventions (check_estimator), hand-worked
+thresholds, independent cross-checks of the figures, persistence of the parameters, and
+held-out improvement on a synthetic judge with a fixed leniency."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy.optimize import minimize
+from sklearn.isotonic import IsotonicRegression
+from sklearn.metrics import brier_score_loss
+from sklearn.utils.estimator_checks import check_estimator
+
+from gradercal import calibration as cal
+from gradercal.formats import read_path
+from gradercal.frames import Frames, frames_from_data
+from gradercal.scoring import response_scores
+from gradercal.synth import SynthConfig, generate
+from tests.conftest import DATA, DEMO
+
+
+@pytest.fixture(scope="module")
+def demo() -> Frames:
+    return frames_from_data(read_path(DEMO))
+
+
+@pytest.fixture(scope="module")
+def lenient(tmp_path_factory: pytest.TempPathFactory) -> Frames:
+    """A synthetic benchmark whose judge says "met" on 25–30% of the truly unmet
+    accuracy and completeness criteria (a fixed leniency)."""
+    out = tmp_path_factory.mktemp("lenient") / "bench"
+    generate(
+        out,
+        SynthConfig(
+            tasks=40,
+            criteria_per_task=12,
+            responses_per_task=3,
+            human_graders=3,
+            artifacts_per_task=0,
+            judge_leniency={"axis:completeness": 0.3, "axis:accuracy": 0.25},
+            seed=1,
+        ),
+    )
+    return frames_from_data(read_path(out))
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.SkipTestWarning")
+@pytest.mark.parametrize(
+    "estimator",
+    [
+        cal.ThresholdCalibrator(),
+        cal.ThresholdCalibrator(metric="balanced_f1", per_group=True, min_group_size=5),
+        cal.LeniencyCalibrator(),
+        cal.LeniencyCalibrator(per_group=False),
+        cal.ScoreCalibrator("isotonic", bounds=None),
+        cal.ScoreCalibrator("platt", bounds=None),
+    ],
+    ids=lambda e: repr(e),
+)
+def test_scikit_learn_estimator_checks(estimator: object) -> None:
+    """Every check of scikit-learn's check_estimator passes (on failure it raises).
+
+    ScoreCalibrator is checked with ``bounds=None`` (targets of any range): the default
+    bounds (0, 1) reject scikit-learn's generic regression targets on purpose."""
+    check_estimator(estimator)
+
+
+def test_conventions_of_fitted_attributes() -> None:
+    est = cal.ThresholdCalibrator(metric="f1")
+    assert est.get_params() == {"metric": "f1", "per_group": False, "min_group_size": 30}
+    assert not hasattr(est, "threshold_")
+    X = np.array([[0.1], [0.4], [0.6], [0.9]])
+    assert est.fit(X, [0, 0, 1, 1]) is est
+    assert est.n_features_in_ == 1
+    with pytest.raises(ValueError, match="targets must lie in"):
+        cal.ScoreCalibrator().fit(X, [0.0, 0.2, 1.5, 1.0])
+
+
+def test_threshold_hand_worked() -> None:
+    # scores 0.2 0.4 0.6 0.7 0.9, truth 0 0 0 1 1.
+    # Candidates: 0.2 (all met), midpoints 0.3 0.5 0.65 0.8, and just above 0.9.
+    # At t = 0.65: predictions 0 0 0 1 1 = truth → kappa 1, the unique maximum.
+    X = np.array([[0.2], [0.4], [0.6], [0.7], [0.9]])
+    est = cal.ThresholdCalibrator().fit(X, [0, 0, 0, 1, 1])
+    assert est.threshold_ == pytest.approx(0.65)
+    assert est.score_ == pytest.approx(1.0)
+    assert est.predict(np.array([[0.64], [0.65], [0.66]])).tolist() == [0, 1, 1]
+    assert est.decision_function(np.array([[0.75]]))[0] == pytest.approx(0.1)
+    np.testing.assert_array_equal(est.predict_proba(np.array([[0.1], [0.8]])), [[1, 0], [0, 1]])
+    # With truth 0 0 1 0 1 the best kappa is at 0.5 (TP 2, FP 1 → kappa 0.615…) vs
+    # 0.8 (TP 1, FN 1 → 0.545…): po = 4/5 at 0.5, pe = .6·.4 + .4·.6 = .48
+    est2 = cal.ThresholdCalibrator().fit(X, [0, 0, 1, 0, 1])
+    assert est2.threshold_ == pytest.approx(0.5)
+    assert est2.score_ == pytest.approx((0.8 - 0.48) / 0.52)
+
+
+def test_threshold_per_group_falls_back_when_small() -> None:
+    rng = np.random.default_rng(0)
+    s = rng.random(200)
+    g = np.repeat([0, 1], 100)
+    y = np.where(g == 0, s > 0.3, s > 0.7).astype(int)
+    X = np.column_stack([s, g])
+    est = cal.ThresholdCalibrator(per_group=True, min_group_size=50).fit(X, y)
+    assert est.group_thresholds_[0] == pytest.approx(0.3, abs=0.02)
+    assert est.group_thresholds_[1] == pytest.approx(0.7, abs=0.02)
+    small = cal.ThresholdCalibrator(per_group=True, min_group_size=101).fit(X, y)
+    assert small.group_thresholds_ == {}
+
+
+def test_leniency_matches_the_expert_met_rate() -> None:
+    # Judge probabilities with a lenient judge: 8 of 10 said met (s ≥ .5), experts 5.
+    s = np.array([0.95, 0.9, 0.85, 0.8, 0.75, 0.7, 0.6, 0.55, 0.3, 0.1])
+    y = np.array([1, 1, 1, 1, 0, 1, 0, 0, 0, 0])
+    est = cal.LeniencyCalibrator(per_group=False).fit(s[:, None], y)
+    # the candidate whose met rate is closest to 5/10: midpoint of 0.8 and 0.75 (rate 4/10)
+    # and of 0.75 and 0.7 (rate 5/10) → 0.725, met rate exactly 0.5
+    assert est.threshold_ == pytest.approx(0.725)
+    assert est.predict(s[:, None]).mean() == 0.5
+    assert est.leniency_[-1] == pytest.approx(0.8 - 0.5)
+
+
+def test_score_calibrators_against_independent_fits() -> None:
+    rng = np.random.default_rng(5)
+    x = rng.random(300)
+    y = np.clip(0.8 * x**2 + 0.1 + rng.normal(0, 0.05, 300), 0, 1)
+    iso = cal.ScoreCalibrator("isotonic").fit(x[:, None], y)
+    ref = IsotonicRegression(y_min=0, y_max=1, out_of_bounds="clip").fit(x, y)
+    grid = np.linspace(-0.2, 1.2, 57)
+    np.testing.assert_allclose(iso.predict(grid[:, None]), ref.predict(grid), atol=1e-12)
+    platt = cal.ScoreCalibrator("platt").fit(x[:, None], y)
+
+    def loss(ab: np.ndarray) -> float:
+        p = 1 / (1 + np.exp(-(ab[0] * x + ab[1])))
+        return -float(np.sum(y * np.log(p) + (1 - y) * np.log(1 - p)))
+
+    opt = minimize(loss, np.zeros(2), method="BFGS", options={"gtol": 1e-10})
+    assert platt.coef_ == pytest.approx(opt.x[0], abs=1e-3)
+    assert platt.intercept_ == pytest.approx(opt.x[1], abs=1e-3)
+    assert np.all((platt.predict(grid[:, None]) > 0) & (platt.predict(grid[:, None]) < 1))
+
+
+def test_brier_ece_and_reliability() -> None:
+    p = np.array([0.05, 0.15, 0.15, 0.85, 0.95, 1.0])
+    y = np.array([0, 0, 1, 1, 1, 1])
+    assert cal.brier_score(p, y) == pytest.approx(brier_score_loss(y, p))
+    # bins: [0, .1): {0.05 → 0}; [.1, .2): {.15, .15 → 0, 1}; [.8, .9): {.85 → 1};
+    # [.9, 1]: {.95, 1.0 → 1, 1}
+    # ECE = (1·|.05 − 0| + 2·|.15 − .5| + 1·|.85 − 1| + 2·|.975 − 1|)/6 = (.05 + .7 + .15 + .05)/6
+    assert cal.expected_calibration_error(p, y) == pytest.approx(0.95 / 6)
+    table = cal.reliability_table(p, y)
+    assert [b["n"] for b in table] == [1, 2, 0, 0, 0, 0, 0, 0, 1, 2]
+    assert table[1]["mean_predicted"] == pytest.approx(0.15)
+    assert table[1]["mean_observed"] == pytest.approx(0.5)
+    assert table[2]["mean_predicted"] is None
+    assert cal.brier_score([], []) is None and cal.expected_calibration_error([], []) is None
+
+
+def test_raw_verdicts_reproduce_the_judge_scores(demo: Frames) -> None:
+    items = cal.item_table(demo, "judge-gpt")
+    assert len(items) == 384
+    scored = cal.calibrated_response_scores(demo, items, items["judge_met"].astype(float))
+    raw = response_scores(demo, "judge-gpt").set_index("response_id")["score"]
+    np.testing.assert_allclose(
+        scored.set_index("response_id")["score"].loc[raw.index], raw, atol=1e-15
+    )
+    # the judge's probability of met: confidence when it said met, 1 − confidence if not
+    j = demo.judgments.loc[demo.judgments["grader"] == "judge-gpt"].iloc[0]
+    row = items.loc[
+        (items["response_id"] == j["response_id"]) & (items["criterion_id"] == j["criterion_id"])
+    ]
+    expected = j["confidence"] if j["met"] else 1 - j["confidence"]
+    assert row["judge_score"].iloc[0] == pytest.approx(expected)
+
+
+def test_mini_partial_credit_and_missing_verdicts() -> None:
+    mini = frames_from_data(read_path(DATA / "mini"))
+    items = cal.item_table(mini, "judge-x")
+    scored = cal.calibrated_response_scores(mini, items, items["judge_met"].astype(float))
+    raw = response_scores(mini, "judge-x").set_index("response_id")["score"]
+    np.testing.assert_allclose(
+        scored.set_index("response_id")["score"].loc[raw.index], raw, atol=1e-15
+    )
+    # dropping one judged item makes that response incomplete (NaN), never "not met"
+    part = cal.calibrated_response_scores(
+        mini, items.iloc[1:], items["judge_met"].iloc[1:].astype(float)
+    )
+    assert np.isnan(part.set_index("response_id").loc[items["response_id"].iloc[0], "score"])
+
+
+@pytest.mark.parametrize("method", cal.METHODS)
+def test_params_round_trip_through_json(demo: Frames, method: cal.Method) -> None:
+    res = cal.fit_calibration(demo, "judge-gpt", method, n_boot=0)
+    params = json.loads(json.dumps(res.params, allow_nan=False))
+    rebuilt = cal.calibrator_from_params(params)
+    if method in cal.CRITERION_METHODS:
+        items = cal.item_table(demo, "judge-gpt")
+        codes = {g: k for k, g in enumerate(params["groups"])}
+        X = cal._item_X(items, method, codes)
+        np.testing.assert_array_equal(rebuilt.predict(X), res.estimator.predict(X))
+    else:
+        x = np.linspace(0, 1, 21)[:, None]
+        np.testing.assert_allclose(rebuilt.predict(x), res.estimator.predict(x), atol=1e-15)
+    applied = cal.apply_calibration(demo, "judge-gpt", params)
+    assert len(applied) == 30 and applied["score"].notna().all()
+    assert res.split["scheme"] == "GroupKFold" and len(res.split["folds"]) == 10
+    assert res.provenance["humans"] == ["expert-ana", "expert-ben", "expert-chloe"]
+
+
+def test_calibration_improves_held_out_agreement_with_a_lenient_judge(lenient: Frames) -> None:
+    before_after = {}
+    for method in ("threshold", "leniency"):
+        res = cal.fit_calibration(lenient, "judge", method, tag_prefix="axis:", n_boot=300, seed=2)
+        c = res.metrics["criterion"]
+        before_after[method] = c
+        # held out (GroupKFold by task), the calibrated judge agrees better with the experts
+        assert c["after"]["cohen_kappa"]["value"] > c["before"]["cohen_kappa"]["value"] + 0.08
+        assert c["change"]["cohen_kappa"]["ci"][0] > 0
+        # and its leniency shrinks
+        assert c["before"]["leniency_bias"]["value"] > 0.05
+        assert abs(c["after"]["leniency_bias"]["value"]) < c["before"]["leniency_bias"]["value"] / 2
+        r = res.metrics["response"]
+        assert abs(r["after"]["mean_score_bias"]["value"]) < abs(
+            r["before"]["mean_score_bias"]["value"]
+        )
+        assert r["after"]["mae"]["value"] < r["before"]["mae"]["value"]
+    # the rate-matching correction removes the bias almost exactly
+    assert abs(before_after["leniency"]["after"]["leniency_bias"]["value"]) < 0.02
+    iso = cal.fit_calibration(lenient, "judge", "isotonic", n_boot=0)
+    rb, ra = iso.metrics["response"]["before"], iso.metrics["response"]["after"]
+    assert abs(ra["mean_score_bias"]["value"]) < abs(rb["mean_score_bias"]["value"]) / 4
+    assert ra["ece"]["value"] < rb["ece"]["value"]
+
+
+def test_too_little_data_is_refused(tmp_path: Path) -> None:
+    mini = frames_from_data(read_path(DATA / "mini"))
+    # mini has two tasks: enough for two folds of the criterion-level methods
+    res = cal.fit_calibration(mini, "judge-x", "threshold", n_boot=0)
+    assert res.split["n_splits"] == 2
+    one_task = Frames(
+        mini.pass_threshold,
+        mini.tasks,
+        mini.criteria,
+        mini.responses,
+        mini.judgments.loc[mini.judgments["response_id"].str.startswith("M1")],
+        mini.adjudications,
+    )
+    with pytest.raises(ValueError, match="at least two tasks"):
+        cal.fit_calibration(one_task, "judge-x", "threshold", n_boot=0)
+
+
+def test_vote_share_of_several_judges() -> None:
+    mini = frames_from_data(read_path(DATA / "mini"))
+    # Two "judges" (ana and judge-x) against ben: the score is the share voting met and
+    # the raw verdict the strict majority (a 1–1 split is not met).
+    items = cal.item_table(mini, ["ana", "judge-x"], humans=["ben"])
+    by = {(r.response_id, r.criterion_id): r for r in items.itertuples()}
+    assert by[("M1-a", "c1")].judge_score == 1.0 and by[("M1-a", "c1")].judge_met
+    split = by[("M1-b", "c1")]  # ana not met, judge-x met
+    assert split.judge_score == 0.5 and not split.judge_met
+    assert split.human_met == 0.0  # ben: not met
+    assert len(items) == 10
