@@ -133,6 +133,13 @@ class LazyGroup(click.Group):
             "What the judge does to each model's score and pass rate.",
         ),
         "surveys": ("gradercal.analysis_cli:surveys", "Task review surveys per dimension."),
+        "assign": (
+            "gradercal.ops_cli:assign",
+            "Hand out responses to graders: K per response, balanced, seeded.",
+        ),
+        "packet": ("gradercal.ops_cli:packet", "Offline grading packets: export, merge, inspect."),
+        "backup": ("gradercal.ops_cli:backup", "A consistent copy of the database."),
+        "check": ("gradercal.ops_cli:check", "Integrity, orphan rows and artifact hashes."),
     }
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:

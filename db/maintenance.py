@@ -1,0 +1,555 @@
+"""Keeping a database safe: backups, integrity checks, opening a damaged file read-only.
+
+* :func:`backup` makes a consistent copy while others keep working: SQLite's online
+  backup API (checked with ``PRAGMA quick_check`` before it is renamed into place), or
+  ``pg_dump --format=custom`` for PostgreSQL (the password goes through the environment,
+  never the command line).
+* :func:`check` looks for everything that would mean lost or mixed-up work: SQLite's
+  ``PRAGMA integrity_check`` (or ``quick_check``) and ``foreign_key_check``; orphan rows
+  on both backends (a judgment whose response, criterion or grader is gone, a judgment
+  on a criterion of another task, an artifact without its bytes, history rows of
+  nothing …); every blob's bytes re-hashed against its sha256 and size.
+* :func:`open_checked` opens a database for the app: a SQLite file that fails its quick
+  check is opened **read-only**, with a message saying so, instead of crashing or
+  writing into a damaged file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import sqlite3
+import subprocess
+import time
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from sqlalchemy import create_engine, event, select, text
+from sqlalchemy.engine import URL
+
+from gradercal.db import models as m
+from gradercal.db.session import (
+    BUSY_TIMEOUT_MS,
+    Database,
+    DatabaseError,
+    display_url,
+    open_database,
+    resolve_url,
+)
+
+__all__ = [
+    "BackupReport",
+    "CheckProblem",
+    "CheckReport",
+    "MaintenanceError",
+    "OpenResult",
+    "backup",
+    "check",
+    "open_checked",
+]
+
+
+class MaintenanceError(DatabaseError):
+    """A backup or check could not be made; the message says why and what to do."""
+
+
+# -- backup ------------------------------------------------------------------------------------
+@dataclass
+class BackupReport:
+    database: str
+    path: str
+    method: str  # "sqlite-online-backup" or "pg_dump"
+    bytes: int
+    seconds: float
+    verified: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _stamp() -> str:
+    return datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+
+
+def default_backup_path(db: Database) -> Path:
+    """Next to a SQLite file (``NAME.backup-<time>.sqlite``); ``./gradercal-<db>-<time>.dump``."""
+    if db.is_sqlite and db.url.database:
+        src = Path(db.url.database)
+        return src.with_name(f"{src.name}.backup-{_stamp()}.sqlite")
+    return Path.cwd() / f"gradercal-{db.url.database or 'db'}-{_stamp()}.dump"
+
+
+def backup(db: Database, out: str | os.PathLike[str] | None = None) -> BackupReport:
+    """Copy the database consistently to ``out`` (default: :func:`default_backup_path`).
+
+    The copy is written to a temporary name, verified, flushed to disk and then renamed,
+    so ``out`` is either a complete backup or absent.
+
+    Raises:
+        MaintenanceError: the copy failed, or pg_dump is missing or failed.
+    """
+    started = time.perf_counter()
+    target = Path(out).expanduser().absolute() if out is not None else default_backup_path(db)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if db.is_sqlite:
+        if not db.url.database or db.url.database == ":memory:":
+            raise MaintenanceError("an in-memory database cannot be backed up")
+        src = Path(db.url.database)
+        if target.resolve() == src.resolve():
+            raise MaintenanceError(f"{target} is the database itself; choose another file")
+        verified = _backup_sqlite(src, target)
+        method = "sqlite-online-backup"
+    else:
+        _backup_postgres(db.url, target)
+        method, verified = "pg_dump", "pg_dump exited 0"
+    return BackupReport(
+        database=db.display,
+        path=str(target),
+        method=method,
+        bytes=target.stat().st_size,
+        seconds=round(time.perf_counter() - started, 3),
+        verified=verified,
+    )
+
+
+def _tmp_name(target: Path) -> Path:
+    return target.with_name(f".{target.name}.{os.getpid()}.tmp")
+
+
+def _backup_sqlite(src: Path, target: Path) -> str:
+    tmp = _tmp_name(target)
+    try:
+        source = sqlite3.connect(f"file:{quote(str(src))}?mode=ro", uri=True, timeout=30)
+        try:
+            dest = sqlite3.connect(str(tmp))
+            try:
+                source.backup(dest)
+                result = [r[0] for r in dest.execute("PRAGMA quick_check")]
+                dest.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            finally:
+                dest.close()
+        finally:
+            source.close()
+        if result != ["ok"]:
+            raise MaintenanceError(
+                f"the backup of {src} fails its integrity check ({'; '.join(result)[:300]}); "
+                "the database itself may be damaged: run `gradercal check`"
+            )
+        with tmp.open("rb+") as fh:
+            os.fsync(fh.fileno())
+        os.replace(tmp, target)
+        _fsync_dir(target.parent)
+    except sqlite3.Error as exc:
+        raise MaintenanceError(f"cannot back up {src}: {exc}") from None
+    except OSError as exc:
+        raise MaintenanceError(f"cannot write {target}: {exc.strerror or exc}") from None
+    finally:
+        for p in (tmp, tmp.with_name(tmp.name + "-wal"), tmp.with_name(tmp.name + "-shm")):
+            if p.exists():
+                p.unlink()
+    return "quick_check ok"
+
+
+def _backup_postgres(url: URL, target: Path) -> None:
+    exe = shutil.which("pg_dump")
+    if exe is None:
+        raise MaintenanceError(
+            "pg_dump was not found on PATH, so this PostgreSQL database cannot be backed up "
+            "from here. Install the PostgreSQL client tools (e.g. `apt-get install "
+            "postgresql-client`, the same major version as the server or newer), or use your "
+            "database provider's backups."
+        )
+    env = dict(os.environ)
+    if url.password is not None:
+        env["PGPASSWORD"] = str(url.password)
+    args = [exe, "--format=custom", "--no-password", "--file", str(_tmp_name(target))]
+    if url.host:
+        args += ["--host", url.host]
+    if url.port:
+        args += ["--port", str(url.port)]
+    if url.username:
+        args += ["--username", url.username]
+    args.append(str(url.database or "postgres"))
+    tmp = _tmp_name(target)
+    try:
+        proc = subprocess.run(args, env=env, capture_output=True, text=True, timeout=24 * 3600)
+        if proc.returncode != 0:
+            message = proc.stderr.strip() or f"exit status {proc.returncode}"
+            if url.password:
+                message = message.replace(str(url.password), "***")
+            raise MaintenanceError(f"pg_dump failed for {display_url(url)}: {message[:500]}")
+        with tmp.open("rb+") as fh:
+            os.fsync(fh.fileno())
+        os.replace(tmp, target)
+        _fsync_dir(target.parent)
+    except OSError as exc:
+        raise MaintenanceError(f"cannot run pg_dump or write {target}: {exc}") from None
+    except subprocess.TimeoutExpired:
+        raise MaintenanceError("pg_dump did not finish within a day; stopped") from None
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+def _fsync_dir(folder: Path) -> None:
+    if os.name != "posix":
+        return
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+# -- check --------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class CheckProblem:
+    check: str
+    message: str
+    count: int = 1
+
+
+@dataclass
+class CheckReport:
+    database: str
+    checks: list[str] = field(default_factory=list)
+    problems: list[CheckProblem] = field(default_factory=list)
+    blobs_checked: int = 0
+    bytes_hashed: int = 0
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["ok"] = self.ok
+        return out
+
+
+#: (name, SQL counting offending rows, message). Every query is plain SQL for both backends.
+ORPHAN_CHECKS: tuple[tuple[str, str, str], ...] = (
+    (
+        "task.benchmark",
+        "SELECT count(*) FROM task t LEFT JOIN benchmark b ON b.id = t.benchmark_id "
+        "WHERE b.id IS NULL",
+        "tasks whose benchmark is missing",
+    ),
+    (
+        "criterion.task",
+        "SELECT count(*) FROM criterion c LEFT JOIN task t ON t.id = c.task_id WHERE t.id IS NULL",
+        "criteria whose task is missing",
+    ),
+    (
+        "artifact.task",
+        "SELECT count(*) FROM artifact a LEFT JOIN task t ON t.id = a.task_id WHERE t.id IS NULL",
+        "artifacts whose task is missing",
+    ),
+    (
+        "artifact.blob",
+        "SELECT count(*) FROM artifact a LEFT JOIN blob b ON b.sha256 = a.sha256 "
+        "WHERE a.sha256 IS NOT NULL AND b.sha256 IS NULL",
+        "artifacts whose bytes are missing",
+    ),
+    (
+        "artifact.size",
+        "SELECT count(*) FROM artifact a JOIN blob b ON b.sha256 = a.sha256 "
+        "WHERE a.size IS NOT NULL AND a.size <> b.size",
+        "artifacts whose recorded size differs from their bytes",
+    ),
+    (
+        "response.task",
+        "SELECT count(*) FROM response r LEFT JOIN task t ON t.id = r.task_id "
+        "WHERE t.id IS NULL OR t.benchmark_id <> r.benchmark_id",
+        "responses whose task is missing or in another benchmark",
+    ),
+    (
+        "assignment.grader",
+        "SELECT count(*) FROM assignment a LEFT JOIN grader g ON g.id = a.grader_id "
+        "WHERE g.id IS NULL",
+        "assignments whose grader is missing",
+    ),
+    (
+        "assignment.response",
+        "SELECT count(*) FROM assignment a LEFT JOIN response r ON r.id = a.response_id "
+        "WHERE r.id IS NULL",
+        "assignments whose response is missing",
+    ),
+    (
+        "assignment.status",
+        "SELECT count(*) FROM assignment WHERE status NOT IN "
+        "('pending', 'in_progress', 'submitted', 'skipped')",
+        "assignments with an unknown status",
+    ),
+    (
+        "judgment.grader",
+        "SELECT count(*) FROM judgment j LEFT JOIN grader g ON g.id = j.grader_id "
+        "WHERE g.id IS NULL",
+        "judgments whose grader is missing",
+    ),
+    (
+        "judgment.response",
+        "SELECT count(*) FROM judgment j LEFT JOIN response r ON r.id = j.response_id "
+        "WHERE r.id IS NULL",
+        "judgments whose response is missing",
+    ),
+    (
+        "judgment.criterion",
+        "SELECT count(*) FROM judgment j LEFT JOIN criterion c ON c.id = j.criterion_id "
+        "LEFT JOIN response r ON r.id = j.response_id "
+        "WHERE c.id IS NULL OR (r.id IS NOT NULL AND c.task_id <> r.task_id)",
+        "judgments whose criterion is missing or belongs to another task than the response",
+    ),
+    (
+        "judgment.level",
+        "SELECT count(*) FROM judgment j JOIN criterion c ON c.id = j.criterion_id "
+        "WHERE j.level IS NOT NULL AND (j.level < 0 OR j.level >= c.levels)",
+        "judgments with a level outside their criterion's scale",
+    ),
+    (
+        "judgment.judge_run",
+        "SELECT count(*) FROM judgment j LEFT JOIN judge_run r ON r.id = j.judge_run_id "
+        "WHERE j.judge_run_id IS NOT NULL AND r.id IS NULL",
+        "judgments whose judge run is missing",
+    ),
+    (
+        "adjudication.response",
+        "SELECT count(*) FROM adjudication a LEFT JOIN response r ON r.id = a.response_id "
+        "LEFT JOIN criterion c ON c.id = a.criterion_id "
+        "WHERE r.id IS NULL OR c.id IS NULL OR c.task_id <> r.task_id",
+        "adjudications whose response or criterion is missing or mismatched",
+    ),
+    (
+        "task_review.task",
+        "SELECT count(*) FROM task_review v LEFT JOIN task t ON t.id = v.task_id "
+        "LEFT JOIN grader g ON g.id = v.grader_id WHERE t.id IS NULL OR g.id IS NULL",
+        "task reviews whose task or grader is missing",
+    ),
+    (
+        "revision.judgment",
+        "SELECT count(*) FROM revision v LEFT JOIN judgment j ON j.id = v.entity_id "
+        "WHERE v.entity IN ('judgment', 'packet_conflict') AND j.id IS NULL",
+        "judgment history rows whose judgment is missing",
+    ),
+    (
+        "revision.adjudication",
+        "SELECT count(*) FROM revision v LEFT JOIN adjudication a ON a.id = v.entity_id "
+        "WHERE v.entity = 'adjudication' AND a.id IS NULL",
+        "adjudication history rows whose adjudication is missing",
+    ),
+    (
+        "revision.task_review",
+        "SELECT count(*) FROM revision v LEFT JOIN task_review t ON t.id = v.entity_id "
+        "WHERE v.entity IN ('task_review', 'packet_conflict_review', 'packet_merge_review') "
+        "AND t.id IS NULL",
+        "task review history rows whose review is missing",
+    ),
+    (
+        "revision.assignment",
+        "SELECT count(*) FROM revision v LEFT JOIN assignment a ON a.id = v.entity_id "
+        "WHERE v.entity = 'packet_merge_assignment' AND a.id IS NULL",
+        "assignment history rows whose assignment is missing",
+    ),
+    (
+        "database_info.database_id",
+        "SELECT 1 - count(*) FROM database_info WHERE key = 'database_id'",
+        "the database has no database_id",
+    ),
+)
+
+
+def check(db: Database, *, quick: bool = False, blobs: bool = True) -> CheckReport:
+    """Check the database (see the module docstring). Reads only; never writes.
+
+    Args:
+        quick: SQLite ``quick_check`` instead of the slower full ``integrity_check``.
+        blobs: re-hash every artifact's bytes (reads them all).
+    """
+    started = time.perf_counter()
+    report = CheckReport(database=db.display)
+    if db.is_sqlite:
+        _sqlite_checks(db, quick, report)
+    try:
+        with db.engine.connect() as conn:
+            for name, sql, message in ORPHAN_CHECKS:
+                report.checks.append(name)
+                n = int(conn.execute(text(sql)).scalar() or 0)
+                if n:
+                    report.problems.append(CheckProblem(name, f"{n} {message}", n))
+    except Exception as exc:  # a damaged file fails in arbitrary places; say where
+        report.problems.append(CheckProblem("orphans", f"could not run the checks: {exc}"))
+    if blobs:
+        _blob_checks(db, report)
+    report.seconds = round(time.perf_counter() - started, 3)
+    return report
+
+
+def _sqlite_checks(db: Database, quick: bool, report: CheckReport) -> None:
+    pragma = "quick_check" if quick else "integrity_check"
+    report.checks.append(pragma)
+    raw = db.engine.raw_connection()
+    try:
+        cur = raw.cursor()
+        try:
+            lines = [str(r[0]) for r in cur.execute(f"PRAGMA {pragma}(100)")]
+        except sqlite3.DatabaseError as exc:
+            lines = [str(exc)]
+        if lines != ["ok"]:
+            report.problems.append(
+                CheckProblem(pragma, "SQLite reports damage: " + "; ".join(lines[:20]), len(lines))
+            )
+        report.checks.append("foreign_key_check")
+        try:
+            fk = list(cur.execute("PRAGMA foreign_key_check"))
+        except sqlite3.DatabaseError as exc:
+            fk = [(str(exc),)]
+        if fk:
+            tables = sorted({str(r[0]) for r in fk})
+            report.problems.append(
+                CheckProblem(
+                    "foreign_key_check",
+                    f"{len(fk)} rows refer to missing rows (tables: {', '.join(tables)})",
+                    len(fk),
+                )
+            )
+        cur.close()
+    finally:
+        raw.close()
+
+
+def _blob_checks(db: Database, report: CheckReport) -> None:
+    report.checks.append("blob.sha256")
+    bad: list[str] = []
+    try:
+        with db.read() as s:
+            keys = list(s.scalars(select(m.Blob.sha256).order_by(m.Blob.sha256)))
+            for start in range(0, len(keys), 16):
+                batch = keys[start : start + 16]
+                for digest, size, data in s.execute(
+                    select(m.Blob.sha256, m.Blob.size, m.Blob.data).where(m.Blob.sha256.in_(batch))
+                ):
+                    payload = bytes(data)
+                    report.blobs_checked += 1
+                    report.bytes_hashed += len(payload)
+                    if hashlib.sha256(payload).hexdigest() != digest or len(payload) != size:
+                        bad.append(digest)
+    except Exception as exc:
+        report.problems.append(CheckProblem("blob.sha256", f"could not read the blobs: {exc}"))
+        return
+    if bad:
+        report.problems.append(
+            CheckProblem(
+                "blob.sha256",
+                f"{len(bad)} artifact files whose bytes do not match their sha256 or size "
+                f"(first: {bad[0]})",
+                len(bad),
+            )
+        )
+
+
+# -- opening a damaged database ------------------------------------------------------------------
+@dataclass
+class OpenResult:
+    """A database opened for the app: ``read_only`` with a ``message`` when it is damaged."""
+
+    db: Database
+    read_only: bool = False
+    message: str | None = None
+
+
+def open_checked(db: str | os.PathLike[str] | URL | None = None) -> OpenResult:
+    """Open a database for the app; a damaged SQLite file is opened read-only.
+
+    A SQLite file is first checked with ``PRAGMA quick_check`` through a read-only
+    connection. When the file is damaged it is opened read-only (no migration, no
+    write) and ``message`` says what is wrong and what to do; PostgreSQL databases and
+    healthy files open as :func:`~gradercal.db.session.open_database` opens them.
+
+    Raises:
+        DatabaseError: the file cannot be read at all (the message says why).
+    """
+    url = db if isinstance(db, URL) else resolve_url(db)
+    if url.get_backend_name() != "sqlite" or not url.database or url.database == ":memory:":
+        return OpenResult(open_database(url))
+    path = Path(url.database)
+    if not path.exists():
+        return OpenResult(open_database(url))
+    problem = _quick_check_file(path)
+    if problem is None:
+        try:
+            return OpenResult(open_database(url))
+        except DatabaseError as exc:
+            if not _looks_damaged(str(exc)):
+                raise
+            problem = str(exc)
+    readonly = _open_read_only(path, problem)
+    return OpenResult(
+        readonly,
+        read_only=True,
+        message=(
+            f"{path} is damaged ({problem}). It was opened read-only: you can look at and "
+            "export what is readable, but nothing can be saved. Restore the latest backup "
+            f"({path.name}.backup-… or {path.name}.before-….bak next to it), or run "
+            "`gradercal check` for details."
+        ),
+    )
+
+
+def _quick_check_file(path: Path) -> str | None:
+    """None when the file passes ``quick_check``; else what is wrong."""
+    try:
+        conn = sqlite3.connect(f"file:{quote(str(path))}?mode=ro", uri=True, timeout=30)
+    except sqlite3.Error as exc:
+        return str(exc)
+    try:
+        rows = [str(r[0]) for r in conn.execute("PRAGMA quick_check(20)")]
+    except sqlite3.Error as exc:
+        return str(exc)
+    finally:
+        conn.close()
+    return None if rows == ["ok"] else "; ".join(rows)[:500]
+
+
+def _looks_damaged(message: str) -> bool:
+    lower = message.lower()
+    return any(
+        s in lower for s in ("malformed", "not a database", "disk image", "corrupt", "file is not")
+    )
+
+
+def _open_read_only(path: Path, problem: str) -> Database:
+    uri = f"file:{quote(str(path))}?mode=ro"
+    engine = create_engine(
+        "sqlite+pysqlite://",
+        creator=lambda: sqlite3.connect(uri, uri=True, check_same_thread=False),
+    )
+
+    def on_connect(dbapi_conn: Any, _record: Any) -> None:
+        dbapi_conn.isolation_level = None
+        cur = dbapi_conn.cursor()
+        cur.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        cur.execute("PRAGMA query_only = ON")
+        cur.close()
+
+    def on_begin(conn: Any) -> None:
+        conn.exec_driver_sql("BEGIN")
+
+    event.listen(engine, "connect", on_connect)
+    event.listen(engine, "begin", on_begin)
+    try:
+        with engine.connect() as conn:
+            conn.execute(text("SELECT count(*) FROM sqlite_master")).scalar()
+    except Exception as exc:
+        engine.dispose()
+        raise DatabaseError(
+            f"{path} is damaged beyond reading ({problem}; {exc}). Restore the latest backup "
+            f"({path.name}.backup-… or {path.name}.before-….bak next to it)."
+        ) from None
+    return Database(engine)
