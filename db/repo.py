@@ -858,10 +858,12 @@ class Repository:
                 raise NotFoundError(f"no criterion {criterion_id!r} on response {response_id!r}")
             now = m.utcnow()
             row = s.scalar(
-                select(m.Adjudication).where(
+                select(m.Adjudication)
+                .where(
                     tuple_(m.Adjudication.response_id, m.Adjudication.criterion_id)
                     == (resp.id, crit)
                 )
+                .with_for_update()  # two adjudicators at once: the second waits, no lost update
             )
             if row is None:
                 s.add(

@@ -426,3 +426,29 @@ def test_nan_and_infinity_are_not_json(mini: Path) -> None:
         )
     problems = problems_of(mini)
     assert any(p.startswith("judgments.jsonl:31: invalid JSON:") for p in problems), problems
+
+
+def test_nul_characters_are_refused_before_they_reach_a_database(mini: Path) -> None:
+    with (mini / "responses.jsonl").open("a") as fh:
+        fh.write('{"id": "n", "task_id": "M1", "model": "m", "text": "a\\u0000b"}\n')
+        fh.write(
+            '{"id": "ok", "task_id": "M1", "model": "m", "text": "a literal \\\\u0000 is fine"}\n'
+        )
+    assert problems_of(mini) == [
+        "responses.jsonl:5: contains a NUL character (\\u0000), which databases cannot store"
+    ]
+
+
+def test_points_and_labels_are_bounded(mini: Path) -> None:
+    rec = read_jsonl(mini / "tasks.jsonl")
+    rec[0]["rubric"][0]["points"] = 2**40
+    rec[0]["workflow"] = "w" * 201
+    write_jsonl(mini / "tasks.jsonl", rec)
+    problems = problems_of(mini)
+    assert (
+        "tasks.jsonl:1: rubric[0].points: 1099511627776 is greater than the maximum of 1000000"
+        in problems
+    )
+    assert any(p.startswith("tasks.jsonl:1: workflow:") and "too long" in p for p in problems), (
+        problems
+    )

@@ -198,11 +198,6 @@ def test_artifact_path_tricks(importer: Importer, trick: str, new_id: bool) -> N
     assert all(b"root:" not in b for b in stored)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="formats/v1.py _safe_path lets OSError (ENAMETOOLONG) escape from Path.resolve/"
-    "exists instead of reporting a Problem; remove this mark with the fix",
-)
 def test_an_overlong_artifact_path_is_a_validation_error(importer: Importer) -> None:
     folder = importer.folder()
     path = folder / "tasks.jsonl"
@@ -236,15 +231,8 @@ HUGE = [
 
 
 def _known_bug(backend: str, field: str, value: Any) -> str | None:
-    """Cases the importer does not handle yet (reported with a fix)."""
-    if field == "rubric.0.points" and (
-        value >= 2**63 or (backend == "postgres" and abs(value) >= 2**31)
-    ):
-        return "rubric points unbounded (task.schema.json): reaches the INTEGER column"
-    if field in ("workflow", "domain", "answer_format") and backend == "postgres":
-        return "no maxLength in task.schema.json for a VARCHAR(200) column"
-    if isinstance(value, str) and "\x00" in value and backend == "postgres":
-        return "NUL in text reaches PostgreSQL, which cannot store it"
+    """Cases the importer does not handle yet (reported with a fix). None left."""
+    del backend, field, value
     return None
 
 

@@ -42,6 +42,16 @@ def read_jsonl(path: Path, display: str, problems: list[Problem]) -> Iterator[tu
                 text = text[1:]
             if not text.strip():
                 continue
+            if "\\u0000" in text and _has_nul(_loads_or_none(text)):
+                problems.append(
+                    Problem(
+                        display,
+                        lineno,
+                        None,
+                        "contains a NUL character (\\u0000), which databases cannot store",
+                    )
+                )
+                continue
             try:
                 value = orjson.loads(text)
             except orjson.JSONDecodeError as exc:
@@ -66,6 +76,24 @@ def read_json(path: Path, display: str, problems: list[Problem]) -> Any:
             Problem(display, exc.lineno, None, f"invalid JSON: {exc.msg} (column {exc.colno})")
         )
         return None
+
+
+def _loads_or_none(text: str) -> Any:
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return None
+
+
+def _has_nul(value: Any) -> bool:
+    """True when any string (key or value) inside ``value`` holds a NUL character."""
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(_has_nul(k) or _has_nul(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_has_nul(v) for v in value)
+    return False
 
 
 @cache

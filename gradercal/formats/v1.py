@@ -299,18 +299,28 @@ class _Reader:
         if "\x00" in rel:
             self.problems.append(Problem(name, lineno, field_name, "path contains a NUL byte"))
             return None
-        target = (self.root / pure).resolve()
-        if not target.is_relative_to(self.root):
+        try:
+            target = (self.root / pure).resolve()
+            inside = target.is_relative_to(self.root)
+            exists = inside and target.exists()
+            is_file = exists and target.is_file()
+        except (OSError, ValueError) as exc:  # e.g. a name longer than the OS allows
+            reason = getattr(exc, "strerror", None) or str(exc)
+            self.problems.append(
+                Problem(name, lineno, field_name, f"unusable path {rel[:80]!r}…: {reason}")
+            )
+            return None
+        if not inside:
             self.problems.append(
                 Problem(name, lineno, field_name, f"path {rel!r} resolves outside the folder")
             )
             return None
-        if not target.exists():
+        if not exists:
             self.problems.append(
                 Problem(name, lineno, field_name, f"missing artifact file {rel!r}")
             )
             return None
-        if not target.is_file():
+        if not is_file:
             self.problems.append(Problem(name, lineno, field_name, f"{rel!r} is not a file"))
             return None
         return target
