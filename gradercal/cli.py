@@ -109,6 +109,7 @@ class LazyGroup(click.Group):
 
     #: command name → ("module:attribute", one-line help shown by ``gradercal --help``)
     lazy: ClassVar[dict[str, tuple[str, str]]] = {
+        "gui": ("gradercal.ui.cli:gui", "Open the grading app (or save a screenshot of it)."),
         "stats": ("gradercal.stats_cli:stats", "Agreement statistics of any unit,rater,value CSV."),
         "judge": ("gradercal.judge_cli:judge", "Run the LLM judge, manage its prompts, probe it."),
         "agreement": (

@@ -41,6 +41,7 @@ def test_every_command_has_help(command: tuple[str, ...]) -> None:
         ("judge",),
         ("judge", "prompt"),
         ("judge", "prices"),
+        ("packet",),
     ):
         assert "--db PATH|URL" in result.output
 

@@ -1,0 +1,592 @@
+"""The grading window driven like a grader would (pytest-qt, offscreen): keyboard only,
+blinded, saved as it goes, undoable, and back where it stopped."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from PySide6.QtCore import QAbstractItemModel, QModelIndex, Qt
+from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtWidgets import (
+    QAbstractButton,
+    QAbstractItemView,
+    QApplication,
+    QComboBox,
+    QLabel,
+    QLineEdit,
+    QPlainTextEdit,
+    QTabWidget,
+    QTextEdit,
+    QWidget,
+)
+from sqlalchemy import select
+
+from gradercal.db import models as m
+from gradercal.db.grading import GradingStore, JudgmentValue
+from gradercal.db.session import open_database
+from gradercal.ui import qt_workers
+from gradercal.ui.grading_state import TimeTracker
+from gradercal.ui.qt_main_window import QtMainWindow
+from gradercal.ui.qt_settings import QtAppSettings
+from gradercal.ui.qt_shortcuts_dialog import QtShortcutsDialog
+from gradercal.ui.qt_skip_dialog import QtSkipDialog
+from gradercal.ui.shortcuts import SHORTCUTS
+from tests.test_ui_support import (
+    GRADER,
+    JUDGE,
+    JUDGE_RATIONALE,
+    MODELS,
+    OTHER_GRADER,
+    OTHER_RATIONALE,
+    import_folder,
+    write_gui_benchmark,
+)
+
+pytestmark = pytest.mark.gui
+
+BENCH = "gui-bench"
+SECRETS = (*MODELS, JUDGE, OTHER_GRADER, JUDGE_RATIONALE, OTHER_RATIONALE)
+
+Opener = Callable[..., QtMainWindow]
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> str:
+    path = str(tmp_path / "gui.sqlite")
+    import_folder(path, write_gui_benchmark(tmp_path / "bench"))
+    return path
+
+
+@pytest.fixture
+def open_window(qtbot: Any, db_path: str, tmp_path: Path) -> Iterator[Opener]:
+    """Open a main window as GRADER (settings in a temporary INI file)."""
+    databases = []
+
+    def make(grader: str = GRADER, mode: str = "grading") -> QtMainWindow:
+        db = open_database(db_path)
+        databases.append(db)
+        settings = QtAppSettings(tmp_path / "settings.ini")
+        window = QtMainWindow(GradingStore(db), settings, db.display, track_time=True)
+        qtbot.addWidget(window)
+        window.resize(1500, 950)
+        window.show()
+        qtbot.waitExposed(window)
+        window.activateWindow()
+        qtbot.waitUntil(lambda: QApplication.activeWindow() is window)
+        window.start_session(grader, BENCH, mode, load=False)
+        if mode == "review":
+            assert window.review is not None
+            window.review.load()
+        else:
+            assert window.grading is not None
+            with qtbot.waitSignal(window.grading.item_ready, timeout=20_000):
+                window.grading.load_queue_now()
+        return window
+
+    yield make
+    qtbot.waitUntil(lambda: qt_workers.pending_jobs() == 0, timeout=20_000)
+    for db in databases:
+        db.dispose()
+
+
+def press(qtbot: Any, window: QWidget, key: str) -> None:
+    """Type a key sequence ("M", "Ctrl+Return", …) into whatever has the focus."""
+    seq = QKeySequence(key)[0]
+    target = QApplication.focusWidget() or window
+    qtbot.keyClick(target, seq.key(), seq.keyboardModifiers())
+
+
+def judgments(db_path: str, grader: str = GRADER) -> dict[tuple[str, str], m.Judgment]:
+    db = open_database(db_path)
+    try:
+        with db.read() as s:
+            rows = s.execute(
+                select(m.Response.external_id, m.Criterion.external_id, m.Judgment)
+                .join(m.Response, m.Response.id == m.Judgment.response_id)
+                .join(m.Criterion, m.Criterion.id == m.Judgment.criterion_id)
+                .join(m.Grader, m.Grader.id == m.Judgment.grader_id)
+                .where(m.Grader.name == grader)
+            ).all()
+            return {(r, c): j for r, c, j in rows}
+    finally:
+        db.dispose()
+
+
+def response_of(db_path: str, assignment_id: int) -> str:
+    """The external id of the response behind an assignment (the test may unblind)."""
+    db = open_database(db_path)
+    try:
+        with db.read() as s:
+            return str(
+                s.scalar(
+                    select(m.Response.external_id)
+                    .join(m.Assignment, m.Assignment.response_id == m.Response.id)
+                    .where(m.Assignment.id == assignment_id)
+                )
+            )
+    finally:
+        db.dispose()
+
+
+def go_to_task(qtbot: Any, window: QtMainWindow, task: str) -> int:
+    """Press ] until an item of ``task`` is shown (keyboard only); returns its index."""
+    g = window.grading
+    assert g is not None
+    for _ in range(len(g.queue)):
+        if g.current is not None and g.current.item.task_id == task:
+            return g.index
+        with qtbot.waitSignal(g.item_ready, timeout=20_000):
+            press(qtbot, window, "]")
+    raise AssertionError(f"no item of {task}")
+
+
+def test_a_response_is_graded_with_the_keyboard_only(
+    qtbot: Any, open_window: Opener, db_path: str
+) -> None:
+    window = open_window()
+    g = window.grading
+    assert g is not None
+    index = go_to_task(qtbot, window, "P1")
+    aid = g.queue[index].assignment_id
+    assert g.current_row() == 0
+    press(qtbot, window, "M")  # c1 met → moves on to c2
+    press(qtbot, window, "N")  # c2 not met
+    press(qtbot, window, "N")  # c3 (penalty) not met
+    press(qtbot, window, "P")  # c4 partial (3-level criterion)
+    press(qtbot, window, "R")
+    assert QApplication.focusWidget() is g.rubric.rationale
+    qtbot.keyClicks(g.rubric.rationale, "explains the t-test only")
+    press(qtbot, window, "Escape")
+    assert QApplication.focusWidget() is g.rubric.table
+    press(qtbot, window, "K")
+    press(qtbot, window, "U")  # c3 flagged unclear, focus to the note
+    qtbot.keyClicks(g.rubric.note, "penalty wording is vague")
+    press(qtbot, window, "Escape")
+    # c1 6 + c2 0 + c3 (penalty, not met) 0 + c4 partial 2·1/2 = 7 of 12 positive points
+    assert g.rubric.score_label.text().startswith("Score 0.58 · FAIL")
+    with qtbot.waitSignal(g.item_ready, timeout=20_000):
+        press(qtbot, window, "Ctrl+Return")
+    assert g.index != index  # moved on to the next open response
+
+    rid = response_of(db_path, aid)
+    rows = judgments(db_path)
+    got = {
+        c: (j.met, j.level, j.rationale, j.unclear, j.unclear_note, j.source)
+        for (r, c), j in rows.items()
+        if r == rid
+    }
+    assert got == {
+        "c1": (True, None, None, False, None, "ui"),
+        "c2": (False, None, None, False, None, "ui"),
+        "c3": (False, None, None, True, "penalty wording is vague", "ui"),
+        "c4": (False, 1, "explains the t-test only", False, None, "ui"),
+    }
+    store = GradingStore(open_database(db_path))
+    try:
+        assert store.queue_item(aid).status == "submitted"
+    finally:
+        store.db.dispose()
+
+
+def test_score_follows_the_verdicts(qtbot: Any, open_window: Opener) -> None:
+    window = open_window()
+    g = window.grading
+    assert g is not None
+    go_to_task(qtbot, window, "P1")
+    for key in ("M", "M", "N", "M"):  # c1 6, c2 4, c3 -3 not met, c4 2 met
+        press(qtbot, window, key)
+    # (6 + 4 + 0 + 2) / (6 + 4 + 2) = 1.0
+    assert g.rubric.score_label.text().startswith("Score 1.00 · PASS")
+    assert g.current_row() == 3  # the last criterion: nowhere to move on to
+    press(qtbot, window, "K")
+    press(qtbot, window, "M")  # the -3 penalty is met: (12 - 3) / 12 = 0.75
+    assert g.rubric.score_label.text().startswith("Score 0.75 · PASS")
+    assert g.current_row() == 3
+    press(qtbot, window, "Backspace")  # clear c4: the score is provisional again
+    assert g.rubric.score_label.text().startswith("So far 0.58 · 3 / 4 answered")
+
+
+def _texts_of_model(model: QAbstractItemModel, parent: QModelIndex | None = None) -> list[str]:
+    parent = parent or QModelIndex()
+    out: list[str] = []
+    for r in range(model.rowCount(parent)):
+        for c in range(model.columnCount(parent)):
+            idx = model.index(r, c, parent)
+            for role in (Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.ToolTipRole):
+                v = model.data(idx, role)
+                if v is not None:
+                    out.append(str(v))
+            if c == 0 and model.rowCount(idx) > 0:
+                out.extend(_texts_of_model(model, idx))
+    for c in range(model.columnCount(parent)):
+        v = model.headerData(c, Qt.Orientation.Horizontal)
+        if v is not None:
+            out.append(str(v))
+    return out
+
+
+def all_texts(window: QWidget) -> list[str]:
+    """Every text a person could see or hover in the window's widget tree."""
+    out = [window.windowTitle()]
+    for w in [window, *window.findChildren(QWidget)]:
+        out += [w.windowTitle(), w.toolTip(), w.statusTip(), w.whatsThis(), w.accessibleName()]
+        if isinstance(w, QLabel | QAbstractButton | QLineEdit):
+            out.append(w.text())
+        if isinstance(w, QLineEdit):
+            out.append(w.placeholderText())
+        if isinstance(w, QTextEdit):
+            out += [w.toPlainText(), w.toHtml()]
+        if isinstance(w, QPlainTextEdit):
+            out.append(w.toPlainText())
+        if isinstance(w, QComboBox):
+            out += [w.itemText(i) for i in range(w.count())]
+        if isinstance(w, QTabWidget):
+            for i in range(w.count()):
+                out += [w.tabText(i), w.tabToolTip(i)]
+        if isinstance(w, QAbstractItemView) and w.model() is not None:
+            out += _texts_of_model(w.model())
+    for a in window.findChildren(QAction):
+        out += [a.text(), a.toolTip(), a.statusTip()]
+    return [t for t in out if t]
+
+
+def assert_blind(window: QWidget) -> None:
+    texts = "\n".join(all_texts(window))
+    for secret in SECRETS:
+        assert secret not in texts, f"{secret!r} is visible"
+
+
+def test_grading_views_never_show_models_judges_or_other_graders(
+    qtbot: Any, open_window: Opener
+) -> None:
+    window = open_window()
+    g = window.grading
+    assert g is not None
+    window.queue_dock.show()
+    seen_tasks = set()
+    for i in range(len(g.queue)):
+        if i:
+            with qtbot.waitSignal(g.item_ready, timeout=20_000):
+                g.open_index(i)
+        for tab in range(g.artifacts.tabs.count()):  # open every artifact viewer
+            g.artifacts.tabs.setCurrentIndex(tab)
+            viewer = g.artifacts.viewer(tab)
+            qtbot.waitUntil(lambda v=viewer: v.is_ready, timeout=20_000)
+        seen_tasks.add(g.current.item.task_id if g.current else None)
+        assert g.current is not None and g.current.judgments == {}
+        assert_blind(window)
+    assert seen_tasks == {"P1", "P2", "P3"}
+    assert "Response A" in "\n".join(all_texts(window))
+    window.set_mode("review")
+    assert_blind(window)
+
+
+def test_closing_without_submitting_keeps_every_answer(
+    qtbot: Any, open_window: Opener, db_path: str
+) -> None:
+    window = open_window()
+    g = window.grading
+    assert g is not None
+    index = go_to_task(qtbot, window, "P1")
+    aid = g.queue[index].assignment_id
+    press(qtbot, window, "M")
+    press(qtbot, window, "N")
+    press(qtbot, window, "R")
+    qtbot.keyClicks(g.rubric.rationale, "typed just before closing")
+    window.close()  # no pause, no submit: the text is saved on close
+    rid = response_of(db_path, aid)
+    rows = {c: j for (r, c), j in judgments(db_path).items() if r == rid}
+    assert rows["c1"].met is True
+    assert rows["c2"].met is False
+    assert rows["c3"].rationale == "typed just before closing" and rows["c3"].met is None
+
+    again = open_window()
+    g2 = again.grading
+    assert g2 is not None
+    assert g2.current is not None and g2.current.item.assignment_id == aid
+    assert g2.state is not None
+    assert g2.state.value("c1").met is True and g2.state.value("c2").met is False
+    assert g2.current.item.status == "in_progress"
+
+
+def test_undo_and_redo_change_the_saved_judgment(
+    qtbot: Any, open_window: Opener, db_path: str
+) -> None:
+    window = open_window()
+    g = window.grading
+    assert g is not None
+    index = go_to_task(qtbot, window, "P1")
+    rid = response_of(db_path, g.queue[index].assignment_id)
+    press(qtbot, window, "M")  # c1 met
+    press(qtbot, window, "K")
+    press(qtbot, window, "N")  # c1 not met
+    assert judgments(db_path)[(rid, "c1")].met is False
+    undo = window.actions_by_id["edit.undo"]
+    assert undo.isEnabled() and undo.text() == "Undo Not met · c1"
+    press(qtbot, window, "Ctrl+Z")
+    assert judgments(db_path)[(rid, "c1")].met is True
+    press(qtbot, window, "Ctrl+Z")
+    assert judgments(db_path)[(rid, "c1")].met is None
+    assert g.state is not None and not g.state.value("c1").answered
+    press(qtbot, window, "Ctrl+Shift+Z")
+    row = judgments(db_path)[(rid, "c1")]
+    assert row.met is True
+    assert row.revision == 5  # met, not met, met (undo), none (undo), met (redo)
+    assert g.state.value("c1").met is True
+
+
+def test_undo_merges_typing_into_one_step(qtbot: Any, open_window: Opener, db_path: str) -> None:
+    window = open_window()
+    g = window.grading
+    assert g is not None
+    go_to_task(qtbot, window, "P1")
+    press(qtbot, window, "R")
+    qtbot.keyClicks(g.rubric.rationale, "first")
+    g.flush_text()
+    qtbot.keyClicks(g.rubric.rationale, " second")
+    g.flush_text()
+    assert g.undo_stack.count() == 1
+    press(qtbot, window, "Escape")
+    press(qtbot, window, "Ctrl+Z")
+    assert g.state is not None and g.state.value("c1").rationale is None
+    assert g.rubric.rationale.toPlainText() == ""
+
+
+def test_the_window_resumes_where_the_grader_stopped(qtbot: Any, open_window: Opener) -> None:
+    window = open_window()
+    g = window.grading
+    assert g is not None
+    for _ in range(4):
+        with qtbot.waitSignal(g.item_ready, timeout=20_000):
+            press(qtbot, window, "]")
+    press(qtbot, window, "J")
+    press(qtbot, window, "J")
+    where = (g.index, g.current_row())
+    assert where[0] == 4 and where[1] == min(2, len(g.state or []) - 1)
+    window.close()
+    again = open_window()
+    assert again.grading is not None
+    assert (again.grading.index, again.grading.current_row()) == where
+
+
+def test_resume_without_settings_uses_the_database(
+    qtbot: Any, open_window: Opener, db_path: str, tmp_path: Path
+) -> None:
+    store = GradingStore(open_database(db_path))
+    try:
+        store.create_grader(GRADER)
+        queue = store.ensure_queue(GRADER, BENCH)
+        store.save_judgment(queue[5].assignment_id, "c1", JudgmentValue(met=True))
+    finally:
+        store.db.dispose()
+    window = open_window()
+    assert window.grading is not None and window.grading.index == 5
+
+
+def test_submit_needs_every_criterion_and_skip_needs_a_reason(
+    qtbot: Any, open_window: Opener
+) -> None:
+    window = open_window()
+    g = window.grading
+    assert g is not None
+    index = go_to_task(qtbot, window, "P1")
+    press(qtbot, window, "M")
+    press(qtbot, window, "Ctrl+Return")
+    assert g.index == index and g.queue[index].status != "submitted"
+    assert "not answered yet (c2, c3, c4)" in g.rubric.message.text()
+    assert g.current_row() == 1  # sent to the first unanswered criterion
+    dialog = QtSkipDialog("P1 · Response A")
+    qtbot.addWidget(dialog)
+    ok = dialog.buttons.button(dialog.buttons.StandardButton.Ok)
+    assert not ok.isEnabled()
+    dialog.choice.setCurrentIndex(1)
+    assert ok.isEnabled() and dialog.reason() == "Outside my expertise"
+    with qtbot.waitSignal(g.item_ready, timeout=20_000):
+        g.skip("Outside my expertise")
+    assert g.queue[index].status == "skipped"
+    assert g.queue[index].skip_reason == "Outside my expertise"
+
+
+def test_auto_criteria_are_read_only(qtbot: Any, open_window: Opener, db_path: str) -> None:
+    window = open_window()
+    g = window.grading
+    assert g is not None
+    index = go_to_task(qtbot, window, "P2")
+    assert g.state is not None and g.state.rows[0].is_auto
+    assert "answer answer.ic50 = " in g.rubric.auto_label.text()
+    press(qtbot, window, "M")
+    assert "graded automatically" in g.rubric.message.text()
+    rid = response_of(db_path, g.queue[index].assignment_id)
+    assert (rid, "auto1") not in judgments(db_path)
+
+
+def test_time_on_task_is_recorded(qtbot: Any, open_window: Opener) -> None:
+    clock = [1000.0]
+    window = open_window()
+    g = window.grading
+    assert g is not None
+    g.tracker = TimeTracker(idle_limit=300, clock=lambda: clock[0])
+    clock[0] += 42
+    # real input reaches the window's QWindow first, where the activity filter listens
+    handle = window.windowHandle()
+    assert handle is not None
+    qtbot.keyClick(handle, Qt.Key.Key_J)
+    assert g.tracker._last_input == 1042.0
+    assert g.current_row() == 1  # and the key still did its job
+    aid = g.queue[g.index].assignment_id
+    g.flush_time(final=True)
+    assert g.store.queue_item(aid).time_spent_s == pytest.approx(42.0)
+    assert "0 min on task" in g.progress_text()
+
+
+def test_time_tracker_leaves_idle_time_out() -> None:
+    now = [0.0]
+    t = TimeTracker(idle_limit=60, clock=lambda: now[0])
+    now[0] = 30
+    t.touch()
+    now[0] = 500  # away from 90 s to 500 s
+    t.touch()
+    now[0] = 510
+    assert t.take() == pytest.approx(90 + 10)
+    now[0] = 1000  # no input since 500: only 60 s count
+    assert t.take() == pytest.approx(50)
+
+
+def test_f1_lists_every_shortcut(qtbot: Any, open_window: Opener) -> None:
+    window = open_window()
+    press(qtbot, window, "F1")
+    dialog = window.findChild(QtShortcutsDialog)
+    assert dialog is not None and dialog.isVisible()
+    listed = "\n".join(_texts_of_model(dialog.tree.model()))
+    for s in SHORTCUTS:
+        assert s.label in listed
+    for sid, action in window.actions_by_id.items():
+        assert action.shortcuts(), f"{sid} has no key"
+
+
+def test_font_size_and_layout_are_remembered(qtbot: Any, open_window: Opener) -> None:
+    window = open_window()
+    before = window.settings.font_pt
+    press(qtbot, window, "Ctrl+=")
+    assert window.settings.font_pt == before + 1
+    assert window.stack.font().pointSize() == before + 1
+    assert window.grading is not None
+    window.grading.splitter.setSizes([300, 700, 500])
+    sizes = window.grading.splitter.sizes()
+    window.close()
+    again = open_window()
+    assert again.settings.font_pt == before + 1
+    assert again.grading is not None and again.grading.splitter.sizes() == sizes
+
+
+def test_task_review_with_the_keyboard(qtbot: Any, open_window: Opener) -> None:
+    window = open_window(mode="review")
+    r = window.review
+    assert r is not None and r.current is not None
+    assert r.current.task.id == "P1"
+    for key in ("4", "5", "2", "3"):
+        press(qtbot, window, key)
+
+    press(qtbot, window, "C")
+    qtbot.keyClicks(r.comment, "rubric c3 is vague")
+    press(qtbot, window, "Escape")
+    review = r.store.load_review(GRADER, BENCH, "P1").review
+    assert dict(review.answers) == {
+        "real_research": 4,
+        "reasoning_skill": 5,
+        "grounded": 2,
+        "strong_task": 3,
+    }
+    assert review.comment == "rubric c3 is vague"
+    press(qtbot, window, "]")
+    assert r.current.task.id == "P2"
+    assert r.progress_text() == "1 / 3 tasks reviewed"
+    assert_blind(window)
+
+
+def test_a_corrupt_artifact_leaves_the_window_working(
+    qtbot: Any, tmp_path: Path, open_window: Opener
+) -> None:
+    broken = str(tmp_path / "broken.sqlite")
+    import_folder(broken, write_gui_benchmark(tmp_path / "broken", corrupt_pdf=True))
+    db = open_database(broken)
+    try:
+        window = QtMainWindow(
+            GradingStore(db), QtAppSettings(tmp_path / "b.ini"), db.display, track_time=False
+        )
+        qtbot.addWidget(window)
+        window.show()
+        window.start_session(GRADER, BENCH, load=False)
+        g = window.grading
+        assert g is not None
+        with qtbot.waitSignal(g.item_ready, timeout=20_000):
+            g.load_queue_now()
+        index = next(i for i, q in enumerate(g.queue) if q.task_id == "P1")
+        with qtbot.waitSignal(g.item_ready, timeout=20_000):
+            g.open_index(index)
+        viewer = g.artifacts.current_viewer()
+        assert viewer is not None and viewer.error is not None
+        g.artifacts.step(1)  # the notes next to it still open
+        notes = g.artifacts.current_viewer()
+        assert notes is not None
+        qtbot.waitUntil(lambda: notes.is_ready, timeout=20_000)
+        assert notes.error is None
+        press(qtbot, window, "M")
+        assert g.state is not None and g.state.value("c1").met is True
+        qtbot.waitUntil(lambda: qt_workers.pending_jobs() == 0, timeout=20_000)
+        window.close()
+    finally:
+        db.dispose()
+
+
+def test_screenshot_mode_writes_the_whole_window(db_path: str, tmp_path: Path, qapp: Any) -> None:
+    from click.testing import CliRunner
+    from PySide6.QtGui import QImage
+
+    from gradercal.ui.cli import gui
+
+    out = tmp_path / "shot.png"
+    result = CliRunner().invoke(
+        gui, ["--db", db_path, "--grader", GRADER, "--screenshot", str(out), "--size", "1200x800"]
+    )
+    assert result.exit_code == 0, result.output
+    image = QImage(str(out))
+    assert (image.width(), image.height()) == (1200, 800)
+
+
+def test_the_blinding_check_finds_a_leak(qtbot: Any, open_window: Opener) -> None:
+    window = open_window()
+    assert window.grading is not None
+    assert_blind(window)
+    window.grading.response_title.setToolTip(f"by {MODELS[1]}")
+    with pytest.raises(AssertionError, match=MODELS[1]):
+        assert_blind(window)
+
+
+def test_the_start_page_lists_people_and_creates_a_new_grader(
+    qtbot: Any, db_path: str, tmp_path: Path
+) -> None:
+    db = open_database(db_path)
+    try:
+        settings = QtAppSettings(tmp_path / "start.ini")
+        window = QtMainWindow(GradingStore(db), settings, db.display, track_time=False)
+        qtbot.addWidget(window)
+        window.show()
+        page = window.show_start()
+        listed = [page.graders.item(i).text() for i in range(page.graders.count())]
+        assert len(listed) == 1 and listed[0].startswith(OTHER_GRADER)  # people only, no judge
+        qtbot.keyClicks(page.new_name, "dr-new")
+        with qtbot.waitSignal(window.session_started, timeout=10_000):
+            qtbot.keyClick(page.new_name, Qt.Key.Key_Return)
+        g = window.grading
+        assert g is not None and g.grader == "dr-new"
+        qtbot.waitUntil(lambda: g.current is not None, timeout=20_000)
+        assert window.windowTitle() == "gradercal — gui-bench — dr-new"
+        assert settings.last_grader(db.display) == "dr-new"
+        qtbot.waitUntil(lambda: qt_workers.pending_jobs() == 0, timeout=20_000)
+        window.close()
+    finally:
+        db.dispose()

@@ -1,0 +1,242 @@
+"""Artifact viewers (pytest-qt, offscreen): every sample file opens, every corrupt one says so."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QDesktopServices
+
+from gradercal.model import Artifact, ArtifactKind, artifact_kind_for
+from gradercal.ui import qt_workers
+from gradercal.ui.viewers import create_viewer
+from gradercal.ui.viewers import qt_pdf_viewer as pdfmod
+from gradercal.ui.viewers.qt_base import QtArtifactViewer, QtMessagePanel
+from gradercal.ui.viewers.sequences import gc_content, parse_sequences, wrapped
+from gradercal.ui.viewers.structures import MoleculeFile, StructureSummary, summarize
+from gradercal.ui.viewers.tables import read_table
+from tests.conftest import DEMO
+from tests.test_ui_support import CORRUPT, FASTA, GENBANK, MMCIF, PDB, SDF, make_pdf, sample_files
+
+pytestmark = pytest.mark.gui
+
+SAMPLES = sample_files()
+
+
+def _artifact(name: str, data: bytes) -> Artifact:
+    return Artifact(
+        kind=artifact_kind_for(name),
+        title=name,
+        path=f"artifacts/{name}",
+        original_name=name,
+        sha256=f"test-{name}-{len(data)}",
+        size=len(data),
+    )
+
+
+@pytest.fixture
+def open_viewer(qtbot: Any) -> Iterator[Any]:
+    def make(name: str, data: bytes) -> QtArtifactViewer:
+        viewer = create_viewer(_artifact(name, data), lambda: data)
+        qtbot.addWidget(viewer)
+        viewer.resize(800, 600)
+        viewer.show()
+        with qtbot.waitSignal(viewer.ready, timeout=20_000):
+            viewer.start()
+        return viewer
+
+    yield make
+    qtbot.waitUntil(lambda: qt_workers.pending_jobs() == 0, timeout=20_000)
+
+
+# -------------------------------------------------------------------------------- parsers
+
+
+def test_fasta_records_lengths_and_gc() -> None:
+    parsed = parse_sequences(FASTA, "x.fasta")
+    assert parsed.format == "fasta"
+    assert [(r.id, r.description, r.length) for r in parsed.records] == [
+        ("seq1", "first test construct", 39),
+        ("seq2", "second one", 10),
+    ]
+    # seq2 = ATATATATGC: one G and one C in ten bases
+    assert parsed.records[1].gc_content == pytest.approx(0.2)
+    assert gc_content("GGCCNNNN") == 1.0  # N is left out of the denominator
+    assert parse_sequences(b">p\nMKTAYIAKQRQISFVKSHFSRQ\n").records[0].kind == "protein"
+
+
+def test_genbank_record() -> None:
+    parsed = parse_sequences(GENBANK, "x.gb")
+    (rec,) = parsed.records
+    assert (rec.id, rec.length, rec.molecule, rec.topology) == ("TS0001", 20, "DNA", "linear")
+    assert rec.description == "A tiny synthetic test sequence"
+    assert rec.features == {"source": 1, "CDS": 1}
+    assert rec.sequence == "atggccgcgttagcggccgc"
+
+
+def test_wrapped_layout_has_a_ruler_and_positions() -> None:
+    lines = wrapped("A" * 25, width=10, block=5).splitlines()
+    assert lines[0].split() == ["5", "10"]
+    assert lines[2] == "   1 AAAAA AAAAA"
+    assert lines[4] == "  21 AAAAA"
+
+
+def test_structure_summaries() -> None:
+    pdb = summarize(PDB, "m.pdb")
+    assert isinstance(pdb, StructureSummary)
+    assert [(c.chain, c.residues, c.atoms, c.sequence) for c in pdb.chains] == [
+        ("A", 2, 3, "AG"),
+        ("B", 1, 1, "S"),
+    ]
+    assert (pdb.ligands, pdb.n_waters, pdb.n_atoms) == ({"LIG": 1}, 1, 6)
+    cif = summarize(MMCIF, "m.cif")
+    assert isinstance(cif, StructureSummary)
+    assert cif.title == "A tiny mmCIF test structure"
+    assert [(c.chain, c.residues) for c in cif.chains] == [("A", 2), ("B", 1)]
+    assert cif.n_waters == 1
+    sdf = summarize(SDF, "l.sdf")
+    assert isinstance(sdf, MoleculeFile)
+    assert [(x.name, x.n_atoms, x.n_bonds, x.formula) for x in sdf.molecules] == [
+        ("ethanol", 3, 2, "C2O"),
+        ("ethanol-2", 3, 2, "C2O"),
+    ]
+    assert sdf.molecules[0].properties == {"SMILES": "CCO"}
+
+
+def test_tables_read_by_kind() -> None:
+    csv = read_table(SAMPLES["data.csv"], "data.csv")[""]
+    assert list(csv.columns) == ["well", "conc_uM", "viability"] and csv.shape == (3, 3)
+    tsv = read_table(SAMPLES["genes.tsv"], "genes.tsv")[""]
+    assert list(tsv["gene"]) == ["IFIT1", "MX1"]
+    book = read_table(SAMPLES["book.xlsx"], "book.xlsx")
+    assert list(book) == ["runs", "lots"] and book["runs"].shape == (2, 2)
+
+
+# -------------------------------------------------------------------------------- viewers
+
+
+@pytest.mark.parametrize("name", sorted(SAMPLES))
+def test_every_sample_file_opens(open_viewer: Any, name: str) -> None:
+    viewer = open_viewer(name, SAMPLES[name])
+    assert viewer.error is None
+    assert viewer.findChild(QtMessagePanel, "artifactError") is None
+
+
+@pytest.mark.parametrize(
+    "path",
+    sorted(p for p in DEMO.glob("artifacts/*/*") if p.is_file()) if DEMO.exists() else [],
+    ids=lambda p: p.name,
+)
+def test_every_demo_artifact_opens(open_viewer: Any, path: Path) -> None:
+    viewer = open_viewer(path.name, path.read_bytes())
+    assert viewer.error is None
+
+
+@pytest.mark.parametrize("name", sorted(CORRUPT))
+def test_a_corrupt_file_shows_a_clear_message(open_viewer: Any, name: str) -> None:
+    viewer = open_viewer(name, CORRUPT[name])
+    assert viewer.error
+    panel = viewer.findChild(QtMessagePanel, "artifactError")
+    assert panel is not None and panel.isVisible()
+    assert panel.title.text() == f"Cannot show {name}"
+    assert viewer.error in panel.detail.text()
+    assert "damaged" in panel.detail.text()
+
+
+def test_pdf_pages_navigation_zoom_and_search(open_viewer: Any, qtbot: Any) -> None:
+    viewer = open_viewer("report.pdf", SAMPLES["report.pdf"])
+    assert viewer.page_count_value() == 3
+    assert pdfmod.cached_page(viewer.info.sha, 0, viewer.zoom) is not None
+    viewer.go_to_page(2)
+    qtbot.waitUntil(lambda: viewer.current_page() == 2)
+    assert viewer.page_box.value() == 3
+    before = viewer.zoom
+    viewer.step_zoom(+1)
+    assert viewer.zoom > before and not viewer.fit_width
+    viewer.set_fit_width(True)
+    with qtbot.waitSignal(viewer.search_done, timeout=10_000) as hits:
+        viewer.search("viability")
+    assert hits.args == [1]
+    assert viewer.hits[0][0] == 1  # on page 2
+    assert viewer.hit_label.text() == "1 / 1"
+    qtbot.waitUntil(lambda: viewer.current_page() == 1)
+
+
+def test_a_long_pdf_renders_only_the_pages_in_view(open_viewer: Any, qtbot: Any) -> None:
+    data = make_pdf(pages=300)
+    pdfmod.clear_cache()
+    viewer = open_viewer("long.pdf", data)
+    assert viewer.page_count_value() == 300
+    sha = viewer.info.sha
+    rendered = [p for (s, p, _z) in pdfmod._CACHE if s == sha]
+    assert 0 in rendered and len(rendered) < 10
+    viewer.go_to_page(250)
+    qtbot.waitUntil(lambda: pdfmod.cached_page(sha, 250, viewer.zoom) is not None, timeout=10_000)
+    assert len([p for (s, p, _z) in pdfmod._CACHE if s == sha]) < 20
+
+
+def test_table_viewer_sorts_without_copying(open_viewer: Any) -> None:
+    viewer = open_viewer("data.csv", SAMPLES["data.csv"])
+    model = viewer.model
+    assert model.frame is viewer.sheets[""]  # the model reads the frame itself
+    assert (model.rowCount(), model.columnCount()) == (3, 3)
+    viewer.table.sortByColumn(2, Qt.SortOrder.DescendingOrder)
+    assert [model.data(model.index(r, 0)) for r in range(3)] == ["A1", "A2", "A3"]
+    viewer.table.sortByColumn(2, Qt.SortOrder.AscendingOrder)
+    assert [model.data(model.index(r, 0)) for r in range(3)] == ["A3", "A2", "A1"]
+    assert model.headerData(0, Qt.Orientation.Vertical) == "3"  # original row number
+    assert viewer.shape_label.text() == "3 rows × 3 columns"
+
+
+def test_workbook_viewer_switches_sheets(open_viewer: Any) -> None:
+    viewer = open_viewer("book.xlsx", SAMPLES["book.xlsx"])
+    assert viewer.sheet_box.isVisibleTo(viewer) and viewer.sheet_box.count() == 2
+    viewer.sheet_box.setCurrentText("lots")
+    assert viewer.model.data(viewer.model.index(0, 1)) == "TRUE"
+
+
+def test_sequence_viewer_shows_records_and_wrapped_text(open_viewer: Any) -> None:
+    viewer = open_viewer("construct.fasta", FASTA)
+    assert viewer.records_model.rowCount() == 2
+    assert "GC" in viewer.summary.text() and "49 letters" in viewer.summary.text()
+    assert viewer.text.toPlainText().splitlines()[3].startswith("   1 ATGGCCGCGT TAGCGGCCGC")
+    viewer.records_view.selectRow(1)
+    assert viewer.text.toPlainText().startswith(">seq2 second one")
+
+
+def test_structure_viewer_summary_and_text(open_viewer: Any) -> None:
+    viewer = open_viewer("model.pdb", PDB)
+    html = viewer.summary_view.toPlainText()
+    assert "2 chains" in html and "LIG × 1" in html
+    assert viewer.text.toPlainText().startswith("HEADER")
+
+
+def test_image_viewer_fits_and_zooms(open_viewer: Any) -> None:
+    viewer = open_viewer("plot.png", SAMPLES["plot.png"])
+    assert (viewer.image.width(), viewer.image.height()) == (64, 48)
+    fitted = viewer.scale_factor
+    viewer.zoom_by(2.0)
+    assert viewer.scale_factor == pytest.approx(fitted * 2.0)
+    viewer.set_fit(True)
+    assert viewer.scale_factor == pytest.approx(fitted)
+
+
+def test_a_url_is_never_fetched_until_asked(qtbot: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    opened: list[str] = []
+    monkeypatch.setattr(QDesktopServices, "openUrl", lambda url: opened.append(url.toString()))
+    art = Artifact(kind=ArtifactKind.URL, title="Vector map", url="https://example.org/map")
+    viewer = create_viewer(art, None)
+    qtbot.addWidget(viewer)
+    viewer.start()
+    assert viewer.is_ready and viewer.error is None
+    assert viewer.address.text() == "https://example.org/map"
+    assert opened == []
+    qtbot.mouseClick(viewer.open_button, Qt.MouseButton.LeftButton)
+    assert opened == ["https://example.org/map"]
+    bad = create_viewer(Artifact(kind=ArtifactKind.URL, title="x", url="file:///etc/passwd"), None)
+    qtbot.addWidget(bad)
+    bad.start()
+    assert bad.error is not None and "http" in bad.error

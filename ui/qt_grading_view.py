@@ -1,0 +1,702 @@
+"""The grading view: prompt and response, the task's artifacts, and the rubric, side by side.
+
+Every change is saved at once through :class:`~gradercal.db.grading.GradingStore`
+(typed text after a short pause, or when the editor is left); judgment changes are
+undoable. Only the grader's own judgments are ever loaded, and responses appear under
+their blinding codes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtGui import QUndoStack
+from PySide6.QtWidgets import (
+    QAbstractSlider,
+    QDialog,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QSplitter,
+    QStackedWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from gradercal.db.grading import GradingItem, GradingStore, JudgmentValue, QueueItem
+from gradercal.errors import GradercalError, ValidationError
+from gradercal.ui import qt_workers
+from gradercal.ui.grading_state import RubricState, TimeTracker, verdict_value
+from gradercal.ui.qt_commands import QtJudgmentCommand
+from gradercal.ui.qt_markdown import QtMarkdownView
+from gradercal.ui.qt_rubric_panel import QtRubricPanel
+from gradercal.ui.qt_settings import QtAppSettings
+from gradercal.ui.qt_skip_dialog import QtSkipDialog
+from gradercal.ui.viewers.qt_artifact_panel import QtArtifactPanel
+
+STATUS_WORDS = {
+    "pending": "not started",
+    "in_progress": "in progress",
+    "submitted": "submitted",
+    "skipped": "skipped",
+}
+TEXT_SAVE_DELAY_MS = 600
+TIME_FLUSH_MS = 30_000
+#: Pause after an item is shown before the next task's PDF is prepared in the background.
+PREFETCH_DELAY_MS = 250
+
+
+def response_markdown(item: GradingItem) -> str:
+    text = item.response_text or "*(empty response)*"
+    if item.answer is not None:
+        pretty = json.dumps(item.answer, indent=2, ensure_ascii=False)
+        text += f"\n\n---\n\n**Structured answer**\n\n```json\n{pretty}\n```\n"
+    return text
+
+
+def _titled(title: QLabel, body: QWidget) -> QWidget:
+    box = QWidget()
+    layout = QVBoxLayout(box)
+    layout.setContentsMargins(0, 0, 0, 0)
+    layout.setSpacing(2)
+    font = title.font()
+    font.setBold(True)
+    title.setFont(font)
+    title.setContentsMargins(6, 4, 6, 0)
+    title.setTextFormat(Qt.TextFormat.PlainText)
+    layout.addWidget(title)
+    layout.addWidget(body, 1)
+    return box
+
+
+class QtGradingView(QWidget):
+    """One grader's queue in one benchmark."""
+
+    #: The current item is fully shown: texts, rubric and its first artifact.
+    item_ready = Signal()
+    #: The queue or an item's status changed (progress display).
+    queue_changed = Signal()
+    #: A short message for the status bar.
+    message = Signal(str)
+
+    def __init__(
+        self,
+        store: GradingStore,
+        grader: str,
+        benchmark: str,
+        settings: QtAppSettings,
+        database: str,
+        *,
+        track_time: bool = True,
+        parent: QWidget | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self.store = store
+        self.grader = grader
+        self.benchmark = benchmark
+        self.settings = settings
+        self.database = database
+        self.track_time = track_time
+        self.queue: list[QueueItem] = []
+        self.index = -1
+        self.current: GradingItem | None = None
+        self.state: RubricState | None = None
+        self.undo_stack = QUndoStack(self)
+        self.tracker = TimeTracker()
+        self._unsaved_time = 0.0
+        self._text_criterion: str | None = None
+        self._text_dirty = False
+        self._ready_pending = False
+        self._build()
+        self._text_timer = QTimer(self)
+        self._text_timer.setSingleShot(True)
+        self._text_timer.setInterval(TEXT_SAVE_DELAY_MS)
+        self._text_timer.timeout.connect(self.flush_text)
+        self._prefetch_timer = QTimer(self)
+        self._prefetch_timer.setSingleShot(True)
+        self._prefetch_timer.setInterval(PREFETCH_DELAY_MS)
+        self._prefetch_timer.timeout.connect(self._prefetch_next)
+        self._time_timer = QTimer(self)
+        self._time_timer.setInterval(TIME_FLUSH_MS)
+        self._time_timer.timeout.connect(self.flush_time)
+        if track_time:
+            self._time_timer.start()
+
+    # -- layout -------------------------------------------------------------------------------
+    def _build(self) -> None:
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(4, 4, 4, 4)
+        outer.setSpacing(4)
+        header = QHBoxLayout()
+        self.title = QLabel("")
+        self.title.setObjectName("itemTitle")
+        font = self.title.font()
+        font.setBold(True)
+        font.setPointSizeF(font.pointSizeF() * 1.25)
+        self.title.setFont(font)
+        self.title.setTextFormat(Qt.TextFormat.PlainText)
+        header.addWidget(self.title)
+        self.status_label = QLabel("")
+        self.status_label.setObjectName("itemStatus")
+        header.addWidget(self.status_label)
+        header.addStretch(1)
+        self.position_label = QLabel("")
+        header.addWidget(self.position_label)
+
+        def button(text: str, tip: str) -> QPushButton:
+            b = QPushButton(text)
+            b.setToolTip(tip)
+            b.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+            header.addWidget(b)
+            return b
+
+        self.prev_button = button("◀ Previous", "Previous response ([ or Alt+Left)")
+        self.next_button = button("Next ▶", "Next response (] or Alt+Right)")
+        self.skip_button = button("Skip…", "Skip with a reason (Ctrl+K)")
+        self.submit_button = button("Submit ✓", "Submit this response (Ctrl+Enter)")
+        self.submit_button.setDefault(False)
+        outer.addLayout(header)
+
+        self.pages = QStackedWidget()
+        self.notice = QLabel("Loading your queue…")
+        self.notice.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.notice.setWordWrap(True)
+        self.pages.addWidget(self.notice)
+
+        self.splitter = QSplitter(Qt.Orientation.Horizontal)
+        self.splitter.setChildrenCollapsible(False)
+        self.text_splitter = QSplitter(Qt.Orientation.Vertical)
+        self.text_splitter.setChildrenCollapsible(False)
+        self.prompt_title = QLabel("Task")
+        self.prompt_view = QtMarkdownView()
+        self.text_splitter.addWidget(_titled(self.prompt_title, self.prompt_view))
+        self.response_title = QLabel("Response")
+        self.response_view = QtMarkdownView()
+        self.text_splitter.addWidget(_titled(self.response_title, self.response_view))
+        self.text_splitter.setStretchFactor(0, 2)
+        self.text_splitter.setStretchFactor(1, 3)
+        self.splitter.addWidget(self.text_splitter)
+        self.artifacts = QtArtifactPanel(self.store.read_blob)
+        self.artifacts_title = QLabel("Artifacts")
+        self.splitter.addWidget(_titled(self.artifacts_title, self.artifacts))
+        self.rubric = QtRubricPanel()
+        self.rubric_title = QLabel("Rubric")
+        self.splitter.addWidget(_titled(self.rubric_title, self.rubric))
+        self.splitter.setStretchFactor(0, 30)
+        self.splitter.setStretchFactor(1, 36)
+        self.splitter.setStretchFactor(2, 34)
+        self.pages.addWidget(self.splitter)
+        outer.addWidget(self.pages, 1)
+
+        self.prev_button.clicked.connect(self.previous_response)
+        self.next_button.clicked.connect(self.next_response)
+        self.skip_button.clicked.connect(self.skip)
+        self.submit_button.clicked.connect(self.submit)
+        self.rubric.current_changed.connect(self._row_changed)
+        self.rubric.verdict_requested.connect(self.set_verdict)
+        self.rubric.text_edited.connect(self._text_edited)
+        self.rubric.editing_done.connect(self.flush_text)
+        self.rubric.unclear_toggled.connect(self._unclear_clicked)
+        self.rubric.table.scroll_requested.connect(self.scroll_response)
+        self.rubric.table.level_requested.connect(self.set_level)
+        self.artifacts.current_ready.connect(self._check_ready)
+
+    def show_notice(self, text: str) -> None:
+        self.notice.setText(text)
+        self.pages.setCurrentWidget(self.notice)
+        for b in (self.prev_button, self.next_button, self.skip_button, self.submit_button):
+            b.setEnabled(False)
+
+    # -- queue --------------------------------------------------------------------------------
+    def load_queue(self, *, open_first: bool = False) -> None:
+        """Create or read the grader's queue off the UI thread, then open where they stopped."""
+        self.show_notice(f"Loading the queue of {self.grader}…")
+        qt_workers.submit(
+            self.store.ensure_queue,
+            self.grader,
+            self.benchmark,
+            done=lambda items: self._queue_loaded(items, open_first),
+            failed=lambda exc: self.show_notice(f"Cannot load the queue: {exc}"),
+        )
+
+    def load_queue_now(self, *, open_first: bool = False) -> None:
+        """Like :meth:`load_queue` but on this thread (screenshots, benchmarks, tests)."""
+        self._queue_loaded(self.store.ensure_queue(self.grader, self.benchmark), open_first)
+
+    def _queue_loaded(self, items: list[QueueItem], open_first: bool) -> None:
+        self.queue = items
+        self.queue_changed.emit()
+        if not items:
+            self.show_notice(f"The benchmark {self.benchmark!r} has no responses to grade.")
+            self.item_ready.emit()
+            return
+        if open_first:
+            first = next((i for i, q in enumerate(items) if q.n_artifacts), 0)
+            self.open_index(first)
+            return
+        index, row = self._resume_target()
+        self.open_index(index, row)
+
+    def _resume_target(self) -> tuple[int, int]:
+        aid, row = self.settings.resume(self.database, self.benchmark, self.grader, "grading")
+        for i, q in enumerate(self.queue):
+            if q.assignment_id == aid:
+                return i, row
+        point = self.store.resume_point(self.grader, self.benchmark)
+        if point is not None:
+            for i, q in enumerate(self.queue):
+                if q.assignment_id == point.assignment_id:
+                    return i, 0
+        return 0, 0
+
+    # -- opening an item -------------------------------------------------------------------
+    def open_index(self, index: int, row: int = 0) -> bool:
+        if not (0 <= index < len(self.queue)):
+            return False
+        self.leave_item()
+        q = self.queue[index]
+        try:
+            item = self.store.load_item(self.grader, q.assignment_id)
+        except Exception as exc:  # a broken row must not close the window
+            self.message.emit(f"Cannot open {q.label}: {exc}")
+            return False
+        self.index = index
+        self.current = item
+        self.queue[index] = item.item
+        self.state = RubricState(item)
+        self.undo_stack.clear()
+        self.tracker.reset()
+        self._ready_pending = True
+        self._show_item(row)
+        self.artifacts.set_task((self.benchmark, item.task.id), item.task.artifacts)
+        self.queue_changed.emit()
+        self._save_position()
+        self._check_ready()
+        return True
+
+    def _prefetch_next(self) -> None:
+        """Prepare the next task's first artifact while the grader reads this response."""
+        if self.current is None:
+            return
+        here = self.current.item.task_id
+        nxt = next((q for q in self.queue[self.index + 1 :] if q.task_id != here), None)
+        if nxt is None or not nxt.n_artifacts:
+            return
+        try:
+            task = self.store.peek_task(nxt.assignment_id)
+        except Exception:  # only an optimisation
+            return
+        self.artifacts.prefetch(task.artifacts)
+
+    def _show_item(self, row: int) -> None:
+        item, state = self.current, self.state
+        assert item is not None and state is not None
+        q = item.item
+        self.pages.setCurrentWidget(self.splitter)
+        self.title.setText(q.label)
+        self._show_status()
+        self.position_label.setText(f"{self.index + 1} of {len(self.queue)}")
+        t = item.task
+        facts = [x for x in (t.domain, t.workflow, t.answer_format) if x]
+        self.prompt_title.setText(f"Task {t.id}" + (f" · {' · '.join(facts)}" if facts else ""))
+        self.prompt_view.set_markdown(t.prompt)
+        self.response_title.setText(q.code)
+        self.response_view.set_markdown(response_markdown(item))
+        n_art = len(t.artifacts)
+        self.artifacts_title.setText(f"Artifacts ({n_art})" if n_art else "Artifacts")
+        self.rubric_title.setText(
+            f"Rubric · {len(state)} criteria" if len(state) != 1 else "Rubric · 1 criterion"
+        )
+        self.rubric.model.set_state(state)
+        self.rubric.fit_columns()
+        self.rubric.show_score(state.score())
+        self.rubric.show_message("")
+        for b in (self.prev_button, self.next_button, self.skip_button, self.submit_button):
+            b.setEnabled(True)
+        self.prev_button.setEnabled(self.index > 0)
+        self.next_button.setEnabled(self.index < len(self.queue) - 1)
+        if len(state):
+            self.rubric.set_current_row(min(max(row, 0), len(state) - 1))
+            self._row_changed(self.rubric.current_row())
+        else:
+            self.rubric.show_row(None)
+        self.rubric.focus_table()
+
+    def _show_status(self) -> None:
+        if self.current is None:
+            return
+        q = self.queue[self.index]
+        shown = "in_progress" if q.status == "pending" and q.n_answered else q.status
+        status = STATUS_WORDS.get(shown, shown)
+        if q.status == "skipped" and q.skip_reason:
+            status += f": {q.skip_reason}"
+        self.status_label.setText(f"· {status} · {q.n_answered} of {q.n_criteria} answered")
+
+    def _check_ready(self) -> None:
+        if self._ready_pending and self.current is not None and self.artifacts.is_current_ready():
+            self._ready_pending = False
+            self.item_ready.emit()
+            # Once this item is on screen (not before: the worker would compete with it).
+            self._prefetch_timer.start()
+
+    def leave_item(self) -> None:
+        """Save what is pending on the current item (text, time) before moving on."""
+        if self.current is None:
+            return
+        self.flush_text()
+        self.flush_time(final=True)
+
+    def shutdown(self) -> None:
+        """Called when the window closes: nothing typed or timed is lost."""
+        self.leave_item()
+        self._save_position()
+        self.settings.sync()
+
+    def _save_position(self) -> None:
+        if self.current is not None:
+            self.settings.set_resume(
+                self.database,
+                self.benchmark,
+                self.grader,
+                "grading",
+                self.current.item.assignment_id,
+                max(self.rubric.current_row(), 0),
+            )
+
+    # -- criteria -------------------------------------------------------------------------------
+    def current_row(self) -> int:
+        return self.rubric.current_row()
+
+    def _row_changed(self, row: int) -> None:
+        if self.state is None or not (0 <= row < len(self.state)):
+            return
+        if self._text_criterion is not None:
+            self.flush_text()
+        r = self.state.rows[row]
+        self._text_criterion = None if r.is_auto else r.criterion.id
+        self.rubric.show_row(r)
+        self._save_position()
+
+    def move_criterion(self, step: int) -> None:
+        if self.state is None or not len(self.state):
+            return
+        row = min(max(self.current_row() + step, 0), len(self.state) - 1)
+        self.rubric.set_current_row(row)
+        self.rubric.focus_table()
+
+    def next_open_criterion(self) -> None:
+        if self.state is None:
+            return
+        row = self.state.next_unanswered(self.current_row())
+        if row is None:
+            self.message.emit("Every criterion is answered. Submit with Ctrl+Enter.")
+        else:
+            self.rubric.set_current_row(row)
+            self.rubric.focus_table()
+
+    def _advance(self) -> None:
+        if self.state is None or not self.settings.auto_advance:
+            return
+        row = self.current_row()
+        for nxt in range(row + 1, len(self.state)):
+            if not self.state.rows[nxt].is_auto:
+                self.rubric.set_current_row(nxt)
+                return
+        if not self.state.missing():
+            self.rubric.show_message("Every criterion is answered. Submit with Ctrl+Enter.")
+
+    def _editable_row(self) -> int | None:
+        if self.state is None or self.current is None:
+            return None
+        row = self.current_row()
+        if not (0 <= row < len(self.state)):
+            return None
+        if self.state.rows[row].is_auto:
+            self.rubric.show_message("This criterion is graded automatically from the answer.")
+            return None
+        return row
+
+    # -- changing judgments -----------------------------------------------------------------------
+    def write_judgment(self, assignment_id: int, criterion_id: str, value: JudgmentValue) -> bool:
+        """Save one value now and show it (used by edits, undo and redo)."""
+        try:
+            saved = self.store.save_judgment(assignment_id, criterion_id, value)
+        except GradercalError as exc:
+            self.rubric.show_message(f"Not saved: {exc}")
+            self.message.emit(f"Not saved: {exc}")
+            return False
+        except Exception as exc:  # database unreachable, locked too long, …
+            self.rubric.show_message(f"Not saved (database error): {exc}")
+            self.message.emit(f"Not saved (database error): {exc}")
+            return False
+        if (
+            self.current is not None
+            and self.state is not None
+            and self.current.item.assignment_id == assignment_id
+        ):
+            row = self.state.set_value(criterion_id, saved.value)
+            self.rubric.model.row_changed(row)
+            if row == self.current_row():
+                self.rubric.show_row(self.state.rows[row])
+            score = self.state.score()
+            self.rubric.show_score(score)
+            self.rubric.show_message("")
+            q = self.queue[self.index]
+            status = q.status
+            starts = status == "pending" and saved.value.answered and saved.changed
+            reopens = status == "submitted" and not saved.value.answered
+            if starts or reopens:
+                status = "in_progress"
+            self.queue[self.index] = dataclasses.replace(
+                q, status=status, n_answered=score.answered
+            )
+            self._show_status()
+            if status != q.status:
+                self.queue_changed.emit()
+        return True
+
+    def change(
+        self, criterion_id: str, new: JudgmentValue, label: str, *, text_edit: bool = False
+    ) -> bool:
+        if self.state is None or self.current is None:
+            return False
+        old = self.state.value(criterion_id)
+        if old == new.normalized():
+            return True
+        aid = self.current.item.assignment_id
+        if not self.write_judgment(aid, criterion_id, new):
+            return False
+        saved = self.state.value(criterion_id)
+        self.undo_stack.push(
+            QtJudgmentCommand(self, aid, criterion_id, old, saved, label, text_edit=text_edit)
+        )
+        return True
+
+    def set_verdict(self, verdict: str | None) -> None:
+        row = self._editable_row()
+        if row is None or self.state is None:
+            return
+        c = self.state.rows[row].criterion
+        if verdict == "partial" and c.levels <= 2:
+            self.rubric.show_message("This criterion has no partial level (met or not met).")
+            return
+        self.flush_text()
+        new = verdict_value(c, self.state.value(c.id), verdict)
+        word = {"met": "Met", "partial": "Partial", "not_met": "Not met", None: "Clear"}[verdict]
+        if self.change(c.id, new, f"{word} · {c.id}") and verdict is not None:
+            self._advance()
+
+    def set_level(self, level: int) -> None:
+        row = self._editable_row()
+        if row is None or self.state is None:
+            return
+        c = self.state.rows[row].criterion
+        top = max(c.levels, 2) - 1
+        if not 0 <= level <= top:
+            self.rubric.show_message(f"Levels of this criterion are 0 … {top}.")
+            return
+        self.flush_text()
+        base = self.state.value(c.id)
+        if c.levels > 2:
+            new = JudgmentValue(
+                level == top, level, base.rationale, base.unclear, base.unclear_note
+            )
+        else:
+            new = verdict_value(c, base, "met" if level == top else "not_met")
+        if self.change(c.id, new, f"Level {level} · {c.id}"):
+            self._advance()
+
+    def toggle_unclear(self) -> None:
+        row = self._editable_row()
+        if row is None or self.state is None:
+            return
+        self._set_unclear(not self.state.rows[row].value.unclear)
+
+    def _unclear_clicked(self, on: bool) -> None:
+        self._set_unclear(on)
+
+    def _set_unclear(self, on: bool) -> None:
+        row = self._editable_row()
+        if row is None or self.state is None:
+            return
+        c = self.state.rows[row].criterion
+        self.flush_text()
+        v = self.state.value(c.id)
+        new = JudgmentValue(v.met, v.level, v.rationale, on, v.unclear_note)
+        label = "Flag unclear" if on else "Unflag unclear"
+        if self.change(c.id, new, f"{label} · {c.id}") and on:
+            self.rubric.focus_note()
+
+    def focus_rationale(self) -> None:
+        if self._editable_row() is not None:
+            self.rubric.focus_rationale()
+
+    def _text_edited(self) -> None:
+        self._text_dirty = True
+        self._text_timer.start()
+
+    def flush_text(self) -> None:
+        """Save the rationale and note being typed (called after a pause, on leaving, on close)."""
+        self._text_timer.stop()
+        if not self._text_dirty or self.state is None or self._text_criterion is None:
+            self._text_dirty = False
+            return
+        self._text_dirty = False
+        cid = self._text_criterion
+        v = self.state.value(cid)
+        new = JudgmentValue(
+            v.met, v.level, self.rubric.rationale_text(), v.unclear, self.rubric.note_text()
+        )
+        self.change(cid, new, f"Edit text · {cid}", text_edit=True)
+
+    # -- time ---------------------------------------------------------------------------------------
+    def flush_time(self, final: bool = False) -> None:
+        if not self.track_time or self.current is None:
+            return
+        self._unsaved_time += self.tracker.take()
+        if self._unsaved_time < 1.0 and not (final and self._unsaved_time > 0):
+            return
+        try:
+            total = self.store.add_time(self.current.item.assignment_id, self._unsaved_time)
+        except Exception as exc:
+            self.message.emit(f"Time on task not saved: {exc}")
+            return
+        self._unsaved_time = 0.0
+        q = self.queue[self.index]
+        self.queue[self.index] = dataclasses.replace(q, time_spent_s=total)
+
+    # -- responses ----------------------------------------------------------------------------------
+    def next_response(self) -> None:
+        if self.index < len(self.queue) - 1:
+            self.open_index(self.index + 1)
+        else:
+            self.message.emit("This is the last response in your queue.")
+
+    def previous_response(self) -> None:
+        if self.index > 0:
+            self.open_index(self.index - 1)
+        else:
+            self.message.emit("This is the first response in your queue.")
+
+    def _next_open_index(self) -> int | None:
+        n = len(self.queue)
+        for k in range(1, n + 1):
+            i = (self.index + k) % n
+            if not self.queue[i].done:
+                return i
+        return None
+
+    def _after_decision(self, text: str) -> None:
+        self.queue_changed.emit()
+        nxt = self._next_open_index()
+        if nxt is None:
+            self._show_status()
+            self.message.emit(f"{text} Every response in your queue is done — thank you!")
+            self.rubric.show_message("Every response in your queue is done.")
+            return
+        self.open_index(nxt)
+        self.message.emit(text)
+
+    def submit(self) -> None:
+        if self.current is None:
+            return
+        self.flush_text()
+        aid = self.current.item.assignment_id
+        label = self.current.item.label
+        try:
+            self.queue[self.index] = self.store.submit(aid)
+        except ValidationError as exc:
+            missing = [p.field for p in exc.problems if p.field]
+            self.rubric.show_message(
+                f"Not submitted: {len(missing)} criteri{'a' if len(missing) != 1 else 'on'} "
+                f"not answered yet ({', '.join(missing)})."
+            )
+            if self.state is not None and missing:
+                self.rubric.set_current_row(self.state.index_of(missing[0]))
+                self.rubric.focus_table()
+            return
+        except Exception as exc:
+            self.message.emit(f"Not submitted: {exc}")
+            return
+        self._after_decision(f"Submitted {label}.")
+
+    def skip(self, reason: str | None = None) -> None:
+        if self.current is None:
+            return
+        if reason is None:
+            dialog = QtSkipDialog(self.current.item.label, self)
+            if dialog.exec() != QDialog.DialogCode.Accepted:
+                return
+            reason = dialog.reason()
+        self.flush_text()
+        label = self.current.item.label
+        try:
+            self.queue[self.index] = self.store.skip(self.current.item.assignment_id, reason)
+        except Exception as exc:
+            self.message.emit(f"Not skipped: {exc}")
+            return
+        self._after_decision(f"Skipped {label}.")
+
+    def reopen(self) -> None:
+        if self.current is None:
+            return
+        try:
+            self.queue[self.index] = self.store.reopen(self.current.item.assignment_id)
+        except Exception as exc:
+            self.message.emit(f"Not reopened: {exc}")
+            return
+        self._show_status()
+        self.queue_changed.emit()
+        self.message.emit(f"Reopened {self.current.item.label}.")
+
+    def scroll_response(self, direction: int) -> None:
+        action = (
+            QAbstractSlider.SliderAction.SliderPageStepAdd
+            if direction > 0
+            else QAbstractSlider.SliderAction.SliderPageStepSub
+        )
+        self.response_view.verticalScrollBar().triggerAction(action)
+
+    # -- artifacts ----------------------------------------------------------------------------------
+    def focus_search(self) -> None:
+        if not self.artifacts.focus_search():
+            self.message.emit("No PDF to search in this task.")
+
+    def step_artifact(self, direction: int) -> None:
+        self.artifacts.step(direction)
+
+    # -- layout memory ------------------------------------------------------------------------------
+    def save_layout(self) -> None:
+        self.settings.set_bytes("grading/splitter", self.splitter.saveState())
+        self.settings.set_bytes("grading/text_splitter", self.text_splitter.saveState())
+
+    def restore_layout(self) -> None:
+        """Splitter sizes as the grader left them; by default 28% text, 38% artifacts, 34% rubric."""
+        restored = False
+        for key, splitter in (
+            ("grading/splitter", self.splitter),
+            ("grading/text_splitter", self.text_splitter),
+        ):
+            state = self.settings.bytes_value(key)
+            if state is not None:
+                restored = splitter.restoreState(state) or restored
+        if not restored:
+            self.splitter.setSizes([2800, 3800, 3400])
+            self.text_splitter.setSizes([400, 600])
+
+    def progress_text(self) -> str:
+        done = sum(1 for q in self.queue if q.done)
+        spent = sum(q.time_spent_s for q in self.queue) + self._unsaved_time
+        return f"{done} / {len(self.queue)} done · {format_duration(spent)} on task"
+
+
+def format_duration(seconds: float) -> str:
+    minutes = int(seconds // 60)
+    if minutes < 60:
+        return f"{minutes} min"
+    return f"{minutes // 60} h {minutes % 60:02d} min"
+
+
+__all__ = ["QtGradingView", "format_duration", "response_markdown"]

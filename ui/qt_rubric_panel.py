@@ -1,0 +1,305 @@
+"""The rubric panel: the criteria list, the live score, and the editor of the current criterion.
+
+It only displays and forwards the grader's intentions as signals; the grading view
+decides, saves and updates the state.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QEvent, QModelIndex, QObject, Qt, QTimer, Signal
+from PySide6.QtGui import QColor, QKeyEvent, QPalette, QResizeEvent
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QCheckBox,
+    QFrame,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QLineEdit,
+    QPlainTextEdit,
+    QPushButton,
+    QTableView,
+    QVBoxLayout,
+    QWidget,
+)
+
+from gradercal.ui.grading_state import RubricRow, ScoreSummary
+from gradercal.ui.qt_rubric_model import (
+    POINTS_COLUMN,
+    TEXT_COLUMN,
+    VERDICT_COLUMN,
+    QtRubricModel,
+    verdict_color,
+)
+
+
+class QtRubricTable(QTableView):
+    """The criteria list. Space scrolls the response; digits set a level."""
+
+    scroll_requested = Signal(int)
+    level_requested = Signal(int)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._heights = QTimer(self)
+        self._heights.setSingleShot(True)
+        self._heights.setInterval(0)
+        self._heights.timeout.connect(self.resizeRowsToContents)
+
+    def schedule_row_heights(self) -> None:
+        """Recompute the wrapped rows' heights once the column widths have settled."""
+        self._heights.start()
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        self.schedule_row_heights()
+
+    def keyPressEvent(self, event: QKeyEvent) -> None:
+        key = event.key()
+        mods = event.modifiers() & ~Qt.KeyboardModifier.KeypadModifier
+        if key == Qt.Key.Key_Space:
+            up = bool(mods & Qt.KeyboardModifier.ShiftModifier)
+            self.scroll_requested.emit(-1 if up else 1)
+            return
+        if Qt.Key.Key_0 <= key <= Qt.Key.Key_9 and mods == Qt.KeyboardModifier.NoModifier:
+            self.level_requested.emit(int(key) - int(Qt.Key.Key_0))
+            return
+        super().keyPressEvent(event)
+
+
+class QtRubricPanel(QWidget):
+    current_changed = Signal(int)
+    verdict_requested = Signal(object)  # "met" | "partial" | "not_met" | None
+    text_edited = Signal()  # rationale or note typed (the view debounces)
+    unclear_toggled = Signal(bool)
+    editing_done = Signal()  # Esc in an editor, or focus left it
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.model = QtRubricModel()
+        self._updating = False
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(4)
+
+        self.score_label = QLabel("")
+        self.score_label.setObjectName("scoreLabel")
+        self.score_label.setWordWrap(True)
+        font = self.score_label.font()
+        font.setBold(True)
+        self.score_label.setFont(font)
+        self.score_label.setContentsMargins(6, 4, 6, 0)
+        layout.addWidget(self.score_label)
+
+        self.table = QtRubricTable()
+        self.table.setModel(self.model)
+        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.table.setWordWrap(True)
+        self.table.setShowGrid(False)
+        self.table.setAlternatingRowColors(True)
+        self.table.setVerticalScrollMode(QAbstractItemView.ScrollMode.ScrollPerPixel)
+        self.table.verticalHeader().setVisible(False)
+        header = self.table.horizontalHeader()
+        header.setSectionResizeMode(VERDICT_COLUMN, QHeaderView.ResizeMode.Fixed)
+        header.setSectionResizeMode(POINTS_COLUMN, QHeaderView.ResizeMode.Fixed)
+        header.setSectionResizeMode(TEXT_COLUMN, QHeaderView.ResizeMode.Stretch)
+        header.sectionResized.connect(lambda *_: self.table.schedule_row_heights())
+        self.table.setTabKeyNavigation(False)
+        self.table.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOn)
+        layout.addWidget(self.table, 1)
+
+        editor = QFrame()
+        editor.setFrameShape(QFrame.Shape.StyledPanel)
+        ed = QVBoxLayout(editor)
+        ed.setContentsMargins(8, 6, 8, 6)
+        ed.setSpacing(4)
+        self.criterion_label = QLabel("")
+        self.criterion_label.setWordWrap(True)
+        self.criterion_label.setTextFormat(Qt.TextFormat.PlainText)
+        self.criterion_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        ed.addWidget(self.criterion_label)
+        self.meta_label = QLabel("")
+        self.meta_label.setWordWrap(True)
+        self.meta_label.setTextFormat(Qt.TextFormat.PlainText)
+        self.meta_label.setForegroundRole(self.meta_label.foregroundRole())
+        ed.addWidget(self.meta_label)
+        self.auto_label = QLabel("")
+        self.auto_label.setWordWrap(True)
+        self.auto_label.setTextFormat(Qt.TextFormat.PlainText)
+        ed.addWidget(self.auto_label)
+
+        row = QHBoxLayout()
+        self.buttons: dict[str | None, QPushButton] = {}
+        for verdict, text in (
+            ("met", "✓ Met  (M)"),
+            ("partial", "◐ Partial  (P)"),
+            ("not_met", "✗ Not met  (N)"),
+            (None, "Clear  (⌫)"),
+        ):
+            b = QPushButton(text)
+            b.setCheckable(verdict is not None)
+            b.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+            b.clicked.connect(lambda _checked=False, v=verdict: self.verdict_requested.emit(v))
+            row.addWidget(b)
+            self.buttons[verdict] = b
+        row.addStretch(1)
+        ed.addLayout(row)
+
+        self.rationale = QPlainTextEdit()
+        self.rationale.setPlaceholderText("Rationale (R) — optional. Esc returns to the rubric.")
+        self.rationale.setTabChangesFocus(True)
+        self.rationale.setFixedHeight(self.rationale.fontMetrics().lineSpacing() * 4 + 14)
+        ed.addWidget(self.rationale)
+        unclear_row = QHBoxLayout()
+        self.unclear = QCheckBox("Criterion unclear  (U)")
+        self.unclear.setFocusPolicy(Qt.FocusPolicy.TabFocus)
+        unclear_row.addWidget(self.unclear)
+        self.note = QLineEdit()
+        self.note.setPlaceholderText("What is unclear about this criterion?")
+        self.note.setEnabled(False)
+        unclear_row.addWidget(self.note, 1)
+        ed.addLayout(unclear_row)
+        layout.addWidget(editor, 0)
+
+        self.message = QLabel("")
+        self.message.setObjectName("rubricMessage")
+        self.message.setWordWrap(True)
+        self.message.setContentsMargins(6, 0, 6, 4)
+        layout.addWidget(self.message)
+
+        self.table.selectionModel().currentRowChanged.connect(self._row_changed)
+        self.rationale.textChanged.connect(self._text_changed)
+        self.note.textChanged.connect(self._text_changed)
+        self.unclear.toggled.connect(self._unclear_toggled)
+        for w in (self.rationale, self.note):
+            w.installEventFilter(self)
+
+    # -- display ------------------------------------------------------------------------------
+    def fit_columns(self) -> None:
+        metrics = self.table.fontMetrics()
+        self.table.setColumnWidth(VERDICT_COLUMN, metrics.horizontalAdvance("✗ Not met ✎ ⚑") + 16)
+        self.table.setColumnWidth(POINTS_COLUMN, metrics.horizontalAdvance("−10") + 18)
+        self.table.resizeRowsToContents()
+
+    def set_current_row(self, row: int) -> None:
+        if 0 <= row < self.model.rowCount():
+            index = self.model.index(row, TEXT_COLUMN)
+            self.table.setCurrentIndex(index)
+            self.table.scrollTo(index, QAbstractItemView.ScrollHint.EnsureVisible)
+
+    def current_row(self) -> int:
+        return self.table.currentIndex().row()
+
+    def show_row(self, row: RubricRow | None) -> None:
+        """Fill the editor with ``row`` (without emitting edits)."""
+        self._updating = True
+        try:
+            if row is None:
+                self.criterion_label.setText("")
+                self.meta_label.setText("")
+                self.auto_label.setText("")
+                for b in self.buttons.values():
+                    b.setEnabled(False)
+                self.rationale.setPlainText("")
+                self.note.setText("")
+                self.unclear.setChecked(False)
+                return
+            c = row.criterion
+            self.criterion_label.setText(c.text)
+            meta = f"{c.points:+d} points".replace("-", "−")
+            if c.levels > 2:
+                meta += f" · {c.levels} levels (0 … {c.levels - 1})"
+            if c.tags:
+                meta += " · " + ", ".join(c.tags)
+            self.meta_label.setText(meta)
+            self.auto_label.setVisible(row.is_auto)
+            self.auto_label.setText(f"Graded automatically (read-only): {row.auto_note}")
+            editable = not row.is_auto
+            verdict = row.verdict
+            for v, b in self.buttons.items():
+                b.setEnabled(editable and (v != "partial" or c.levels > 2))
+                b.setChecked(v is not None and v == verdict and editable)
+                self._paint_button(b, verdict_color(v) if v == verdict and v else None)
+            self.rationale.setEnabled(editable)
+            self.unclear.setEnabled(editable)
+            if self.rationale.toPlainText() != (row.value.rationale or ""):
+                self.rationale.setPlainText(row.value.rationale or "")
+            self.unclear.setChecked(row.value.unclear)
+            self.note.setEnabled(editable and row.value.unclear)
+            if self.note.text() != (row.value.unclear_note or ""):
+                self.note.setText(row.value.unclear_note or "")
+        finally:
+            self._updating = False
+
+    def _paint_button(self, button: QPushButton, color: QColor | None) -> None:
+        """The chosen verdict's button in its colour and bold (palette, not style sheets:
+        style sheets re-polish the widget, too slow for every key press)."""
+        if button.property("verdictColor") == (color.name() if color else ""):
+            return
+        button.setProperty("verdictColor", color.name() if color else "")
+        palette = self.palette()
+        if color is not None:
+            palette.setColor(QPalette.ColorRole.ButtonText, color)
+        button.setPalette(palette)
+        font = button.font()
+        font.setBold(color is not None)
+        button.setFont(font)
+
+    def show_score(self, summary: ScoreSummary | None) -> None:
+        if summary is None:
+            self.score_label.setText("")
+            return
+        self.score_label.setText(summary.text())
+        color = verdict_color("met" if summary.passed else "not_met") if summary.complete else None
+        palette = self.palette()
+        if color is not None:
+            palette.setColor(QPalette.ColorRole.WindowText, color)
+        self.score_label.setPalette(palette)
+
+    def show_message(self, text: str) -> None:
+        self.message.setText(text)
+
+    # -- events -------------------------------------------------------------------------------
+    def _row_changed(self, current: QModelIndex, _previous: QModelIndex) -> None:
+        if current.isValid():
+            self.current_changed.emit(current.row())
+
+    def _text_changed(self) -> None:
+        if not self._updating:
+            self.text_edited.emit()
+
+    def _unclear_toggled(self, on: bool) -> None:
+        self.note.setEnabled(on and self.unclear.isEnabled())
+        if not self._updating:
+            self.unclear_toggled.emit(on)
+
+    def eventFilter(self, obj: QObject, event: QEvent) -> bool:
+        if obj in (self.rationale, self.note):
+            if event.type() == QEvent.Type.KeyPress and isinstance(event, QKeyEvent):
+                if event.key() == Qt.Key.Key_Escape:
+                    self.editing_done.emit()
+                    self.table.setFocus(Qt.FocusReason.ShortcutFocusReason)
+                    return True
+            elif event.type() == QEvent.Type.FocusOut:
+                self.editing_done.emit()
+        return super().eventFilter(obj, event)
+
+    def rationale_text(self) -> str:
+        return self.rationale.toPlainText()
+
+    def note_text(self) -> str:
+        return self.note.text()
+
+    def focus_table(self) -> None:
+        self.table.setFocus(Qt.FocusReason.OtherFocusReason)
+
+    def focus_rationale(self) -> None:
+        if self.rationale.isEnabled():
+            self.rationale.setFocus(Qt.FocusReason.ShortcutFocusReason)
+            self.rationale.moveCursor(self.rationale.textCursor().MoveOperation.End)
+
+    def focus_note(self) -> None:
+        if self.note.isEnabled():
+            self.note.setFocus(Qt.FocusReason.ShortcutFocusReason)

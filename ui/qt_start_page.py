@@ -1,0 +1,116 @@
+"""Choosing (or creating) who grades, and which benchmark: the first page of the window."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QComboBox,
+    QFormLayout,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QListWidget,
+    QListWidgetItem,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from gradercal.db.grading import GradingStore
+from gradercal.errors import GradercalError
+from gradercal.ui.qt_grading_view import format_duration
+
+
+class QtStartPage(QWidget):
+    #: (grader name, benchmark name, mode "grading" | "review")
+    chosen = Signal(str, str, str)
+
+    def __init__(
+        self, store: GradingStore, last_grader: str | None, parent: QWidget | None = None
+    ) -> None:
+        super().__init__(parent)
+        self.store = store
+        outer = QVBoxLayout(self)
+        outer.addStretch(1)
+        box = QWidget()
+        box.setMaximumWidth(620)
+        layout = QVBoxLayout(box)
+        title = QLabel("Who is grading?")
+        font = title.font()
+        font.setPointSizeF(font.pointSizeF() * 1.5)
+        font.setBold(True)
+        title.setFont(font)
+        layout.addWidget(title)
+        form = QFormLayout()
+        self.benchmark = QComboBox()
+        self.benchmark.addItems(store.benchmark_names())
+        form.addRow("Benchmark", self.benchmark)
+        layout.addLayout(form)
+        self.graders = QListWidget()
+        layout.addWidget(self.graders, 1)
+        row = QHBoxLayout()
+        self.new_name = QLineEdit()
+        self.new_name.setPlaceholderText("…or type a new name (e.g. your initials) and press Enter")
+        row.addWidget(self.new_name, 1)
+        layout.addLayout(row)
+        buttons = QHBoxLayout()
+        self.grade_button = QPushButton("Start grading")
+        self.grade_button.setDefault(True)
+        self.review_button = QPushButton("Review tasks")
+        buttons.addStretch(1)
+        buttons.addWidget(self.review_button)
+        buttons.addWidget(self.grade_button)
+        layout.addLayout(buttons)
+        self.error = QLabel("")
+        self.error.setWordWrap(True)
+        layout.addWidget(self.error)
+        outer.addWidget(box, 0, Qt.AlignmentFlag.AlignHCenter)
+        outer.addStretch(2)
+        self.benchmark.currentTextChanged.connect(lambda _t: self.refresh(last_grader))
+        self.graders.itemActivated.connect(lambda _i: self._choose("grading"))
+        self.new_name.returnPressed.connect(lambda: self._choose("grading"))
+        self.grade_button.clicked.connect(lambda: self._choose("grading"))
+        self.review_button.clicked.connect(lambda: self._choose("review"))
+        self.refresh(last_grader)
+
+    def refresh(self, select: str | None = None) -> None:
+        self.graders.clear()
+        bench = self.benchmark.currentText()
+        for g in self.store.graders():
+            label = g.name
+            if bench:
+                try:
+                    p = self.store.progress(g.name, bench)
+                except GradercalError:
+                    p = None
+                if p is not None and p.total:
+                    label += f"   —   {p.done} / {p.total} done · {format_duration(p.time_spent_s)}"
+            item = QListWidgetItem(label)
+            item.setData(Qt.ItemDataRole.UserRole, g.name)
+            self.graders.addItem(item)
+            if g.name == select:
+                self.graders.setCurrentItem(item)
+        if self.graders.currentItem() is None and self.graders.count():
+            self.graders.setCurrentRow(0)
+        if self.graders.count():
+            self.graders.setFocus()
+        else:
+            self.new_name.setFocus()
+
+    def _choose(self, mode: str) -> None:
+        bench = self.benchmark.currentText()
+        if not bench:
+            self.error.setText("The database holds no benchmark yet: run `gradercal import`.")
+            return
+        name = self.new_name.text().strip()
+        if not name and self.graders.currentItem() is not None:
+            name = str(self.graders.currentItem().data(Qt.ItemDataRole.UserRole))
+        if not name:
+            self.error.setText("Choose your name in the list or type a new one.")
+            return
+        try:
+            grader = self.store.create_grader(name)
+        except GradercalError as exc:
+            self.error.setText(str(exc))
+            return
+        self.chosen.emit(grader.name, bench, mode)

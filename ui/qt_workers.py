@@ -1,0 +1,83 @@
+"""Run functions off the UI thread and get their results back on it.
+
+``submit(fn, *args, done=..., failed=...)`` runs ``fn`` in a ``QThreadPool`` and calls
+``done(result)`` or ``failed(exception)`` on the UI thread through queued signals. The
+callbacks are usually bound methods of widgets; a widget deleted in the meantime is
+skipped silently.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal
+
+_LIVE: set[QtJob] = set()
+
+
+class _JobSignals(QObject):
+    finished = Signal(object)
+    failed = Signal(object)
+
+
+class QtJob(QRunnable):
+    """One call of ``fn(*args)`` in a worker thread."""
+
+    def __init__(self, fn: Callable[..., Any], *args: Any) -> None:
+        super().__init__()
+        self.setAutoDelete(False)
+        self.fn = fn
+        self.args = args
+        self.signals = _JobSignals()
+        self.cancelled = False
+
+    def run(self) -> None:
+        if self.cancelled:
+            self.signals.failed.emit(_Cancelled())
+            return
+        try:
+            result = self.fn(*self.args)
+        except BaseException as exc:  # reported on the UI thread, never lost
+            self.signals.failed.emit(exc)
+        else:
+            self.signals.finished.emit(result)
+
+
+class _Cancelled(Exception):
+    pass
+
+
+def _guard(callback: Callable[[Any], None] | None, job: QtJob) -> Callable[[Any], None]:
+    def call(value: Any) -> None:
+        _LIVE.discard(job)
+        if callback is None or isinstance(value, _Cancelled):
+            return
+        try:
+            callback(value)
+        except RuntimeError as exc:  # the receiving widget is gone
+            if "already deleted" not in str(exc):
+                raise
+
+    return call
+
+
+def submit(
+    fn: Callable[..., Any],
+    *args: Any,
+    done: Callable[[Any], None] | None = None,
+    failed: Callable[[BaseException], None] | None = None,
+    pool: QThreadPool | None = None,
+) -> QtJob:
+    """Run ``fn(*args)`` in ``pool`` (the global pool by default)."""
+    job = QtJob(fn, *args)
+    job.signals.finished.connect(_guard(done, job))
+    job.signals.failed.connect(_guard(failed, job))
+    _LIVE.add(job)
+    (pool or QThreadPool.globalInstance()).start(job)
+    return job
+
+
+def pending_jobs() -> int:
+    """Jobs submitted whose result has not reached the UI thread yet (for tests)."""
+    return len(_LIVE)

@@ -1,0 +1,81 @@
+"""Every keyboard shortcut of the app, in one table.
+
+The main window builds its actions from :data:`SHORTCUTS` and the F1 dialog lists the
+same table, so the two never disagree. Keys are ``QKeySequence`` strings (portable
+text: ``Ctrl`` is Command on macOS). Single letters work wherever the focus is not in
+a text box (a text box takes its typed letters first); Esc leaves a text box.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Shortcut:
+    id: str
+    group: str
+    label: str
+    keys: tuple[str, ...]
+    #: A standard action (undo/redo); keys may differ per platform.
+    standard: bool = False
+    #: Listed for the user, but handled by the focused rubric or survey list itself
+    #: (arrows, Space, digits), so no window-wide action is made for these keys.
+    local: bool = False
+
+
+SHORTCUTS: tuple[Shortcut, ...] = (
+    # criteria
+    Shortcut("criterion.next", "Rubric", "Next criterion", ("J",)),
+    Shortcut("criterion.previous", "Rubric", "Previous criterion", ("K",)),
+    Shortcut("criterion.arrows", "Rubric", "Move in the rubric list", ("Down", "Up"), local=True),
+    Shortcut(
+        "verdict.level", "Rubric", "Set level 0 … 9 (criteria with levels)", ("0 … 9",), local=True
+    ),
+    Shortcut("criterion.next_open", "Rubric", "Next unanswered criterion", ("Shift+J",)),
+    Shortcut("verdict.met", "Rubric", "Met", ("M", "Y")),
+    Shortcut("verdict.not_met", "Rubric", "Not met", ("N",)),
+    Shortcut("verdict.partial", "Rubric", "Partial (criteria with a partial level)", ("P",)),
+    Shortcut("verdict.clear", "Rubric", "Clear the verdict", ("Backspace", "Delete")),
+    Shortcut("criterion.rationale", "Rubric", "Write a rationale (Esc returns)", ("R",)),
+    Shortcut("criterion.unclear", "Rubric", "Flag the criterion as unclear, with a note", ("U",)),
+    # responses
+    Shortcut("response.next", "Responses", "Next response", ("]", "Alt+Right")),
+    Shortcut("response.previous", "Responses", "Previous response", ("[", "Alt+Left")),
+    Shortcut("response.submit", "Responses", "Submit this response", ("Ctrl+Return", "Ctrl+Enter")),
+    Shortcut("response.skip", "Responses", "Skip this response (asks for a reason)", ("Ctrl+K",)),
+    Shortcut("response.reopen", "Responses", "Reopen a submitted or skipped response", ("Ctrl+O",)),
+    Shortcut(
+        "response.scroll_down", "Responses", "Scroll the response down", ("Space",), local=True
+    ),
+    Shortcut(
+        "response.scroll_up", "Responses", "Scroll the response up", ("Shift+Space",), local=True
+    ),
+    # artifacts
+    Shortcut("artifact.search", "Artifacts", "Search in the PDF", ("Ctrl+F",)),
+    Shortcut("artifact.next", "Artifacts", "Next artifact", ("Ctrl+PgDown",)),
+    Shortcut("artifact.previous", "Artifacts", "Previous artifact", ("Ctrl+PgUp",)),
+    # task review
+    Shortcut("review.next", "Task review", "Next / previous statement", ("J", "K"), local=True),
+    Shortcut(
+        "review.answer", "Task review", "Answer the current statement", ("1 … 5",), local=True
+    ),
+    Shortcut("review.comment", "Task review", "Write a comment (Esc returns)", ("C",)),
+    # edit and view
+    Shortcut("edit.undo", "Edit", "Undo the last judgment change", ("Ctrl+Z",), standard=True),
+    Shortcut("edit.redo", "Edit", "Redo", ("Ctrl+Shift+Z", "Ctrl+Y"), standard=True),
+    Shortcut("view.grading", "View", "Grading mode", ("Ctrl+1",)),
+    Shortcut("view.review", "View", "Task review mode", ("Ctrl+2",)),
+    Shortcut("view.queue", "View", "Show or hide the queue", ("F9",)),
+    Shortcut("view.bigger", "View", "Larger text", ("Ctrl++", "Ctrl+=")),
+    Shortcut("view.smaller", "View", "Smaller text", ("Ctrl+-",)),
+    Shortcut("view.reset_font", "View", "Default text size", ("Ctrl+0",)),
+    Shortcut("help.shortcuts", "Help", "Keyboard shortcuts", ("F1",)),
+    Shortcut("app.quit", "File", "Quit (everything is already saved)", ("Ctrl+Q",)),
+)
+
+BY_ID: dict[str, Shortcut] = {s.id: s for s in SHORTCUTS}
+
+
+def keys(shortcut_id: str) -> tuple[str, ...]:
+    return BY_ID[shortcut_id].keys

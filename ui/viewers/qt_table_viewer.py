@@ -1,0 +1,79 @@
+"""Tables (CSV, TSV, XLSX, Parquet) through pandas into a sortable ``QtDataFrameModel``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QComboBox,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QTableView,
+    QVBoxLayout,
+    QWidget,
+)
+
+from gradercal.model import Artifact
+from gradercal.ui.viewers.qt_base import Fetch, QtArtifactViewer, file_label
+from gradercal.ui.viewers.qt_dataframe_model import QtDataFrameModel
+from gradercal.ui.viewers.tables import read_table
+
+
+class QtTableViewer(QtArtifactViewer):
+    def __init__(self, artifact: Artifact, fetch: Fetch | None, parent: QWidget | None = None):
+        super().__init__(artifact, fetch, parent)
+        self.sheets: dict[str, Any] = {}
+        self.model: QtDataFrameModel | None = None
+
+    def prepare(self, data: bytes) -> dict[str, Any]:
+        return read_table(data, file_label(self.artifact))
+
+    def present(self, prepared: Any) -> None:
+        self.sheets = prepared
+        body = QWidget()
+        layout = QVBoxLayout(body)
+        layout.setContentsMargins(0, 0, 0, 0)
+        bar = QHBoxLayout()
+        bar.setContentsMargins(6, 2, 6, 2)
+        self.sheet_box = QComboBox()
+        self.sheet_box.addItems(list(self.sheets))
+        self.sheet_box.setToolTip("Sheet")
+        self.sheet_box.setVisible(len(self.sheets) > 1)
+        bar.addWidget(self.sheet_box)
+        self.shape_label = QLabel("")
+        bar.addWidget(self.shape_label)
+        bar.addStretch(1)
+        bar.addWidget(QLabel("Click a column header to sort"))
+        layout.addLayout(bar)
+        self.table = QTableView()
+        self.table.setAlternatingRowColors(True)
+        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectItems)
+        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
+        self.table.horizontalHeader().setSortIndicator(-1, Qt.SortOrder.AscendingOrder)
+        self.table.verticalHeader().setDefaultSectionSize(self.table.fontMetrics().height() + 6)
+        layout.addWidget(self.table, 1)
+        self.sheet_box.currentTextChanged.connect(self.show_sheet)
+        self.set_content(body)
+        self.show_sheet(next(iter(self.sheets)))
+
+    def show_sheet(self, name: str) -> None:
+        frame = self.sheets[name]
+        self.model = QtDataFrameModel(frame)
+        self.table.setSortingEnabled(False)
+        self.table.setModel(self.model)
+        self.table.horizontalHeader().setSortIndicator(-1, Qt.SortOrder.AscendingOrder)
+        self.table.setSortingEnabled(True)
+        rows, cols = frame.shape
+        self.shape_label.setText(f"{rows:,} rows × {cols:,} columns")
+        # Size columns from the header and the first rows only (never the whole table).
+        metrics = self.table.fontMetrics()
+        for j in range(min(cols, 200)):
+            texts = [str(frame.columns[j])] + [
+                self.model.data(self.model.index(i, j)) or "" for i in range(min(rows, 50))
+            ]
+            width = max(metrics.horizontalAdvance(t) for t in texts) + 24
+            self.table.setColumnWidth(j, min(max(width, 48), 360))
