@@ -48,6 +48,9 @@ def application() -> QApplication:
     app.setApplicationDisplayName("gradercal")
     # Fusion follows the system's light or dark colour scheme and looks the same everywhere.
     app.setStyle("Fusion")
+    from gradercal.ui.qt_workers import collect_garbage_on_ui_thread
+
+    collect_garbage_on_ui_thread()
     return app
 
 

@@ -8,12 +8,44 @@ skipped silently.
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Callable
 from typing import Any
 
-from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal
+from PySide6.QtCore import QCoreApplication, QObject, QRunnable, QThreadPool, QTimer, Signal
 
 _LIVE: set[QtJob] = set()
+_GC_TIMER: list[QTimer] = []
+
+
+def collect_garbage_on_ui_thread() -> None:
+    """Run Python's cyclic garbage collector on the UI thread only.
+
+    Left automatic, the collector runs in whichever thread happens to allocate — a
+    worker parsing a workbook, say — and may finalize Qt widgets that became garbage
+    there, destroying them off the UI thread: a segmentation fault (seen in the test
+    suite). The usual Qt-for-Python remedy: turn automatic collection off and collect
+    from a timer on the UI thread, generation by generation as the thresholds say.
+    Idempotent; needs a QCoreApplication.
+    """
+    app = QCoreApplication.instance()
+    if _GC_TIMER or app is None:
+        return
+    gc.disable()
+    timer = QTimer(app)
+    timer.setInterval(250)
+
+    def collect() -> None:
+        counts = gc.get_count()
+        thresholds = gc.get_threshold()
+        for generation in (2, 1, 0):
+            if counts[generation] > thresholds[generation]:
+                gc.collect(generation)
+                break
+
+    timer.timeout.connect(collect)
+    timer.start()
+    _GC_TIMER.append(timer)
 
 
 class _JobSignals(QObject):
@@ -70,6 +102,7 @@ def submit(
     pool: QThreadPool | None = None,
 ) -> QtJob:
     """Run ``fn(*args)`` in ``pool`` (the global pool by default)."""
+    collect_garbage_on_ui_thread()
     job = QtJob(fn, *args)
     job.signals.finished.connect(_guard(done, job))
     job.signals.failed.connect(_guard(failed, job))
