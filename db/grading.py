@@ -238,8 +238,10 @@ class ReviewItem:
 
 
 def _text_or_none(text: str | None) -> str | None:
+    """``text`` without NUL characters (PostgreSQL text cannot hold them), blank → None."""
     if text is None:
         return None
+    text = text.replace("\x00", "")
     return text if text.strip() else None
 
 
@@ -450,7 +452,7 @@ class GradingStore:
 
     def create_grader(self, name: str) -> GraderInfo:
         """The human grader called ``name``, created when new. A judge's name is refused."""
-        clean = " ".join(name.split())
+        clean = " ".join(name.replace("\x00", " ").split())
         if not clean:
             raise ValidationError([Problem("grader", None, "name", "must not be empty")])
         if len(clean) > 200:

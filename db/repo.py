@@ -839,7 +839,15 @@ class Repository:
         note: str | None = None,
         level: int | None = None,
     ) -> None:
-        """Record (or revise, keeping history) the final verdict on one criterion."""
+        """Record (or revise, keeping history) the final verdict on one criterion.
+
+        NUL characters are dropped from the note and the adjudicator's name (PostgreSQL
+        text cannot hold them); a blank note is stored as None.
+        """
+        if note is not None:
+            note = note.replace("\x00", "")
+            note = note if note.strip() else None
+        adjudicator = adjudicator.replace("\x00", "")
         bench = self.benchmark(benchmark)
         with self.db.write() as s:
             resp = s.execute(

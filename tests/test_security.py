@@ -28,7 +28,7 @@ from gradercal.db.grading import GradingStore, JudgmentValue
 from gradercal.db.packets import export_packet, merge_packet, open_packet
 from gradercal.db.repo import Repository
 from gradercal.db.session import open_database
-from gradercal.errors import GradercalError, ValidationError
+from gradercal.errors import ValidationError
 from gradercal.formats import read_path
 from tests.conftest import DATA, write_jsonl
 from tests.test_assign import LAZY
@@ -322,32 +322,37 @@ def _first(store: GradingStore, grader: str) -> tuple[int, str]:
     return item.assignment_id, crit
 
 
-def test_nul_bytes_typed_in_the_app_are_refused_or_kept_never_a_crash(
-    db_url: str, request: pytest.FixtureRequest
-) -> None:
-    """PostgreSQL text cannot hold NUL; wherever it is typed, the answer must be clean."""
-    if "://" in db_url:
-        request.applymarker(
-            pytest.mark.xfail(
-                strict=True,
-                reason="GradingStore.save_judgment passes NUL to PostgreSQL (psycopg DataError "
-                "reaches the user); fix: drop NUL in JudgmentValue.normalized",
-            )
-        )
+def test_nul_bytes_typed_in_the_app_are_dropped_on_both_backends(db_url: str) -> None:
+    """PostgreSQL text cannot hold NUL; whatever a grader or adjudicator types is stored
+    without it, identically on SQLite and PostgreSQL."""
     db = open_database(db_url)
     try:
-        Repository(db).import_data(read_path(DATA / "mini"))
+        repo = Repository(db)
+        repo.import_data(read_path(DATA / "mini"))
         assign(db, ["nul"], 1, seed=0)
         store = GradingStore(db)
+        assert store.create_grader("ad\x00a").name == "ad a"
         aid, crit = _first(store, "nul")
-        text = "before\x00after"
-        try:
-            store.save_judgment(aid, crit, JudgmentValue(met=True, rationale=text))
-        except GradercalError as exc:
-            assert "NUL" in str(exc) or "character" in str(exc)  # noqa: PT017
-        else:
-            kept = store.load_item("nul", aid).judgments[crit].rationale
-            assert kept in (text, "beforeafter")
+        value = JudgmentValue(
+            met=True, rationale="before\x00after", unclear=True, unclear_note="\x00"
+        )
+        store.save_judgment(aid, crit, value)
+        kept = store.load_item("nul", aid).judgments[crit]
+        assert kept.rationale == "beforeafter"
+        assert kept.unclear_note is None  # nothing but NUL is blank
+        response = repo.load_responses()[0]
+        task = next(t for t in repo.load_tasks() if t.id == response.task_id)
+        repo.adjudicate(
+            None,
+            response.id,
+            task.criteria[0].id,
+            met=False,
+            adjudicator="x\x00y",
+            note="a\x00b",
+        )
+        with db.read() as s:
+            row = s.execute(select(m.Adjudication.note, m.Adjudication.adjudicator)).one()
+        assert (row.note, row.adjudicator) == ("ab", "xy")
     finally:
         db.dispose()
 
