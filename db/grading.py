@@ -40,8 +40,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from gradercal.db import models as m
-from gradercal.db.repo import _JUDGMENT_FIELDS as _REPO_JUDGMENT_FIELDS
-from gradercal.db.repo import Repository, _task_from_row
+from gradercal.db.repo import Repository, _task_from_row, judgment_snapshot
 from gradercal.db.session import Database
 from gradercal.errors import ConflictError, NotFoundError, Problem, ValidationError
 from gradercal.model import AssignmentStatus, CriterionKind, GraderKind, Task
@@ -766,16 +765,13 @@ class GradingStore:
                 jid, revision, changed = int(ctx.id), int(ctx.revision), False
             else:
                 # The previous value goes to ``revision`` exactly as Repository keeps it.
-                snapshot = {f: getattr(ctx, f) for f in _REPO_JUDGMENT_FIELDS}
-                snapshot["source"] = ctx.source
-                snapshot["updated_at"] = ctx.updated_at.isoformat() if ctx.updated_at else None
                 conn.execute(
                     _INSERT_REVISION,
                     {
                         "entity": "judgment",
                         "entity_id": ctx.id,
                         "revision": ctx.revision,
-                        "data": snapshot,
+                        "data": judgment_snapshot(ctx),
                         "actor": ctx.name,
                         "source": "ui",
                         "changed_at": now,

@@ -33,7 +33,7 @@ from sqlalchemy.orm import Session
 
 import gradercal.db.judge_models as jm
 from gradercal.db import models as m
-from gradercal.db.repo import _JUDGMENT_FIELDS, Repository
+from gradercal.db.repo import _JUDGMENT_FIELDS, Repository, judgment_snapshot
 from gradercal.db.session import Database
 from gradercal.errors import ConflictError, GradercalError, NotFoundError
 from gradercal.judge.artifacts import ArtifactInput, artifact_context
@@ -756,11 +756,7 @@ def _same_verdict(old: Row[Any], values: Mapping[str, Any]) -> bool:
 
 def _supersede(s: Session, old: Row[Any], values: Mapping[str, Any], now: datetime) -> None:
     """Keep the old value (provenance included) as a revision, then update the row."""
-    snapshot = {f: getattr(old, f) for f in _JUDGMENT_FIELDS}
-    snapshot["source"] = old.source
-    snapshot["updated_at"] = old.updated_at.isoformat() if old.updated_at else None
-    snapshot["judge_run_id"] = old.judge_run_id
-    snapshot["provenance"] = old.provenance
+    snapshot = judgment_snapshot(old, "judge_run_id", "provenance")
     s.add(
         m.Revision(
             entity="judgment",

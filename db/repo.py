@@ -51,6 +51,21 @@ Progress = Callable[[str, int, int], None]
 _JUDGMENT_FIELDS = ("met", "level", "confidence", "rationale", "unclear", "unclear_note")
 
 
+def judgment_snapshot(row: Any, *extra: str) -> dict[str, Any]:
+    """The value of a judgment row as the ``revision`` table keeps it before a change.
+
+    ``row`` is any object with the judgment's columns as attributes (an ORM row or a
+    Core ``Row``); ``extra`` names further columns to keep (the judge keeps its run and
+    provenance).
+    """
+    snapshot = {f: getattr(row, f) for f in _JUDGMENT_FIELDS}
+    snapshot["source"] = row.source
+    snapshot["updated_at"] = row.updated_at.isoformat() if row.updated_at else None
+    for f in extra:
+        snapshot[f] = getattr(row, f)
+    return snapshot
+
+
 @dataclass(frozen=True)
 class BenchmarkInfo:
     id: int
@@ -601,15 +616,12 @@ class Repository:
         actor: str | None,
         now: datetime,
     ) -> None:
-        snapshot = {f: getattr(old, f) for f in _JUDGMENT_FIELDS}
-        snapshot["source"] = old.source
-        snapshot["updated_at"] = old.updated_at.isoformat() if old.updated_at else None
         s.add(
             m.Revision(
                 entity="judgment",
                 entity_id=old.id,
                 revision=old.revision,
-                data=snapshot,
+                data=judgment_snapshot(old),
                 actor=actor,
                 source=source,
                 changed_at=now,
