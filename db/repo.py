@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from sqlalchemy import Row, Table, func, insert, select, tuple_, update
 from sqlalchemy.orm import Session
@@ -18,16 +18,6 @@ from sqlalchemy.orm import Session
 from gradercal.db import models as m
 from gradercal.db.session import Database
 from gradercal.errors import ConflictError, NotFoundError, Problem, ValidationError
-from gradercal.formats import Catalog
-from gradercal.frames import (
-    ADJUDICATION_DTYPES,
-    CRITERION_DTYPES,
-    JUDGMENT_DTYPES,
-    RESPONSE_DTYPES,
-    TASK_DTYPES,
-    Frames,
-    make_frame,
-)
 from gradercal.model import (
     Artifact,
     ArtifactKind,
@@ -40,6 +30,10 @@ from gradercal.model import (
     Response,
     Task,
 )
+
+if TYPE_CHECKING:  # pandas and the file formats load on first use (app start-up time)
+    from gradercal.formats import Catalog
+    from gradercal.frames import Frames
 
 #: Rows per executemany batch, and bytes of artifact data per batch.
 BATCH_ROWS = 5000
@@ -211,6 +205,8 @@ class Repository:
 
     def catalog(self, name: str) -> Catalog:
         """Tasks, criteria, responses and graders already stored for ``name``."""
+        from gradercal.formats import Catalog
+
         cat = Catalog()
         with self.db.read() as s:
             b = s.scalar(select(m.Benchmark).where(m.Benchmark.name == name))
@@ -743,6 +739,16 @@ class Repository:
 
     def load_frames(self, benchmark: str | None = None) -> Frames:
         """The benchmark's tables for scoring and statistics (see :mod:`gradercal.frames`)."""
+        from gradercal.frames import (
+            ADJUDICATION_DTYPES,
+            CRITERION_DTYPES,
+            JUDGMENT_DTYPES,
+            RESPONSE_DTYPES,
+            TASK_DTYPES,
+            Frames,
+            make_frame,
+        )
+
         bench = self.benchmark(benchmark)
         with self.db.read() as s:
             n_art = (

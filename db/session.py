@@ -8,24 +8,25 @@ the database is ``gradercal.sqlite`` in the user data directory (platformdirs).
 from __future__ import annotations
 
 import os
+import re
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from alembic import command
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
 from platformdirs import user_data_dir
-from sqlalchemy import Engine, create_engine, event, inspect
+from sqlalchemy import Engine, create_engine, event, inspect, text
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.orm import Session, sessionmaker
 
 from gradercal.errors import GradercalError
+
+if TYPE_CHECKING:  # Alembic is imported only when a schema must change (start-up time)
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
 
 ENV_VAR = "GRADERCAL_DB"
 DEFAULT_FILENAME = "gradercal.sqlite"
@@ -97,6 +98,8 @@ def make_engine(url: URL, **kwargs: Any) -> Engine:
 
 
 def alembic_config(engine: Engine | None = None) -> Config:
+    from alembic.config import Config
+
     cfg = Config()
     cfg.set_main_option(
         "script_location", str(resources.files("gradercal.db").joinpath("migrations"))
@@ -107,14 +110,59 @@ def alembic_config(engine: Engine | None = None) -> Config:
 
 
 def head_revision() -> str:
+    from alembic.script import ScriptDirectory
+
     head = ScriptDirectory.from_config(alembic_config()).get_current_head()
     assert head is not None
     return head
 
 
 def current_revision(engine: Engine) -> str | None:
+    from alembic.runtime.migration import MigrationContext
+
     with engine.connect() as conn:
         return MigrationContext.configure(conn).get_current_revision()
+
+
+_REVISION_LINE = re.compile(
+    r"^(down_revision|revision)\b[^=\n]*=\s*(?:[\"']([^\"'\n]+)[\"']|None)", re.MULTILINE
+)
+
+
+def packaged_head() -> str | None:
+    """The newest revision among the migration scripts that ship with gradercal, read from
+    the files' ``revision`` / ``down_revision`` lines without importing Alembic (which
+    costs most of a second at start-up). None when the files cannot be read this way;
+    tests check it equals :func:`head_revision`.
+    """
+    revisions: set[str] = set()
+    parents: set[str] = set()
+    folder = resources.files("gradercal.db").joinpath("migrations", "versions")
+    try:
+        for entry in folder.iterdir():
+            if not entry.name.endswith(".py") or entry.name.startswith("_"):
+                continue
+            found = {
+                m.group(1): m.group(2) for m in _REVISION_LINE.finditer(entry.read_text("utf-8"))
+            }
+            if "revision" not in found or found["revision"] is None:
+                return None
+            revisions.add(found["revision"])
+            if found.get("down_revision"):
+                parents.add(str(found["down_revision"]))
+    except OSError:
+        return None
+    heads = revisions - parents
+    return heads.pop() if len(heads) == 1 else None
+
+
+def _stamp(engine: Engine) -> str | None:
+    """The schema revision recorded in the database (None when it has none)."""
+    with engine.connect() as conn:
+        if not inspect(conn).has_table("alembic_version"):
+            return None
+        value = conn.execute(text("SELECT version_num FROM alembic_version")).scalar()
+        return None if value is None else str(value)
 
 
 def backup_sqlite(path: Path, suffix: str) -> Path:
@@ -139,6 +187,12 @@ def upgrade(engine: Engine) -> Path | None:
     A database at an older revision is copied first (SQLite); one from a newer
     gradercal, or with tables but no revision stamp, is refused untouched.
     """
+    packaged = packaged_head()
+    if packaged is not None and _stamp(engine) == packaged:
+        return None  # the usual case, decided without importing Alembic
+    from alembic import command
+    from alembic.script import ScriptDirectory
+
     head = head_revision()
     current = current_revision(engine)
     if current == head:
@@ -240,7 +294,7 @@ def open_database(
     try:
         if migrate:
             upgrade(engine)
-        elif current_revision(engine) != head_revision():
+        elif _stamp(engine) != (packaged_head() or head_revision()):
             raise DatabaseError(
                 f"database {display_url(url)} is not at the current schema; run `gradercal init`"
             )

@@ -13,7 +13,7 @@ from typing import Any
 
 from gradercal.db.grading import GradingItem, JudgmentValue
 from gradercal.model import AutoRule, Criterion
-from gradercal.scoring import criterion_credit, evaluate_auto, passes
+from gradercal.rubric import criterion_credit, evaluate_auto, lookup, passes
 
 
 def top_level(criterion: Criterion) -> int:
@@ -66,10 +66,8 @@ def _fmt(x: Any) -> str:
 
 def describe_auto(rule: AutoRule, answer: Any) -> tuple[bool, str]:
     """The auto criterion's verdict and how it was computed, in words."""
-    from gradercal.scoring import _lookup  # the exact lookup scoring uses
-
     met = evaluate_auto(rule, answer)
-    found, value = _lookup(answer, str(rule.key))
+    found, value = lookup(answer, str(rule.key))
     got = _fmt(value) if found else "missing"
     target = _fmt(rule.target)
     tol = []
