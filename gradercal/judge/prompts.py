@@ -10,6 +10,14 @@ Templates use ``{{name}}`` placeholders, substituted in one pass (a response tha
 itself contains ``{{criterion}}`` is sent verbatim). The variables are
 :data:`VARIABLES`; the user template must use ``{{response}}`` and ``{{criterion}}``.
 
+Rubric guidance distilled from the experts (see :mod:`gradercal.prompt_package`) is the
+option ``guidance``: ``{"general": [str], "tags": {tag: [str]}, "criteria": {criterion
+text: [str]}}``. It is part of the content hash like every option, and each request's
+``{{guidance}}`` placeholder receives only the clarifications that apply to its
+criterion (matched by criterion text, whitespace-normalised) and its tags, plus the
+general ones (:meth:`PromptTemplate.guidance_for`). A prompt with guidance must use
+``{{guidance}}``; prompts without it are unchanged (and so are their hashes).
+
 The default prompt (:data:`DEFAULT_PROMPT`) follows HealthBench's grader: one request
 per criterion of one response, answered with a JSON object
 ``{"explanation": str, "criteria_met": bool}``; negative-point criteria are judged on
@@ -35,6 +43,7 @@ VARIABLES: tuple[str, ...] = (
     "points",
     "criterion_tags",
     "artifacts",
+    "guidance",
 )
 #: Placeholders the user template must use.
 REQUIRED_USER_VARIABLES: tuple[str, ...] = ("response", "criterion")
@@ -43,6 +52,10 @@ DEFAULT_OPTIONS: Mapping[str, Any] = {
     # token budget of the artifact context (0: no artifact text is sent)
     "artifact_budget_tokens": 2000,
 }
+#: Options that carry content and have no default (absent: none).
+CONTENT_OPTIONS: tuple[str, ...] = ("guidance",)
+#: Text of ``{{guidance}}`` when no clarification applies to the criterion.
+NO_GUIDANCE = "(none)"
 
 _PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 
@@ -162,7 +175,40 @@ class PromptTemplate:
 
     def option(self, name: str) -> Any:
         """The value of option ``name`` (its default when the prompt does not set it)."""
-        return self.options.get(name, DEFAULT_OPTIONS[name])
+        return self.options.get(name, DEFAULT_OPTIONS.get(name))
+
+    @property
+    def guidance(self) -> Mapping[str, Any]:
+        """The rubric guidance option (empty mapping when the prompt has none)."""
+        value = self.options.get("guidance")
+        return value if isinstance(value, Mapping) else {}
+
+    def guidance_for(self, criterion: str, tags: Sequence[str] = ()) -> str:
+        """The text of ``{{guidance}}`` for one criterion: its own clarifications, those
+        of its tags (in the criterion's tag order), then the general ones."""
+        g = self.guidance
+        parts: list[str] = []
+        wanted = normalize_text(criterion)
+        own = [
+            x
+            for text, notes in dict(g.get("criteria") or {}).items()
+            if normalize_text(text) == wanted
+            for x in notes
+        ]
+        if own:
+            parts.append("Clarifications of this criterion by the expert graders:")
+            parts.extend(f"- {x}" for x in own)
+        by_tag = dict(g.get("tags") or {})
+        for tag in dict.fromkeys(str(t) for t in tags):
+            notes = by_tag.get(tag) or []
+            if notes:
+                parts.append(f"For criteria tagged {tag}:")
+                parts.extend(f"- {x}" for x in notes)
+        general = list(g.get("general") or [])
+        if general:
+            parts.append("In general:")
+            parts.extend(f"- {x}" for x in general)
+        return "\n".join(parts) if parts else NO_GUIDANCE
 
     @property
     def artifact_budget_tokens(self) -> int:
@@ -197,7 +243,7 @@ class PromptTemplate:
                     "must use " + ", ".join("{{" + v + "}}" for v in sorted(missing)),
                 )
             )
-        unknown_opts = set(self.options) - set(DEFAULT_OPTIONS)
+        unknown_opts = set(self.options) - set(DEFAULT_OPTIONS) - set(CONTENT_OPTIONS)
         if unknown_opts:
             problems.append(
                 Problem(where, None, "options", f"unknown option(s) {sorted(unknown_opts)}")
@@ -206,6 +252,16 @@ class PromptTemplate:
         if not isinstance(budget, int) or isinstance(budget, bool) or budget < 0:
             problems.append(
                 Problem(where, None, "options.artifact_budget_tokens", "must be an integer ≥ 0")
+            )
+        problems.extend(_guidance_problems(where, self.options.get("guidance")))
+        if self.guidance and "guidance" not in placeholders(self.user) | placeholders(self.system):
+            problems.append(
+                Problem(
+                    where,
+                    None,
+                    "options.guidance",
+                    "the prompt has rubric guidance but no template uses {{guidance}}",
+                )
             )
         for i, ex in enumerate(self.few_shot):
             if not isinstance(ex.get("criteria_met"), bool):
@@ -220,7 +276,8 @@ class PromptTemplate:
 
     def render(self, ctx: PromptContext) -> list[dict[str, str]]:
         """The chat messages for one request: system, few-shot pairs, user."""
-        messages = [{"role": "system", "content": substitute(self.system, ctx.variables())}]
+        values = self._values(ctx)
+        messages = [{"role": "system", "content": substitute(self.system, values)}]
         for ex in self.few_shot:
             shot = PromptContext(
                 response=str(ex["response"]),
@@ -234,10 +291,15 @@ class PromptTemplate:
                 "explanation": str(ex.get("explanation", "")),
                 "criteria_met": bool(ex["criteria_met"]),
             }
-            messages.append({"role": "user", "content": substitute(self.user, shot.variables())})
+            messages.append({"role": "user", "content": substitute(self.user, self._values(shot))})
             messages.append({"role": "assistant", "content": _json(answer)})
-        messages.append({"role": "user", "content": substitute(self.user, ctx.variables())})
+        messages.append({"role": "user", "content": substitute(self.user, values)})
         return messages
+
+    def _values(self, ctx: PromptContext) -> dict[str, str]:
+        values = ctx.variables()
+        values["guidance"] = self.guidance_for(ctx.criterion, ctx.criterion_tags)
+        return values
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready form (the shape :func:`prompt_from_dict` reads)."""
@@ -295,6 +357,37 @@ def prompt_from_dict(data: Mapping[str, Any], *, source: str = "prompt") -> Prom
         name=data.get("name"),
         parent_hash=data.get("parent_hash"),
     )
+
+
+def normalize_text(text: str) -> str:
+    """``text`` with runs of whitespace made one space and the ends stripped."""
+    return " ".join(str(text).split())
+
+
+def _guidance_problems(where: str, value: Any) -> list[Problem]:
+    if value is None:
+        return []
+    field_ = "options.guidance"
+    if not isinstance(value, Mapping):
+        return [Problem(where, None, field_, "must be an object")]
+    problems = []
+    unknown = set(value) - {"general", "tags", "criteria"}
+    if unknown:
+        problems.append(Problem(where, None, field_, f"unknown key(s) {sorted(unknown)}"))
+
+    def texts(label: str, items: Any) -> None:
+        if not isinstance(items, list) or not all(isinstance(x, str) for x in items):
+            problems.append(Problem(where, None, f"{field_}.{label}", "must be a list of text"))
+
+    texts("general", value.get("general", []))
+    for key in ("tags", "criteria"):
+        group = value.get(key, {})
+        if not isinstance(group, Mapping):
+            problems.append(Problem(where, None, f"{field_}.{key}", "must be an object"))
+            continue
+        for name, items in group.items():
+            texts(f"{key}[{name!r}]", items)
+    return problems
 
 
 def placeholders(text: str) -> set[str]:
