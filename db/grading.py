@@ -52,12 +52,14 @@ __all__ = [
     "GradingItem",
     "GradingStore",
     "JudgmentValue",
+    "JudgmentVersion",
     "QueueItem",
     "QueueProgress",
     "ReviewDimension",
     "ReviewItem",
     "ReviewTask",
     "SavedJudgment",
+    "StaleJudgmentError",
     "TaskReviewValue",
     "blinding_code",
 ]
@@ -145,6 +147,59 @@ class JudgmentValue:
 
 
 @dataclass(frozen=True)
+class JudgmentVersion:
+    """What a view last saw of one judgment: its ``revision`` (0 = none yet) and the
+    ``adjudication`` revision of the same criterion of the same response (0 = none).
+
+    Passed back to :meth:`GradingStore.save_judgment` as ``expected`` for an optimistic
+    check: a write over a value someone else changed in between is refused.
+    """
+
+    revision: int = 0
+    adjudication: int = 0
+
+
+class StaleJudgmentError(ConflictError):
+    """The judgment (or its adjudication) changed elsewhere since the view loaded it.
+
+    Nothing was written. ``current`` is the version now in the database and
+    ``current_value`` the judgment's value there (None when it has none); save again
+    with ``expected=current`` to overwrite on purpose.
+    """
+
+    def __init__(
+        self,
+        assignment_id: int,
+        criterion_id: str,
+        expected: JudgmentVersion,
+        current: JudgmentVersion,
+        current_value: JudgmentValue | None,
+        changed_by: str | None,
+    ) -> None:
+        self.assignment_id = assignment_id
+        self.criterion_id = criterion_id
+        self.expected = expected
+        self.current = current
+        self.current_value = current_value
+        self.changed_by = changed_by
+        if current.adjudication != expected.adjudication:
+            what = f"criterion {criterion_id} was adjudicated since you opened this response"
+        else:
+            via = {"packet": "a merged packet", "resolve": "a conflict resolution"}.get(
+                changed_by or "", "another window or person"
+            )
+            what = (
+                f"your verdict on criterion {criterion_id} was changed elsewhere ({via}) "
+                "since you opened this response"
+            )
+        super().__init__(f"{what}: reload to see the current value, or overwrite it")
+
+    @property
+    def adjudicated(self) -> bool:
+        return self.current.adjudication != self.expected.adjudication
+
+
+@dataclass(frozen=True)
 class SavedJudgment:
     """The stored state of a judgment after :meth:`GradingStore.save_judgment`."""
 
@@ -205,6 +260,9 @@ class GradingItem:
     answer: Any
     judgments: Mapping[str, JudgmentValue]
     pass_threshold: float
+    versions: Mapping[str, JudgmentVersion] = field(default_factory=dict)
+    """By criterion id, the version of what was loaded (for ``save_judgment(expected=…)``);
+    criteria without a judgment or adjudication are absent (version 0, 0)."""
 
 
 @dataclass(frozen=True)
@@ -386,9 +444,20 @@ _ITEM_JUDGMENTS = (
         m.Judgment.rationale,
         m.Judgment.unclear,
         m.Judgment.unclear_note,
+        m.Judgment.revision,
     )
     .join(m.Criterion, m.Criterion.id == m.Judgment.criterion_id)
     .where(m.Judgment.grader_id == bindparam("gid"), m.Judgment.response_id == bindparam("rid"))
+)
+#: Adjudication revisions of one response, by criterion (only their versions: never values).
+_ITEM_ADJUDICATIONS = (
+    select(m.Criterion.external_id, m.Adjudication.revision)
+    .join(m.Criterion, m.Criterion.id == m.Adjudication.criterion_id)
+    .where(m.Adjudication.response_id == bindparam("rid"))
+)
+_ADJUDICATION_REVISION = select(m.Adjudication.revision).where(
+    m.Adjudication.response_id == bindparam("rid"),
+    m.Adjudication.criterion_id == bindparam("cpk"),
 )
 _ASSIGNMENT_TABLE = cast(Table, m.Assignment.__table__)
 _LOCK_ASSIGNMENT = (
@@ -650,11 +719,20 @@ class GradingStore:
             if row is None or row.grader_name != grader or row.grader_kind != GraderKind.HUMAN:
                 raise NotFoundError(f"assignment {assignment_id} is not in {grader!r}'s queue")
             task = self._cached_task(s, row.task_id)
-            judgments = {
-                ext: JudgmentValue(met, level, rationale, bool(unclear), note)
-                for ext, met, level, rationale, unclear, note in s.execute(
-                    _ITEM_JUDGMENTS, {"gid": row.grader_id, "rid": row.response_id}
-                )
+            judgments: dict[str, JudgmentValue] = {}
+            revisions: dict[str, int] = {}
+            for ext, met, level, rationale, unclear, note, rev in s.execute(
+                _ITEM_JUDGMENTS, {"gid": row.grader_id, "rid": row.response_id}
+            ):
+                judgments[ext] = JudgmentValue(met, level, rationale, bool(unclear), note)
+                revisions[ext] = int(rev)
+            adjudicated: dict[str, int] = {
+                ext: int(rev)
+                for ext, rev in s.execute(_ITEM_ADJUDICATIONS, {"rid": row.response_id})
+            }
+            versions = {
+                ext: JudgmentVersion(revisions.get(ext, 0), int(adjudicated.get(ext, 0)))
+                for ext in {*revisions, *adjudicated}
             }
             items = self._queue(s, row.grader_id, row.benchmark_id, task_pk=row.task_id)
             item = next(i for i in items if i.assignment_id == assignment_id)
@@ -665,6 +743,7 @@ class GradingStore:
             answer=row.answer,
             judgments=judgments,
             pass_threshold=float(row.pass_threshold),
+            versions=versions,
         )
 
     def peek_task(self, assignment_id: int) -> Task:
@@ -707,7 +786,12 @@ class GradingStore:
         return _task_from_row(t, crits, arts)
 
     def save_judgment(
-        self, assignment_id: int, criterion_id: str, value: JudgmentValue
+        self,
+        assignment_id: int,
+        criterion_id: str,
+        value: JudgmentValue,
+        *,
+        expected: JudgmentVersion | None = None,
     ) -> SavedJudgment:
         """Store the grader's verdict on one criterion now (one committed transaction).
 
@@ -716,20 +800,33 @@ class GradingStore:
         from pending to in progress, and a submitted one back to in progress when a
         verdict is cleared.
 
+        With ``expected`` (the version the view loaded, :attr:`GradingItem.versions`) the
+        write is optimistic: when the judgment's revision or the criterion's adjudication
+        changed in between (another window, a packet merge, a coordinator), nothing is
+        written and :class:`StaleJudgmentError` says so — unless the database already
+        holds exactly ``value``. The check runs under the row lock, so it cannot race.
+
         Raises:
             NotFoundError: unknown assignment, or a criterion not in the response's task.
             ValidationError: an auto criterion, or a level outside the criterion's scale.
+            StaleJudgmentError: ``expected`` is older than the database.
         """
         for attempt in (1, 2):
             try:
-                return self._save_judgment(assignment_id, criterion_id, value.normalized())
+                return self._save_judgment(
+                    assignment_id, criterion_id, value.normalized(), expected
+                )
             except IntegrityError:  # another client inserted the same row in between
                 if attempt == 2:
                     raise
         raise AssertionError("unreachable")
 
     def _save_judgment(
-        self, assignment_id: int, criterion_id: str, value: JudgmentValue
+        self,
+        assignment_id: int,
+        criterion_id: str,
+        value: JudgmentValue,
+        expected: JudgmentVersion | None = None,
     ) -> SavedJudgment:
         # The grader's hot path (one call per key press): prepared Core statements on one
         # connection, no ORM unit of work, so the commit stays within a few milliseconds.
@@ -745,6 +842,8 @@ class GradingStore:
             value = _checked(value, criterion_id, ctx.kind, int(ctx.levels))
             now = m.utcnow()
             values = {c: getattr(value, c) for c in _JUDGMENT_COLUMNS}
+            if expected is not None:
+                _check_version(conn, ctx, assignment_id, criterion_id, values, expected)
             if ctx.id is None:
                 jid = conn.execute(
                     _INSERT_JUDGMENT,
@@ -1104,6 +1203,38 @@ class GradingStore:
     def read_blob(self, sha256: str) -> bytes:
         """An artifact's bytes (safe to call from a worker thread)."""
         return self.repo.read_blob(sha256)
+
+
+def _check_version(
+    conn: Any,
+    ctx: Any,
+    assignment_id: int,
+    criterion_id: str,
+    values: Mapping[str, Any],
+    expected: JudgmentVersion,
+) -> None:
+    """Raise :class:`StaleJudgmentError` when ``expected`` is older than the locked row."""
+    if ctx.id is not None and all(getattr(ctx, c) == values[c] for c in _JUDGMENT_COLUMNS):
+        return  # the database already holds this value: nothing to overwrite
+    adjudication = conn.execute(
+        _ADJUDICATION_REVISION, {"rid": ctx.response_id, "cpk": ctx.criterion_pk}
+    ).scalar()
+    current = JudgmentVersion(0 if ctx.id is None else int(ctx.revision), int(adjudication or 0))
+    if current == expected:
+        return
+    value = (
+        None
+        if ctx.id is None
+        else JudgmentValue(ctx.met, ctx.level, ctx.rationale, bool(ctx.unclear), ctx.unclear_note)
+    )
+    raise StaleJudgmentError(
+        assignment_id,
+        criterion_id,
+        expected,
+        current,
+        value,
+        None if ctx.id is None else str(ctx.source),
+    )
 
 
 def _checked(value: JudgmentValue, criterion_id: str, kind: str, levels: int) -> JudgmentValue:

@@ -11,7 +11,8 @@
   nothing …); every blob's bytes re-hashed against its sha256 and size.
 * :func:`open_checked` opens a database for the app: a SQLite file that fails its quick
   check is opened **read-only**, with a message saying so, instead of crashing or
-  writing into a damaged file.
+  writing into a damaged file; :func:`grading_store` gives the app a store on it that
+  reads and refuses every write (:class:`ReadOnlyGradingStore`).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import shutil
 import sqlite3
 import subprocess
 import time
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -32,6 +34,15 @@ from sqlalchemy import create_engine, event, select, text
 from sqlalchemy.engine import URL
 
 from gradercal.db import models as m
+from gradercal.db.grading import (
+    GraderInfo,
+    GradingStore,
+    JudgmentValue,
+    JudgmentVersion,
+    QueueItem,
+    SavedJudgment,
+    TaskReviewValue,
+)
 from gradercal.db.session import (
     BUSY_TIMEOUT_MS,
     Database,
@@ -40,6 +51,7 @@ from gradercal.db.session import (
     open_database,
     resolve_url,
 )
+from gradercal.errors import GradercalError
 
 __all__ = [
     "BackupReport",
@@ -47,8 +59,11 @@ __all__ = [
     "CheckReport",
     "MaintenanceError",
     "OpenResult",
+    "ReadOnlyError",
+    "ReadOnlyGradingStore",
     "backup",
     "check",
+    "grading_store",
     "open_checked",
 ]
 
@@ -358,6 +373,13 @@ ORPHAN_CHECKS: tuple[tuple[str, str, str], ...] = (
         "assignment history rows whose assignment is missing",
     ),
     (
+        "revision.conflict_resolution",
+        "SELECT count(*) FROM revision v LEFT JOIN revision c ON c.id = v.entity_id "
+        "AND c.entity IN ('packet_conflict', 'packet_conflict_review') "
+        "WHERE v.entity = 'packet_conflict_resolution' AND c.id IS NULL",
+        "conflict resolutions whose conflict is missing",
+    ),
+    (
         "database_info.database_id",
         "SELECT 1 - count(*) FROM database_info WHERE key = 'database_id'",
         "the database has no database_id",
@@ -553,3 +575,84 @@ def _open_read_only(path: Path, problem: str) -> Database:
             f"({path.name}.backup-… or {path.name}.before-….bak next to it)."
         ) from None
     return Database(engine)
+
+
+# -- grading on a damaged database ------------------------------------------------------------------
+class ReadOnlyError(DatabaseError):
+    """A write was refused: the database was opened read-only (it is damaged)."""
+
+
+class ReadOnlyGradingStore(GradingStore):
+    """A :class:`~gradercal.db.grading.GradingStore` that reads and refuses every write.
+
+    For the app on a damaged database (:func:`open_checked` opened it read-only): the
+    grader can look at the queue, the responses and their own verdicts; every attempt to
+    change something raises :class:`ReadOnlyError`, and nothing reaches the file (the
+    connection is ``query_only`` besides).
+    """
+
+    read_only = True
+
+    def __init__(self, db: Database, message: str | None = None) -> None:
+        super().__init__(db)
+        #: Why the database is read-only (for the app's banner).
+        self.read_only_message = message or f"{db.display} was opened read-only"
+
+    @staticmethod
+    def _refuse() -> ReadOnlyError:
+        return ReadOnlyError(
+            "this database is damaged and was opened read-only, so nothing can be saved; "
+            "restore a backup to keep grading"
+        )
+
+    def create_grader(self, name: str) -> GraderInfo:
+        """An existing grader only (creating one would write)."""
+        try:
+            return self.grader(" ".join(name.replace("\x00", " ").split()))
+        except GradercalError:
+            raise self._refuse() from None
+
+    def ensure_queue(
+        self, grader: str, benchmark: str | None = None, *, seed: str = ""
+    ) -> list[QueueItem]:
+        return self.queue(grader, benchmark)
+
+    def save_judgment(
+        self,
+        assignment_id: int,
+        criterion_id: str,
+        value: JudgmentValue,
+        *,
+        expected: JudgmentVersion | None = None,
+    ) -> SavedJudgment:
+        raise self._refuse()
+
+    def add_time(self, assignment_id: int, seconds: float) -> float:
+        # Time on task is not the grader's work: dropped, never written, no alarm.
+        return float(self.queue_item(assignment_id).time_spent_s)
+
+    def submit(self, assignment_id: int) -> QueueItem:
+        raise self._refuse()
+
+    def skip(self, assignment_id: int, reason: str) -> QueueItem:
+        raise self._refuse()
+
+    def reopen(self, assignment_id: int) -> QueueItem:
+        raise self._refuse()
+
+    def save_task_review(
+        self,
+        grader: str,
+        benchmark: str | None,
+        task_id: str,
+        answers: Mapping[str, int | None],
+        comment: str | None,
+    ) -> TaskReviewValue:
+        raise self._refuse()
+
+
+def grading_store(opened: OpenResult) -> GradingStore:
+    """The app's store for what :func:`open_checked` opened: read-only when it is damaged."""
+    if opened.read_only:
+        return ReadOnlyGradingStore(opened.db, opened.message)
+    return GradingStore(opened.db)

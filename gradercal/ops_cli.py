@@ -1,4 +1,5 @@
-"""Operations commands: ``assign``, ``packet export|merge|info|conflicts``, ``backup``, ``check``.
+"""Operations commands: ``assign``, ``packet export|merge|info|conflicts|resolve``, ``backup``,
+``check``.
 
 Registered lazily by :mod:`gradercal.cli` (``LazyGroup.lazy``), so ``gradercal --help``
 does not import the database layer. Every command takes ``--db``, ``--json`` and
@@ -157,6 +158,8 @@ def packet() -> None:
       gradercal packet export --grader ana -o ana.gcpkg
       gradercal gui ana.gcpkg                 (grade offline)
       gradercal packet merge ana.gcpkg
+      gradercal packet conflicts              (changed on both sides)
+      gradercal packet resolve ID --keep packet
     """
 
 
@@ -233,7 +236,7 @@ def packet_merge(file: Path, db: str | None, as_json: bool) -> None:
     if report.conflicts:
         click.secho(
             f"{len(report.conflicts)} conflicts ({report.new_conflicts} new): both versions kept, "
-            "the database's value stays current",
+            "the database's value stays current (see `gradercal packet conflicts`)",
             fg="yellow",
             err=True,
         )
@@ -245,6 +248,8 @@ def packet_merge(file: Path, db: str | None, as_json: bool) -> None:
             )
     for note in report.ignored:
         click.secho(f"note: {note}", fg="yellow", err=True)
+    for warning in report.warnings:
+        click.secho(f"warning: {warning}", fg="yellow", err=True)
     if not report.changed:
         click.echo("nothing new: the database is unchanged")
 
@@ -295,29 +300,130 @@ def packet_info_cmd(file: Path, db: str | None, check_seal: bool, as_json: bool)
 @packet.command(name="conflicts")
 @db_option
 @click.option("--grader", "-g", metavar="NAME", help="Only this grader's conflicts.")
+@click.option("--all", "show_all", is_flag=True, help="Also list conflicts already resolved.")
 @json_option
 @handle_errors
-def packet_conflicts(db: str | None, grader: str | None, as_json: bool) -> None:
-    """List packet values kept beside the database's because both had changed."""
+def packet_conflicts(db: str | None, grader: str | None, show_all: bool, as_json: bool) -> None:
+    """List packet values kept beside the database's because both had changed.
+
+    Open conflicts only, unless --all. Settle one with `gradercal packet resolve ID`.
+    """
     from gradercal.db.packets import list_conflicts
 
     database = _open(db)
     try:
-        rows = list_conflicts(database, grader=grader)
+        rows = list_conflicts(database, grader=grader, include_resolved=show_all)
     finally:
         database.dispose()
     if as_json:
         _emit_json(rows)
         return
     if not rows:
-        click.echo("no conflicts")
+        click.echo("no conflicts" if show_all else "no open conflicts")
     for r in rows:
         where = " / ".join(
             str(x) for x in (r.get("task_id"), r.get("response_id"), r.get("criterion_id")) if x
         )
-        click.echo(
-            f"{r['recorded_at']} {r.get('grader')}: {r['kind']} {where}: "
+        line = (
+            f"#{r['id']} {r.get('grader')}: {r['kind']} {where}: "
             f"database {_short(r.get('database'))} · packet {_short(r.get('packet'))}"
+        )
+        if r["resolution"] is not None:
+            res = r["resolution"]
+            line += f" — resolved by {res['by']}: kept {res['keep']}"
+        elif r.get("current") is not None and _comparable(r["current"]) != r.get("database"):
+            line += f" — now {_short(r['current'])} (changed since)"
+        click.echo(line)
+
+
+def _comparable(current: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in current.items() if k != "revision"}
+
+
+def _keep_value(text: str) -> tuple[str, dict[str, Any] | None]:
+    """``database``, ``packet``, ``met``, ``not-met`` or ``level:N`` → (keep, value)."""
+    word = text.strip().lower().replace("_", "-")
+    if word in ("database", "packet"):
+        return word, None
+    if word == "met":
+        return "value", {"met": True, "level": None}
+    if word in ("not-met", "unmet"):
+        return "value", {"met": False, "level": None}
+    if word.startswith("level:"):
+        try:
+            return "value", {"met": None, "level": int(word.split(":", 1)[1])}
+        except ValueError:
+            pass
+    raise click.BadParameter(
+        "use database, packet, met, not-met or level:N (e.g. level:1)", param_hint="--keep"
+    )
+
+
+@packet.command(name="resolve")
+@click.argument("conflict_id", metavar="ID", type=int)
+@db_option
+@click.option(
+    "--keep",
+    required=True,
+    metavar="WHICH",
+    help="database (the current value stays), packet (the packet's value is written), "
+    "or a new verdict: met, not-met, level:N.",
+)
+@click.option("--note", metavar="TEXT", help="Why; kept with the decision.")
+@click.option(
+    "--by",
+    metavar="NAME",
+    default="coordinator",
+    show_default=True,
+    help="Who decides (kept in the history).",
+)
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Resolve even if the database's value changed after the conflict was recorded.",
+)
+@json_option
+@handle_errors
+def packet_resolve(
+    conflict_id: int,
+    db: str | None,
+    keep: str,
+    note: str | None,
+    by: str,
+    force: bool,
+    as_json: bool,
+) -> None:
+    """Settle one conflict listed by `gradercal packet conflicts` (its #ID).
+
+    The value replaced is kept in the history, and so is the decision (what was kept,
+    by whom, the note); the conflict is then listed as resolved. Merging the packet
+    again changes nothing.
+
+    \b
+    Example:
+      gradercal packet resolve 412 --keep packet --note "ana re-read the figure"
+    """
+    from gradercal.db.packets import resolve_conflict
+
+    which, value = _keep_value(keep)
+    database = _open(db)
+    try:
+        result = resolve_conflict(
+            database, conflict_id, which, value=value, note=note, by=by, force=force
+        )
+    finally:
+        database.dispose()
+    if as_json:
+        _emit_json(result.to_dict())
+        return
+    if result.changed:
+        click.echo(
+            f"conflict #{conflict_id} resolved: {result.kind} is now {_short(result.value)} "
+            f"(was {_short(result.previous)}; the old value is kept in its history)"
+        )
+    else:
+        click.echo(
+            f"conflict #{conflict_id} resolved: the database's value {_short(result.value)} stays"
         )
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Callable
 
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QUndoStack
@@ -25,11 +26,19 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from gradercal.db.grading import GradingItem, GradingStore, JudgmentValue, QueueItem
+from gradercal.db.grading import (
+    GradingItem,
+    GradingStore,
+    JudgmentValue,
+    JudgmentVersion,
+    QueueItem,
+    StaleJudgmentError,
+)
 from gradercal.errors import GradercalError, ValidationError
 from gradercal.ui import qt_workers
 from gradercal.ui.grading_state import RubricState, TimeTracker, verdict_value
 from gradercal.ui.qt_commands import QtJudgmentCommand
+from gradercal.ui.qt_conflicts import ask_stale
 from gradercal.ui.qt_markdown import QtMarkdownView
 from gradercal.ui.qt_rubric_panel import QtRubricPanel
 from gradercal.ui.qt_settings import QtAppSettings
@@ -109,6 +118,11 @@ class QtGradingView(QWidget):
         self._text_criterion: str | None = None
         self._text_dirty = False
         self._ready_pending = False
+        #: What this view last saw of each judgment of the open item (optimistic writes).
+        self.versions: dict[tuple[int, str], JudgmentVersion] = {}
+        #: Asks what to do when a verdict was changed elsewhere: "reload", "overwrite" or
+        #: "cancel" (a dialog; tests replace it).
+        self.stale_prompt: Callable[[StaleJudgmentError, JudgmentValue], str] = self._ask_stale
         self._build()
         self._text_timer = QTimer(self)
         self._text_timer.setSingleShot(True)
@@ -266,6 +280,7 @@ class QtGradingView(QWidget):
         self.current = item
         self.queue[index] = item.item
         self.state = RubricState(item)
+        self.versions = {(q.assignment_id, c): v for c, v in item.versions.items()}
         self.undo_stack.clear()
         self.tracker.reset()
         self._ready_pending = True
@@ -421,8 +436,12 @@ class QtGradingView(QWidget):
     # -- changing judgments -----------------------------------------------------------------------
     def write_judgment(self, assignment_id: int, criterion_id: str, value: JudgmentValue) -> bool:
         """Save one value now and show it (used by edits, undo and redo)."""
+        key = (assignment_id, criterion_id)
+        expected = self.versions.get(key, JudgmentVersion())
         try:
-            saved = self.store.save_judgment(assignment_id, criterion_id, value)
+            saved = self.store.save_judgment(assignment_id, criterion_id, value, expected=expected)
+        except StaleJudgmentError as exc:
+            return self._stale(exc, value)
         except GradercalError as exc:
             self.rubric.show_message(f"Not saved: {exc}")
             self.message.emit(f"Not saved: {exc}")
@@ -431,6 +450,7 @@ class QtGradingView(QWidget):
             self.rubric.show_message(f"Not saved (database error): {exc}")
             self.message.emit(f"Not saved (database error): {exc}")
             return False
+        self.versions[key] = dataclasses.replace(expected, revision=saved.revision)
         if (
             self.current is not None
             and self.state is not None
@@ -456,6 +476,31 @@ class QtGradingView(QWidget):
             if status != q.status:
                 self.queue_changed.emit()
         return True
+
+    def _stale(self, exc: StaleJudgmentError, value: JudgmentValue) -> bool:
+        """A verdict changed elsewhere since this item was opened: ask, then reload or overwrite."""
+        choice = self.stale_prompt(exc, value)
+        if choice == "overwrite":
+            self.versions[(exc.assignment_id, exc.criterion_id)] = exc.current
+            return self.write_judgment(exc.assignment_id, exc.criterion_id, value)
+        text = f"Not saved: {exc}"
+        self.rubric.show_message(text)
+        self.message.emit(text)
+        if choice == "reload" and self.current is not None:
+            aid, row, index = exc.assignment_id, self.current_row(), self.index
+            if self.current.item.assignment_id == aid:
+                # after the caller (an edit, an undo step) has unwound
+                QTimer.singleShot(0, lambda: self._reload(aid, index, row))
+        return False
+
+    def _ask_stale(self, exc: StaleJudgmentError, mine: JudgmentValue) -> str:
+        return ask_stale(self, exc, mine)
+
+    def _reload(self, assignment_id: int, index: int, row: int) -> None:
+        if self.current is not None and self.current.item.assignment_id == assignment_id:
+            self._text_dirty = False
+            if self.open_index(index, row):
+                self.message.emit("Reloaded: this response shows the current values.")
 
     def change(
         self, criterion_id: str, new: JudgmentValue, label: str, *, text_edit: bool = False
