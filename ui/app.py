@@ -8,25 +8,26 @@ has an artifact, waits until it is fully shown and saves a PNG of the whole wind
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 import traceback
 from pathlib import Path
 from types import TracebackType
 
 # isort: off
-# SQLAlchemy, alembic and pandas (through gradercal.db and the scoring core) are imported
-# *before* PySide6: once PySide6 is loaded, its import hook inspects every later import,
-# which makes these big packages about a quarter slower to import (start-up time).
-import gradercal.db.grading
-import gradercal.scoring  # noqa: F401
+# SQLAlchemy (through gradercal.db) is imported *before* PySide6: once PySide6 is loaded,
+# its import hook inspects every later import, which makes big packages about a quarter
+# slower to import (start-up time). pandas and Alembic are not needed to grade: they load
+# on first use (a table artifact, a schema upgrade).
+import gradercal.db.grading  # noqa: F401
 import sqlalchemy.dialects.sqlite  # noqa: F401  (loaded by the first SQLite engine)
 
 # isort: on
 from PySide6.QtCore import QEventLoop, QThreadPool, QTimer
 from PySide6.QtWidgets import QApplication, QMessageBox
+from sqlalchemy.exc import SQLAlchemyError
 
 from gradercal.db.grading import GradingStore
-from gradercal.db.session import open_database
 from gradercal.errors import GradercalError
 from gradercal.ui.qt_grading_view import QtGradingView
 from gradercal.ui.qt_main_window import QtMainWindow
@@ -48,6 +49,9 @@ def application() -> QApplication:
     app.setApplicationDisplayName("gradercal")
     # Fusion follows the system's light or dark colour scheme and looks the same everywhere.
     app.setStyle("Fusion")
+    from gradercal.ui.qt_theme import apply_theme
+
+    apply_theme(app)  # the system's scheme, unless --theme / $GRADERCAL_THEME says otherwise
     from gradercal.ui.qt_workers import collect_garbage_on_ui_thread
 
     collect_garbage_on_ui_thread()
@@ -77,8 +81,64 @@ def choose_grader(store: GradingStore, settings: QtAppSettings, database: str) -
 
 
 def open_store(db: str | None) -> tuple[GradingStore, str]:
-    database = open_database(db)
-    return GradingStore(database), database.display
+    """The database's store; a damaged SQLite file is opened read-only (see :func:`mark`)."""
+    from gradercal.db.maintenance import grading_store, open_checked
+
+    opened = open_checked(db)
+    return grading_store(opened), opened.db.display
+
+
+def mark(window: QtMainWindow, store: GradingStore) -> None:
+    """A read-only (damaged) database: a red banner saying why, and the title says so."""
+    message = getattr(store, "read_only_message", None)
+    if message:
+        from gradercal.ui.qt_packet import add_banner
+
+        add_banner(window, f"Read-only: {message}", "error")
+        window.location = "read-only (damaged database)"
+        window._update_title()
+
+
+def _benchmark_names(store: GradingStore, display: str) -> list[str]:
+    try:
+        return store.benchmark_names()
+    except SQLAlchemyError as exc:  # a damaged file, even read-only, may not read at all
+        raise GradercalError(f"{display} cannot be read: {exc}") from None
+
+
+def build_packet_window(
+    packet: str | os.PathLike[str],
+    view: str = "grading",
+    *,
+    settings: QtAppSettings | None = None,
+    workdir: str | os.PathLike[str] | None = None,
+) -> QtMainWindow:
+    """Open an offline grading packet and grade into it (see :mod:`gradercal.ui.qt_packet`).
+
+    The grader and the benchmark are the packet's; the title and a banner name the
+    packet. The packet file is saved after each response, regularly, and on close.
+
+    Raises:
+        GradercalError: the packet is damaged, unsafe or cannot be unpacked.
+    """
+    from gradercal.db.packets import open_packet
+    from gradercal.ui.qt_packet import QtPacketController
+
+    application()
+    preload_pdf_engine()
+    session = open_packet(packet, workdir=workdir)
+    try:
+        store = GradingStore(session.db)
+        window = QtMainWindow(store, settings or QtAppSettings(), f"packet {session.path}")
+        window.location = f"packet {session.path.name}"
+        window.packet = QtPacketController(session, window)  # type: ignore[attr-defined]
+        window.start_session(session.grader, session.benchmark, view)
+        window._update_title()
+    except BaseException:
+        session.close()
+        raise
+    window.show()
+    return window
 
 
 def preload_pdf_engine() -> None:
@@ -100,16 +160,20 @@ def build_window(
     """Open the database and build the main window, shown; the queue loads in the background.
 
     With a grader and a benchmark (the only one, or ``benchmark``) the session starts at
-    once; otherwise the start page asks who is grading.
+    once; otherwise the start page asks who is grading. ``view="dashboard"`` opens a
+    coordinator window instead (see :func:`build_coordinator_window`).
 
     Raises:
         GradercalError: the database cannot be opened, or the benchmark is unknown.
     """
+    if view == "dashboard":
+        return build_coordinator_window(db, grader, benchmark, settings=settings)
     application()
     preload_pdf_engine()
     store, display = open_store(db)
     window = QtMainWindow(store, settings or QtAppSettings(), display)
-    names = store.benchmark_names()
+    mark(window, store)
+    names = _benchmark_names(store, display)
     if benchmark is None and len(names) == 1:
         benchmark = names[0]
     if grader is not None and benchmark is not None:
@@ -123,15 +187,67 @@ def build_window(
     return window
 
 
+def coordinator_benchmark(store: GradingStore, display: str, benchmark: str | None) -> str:
+    """The benchmark a coordinator window shows: ``benchmark``, else the only one."""
+    names = store.benchmark_names()
+    if not names:
+        raise GradercalError(f"database {display} holds no benchmark yet; run `gradercal import`")
+    if benchmark is not None:
+        return store.benchmark_name(benchmark)
+    if len(names) > 1:
+        raise GradercalError(
+            f"database {display} holds {len(names)} benchmarks; choose one with --benchmark "
+            f"({', '.join(names)})"
+        )
+    return names[0]
+
+
+def build_coordinator_window(
+    db: str | None = None,
+    adjudicator: str | None = None,
+    benchmark: str | None = None,
+    *,
+    settings: QtAppSettings | None = None,
+    compute: bool = True,
+) -> QtMainWindow:
+    """A coordinator window: the dashboard and adjudication of one benchmark, no grading.
+
+    The coordinator role is chosen here, when the window is made, and never changes: a
+    grader's window has no dashboard action, a coordinator window starts no grading
+    session. ``adjudicator`` is the name adjudications are recorded under (editable in
+    the adjudication view).
+    """
+    application()
+    preload_pdf_engine()
+    store, display = open_store(db)
+    bench = coordinator_benchmark(store, display, benchmark)
+    window = QtMainWindow(
+        store, settings or QtAppSettings(), display, track_time=False, coordinator=True
+    )
+    mark(window, store)
+    view = window.open_dashboard(bench, compute=False)
+    if adjudicator:
+        view.set_adjudicator(adjudicator)
+    window.show()
+    if compute:
+        view.dashboard.recompute()
+    return window
+
+
 def run(
     db: str | None = None,
     grader: str | None = None,
     benchmark: str | None = None,
     view: str = "grading",
+    packet: str | os.PathLike[str] | None = None,
 ) -> int:
+    """Run the app on a database, or (``packet``) on an offline grading packet."""
     app = application()
     try:
-        window = build_window(db, grader, benchmark, view)
+        if packet is not None:
+            window = build_packet_window(packet, view)
+        else:
+            window = build_window(db, grader, benchmark, view)
     except GradercalError as exc:
         QMessageBox.critical(None, "gradercal", f"Cannot start:\n\n{exc}")
         return 1
@@ -163,7 +279,10 @@ def screenshot(
     view: str = "grading",
     size: tuple[int, int] = (1600, 1000),
 ) -> int:
-    """Save a PNG of the whole window showing the first queue item with an artifact."""
+    """Save a PNG of the whole window showing the first queue item with an artifact
+    (``view="dashboard"``: the coordinator dashboard, fully computed)."""
+    if view == "dashboard":
+        return dashboard_screenshot(out, db, benchmark, size)
     app = application()
     preload_pdf_engine()
     store, display = open_store(db)
@@ -200,4 +319,32 @@ def screenshot(
         print(
             "warning: the artifact was still loading when the screenshot was taken", file=sys.stderr
         )
+    return 0
+
+
+def dashboard_screenshot(
+    out: Path, db: str | None, benchmark: str | None, size: tuple[int, int]
+) -> int:
+    """Save a PNG of a coordinator window once its dashboard is fully computed."""
+    app = application()
+    settings = QtAppSettings(readonly=True)
+    window = build_coordinator_window(db, None, benchmark, settings=settings, compute=False)
+    window.resize(*size)
+    app.processEvents()
+    coordination = window.coordination
+    assert coordination is not None
+    board = coordination.dashboard
+    board.recompute()
+    ready = _wait(board.result is not None and not board.busy, board.computed, 120_000)
+    for _ in range(5):
+        app.processEvents()
+    image = window.grab()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    saved = image.save(str(out), "PNG")
+    error = board.error_text
+    window.close()
+    if not saved:
+        raise GradercalError(f"cannot write {out}")
+    if not ready:
+        raise GradercalError(f"the dashboard did not finish computing: {error or 'timed out'}")
     return 0

@@ -13,6 +13,28 @@ from pathlib import Path
 import click
 
 
+def _check_packet_args(
+    packet: Path, grader: str | None, benchmark: str | None, view: str, screenshot: Path | None
+) -> None:
+    """A packet fixes the database, the grader and the benchmark: refuse what contradicts it."""
+    ctx = click.get_current_context()
+    if ctx.get_parameter_source("db") == click.core.ParameterSource.COMMANDLINE:
+        raise click.UsageError("give either a packet file or --db, not both")
+    if packet.suffix.lower() != ".gcpkg":
+        hint = " (to open a database, use --db)" if packet.suffix.lower() in DB_SUFFIXES else ""
+        raise click.BadParameter(f"{packet} is not a grading packet (.gcpkg){hint}")
+    if grader is not None or benchmark is not None:
+        raise click.UsageError("a packet's grader and benchmark are fixed: drop --grader/-b")
+    if view == "dashboard":
+        raise click.UsageError("a packet holds one grader's work: no dashboard")
+    if screenshot is not None:
+        raise click.UsageError("--screenshot works on a database (--db), not a packet")
+
+
+#: File name endings that suggest a database given where a packet was expected.
+DB_SUFFIXES = (".sqlite", ".sqlite3", ".db")
+
+
 def _size(text: str) -> tuple[int, int]:
     try:
         w, h = (int(x) for x in text.lower().split("x"))
@@ -24,6 +46,12 @@ def _size(text: str) -> tuple[int, int]:
 
 
 @click.command()
+@click.argument(
+    "packet",
+    required=False,
+    metavar="[FILE.gcpkg]",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+)
 @click.option(
     "--db",
     "db",
@@ -37,10 +65,12 @@ def _size(text: str) -> tuple[int, int]:
 )
 @click.option(
     "--view",
-    type=click.Choice(["grading", "review"]),
+    type=click.Choice(["grading", "review", "dashboard"]),
     default="grading",
     show_default=True,
-    help="Open in grading mode or task review mode.",
+    help="Open in grading mode or task review mode, or (coordinators) open a coordinator "
+    "window with the agreement dashboard and adjudication; a grading window never shows "
+    "the dashboard. With dashboard, --grader names the adjudicator.",
 )
 @click.option(
     "--screenshot",
@@ -56,18 +86,39 @@ def _size(text: str) -> tuple[int, int]:
     metavar="WxH",
     help="Window size for --screenshot.",
 )
+@click.option(
+    "--theme",
+    type=click.Choice(["system", "light", "dark"]),
+    default=None,
+    help="Colours: follow the system (default), or force light or dark. "
+    "Also $GRADERCAL_THEME.",
+)
 def gui(
+    packet: Path | None,
     db: str | None,
     grader: str | None,
     benchmark: str | None,
     view: str,
     screenshot: Path | None,
     size: str,
+    theme: str | None = None,
 ) -> None:
     """Open the expert grading app: grade responses criterion by criterion, beside the
     task's artifacts; keyboard-first (F1 lists the keys), blinded, saved as you go.
+
+    With FILE.gcpkg (from `gradercal packet export`), grade offline into that packet: the
+    grader and benchmark are the packet's, and the file is kept up to date as you go
+    (send it back for `gradercal packet merge`).
     """
     from gradercal.errors import GradercalError
+
+    if theme is not None:
+        os.environ["GRADERCAL_THEME"] = theme
+    if packet is not None:
+        _check_packet_args(packet, grader, benchmark, view, screenshot)
+        from gradercal.ui.app import run as run_packet
+
+        sys.exit(run_packet(view=view, packet=packet))
 
     if screenshot is not None:
         os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")

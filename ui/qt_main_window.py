@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import shiboken6
 from PySide6.QtCore import QEvent, QObject, Qt, Signal
@@ -19,6 +20,7 @@ from PySide6.QtWidgets import (
 )
 
 from gradercal.db.grading import GradingStore
+from gradercal.errors import GradercalError
 from gradercal.ui.qt_grading_view import QtGradingView
 from gradercal.ui.qt_queue_model import QtQueueModel
 from gradercal.ui.qt_review_view import QtReviewView
@@ -26,6 +28,10 @@ from gradercal.ui.qt_settings import DEFAULT_FONT_PT, QtAppSettings
 from gradercal.ui.qt_shortcuts_dialog import QtShortcutsDialog
 from gradercal.ui.qt_start_page import QtStartPage
 from gradercal.ui.shortcuts import SHORTCUTS
+
+if TYPE_CHECKING:
+    from gradercal.ui.qt_dashboard import QtCoordinatorView
+    from gradercal.ui.qt_judge_dialog import QtJudgeDialog
 
 GRADING_ONLY = {
     "criterion.next_open",
@@ -44,6 +50,8 @@ GRADING_ONLY = {
 }
 REVIEW_ONLY = {"review.comment"}
 ALWAYS = {"help.shortcuts", "app.quit", "view.bigger", "view.smaller", "view.reset_font"}
+#: Actions of a coordinator window only; a grader's window never creates them (blinding).
+COORDINATOR_ONLY = {"view.dashboard", "judge.run"}
 MENUS = {
     "File": "&File",
     "Edit": "&Edit",
@@ -76,6 +84,8 @@ class _ActivityFilter(QObject):
 class QtMainWindow(QMainWindow):
     #: A session started: the grading and review views exist.
     session_started = Signal()
+    #: The window closed, after its views saved what was pending (an open packet saves then).
+    closed = Signal()
 
     def __init__(
         self,
@@ -84,9 +94,14 @@ class QtMainWindow(QMainWindow):
         database: str,
         *,
         track_time: bool = True,
+        coordinator: bool = False,
         parent: QWidget | None = None,
     ) -> None:
         super().__init__(parent)
+        #: Fixed for the window's life: a coordinator window shows the dashboard and never
+        #: starts a grading session; a grader's window has no dashboard action at all.
+        self.coordinator = coordinator
+        self.coordination: QtCoordinatorView | None = None
         self.store = store
         self.settings = settings
         self.database = database
@@ -98,6 +113,8 @@ class QtMainWindow(QMainWindow):
         self.review: QtReviewView | None = None
         self.actions_by_id: dict[str, QAction] = {}
         self.answer_actions: list[QAction] = []
+        #: What the window is on when not a plain database ("packet a.gcpkg", "read-only").
+        self.location: str | None = None
         self.setWindowTitle("gradercal")
         self.stack = QStackedWidget()
         self.setCentralWidget(self.stack)
@@ -140,7 +157,7 @@ class QtMainWindow(QMainWindow):
             menus[key] = bar.addMenu(title)
         handlers = self._handlers()
         for s in SHORTCUTS:
-            if s.local:
+            if s.local or (s.id in COORDINATOR_ONLY and not self.coordinator):
                 continue
             action = QAction(s.label, self)
             action.setObjectName(s.id)
@@ -171,6 +188,19 @@ class QtMainWindow(QMainWindow):
         self.auto_advance.toggled.connect(self._set_auto_advance)
         menus["Rubric"].addSeparator()
         menus["Rubric"].addAction(self.auto_advance)
+        if self.coordinator:
+            conflicts = QAction("Packet &conflicts…", self)
+            conflicts.setObjectName("file.conflicts")
+            conflicts.triggered.connect(self.show_conflicts)
+            existing = menus["File"].actions()
+            if existing:
+                menus["File"].insertAction(existing[0], conflicts)
+                menus["File"].insertSeparator(existing[0])
+            else:
+                menus["File"].addAction(conflicts)
+            self.conflicts_action = conflicts
+            for key, menu in menus.items():  # no grading here: File, View and Help only
+                menu.menuAction().setVisible(key in ("File", "View", "Help"))
         self._update_enabled()
 
     def _run(self, handler: Callable[[], object]) -> None:
@@ -232,6 +262,8 @@ class QtMainWindow(QMainWindow):
             "edit.redo": grading(lambda g: g.undo_stack.redo()),
             "view.grading": lambda: self.set_mode("grading"),
             "view.review": lambda: self.set_mode("review"),
+            "view.dashboard": self.show_dashboard,
+            "judge.run": self.show_judge_dialog,
             "view.queue": lambda: self.queue_dock.setVisible(not self.queue_dock.isVisible()),
             "view.bigger": lambda: self.apply_font(self.settings.font_pt + 1),
             "view.smaller": lambda: self.apply_font(self.settings.font_pt - 1),
@@ -245,6 +277,8 @@ class QtMainWindow(QMainWindow):
         for sid, action in self.actions_by_id.items():
             if sid in ALWAYS:
                 action.setEnabled(True)
+            elif sid in COORDINATOR_ONLY:
+                action.setEnabled(self.coordinator)
             elif sid in GRADING_ONLY:
                 action.setEnabled(started and self.mode == "grading")
             elif sid in REVIEW_ONLY:
@@ -278,6 +312,11 @@ class QtMainWindow(QMainWindow):
         self, grader: str, benchmark: str, mode: str = "grading", *, load: bool = True
     ) -> None:
         """Build the grading and review views for ``grader`` (created when new) in ``benchmark``."""
+        if self.coordinator:
+            raise GradercalError(
+                "a coordinator window does not grade: start `gradercal gui` without "
+                "--view dashboard to grade"
+            )
         grader = self.store.create_grader(grader).name
         self.grader, self.benchmark = grader, benchmark
         self.settings.set_last_grader(self.database, grader)
@@ -340,6 +379,52 @@ class QtMainWindow(QMainWindow):
         self._update_title()
         self._queue_changed()
 
+    # -- coordinator mode ---------------------------------------------------------------------
+    def open_dashboard(self, benchmark: str, *, compute: bool = True) -> QtCoordinatorView:
+        """Show the coordinator dashboard of ``benchmark`` (coordinator windows only).
+
+        Raises:
+            GradercalError: this is a grader's window.
+        """
+        if not self.coordinator:
+            raise GradercalError("the dashboard is only available in a coordinator window")
+        from gradercal.ui.qt_dashboard import QtCoordinatorView
+
+        if self.coordination is None or self.coordination.benchmark != benchmark:
+            self.coordination = QtCoordinatorView(
+                self.store.db, benchmark, self.settings, parent=self
+            )
+            self.coordination.message.connect(self._show_message)
+            self.stack.addWidget(self.coordination)
+        self.benchmark = benchmark
+        self.mode = "dashboard"
+        self.stack.setCurrentWidget(self.coordination)
+        self._update_title()
+        self._update_enabled()
+        if compute and self.coordination.dashboard.result is None:
+            self.coordination.dashboard.recompute()
+        return self.coordination
+
+    def show_judge_dialog(self) -> QtJudgeDialog | None:
+        """The "Run judge…" dialog (coordinator windows only: the judge's verdicts would
+        unblind a grader); None in a grader's window."""
+        if not self.coordinator:
+            return None
+        from gradercal.ui.qt_judge_dialog import QtJudgeDialog
+
+        dialog = QtJudgeDialog(self.store.db, self.benchmark, parent=self)
+        dialog.show()
+        return dialog
+
+    def show_dashboard(self) -> None:
+        if not self.coordinator:
+            return
+        if self.coordination is not None:
+            self.coordination.show_dashboard()
+            self.stack.setCurrentWidget(self.coordination)
+        elif self.benchmark is not None:
+            self.open_dashboard(self.benchmark)
+
     def _update_title(self) -> None:
         parts = ["gradercal"]
         if self.benchmark:
@@ -348,6 +433,10 @@ class QtMainWindow(QMainWindow):
             parts.append(self.grader)
         if self.mode == "review":
             parts.append("task review")
+        if self.coordinator:
+            parts.append("coordinator")
+        if self.location:
+            parts.append(self.location)
         self.setWindowTitle(" — ".join(parts))
 
     def _queue_changed(self) -> None:
@@ -409,8 +498,24 @@ class QtMainWindow(QMainWindow):
                 self.grading.save_layout()
             if self.review is not None:
                 self.review.shutdown()
+            if self.coordination is not None:
+                self.coordination.shutdown()
         finally:
             self.settings.set_bytes("window/geometry", self.saveGeometry())
             self.settings.set_bytes("window/state", self.saveState())
             self.settings.sync()
         super().closeEvent(event)
+        self.closed.emit()
+
+    def show_conflicts(self) -> QWidget:
+        """File ▸ Packet conflicts… (coordinator windows): keep left (database) or right."""
+        from gradercal.ui.qt_conflicts import QtConflictsDialog
+
+        actor = self.grader or "coordinator"
+        if self.coordination is not None:  # the name adjudications are recorded under
+            actor = self.coordination.adjudication.adjudicator.text().strip() or actor
+        dialog = QtConflictsDialog(self.store.db, actor, self)
+        dialog.setModal(False)
+        dialog.show()
+        self.conflicts_dialog = dialog
+        return dialog

@@ -61,16 +61,46 @@ SHORTCUTS: tuple[Shortcut, ...] = (
         "review.answer", "Task review", "Answer the current statement", ("1 … 5",), local=True
     ),
     Shortcut("review.comment", "Task review", "Write a comment (Esc returns)", ("C",)),
+    # adjudication (coordinator mode; handled by the adjudication view itself)
+    Shortcut("adjudication.met", "Adjudication", "Final verdict: met", ("M",), local=True),
+    Shortcut("adjudication.not_met", "Adjudication", "Final verdict: not met", ("N",), local=True),
+    Shortcut(
+        "adjudication.partial",
+        "Adjudication",
+        "Final verdict: partial (criteria with a partial level)",
+        ("P",),
+        local=True,
+    ),
+    Shortcut(
+        "adjudication.save",
+        "Adjudication",
+        "Save the adjudication",
+        ("Ctrl+Return", "Ctrl+Enter"),
+        local=True,
+    ),
+    Shortcut(
+        "adjudication.back",
+        "Adjudication",
+        "Back to the dashboard (leaves a text box first)",
+        ("Esc",),
+        local=True,
+    ),
     # edit and view
     Shortcut("edit.undo", "Edit", "Undo the last judgment change", ("Ctrl+Z",), standard=True),
     Shortcut("edit.redo", "Edit", "Redo", ("Ctrl+Shift+Z", "Ctrl+Y"), standard=True),
     Shortcut("view.grading", "View", "Grading mode", ("Ctrl+1",)),
     Shortcut("view.review", "View", "Task review mode", ("Ctrl+2",)),
+    Shortcut(
+        "view.dashboard", "View", "Coordinator dashboard (coordinator mode only)", ("Ctrl+3",)
+    ),
     Shortcut("view.queue", "View", "Show or hide the queue", ("F9",)),
     Shortcut("view.bigger", "View", "Larger text", ("Ctrl++", "Ctrl+=")),
     Shortcut("view.smaller", "View", "Smaller text", ("Ctrl+-",)),
     Shortcut("view.reset_font", "View", "Default text size", ("Ctrl+0",)),
     Shortcut("help.shortcuts", "Help", "Keyboard shortcuts", ("F1",)),
+    Shortcut(
+        "judge.run", "File", "Run the LLM judge… (coordinator mode only)", ("Ctrl+Shift+J",)
+    ),
     Shortcut("app.quit", "File", "Quit (everything is already saved)", ("Ctrl+Q",)),
 )
 

@@ -1,0 +1,161 @@
+"""The adjudication view and its store, on SQLite and PostgreSQL: everything about one
+(response, criterion) shown, the decision stored as an adjudication with its history,
+and the graders' judgments left exactly as they were."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from PySide6.QtCore import Qt
+
+from gradercal.db.adjudication import AdjudicationStore, value_to_verdict
+from gradercal.db.repo import Repository
+from gradercal.db.session import open_database
+from gradercal.errors import NotFoundError, ValidationError
+from gradercal.formats import read_folder
+from gradercal.ui import qt_workers
+from gradercal.ui.qt_adjudication import QtAdjudicationView
+from gradercal.ui.shortcuts import BY_ID
+from tests.conftest import DEMO, read_jsonl
+
+pytestmark = pytest.mark.gui
+
+
+@pytest.fixture
+def store(db_url: str) -> Iterator[AdjudicationStore]:
+    db = open_database(db_url)
+    Repository(db).import_data(read_folder(DEMO))
+    try:
+        yield AdjudicationStore(db)
+    finally:
+        db.dispose()
+
+
+def demo_judgments(response_id: str, criterion_id: str) -> list[dict[str, Any]]:
+    """The demo's judgments.jsonl lines on one pair (the independent reference)."""
+    return [
+        r
+        for r in read_jsonl(DEMO / "judgments.jsonl")
+        if r["response_id"] == response_id and r["criterion_id"] == criterion_id
+    ]
+
+
+def test_a_case_holds_every_verdict_and_rationale(store: AdjudicationStore) -> None:
+    case = store.case(None, "T01-atlas", "c2")
+    expected = demo_judgments("T01-atlas", "c2")
+    assert {v.grader for v in case.verdicts} == {r["grader"] for r in expected}
+    by_grader = {v.grader: v for v in case.verdicts}
+    for r in expected:
+        v = by_grader[r["grader"]]
+        assert v.met == r["met"]
+        assert v.rationale == r.get("rationale")
+        assert v.is_judge == (r["grader_kind"] == "judge")
+        assert v.confidence == r.get("confidence")
+    assert [v.grader for v in case.judges] == ["judge-gpt"]
+    assert case.model == "atlas-7b" and case.task.id == "T01"
+    assert case.criterion.id == "c2" and case.current is None and case.history == ()
+    with pytest.raises(NotFoundError, match="no response"):
+        store.case(None, "T99-nobody", "c1")
+    with pytest.raises(NotFoundError, match="no criterion"):
+        store.case(None, "T01-atlas", "c999")
+
+
+def test_recording_keeps_judgments_and_history(store: AdjudicationStore) -> None:
+    repo = store.repo
+    before = repo.judgment_records()
+    case = store.case(None, "T01-atlas", "c2")
+    after = store.record(case, "met", "  Mentions batch 2 explicitly.  ", "zoe")
+    assert after.current is not None
+    assert (after.current.met, after.current.adjudicator) == (True, "zoe")
+    assert after.current.note == "Mentions batch 2 explicitly."
+    again = store.record(after, "not_met", "On reflection: attributed to donors.", "yann")
+    assert again.current is not None and again.current.revision == 2
+    assert [(h.met, h.adjudicator) for h in again.history] == [(True, "zoe")]
+    frames = repo.load_frames()
+    adj = frames.adjudications
+    assert len(adj) == 1 and not bool(adj.iloc[0]["met"])
+    assert repo.judgment_records() == before  # nobody's judgment moved
+
+
+def test_bad_decisions_are_refused_and_nothing_is_written(store: AdjudicationStore) -> None:
+    case = store.case(None, "T01-atlas", "c2")
+    for verdict, note, who, field in (
+        ("met", "", "zoe", "note"),
+        ("met", "ok", "  ", "adjudicator"),
+        ("partial", "ok", "zoe", "verdict"),  # two-level criterion
+        ("maybe", "ok", "zoe", "verdict"),
+        ("met", "bad\x00note", "zoe", "note"),
+        ("met", "x" * 20_001, "zoe", "note"),
+    ):
+        with pytest.raises(ValidationError) as info:
+            store.record(case, verdict, note, who)
+        assert field in {p.field for p in info.value.problems}
+    assert store.repo.load_frames().adjudications.empty
+    auto = next(c for t in store.repo.load_tasks() for c in t.criteria if c.auto is not None)
+    task = next(t for t in store.repo.load_tasks() if auto in t.criteria)
+    rid = next(r.id for r in store.repo.load_responses() if r.task_id == task.id)
+    with pytest.raises(ValidationError, match="auto criteria"):
+        store.record(store.case(None, rid, auto.id), "met", "computed", "zoe")
+
+
+def test_the_view_shows_the_case_and_records_by_keyboard(
+    qtbot: Any, store: AdjudicationStore
+) -> None:
+    view = QtAdjudicationView(store, "zoe")
+    qtbot.addWidget(view)
+    view.resize(1400, 900)
+    view.show()
+    qtbot.waitExposed(view)
+    with qtbot.waitSignal(view.case_loaded, timeout=30_000):
+        view.open_case(None, "T01-atlas", "c2")
+    case = view.case
+    assert case is not None
+    texts = [
+        view.verdicts.topLevelItem(i).text(0) for i in range(view.verdicts.topLevelItemCount())
+    ]
+    assert texts == ["expert-ana", "expert-ben", "expert-chloe", "judge-gpt (judge)"]
+    assert "attributes it to donor variability" in view.verdicts.topLevelItem(1).text(3)
+    view.verdicts.setCurrentItem(view.verdicts.topLevelItem(3))
+    assert "Not met. Mentions a stronger batch-2" in view.rationale.toPlainText()
+    assert "LLM judge" in view.rationale.toPlainText()
+    assert case.criterion.text in view.criterion_label.text()
+    first_words = " ".join(re.sub(r"[*_`#>]", "", case.task.prompt).split()[:3])
+    assert first_words in " ".join(view.prompt_view.toPlainText().split())
+    assert view.response_view.toPlainText().strip()
+    assert view.history.topLevelItem(0).text(0) == "not adjudicated yet"
+    assert not view.verdict_buttons["partial"].isVisibleTo(view)
+    view.activateWindow()
+    view.verdicts.setFocus()
+    qtbot.keyClick(view.verdicts, Qt.Key.Key_M)
+    assert view.verdict == "met" and view.verdict_buttons["met"].isChecked()
+    view.note.setFocus()
+    qtbot.keyClicks(view.note, "Mentions batch 2.")
+    assert view.verdict == "met"  # letters typed in the note stay text
+    with qtbot.waitSignal(view.saved, timeout=10_000) as blocker:
+        qtbot.keyClick(view.note, Qt.Key.Key_Return, Qt.KeyboardModifier.ControlModifier)
+    assert blocker.args == ["T01-atlas", "c2"]
+    stored = store.case(None, "T01-atlas", "c2").current
+    assert stored is not None and stored.met and stored.note == "Mentions batch 2."
+    assert view.history.topLevelItem(0).text(1) == "zoe"
+    assert value_to_verdict(case.criterion, stored.met, stored.level) == "met"
+    # Esc leaves the note first, then goes back.
+    view.note.setFocus()
+    qtbot.keyClick(view.note, Qt.Key.Key_Escape)
+    assert not view.note.hasFocus()
+    with qtbot.waitSignal(view.back_requested, timeout=2_000):
+        qtbot.keyClick(view.verdicts, Qt.Key.Key_Escape)
+    qtbot.waitUntil(lambda: qt_workers.pending_jobs() == 0, timeout=30_000)
+
+
+def test_adjudication_keys_are_in_the_single_shortcut_table() -> None:
+    for sid, key in (
+        ("adjudication.met", "M"),
+        ("adjudication.not_met", "N"),
+        ("adjudication.save", "Ctrl+Return"),
+        ("adjudication.back", "Esc"),
+        ("view.dashboard", "Ctrl+3"),
+    ):
+        assert key in BY_ID[sid].keys
