@@ -134,6 +134,10 @@ class LazyGroup(click.Group):
             "What the judge does to each model's score and pass rate.",
         ),
         "surveys": ("gradercal.analysis_cli:surveys", "Task review surveys per dimension."),
+        "report": (
+            "gradercal.report_cli:report",
+            "The agreement dashboard as a self-contained HTML (and PDF) report.",
+        ),
         "assign": (
             "gradercal.ops_cli:assign",
             "Hand out responses to graders: K per response, balanced, seeded.",
@@ -141,6 +145,14 @@ class LazyGroup(click.Group):
         "packet": ("gradercal.ops_cli:packet", "Offline grading packets: export, merge, inspect."),
         "backup": ("gradercal.ops_cli:backup", "A consistent copy of the database."),
         "check": ("gradercal.ops_cli:check", "Integrity, orphan rows and artifact hashes."),
+        "export-prompt": (
+            "gradercal.prompt_cli:export_prompt",
+            "Export the judge's calibrated prompt package (JSON, Markdown, Inspect, promptfoo).",
+        ),
+        "import-prompt": (
+            "gradercal.prompt_cli:import_prompt",
+            "Store a prompt package as a prompt version, to re-run the judge with it.",
+        ),
     }
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
@@ -312,10 +324,22 @@ def benchmarks(db: str | None, as_json: bool) -> None:
     type=click.Path(path_type=Path, dir_okay=False),
     help="Also save the tables as an SVG image (for reports and READMEs).",
 )
+@click.option(
+    "--calibrated",
+    is_flag=True,
+    help="Also the judge's figures under its active calibration (`gradercal calibrate`), "
+    "applied to all its verdicts, new runs included.",
+)
 @json_option
 @handle_errors
 def scores(
-    db: str | None, benchmark: str | None, grader: str, by: str, svg: Path | None, as_json: bool
+    db: str | None,
+    benchmark: str | None,
+    grader: str,
+    by: str,
+    svg: Path | None,
+    calibrated: bool,
+    as_json: bool,
 ) -> None:
     """Per-model mean rubric score and pass rate, with breakdowns.
 
@@ -335,6 +359,10 @@ def scores(
     if bad:
         raise click.BadParameter(f"unknown breakdown {bad[0]!r}; use {', '.join(BREAKDOWNS)}")
     reports = [score_report(frames, grader=g) for g in graders]
+    if calibrated:
+        from gradercal.judge_cli import attach_calibrated, print_calibrated
+
+        attach_calibrated(repo, benchmark, reports)
     if as_json:
         _emit_json(reports if grader == "all" else reports[0])
         return
@@ -343,6 +371,8 @@ def scores(
     console = Console(soft_wrap=False, record=svg is not None)
     for rep in reports:
         _print_report(rep, groups, console)
+        if calibrated:
+            print_calibrated(rep.get("calibrated"))
     if svg is not None:
         console.save_svg(str(svg), title="gradercal scores")
 

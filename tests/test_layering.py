@@ -11,7 +11,7 @@ from pathlib import Path
 
 from tests.conftest import ROOT
 
-FRONT_ENDS = {"cli", "db", "ui", "judge_cli", "analysis_cli", "ops_cli"}
+FRONT_ENDS = {"cli", "db", "ui", "judge_cli", "analysis_cli", "ops_cli", "prompt_cli", "report_cli"}
 
 
 def _contract(name_part: str) -> dict[str, object]:

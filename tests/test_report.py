@@ -1,0 +1,218 @@
+"""gradercal.report and `gradercal report`: a self-contained HTML file with every section
+and its embedded charts, escaped user text, a PDF that opens, and the command line."""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from gradercal.cli import main
+from gradercal.dashboard import Dashboard, compute_dashboard
+from gradercal.formats import read_path
+from gradercal.frames import Frames, frames_from_data
+from gradercal.report import REPORT_SECTIONS, render_html, write_pdf
+from tests.conftest import DEMO
+
+EVIL = '<script>alert("x")</script> & <img src="http://evil.example/x.png">'
+
+
+class _Parsed(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.h2: list[str] = []
+        self.imgs: list[str] = []
+        self.links: list[str] = []
+        self.scripts = 0
+        self._in_h2 = False
+        self.text: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = dict(attrs)
+        if tag == "h2":
+            self._in_h2 = True
+            self.h2.append("")
+        if tag == "img":
+            self.imgs.append(a.get("src") or "")
+        if tag == "script":
+            self.scripts += 1
+        for key in ("src", "href"):
+            if a.get(key):
+                self.links.append(str(a[key]))
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "h2":
+            self._in_h2 = False
+
+    def handle_data(self, data: str) -> None:
+        self.text.append(data)
+        if self._in_h2:
+            self.h2[-1] += data
+
+
+@pytest.fixture(scope="module")
+def evil_dash() -> Dashboard:
+    """The demo with a script planted in the text of a criterion that has disagreements."""
+    frames = frames_from_data(read_path(DEMO))
+    d0 = compute_dashboard(frames, n_boot=0)
+    task, crit = d0.disagreements.iloc[0][["task_id", "criterion_id"]]
+    c = frames.criteria.copy()
+    sel = (c["task_id"] == task) & (c["criterion_id"] == crit)
+    c.loc[sel, "text"] = EVIL
+    f = Frames(
+        frames.pass_threshold,
+        frames.tasks,
+        c,
+        frames.responses,
+        frames.judgments,
+        frames.adjudications,
+    )
+    return compute_dashboard(f, n_boot=30, benchmark="demo <b>bench</b>")
+
+
+def test_html_has_every_section_and_embedded_charts(evil_dash: Dashboard) -> None:
+    html = render_html(evil_dash)
+    p = _Parsed()
+    p.feed(html)
+    assert p.h2 == [h for _, h in REPORT_SECTIONS]
+    assert p.scripts == 0
+    assert len(p.imgs) == 7
+    for src in p.imgs:
+        assert src.startswith("data:image/svg+xml;base64,")
+        assert b"<svg" in base64.b64decode(src.split(",", 1)[1])[:3000]
+    assert not [x for x in p.links if re.match(r"(?i)^\s*(https?:)?//", x)]
+    assert "<link" not in html and "@import" not in html and "url(" not in html
+    png = render_html(evil_dash, image_format="png")
+    q = _Parsed()
+    q.feed(png)
+    assert all(s.startswith("data:image/png;base64,") for s in q.imgs) and len(q.imgs) == 7
+
+
+def test_user_text_is_escaped(evil_dash: Dashboard) -> None:
+    html = render_html(evil_dash)
+    assert "<script>" not in html and 'src="http://evil' not in html
+    assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in html
+    assert "demo &lt;b&gt;bench&lt;/b&gt;" in html
+    p = _Parsed()
+    p.feed(html)
+    assert EVIL in "".join(p.text)  # shown as text, in the health and disagreement tables
+
+
+def test_report_figures_match_the_dashboard(evil_dash: Dashboard) -> None:
+    html = render_html(evil_dash)
+    j = evil_dash.judges.iloc[0]
+    kappa = f"{j['cohen_kappa']:.3f} [{j['cohen_kappa_low']:.3f}, {j['cohen_kappa_high']:.3f}]"
+    assert kappa in html
+    assert f"{len(evil_dash.disagreements):,} rows" in html
+
+
+def test_pdf_opens_with_text_and_images(evil_dash: Dashboard, tmp_path: Path) -> None:
+    import pymupdf
+
+    out = write_pdf(evil_dash, tmp_path / "r.pdf", max_rows=10)
+    doc = pymupdf.open(out)
+    assert doc.page_count >= 3
+    text = "".join(page.get_text() for page in doc)
+    for _, heading in REPORT_SECTIONS:
+        assert heading.replace("↔", "").split()[0] in text
+    assert "Criterion health" in text and "judge-gpt" in text
+    assert '<script>alert("x")</script>' in text  # escaped in HTML, printed as text
+    assert sum(len(page.get_images()) for page in doc) == 7
+
+
+# ------------------------------------------------------------------------------- CLI
+
+
+@pytest.fixture(scope="module")
+def demo_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("reportdb") / "demo.sqlite"
+    res = CliRunner().invoke(main, ["import", str(DEMO), "--db", str(path)])
+    assert res.exit_code == 0, res.output
+    return path
+
+
+def test_cli_help() -> None:
+    res = CliRunner().invoke(main, ["report", "--help"])
+    assert res.exit_code == 0
+    for opt in ("--db", "--judge", "--bootstrap", "--seed", "--pdf", "--json", "-o"):
+        assert opt in res.output
+
+
+def test_cli_writes_html_pdf_and_json(demo_db: Path, tmp_path: Path) -> None:
+    out, pdf = tmp_path / "r.html", tmp_path / "r.pdf"
+    res = CliRunner().invoke(
+        main,
+        [
+            "report",
+            "--db",
+            str(demo_db),
+            "-o",
+            str(out),
+            "--pdf",
+            str(pdf),
+            "--bootstrap",
+            "20",
+            "--json",
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.stdout)
+    assert data["html"] == str(out) and data["pdf"] == str(pdf)
+    d = data["dashboard"]
+    assert d["overview"]["primary_judge"] == "judge-gpt" and d["overview"]["n_boot"] == 20
+    assert {r["by"] for r in d["agreement"]} == {
+        "overall",
+        "tag",
+        "workflow",
+        "domain",
+        "criterion",
+    }
+    p = _Parsed()
+    p.feed(out.read_text("utf-8"))
+    assert p.h2 == [h for _, h in REPORT_SECTIONS]
+    assert pdf.read_bytes()[:5] == b"%PDF-"
+
+
+def test_cli_filters_and_refusals(demo_db: Path, tmp_path: Path) -> None:
+    runner = CliRunner()
+    res = runner.invoke(
+        main,
+        [
+            "report",
+            "--db",
+            str(demo_db),
+            "--json",
+            "--bootstrap",
+            "0",
+            "--models",
+            "atlas-7b",
+            "--calibration",
+            "none",
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    d = json.loads(res.stdout)["dashboard"]
+    assert d["overview"]["n_responses"] == 10 and d["overview"]["models"] == ["atlas-7b"]
+    assert d["calibration"] is None
+    bad = runner.invoke(
+        main, ["report", "--db", str(tmp_path / "none.sqlite"), "-o", str(tmp_path / "x.html")]
+    )
+    assert bad.exit_code == 1 and "error: " in bad.output and "no benchmark" in bad.output
+    junk = tmp_path / "junk.sqlite"
+    junk.write_text("not a database")
+    bad = runner.invoke(main, ["report", "--db", str(junk), "-o", str(tmp_path / "x.html")])
+    assert bad.exit_code == 1 and "cannot open database" in bad.output
+    assert not (tmp_path / "x.html").exists()
+    bad = runner.invoke(main, ["report", "--db", str(demo_db), "--judge", "nobody", "--json"])
+    assert bad.exit_code == 1 and "no grader 'nobody'" in bad.output
+    bad = runner.invoke(main, ["report", "--db", str(demo_db)])
+    assert bad.exit_code == 2 and "--json" in bad.output
+    bad = runner.invoke(
+        main, ["report", "--db", str(demo_db), "-o", str(tmp_path / "no" / "x.html")]
+    )
+    assert bad.exit_code == 1 and "does not exist" in bad.output
