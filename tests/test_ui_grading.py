@@ -590,3 +590,30 @@ def test_the_start_page_lists_people_and_creates_a_new_grader(
         window.close()
     finally:
         db.dispose()
+
+
+def test_switching_grader_saves_and_returns_to_the_start_page(
+    qtbot: Any, open_window: Opener, db_path: str
+) -> None:
+    window = open_window()
+    g = window.grading
+    assert g is not None and g.state is not None
+    window.activateWindow()
+    g.rubric.table.setFocus()
+    press(qtbot, window, "M")
+    qtbot.waitUntil(lambda: len(judgments(db_path)) == 1, timeout=10_000)
+    qtbot.waitUntil(lambda: qt_workers.pending_jobs() == 0, timeout=20_000)
+    press(qtbot, window, "Ctrl+Shift+G")
+    page = window.start_page
+    assert window.grading is None and window.stack.currentWidget() is page
+    assert GRADER not in window.windowTitle()
+    assert not window.actions_by_id["verdict.met"].isEnabled()
+    # the other grader takes over; the first grader's verdict stays theirs alone
+    qtbot.keyClicks(page.new_name, "dr-second")
+    with qtbot.waitSignal(window.session_started, timeout=10_000):
+        qtbot.keyClick(page.new_name, Qt.Key.Key_Return)
+    assert window.grading is not None and window.grading.grader == "dr-second"
+    qtbot.waitUntil(lambda: window.grading.current is not None, timeout=20_000)
+    assert len(judgments(db_path)) == 1 and judgments(db_path, "dr-second") == {}
+    qtbot.waitUntil(lambda: qt_workers.pending_jobs() == 0, timeout=20_000)
+    window.close()

@@ -269,6 +269,7 @@ class QtMainWindow(QMainWindow):
             "view.smaller": lambda: self.apply_font(self.settings.font_pt - 1),
             "view.reset_font": lambda: self.apply_font(DEFAULT_FONT_PT),
             "help.shortcuts": self.show_shortcuts,
+            "session.switch": self.switch_grader,
             "app.quit": self.close,
         }
 
@@ -300,6 +301,32 @@ class QtMainWindow(QMainWindow):
             redo.setText(f"Redo {stack.redoText()}".strip())
 
     # -- sessions -----------------------------------------------------------------------------
+    def switch_grader(self) -> QtStartPage | None:
+        """Save everything pending, close this grader's views and show the start page, where
+        another grader is chosen or created. Not in a packet (its grader is fixed) nor in a
+        coordinator window (it has no grader)."""
+        if self.coordinator or getattr(self, "packet", None) is not None or self.grading is None:
+            self._show_message("The grader of this window cannot be changed")
+            return None
+        self.grading.shutdown()
+        self.grading.save_layout()
+        if self.review is not None:
+            self.review.shutdown()
+        for view in (self.grading, self.review):
+            if view is not None:
+                self.stack.removeWidget(view)
+                view.deleteLater()
+        last = self.grader
+        self.grading = self.review = None
+        self.grader = None
+        self.mode = "grading"
+        self.queue_model.set_items([], -1)
+        self.progress_label.setText("")
+        self.queue_dock.setVisible(False)
+        self._update_enabled()
+        self._update_title()
+        return self.show_start(last)
+
     def show_start(self, last_grader: str | None = None) -> QtStartPage:
         page = QtStartPage(self.store, last_grader or self.settings.last_grader(self.database))
         page.chosen.connect(self.start_session)

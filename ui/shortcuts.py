@@ -101,6 +101,9 @@ SHORTCUTS: tuple[Shortcut, ...] = (
     Shortcut(
         "judge.run", "File", "Run the LLM judge… (coordinator mode only)", ("Ctrl+Shift+J",)
     ),
+    Shortcut(
+        "session.switch", "File", "Switch grader (back to the start page)", ("Ctrl+Shift+G",)
+    ),
     Shortcut("app.quit", "File", "Quit (everything is already saved)", ("Ctrl+Q",)),
 )
 
