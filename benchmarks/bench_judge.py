@@ -250,7 +250,7 @@ def main() -> int:
     ap.add_argument("--memory-latency", type=float, default=0.002)
     ap.add_argument("--no-tracemalloc", action="store_true")
     ap.add_argument(
-        "--backends", default="httpx,aiohttp", help="HTTP backends to time (client only)."
+        "--backends", default="direct,aiohttp,httpx", help="HTTP backends to time (client only)."
     )
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()

@@ -25,12 +25,15 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from gradercal.cli import _emit_json, benchmark_option, db_option, handle_errors, json_option
 from gradercal.errors import GradercalError
 
 if TYPE_CHECKING:
-    from gradercal.db.judging import JudgeStore
+    from gradercal.db.judging import JudgeInfo, JudgeStore, OpenRun
+    from gradercal.judge.client import JudgeParams
     from gradercal.judge.pricing import Price
-    from gradercal.judge.runner import JudgeRunner, RunStats
+    from gradercal.judge.prompts import PromptTemplate
+    from gradercal.judge.runner import RunStats, Verdict, WorkItem
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -38,36 +41,25 @@ EXIT_INCOMPLETE = 3
 EXIT_INTERRUPTED = 130
 
 
-def _emit_json(obj: Any) -> None:
-    click.echo(json.dumps(obj, indent=2, ensure_ascii=False, default=str))
+@dataclasses.dataclass(frozen=True)
+class _Connection:
+    """The server options shared by ``judge run`` and ``judge probe``."""
+
+    base_url: str | None
+    api_key_env: str
+    concurrency: int
+    timeout: float
+    max_retries: int
+    max_cost: float | None
+    price: str | None
+    http: str
 
 
-def _handle_errors(fn: F) -> F:
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(*args, **kwargs)
-        except GradercalError as exc:
-            click.echo(click.style("error: ", fg="red", bold=True) + str(exc), err=True)
-            sys.exit(1)
-
-    return wrapper  # type: ignore[return-value]
-
-
-_db_option = click.option(
-    "--db",
-    "db",
-    envvar="GRADERCAL_DB",
-    metavar="PATH|URL",
-    help="SQLite file or database URL. Default: $GRADERCAL_DB, else the user data directory.",
-)
-_benchmark_option = click.option(
-    "--benchmark", "-b", metavar="NAME", help="Benchmark to use when the database holds several."
-)
-_json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+_CONNECTION_FIELDS = tuple(f.name for f in dataclasses.fields(_Connection))
 
 
 def _connection_options(fn: F) -> F:
+    """Add the server options; the command receives them as one ``conn`` argument."""
     options = [
         click.option(
             "--base-url",
@@ -109,10 +101,25 @@ def _connection_options(fn: F) -> F:
             metavar="IN,OUT",
             help="USD per million input and output tokens (overrides the price table).",
         ),
+        click.option(
+            "--http",
+            type=click.Choice(["direct", "aiohttp", "httpx"]),
+            default="direct",
+            show_default=True,
+            help="HTTP path: gradercal's own aiohttp client for /chat/completions (fastest), "
+            "or the openai SDK with its aiohttp or httpx transport.",
+        ),
     ]
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        conn = _Connection(**{k: kwargs.pop(k) for k in _CONNECTION_FIELDS})
+        return fn(*args, conn=conn, **kwargs)
+
+    command: Any = wrapper
     for option in reversed(options):
-        fn = option(fn)
-    return fn
+        command = option(command)
+    return command  # type: ignore[no-any-return]
 
 
 # -- progress ----------------------------------------------------------------------------
@@ -167,6 +174,81 @@ def _store(db: str | None) -> JudgeStore:
     return JudgeStore(open_database(db))
 
 
+def _checked_price(model: str, conn: _Connection) -> Price | None:
+    """The model's price; an error when ``--max-cost`` is asked without one."""
+    model_price = _price(model, conn.price)
+    if conn.max_cost is not None and model_price is None:
+        raise GradercalError(
+            f"no price known for model {model!r}, so --max-cost cannot be enforced: add it to "
+            "the price table (`gradercal judge prices --init`) or pass --price IN,OUT"
+        )
+    return model_price
+
+
+@dataclasses.dataclass
+class _Launched:
+    stats: RunStats
+    interrupted: bool
+    run_id: int
+    saved: int
+
+
+def _launch(
+    store: JudgeStore,
+    info: JudgeInfo,
+    prompt: PromptTemplate,
+    params: JudgeParams,
+    items: list[WorkItem],
+    conn: _Connection,
+    *,
+    model_price: Price | None,
+    record: dict[str, Any],
+    judgments: bool = True,
+    collect: Callable[[Verdict], None] | None = None,
+    show_progress: bool,
+    label: str,
+) -> _Launched:
+    """Record a run, judge ``items`` through the server, commit every verdict, close the run."""
+    from gradercal.judge.client import JudgeClient, RetryPolicy
+    from gradercal.judge.secrets import resolve_api_key
+
+    key = resolve_api_key(conn.api_key_env)
+    if key.value is None:
+        click.echo(
+            f"note: no API key in ${conn.api_key_env} or the keyring; sending none", err=True
+        )
+    client = JudgeClient(
+        params,
+        base_url=conn.base_url,
+        api_key=key.value,
+        concurrency=conn.concurrency,
+        retry=RetryPolicy(max_attempts=conn.max_retries, timeout=conn.timeout),
+        http_backend=conn.http,  # type: ignore[arg-type]
+    )
+    run = store.open_run(
+        info,
+        prompt,
+        client,
+        record={
+            **record,
+            "items": len(items),
+            "api_key_env": conn.api_key_env,
+            "api_key_source": key.source,
+        },
+        price=model_price,
+        max_cost=conn.max_cost,
+        judgments=judgments,
+        collect=collect,
+    )
+    stats, interrupted = _execute(run, items, show_progress=show_progress, label=label)
+    return _Launched(stats, interrupted, run.run_id, run.writer.saved)
+
+
+def _note_interrupted(store: JudgeStore) -> None:
+    for run_id in store.mark_interrupted():
+        click.echo(f"note: judge run {run_id} was interrupted (its process is gone)", err=True)
+
+
 def _price(model: str, price: str | None) -> Price | None:
     from gradercal.judge.pricing import Price, load_prices, price_for
 
@@ -182,17 +264,11 @@ def _price(model: str, price: str | None) -> Price | None:
 
 
 def _execute(
-    store: JudgeStore,
-    runner: JudgeRunner,
-    items: list[Any],
-    *,
-    run_id: int,
-    writer: Any,
-    show_progress: bool,
-    label: str,
+    run: OpenRun, items: list[Any], *, show_progress: bool, label: str
 ) -> tuple[RunStats, bool]:
     """Run to the end (or Ctrl+C); always commit what was received and close the run."""
     interrupted = False
+    runner = run.runner
     with _progress(show_progress, len(items), label) as update:
         runner.progress = update
 
@@ -209,10 +285,7 @@ def _execute(
             runner.stats.status = "failed"
             raise
         finally:
-            try:
-                writer.close()
-            finally:
-                store.finish_run(run_id, runner.stats)
+            run.finish()
     return runner.stats, interrupted
 
 
@@ -256,8 +329,8 @@ def judge() -> None:
 
 
 @judge.command()
-@_db_option
-@_benchmark_option
+@db_option
+@benchmark_option
 @click.option(
     "--judge", "judge_name", required=True, metavar="NAME", help="Grader name of the judge."
 )
@@ -294,20 +367,19 @@ def judge() -> None:
     help="unjudged: pairs without a verdict (resume); all: re-judge everything; "
     "calibration: responses the experts graded; tasks:…: those tasks.",
 )
-@_json_option
-@_handle_errors
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="Only estimate: pairs, requests, tokens and cost (nothing is sent or recorded).",
+)
+@json_option
+@handle_errors
 def run(
     db: str | None,
     benchmark: str | None,
     judge_name: str,
     model: str,
-    base_url: str | None,
-    api_key_env: str,
-    concurrency: int,
-    timeout: float,
-    max_retries: int,
-    max_cost: float | None,
-    price: str | None,
+    conn: _Connection,
     prompt_ref: str | None,
     samples: int,
     temperature: float,
@@ -316,20 +388,22 @@ def run(
     response_format: str,
     logprobs: bool,
     scope: str,
+    dry_run: bool,
     as_json: bool,
 ) -> None:
     """Grade every judgment criterion of every response (one request per pair).
 
     Verdicts are stored as the judgments of grader NAME (kind judge) as they arrive;
     Ctrl+C keeps every verdict received, and running the same command again resumes
-    (only missing verdicts are requested; identical requests come from the cache).
-    Auto criteria are never sent. Exit status: 0 complete, 3 items left (max cost,
+    (only missing verdicts are requested; identical requests come from the cache). A
+    run whose process was killed is marked interrupted. When the judge has an active
+    calibration (`gradercal calibrate`), the calibrated per-model figures are printed
+    too. Auto criteria are never sent. Exit status: 0 complete, 3 items left (max cost,
     failures to retry), 1 error, 130 interrupted.
     """
     from gradercal.db.judging import Scope
-    from gradercal.judge.client import JudgeClient, JudgeParams, RetryPolicy
-    from gradercal.judge.runner import JudgeRunner
-    from gradercal.judge.secrets import public_url, resolve_api_key
+    from gradercal.judge.client import JudgeParams
+    from gradercal.judge.runner import estimate_run
 
     store = _store(db)
     where = Scope.parse(scope)
@@ -346,12 +420,15 @@ def run(
     if prompt_ref is None and existing is not None and existing.prompt_hash:
         prompt_ref = existing.prompt_hash
     prompt = store.load_prompt(prompt_ref)
-    model_price = _price(model, price)
-    if max_cost is not None and model_price is None:
-        raise GradercalError(
-            f"no price known for model {model!r}, so --max-cost cannot be enforced: add it to "
-            "the price table (`gradercal judge prices --init`) or pass --price IN,OUT"
+    model_price = _checked_price(model, conn)
+    if dry_run:
+        items = store.work_items(benchmark, existing, where, prompt)
+        estimate = estimate_run(
+            items, prompt, samples=samples, max_tokens=max_tokens, price=model_price
         )
+        _print_estimate(judge_name, model, prompt.content_hash, str(where), estimate, as_json)
+        return
+    _note_interrupted(store)
     info = store.ensure_judge(judge_name, model=model, prompt=prompt, parameters=params.to_dict())
     items = store.work_items(benchmark, info, where, prompt)
     summary: dict[str, Any] = {
@@ -364,57 +441,35 @@ def run(
     }
     if not items:
         summary.update(status="completed", run_id=None)
+        summary["calibrated"] = _calibrated_summary(store, benchmark, judge_name)
         if as_json:
             _emit_json(summary)
         else:
             click.echo(f"judge {judge_name!r}: nothing to judge (scope {where})")
+            print_calibrated(summary["calibrated"])
         return
-    key = resolve_api_key(api_key_env)
-    if key.value is None:
-        click.echo(f"note: no API key in ${api_key_env} or the keyring; sending none", err=True)
-    retry = RetryPolicy(max_attempts=max_retries, timeout=timeout)
-    client = JudgeClient(
-        params, base_url=base_url, api_key=key.value, concurrency=concurrency, retry=retry
-    )
-    run_id = store.start_run(
+    done = _launch(
+        store,
         info,
-        model=model,
-        base_url=public_url(base_url),
-        parameters={
+        prompt,
+        params,
+        items,
+        conn,
+        model_price=model_price,
+        record={
             "kind": "run",
-            "judge": params.to_dict(),
             "scope": str(where),
             "benchmark": benchmark,
-            "items": len(items),
-            "concurrency": concurrency,
-            "timeout": timeout,
-            "max_retries": max_retries,
-            "max_cost": max_cost,
-            "price": None if model_price is None else dataclasses.asdict(model_price),
             "prompt_version": prompt.content_hash,
-            "api_key_env": api_key_env,
-            "api_key_source": key.source,
         },
-    )
-    writer = store.writer(grader_id=info.grader_id, run_id=run_id)
-    runner = JudgeRunner(
-        client,
-        prompt,
-        on_verdict=writer.submit,
-        cache=store.cache(),
-        price=model_price,
-        max_cost=max_cost,
-    )
-    stats, interrupted = _execute(
-        store,
-        runner,
-        items,
-        run_id=run_id,
-        writer=writer,
         show_progress=not as_json,
         label=f"judge {judge_name}",
     )
-    summary.update(run_id=run_id, saved=writer.saved, **stats.to_dict())
+    stats = done.stats
+    summary.update(run_id=done.run_id, saved=done.saved, **stats.to_dict())
+    summary["calibrated"] = (
+        None if stats.status == "failed" else _calibrated_summary(store, benchmark, judge_name)
+    )
     if as_json:
         _emit_json(summary)
     else:
@@ -424,7 +479,7 @@ def run(
             "cancelled": "interrupted",
             "failed": f"failed: {stats.message}",
         }.get(stats.status, stats.status)
-        click.echo(f"judge {judge_name!r} run {run_id} {head}: {_stats_line(stats)}")
+        click.echo(f"judge {judge_name!r} run {done.run_id} {head}: {_stats_line(stats)}")
         if stats.adaptations:
             click.echo("server adaptations: " + "; ".join(stats.adaptations))
         left = len(items) - stats.ok
@@ -433,16 +488,107 @@ def run(
                 f"{left} of {len(items)} pairs still without a verdict: run the same "
                 "command again to resume"
             )
+        print_calibrated(summary["calibrated"])
     if stats.status == "failed" and not as_json:
         click.echo(click.style("error: ", fg="red", bold=True) + str(stats.message), err=True)
-    code = _exit_code(stats, interrupted)
+    code = _exit_code(stats, done.interrupted)
     if code:
         sys.exit(code)
 
 
+def _print_estimate(
+    judge_name: str, model: str, prompt_hash: str, scope: str, est: Any, as_json: bool
+) -> None:
+    if as_json:
+        _emit_json(
+            {
+                "judge": judge_name,
+                "model": model,
+                "prompt_version": prompt_hash,
+                "scope": scope,
+                "estimate": est.to_dict(),
+            }
+        )
+        return
+    cost = "unknown (no price for the model)"
+    if est.cost_usd is not None:
+        cost = f"≈ ${est.cost_usd:.4f} (at most ${est.cost_usd_max:.4f} if every reply is long)"
+    click.echo(
+        f"judge {judge_name!r} ({model}), scope {scope}: {est.items} pairs, "
+        f"{est.requests} requests, ≈ {est.prompt_tokens:,} prompt + "
+        f"{est.completion_tokens:,} completion tokens; cost {cost}. "
+        "Cached replies are free and not deducted."
+    )
+
+
+def _calibrated_summary(store: JudgeStore, benchmark: str | None, name: str) -> Any:
+    """The judge's calibrated per-model figures (no per-response rows); None if uncalibrated."""
+    report = store.calibrated_report(benchmark, name)
+    if report is None:
+        return None
+    return {k: v for k, v in report.items() if k != "responses"}
+
+
+def attach_calibrated(repo: Any, benchmark: str | None, reports: list[dict[str, Any]]) -> None:
+    """``gradercal scores --calibrated``: add each judge report's calibrated figures.
+
+    Sets ``report["calibrated"]`` of every report whose grader is a judge to
+    ``{"judge", "pass_threshold", "calibration": {"id", "method", "version",
+    "created_at"}, "models": [...]}`` (see :func:`gradercal.judge.calibrated.calibrated_report`).
+
+    Raises:
+        GradercalError: No report is of a judge, or a judge has no active calibration.
+    """
+    from gradercal.db.judging import JudgeStore
+    from gradercal.errors import ConflictError
+
+    store = JudgeStore(repo.db)
+    found = False
+    for report in reports:
+        name = report["grader"]
+        if name == "consensus":
+            continue
+        try:
+            if store.judge(name) is None:
+                continue
+        except ConflictError:  # a person
+            continue
+        found = True
+        summary = _calibrated_summary(store, benchmark, name)
+        if summary is None:
+            raise GradercalError(
+                f"judge {name!r} has no active calibration: fit one with "
+                f"`gradercal calibrate --judge {name}`"
+            )
+        report["calibrated"] = summary
+    if not found:
+        raise GradercalError("--calibrated needs --grader JUDGE (or all) naming a judge grader")
+
+
+def print_calibrated(report: dict[str, Any] | None) -> None:
+    """Print the calibrated per-model figures (nothing for None)."""
+    if report is None:
+        return
+    cal = report["calibration"]
+    click.echo(
+        f"calibrated with {cal['method']} v{cal['version']} (calibration #{cal['id']}), "
+        f"pass ≥ {report['pass_threshold']:.0%}:"
+    )
+
+    def pct(x: float | None) -> str:
+        return "—" if x is None else f"{x:.1%}"
+
+    for row in report["models"]:
+        click.echo(
+            f"  {row['model']}: mean score {pct(row['mean_score'])} "
+            f"(raw {pct(row['raw_mean_score'])}), pass rate {pct(row['pass_rate'])} "
+            f"(raw {pct(row['raw_pass_rate'])}), {row['n_scored']}/{row['n_responses']} scored"
+        )
+
+
 @judge.command()
-@_db_option
-@_benchmark_option
+@db_option
+@benchmark_option
 @click.option("--judge", "judge_name", required=True, metavar="NAME")
 @click.option(
     "--probes",
@@ -459,8 +605,8 @@ def run(
 )
 @click.option("--seed", default=0, show_default=True, type=int)
 @_connection_options
-@_json_option
-@_handle_errors
+@json_option
+@handle_errors
 def probe(
     db: str | None,
     benchmark: str | None,
@@ -468,13 +614,7 @@ def probe(
     probes: str,
     limit: int,
     seed: int,
-    base_url: str | None,
-    api_key_env: str,
-    concurrency: int,
-    timeout: float,
-    max_retries: int,
-    max_cost: float | None,
-    price: str | None,
+    conn: _Connection,
     as_json: bool,
 ) -> None:
     """Re-grade altered copies of judged responses; report verdict flip rates and length bias.
@@ -487,10 +627,8 @@ def probe(
     bias compares the judge's verdicts with the experts' (adjudication, else human
     majority) across response-length quartiles. Probe requests are cached: a re-run is free.
     """
-    from gradercal.judge.client import JudgeClient, JudgeParams, RetryPolicy
+    from gradercal.judge.client import JudgeParams
     from gradercal.judge.probes import PROBES, apply_probe, flip_stats, length_bias
-    from gradercal.judge.runner import JudgeRunner, Verdict
-    from gradercal.judge.secrets import public_url, resolve_api_key
 
     names = [p.strip() for p in probes.split(",") if p.strip()]
     bad = [p for p in names if p not in PROBES]
@@ -509,11 +647,9 @@ def probe(
     judge_params["model"] = info.model
     fields = {f.name for f in dataclasses.fields(JudgeParams)}
     params = JudgeParams(**{k: v for k, v in judge_params.items() if k in fields})
-    if base_url is None and last is not None:
-        base_url = last.get("base_url")
-    model_price = _price(info.model, price)
-    if max_cost is not None and model_price is None:
-        raise GradercalError(f"no price known for model {info.model!r}; pass --price IN,OUT")
+    if conn.base_url is None and last is not None:
+        conn = dataclasses.replace(conn, base_url=last.get("base_url"))
+    model_price = _checked_price(info.model, conn)
     judged = store.judged_items(benchmark, info, limit=limit, seed=seed)
     baseline: dict[Any, bool] = {}
     items = []
@@ -528,58 +664,29 @@ def probe(
             ref = (name, item.ref)
             baseline[ref] = met
             items.append(dataclasses.replace(item, ref=ref, response_text=altered))
-    key = resolve_api_key(api_key_env)
-    client = JudgeClient(
-        params,
-        base_url=base_url,
-        api_key=key.value,
-        concurrency=concurrency,
-        retry=RetryPolicy(max_attempts=max_retries, timeout=timeout),
-    )
     results: dict[Any, bool | None] = {}
     stats = None
     interrupted = False
     if items:
-        run_id = store.start_run(
-            info,
-            model=info.model,
-            base_url=public_url(base_url),
-            parameters={
-                "kind": "probe",
-                "judge": params.to_dict(),
-                "probes": names,
-                "limit": limit,
-                "seed": seed,
-                "items": len(items),
-                "concurrency": concurrency,
-                "max_cost": max_cost,
-                "api_key_env": api_key_env,
-                "api_key_source": key.source,
-            },
-        )
-        writer = store.writer(grader_id=info.grader_id, run_id=run_id, judgments=False)
 
         def collect(v: Verdict) -> None:
             results[v.item.ref] = v.met if v.status == "ok" else None
-            writer.submit(v)
 
-        runner = JudgeRunner(
-            client,
-            prompt,
-            on_verdict=collect,
-            cache=store.cache(),
-            price=model_price,
-            max_cost=max_cost,
-        )
-        stats, interrupted = _execute(
+        done = _launch(
             store,
-            runner,
+            info,
+            prompt,
+            params,
             items,
-            run_id=run_id,
-            writer=writer,
+            conn,
+            model_price=model_price,
+            record={"kind": "probe", "probes": names, "limit": limit, "seed": seed},
+            judgments=False,
+            collect=collect,
             show_progress=not as_json,
             label=f"probe {judge_name}",
         )
+        stats, interrupted = done.stats, done.interrupted
     report: dict[str, Any] = {"judge": judge_name, "model": info.model, "pairs": len(judged)}
     flips = []
     for name in names:
@@ -660,9 +767,9 @@ def prompt() -> None:
 
 
 @prompt.command(name="list")
-@_db_option
-@_json_option
-@_handle_errors
+@db_option
+@json_option
+@handle_errors
 def prompt_list(db: str | None, as_json: bool) -> None:
     """List stored prompt versions (the shipped default is stored on first use)."""
     from gradercal.judge.prompts import DEFAULT_PROMPT
@@ -689,9 +796,9 @@ def prompt_list(db: str | None, as_json: bool) -> None:
 
 @prompt.command(name="show")
 @click.argument("ref", default="default")
-@_db_option
-@_json_option
-@_handle_errors
+@db_option
+@json_option
+@handle_errors
 def prompt_show(ref: str, db: str | None, as_json: bool) -> None:
     """Show a prompt version (hash prefix or name; default: the shipped default).
 
@@ -714,9 +821,9 @@ def prompt_show(ref: str, db: str | None, as_json: bool) -> None:
 @click.argument("path", type=click.Path(path_type=Path, dir_okay=False, exists=True))
 @click.option("--name", help="Label of the new version (default: the file's).")
 @click.option("--parent", metavar="VERSION", help="Version it derives from (hash or name).")
-@_db_option
-@_json_option
-@_handle_errors
+@db_option
+@json_option
+@handle_errors
 def prompt_add(
     path: Path, name: str | None, parent: str | None, db: str | None, as_json: bool
 ) -> None:
@@ -748,8 +855,8 @@ def prompt_add(
 
 @judge.command()
 @click.option("--init", "init_file", is_flag=True, help="Write the shipped prices to the file.")
-@_json_option
-@_handle_errors
+@json_option
+@handle_errors
 def prices(init_file: bool, as_json: bool) -> None:
     """Show the price table (USD per million tokens) and the file that overrides it."""
     from gradercal.judge.pricing import DEFAULT_PRICES, load_prices, prices_path, write_prices
@@ -775,10 +882,10 @@ def prices(init_file: bool, as_json: bool) -> None:
 
 
 @judge.command()
-@_db_option
+@db_option
 @click.option("--judge", "judge_name", metavar="NAME", help="Only this judge's runs.")
-@_json_option
-@_handle_errors
+@json_option
+@handle_errors
 def runs(db: str | None, judge_name: str | None, as_json: bool) -> None:
     """List judge runs: status, requests, tokens and cost."""
     rows = _store(db).runs(judge_name)

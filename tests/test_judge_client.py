@@ -155,7 +155,7 @@ def test_retry_after_ms_on_503_pauses_every_request(serve: Callable[..., JudgeSe
     assert len(later) == 12 - 4 + 1 and later[0] - replied >= 0.4
 
 
-@pytest.mark.parametrize("backend", ["httpx", "aiohttp"])
+@pytest.mark.parametrize("backend", ["httpx", "aiohttp", "direct"])
 def test_server_errors_and_timeouts_are_retried_with_backoff(
     serve: Callable[..., JudgeServer], backend: str
 ) -> None:

@@ -171,6 +171,36 @@ def test_p_met_from_the_verdict_token() -> None:
     assert p_met_from_logprobs([]) is None
 
 
+def test_skipping_tokens_before_the_verdict_key_gives_the_same_p_met() -> None:
+    # The client hands p_met_from_logprobs only the tokens from the one where
+    # "criteria_met" begins; on every split of a reply the answer must be unchanged.
+    import random
+
+    from gradercal.judge.client import _verdict_key_token
+
+    text = '{"explanation": "criteria_met is true here", "criteria_met": false}'
+    rng = random.Random(3)
+    for _ in range(200):
+        cuts = sorted(rng.sample(range(1, len(text)), rng.randint(3, 25)))
+        parts = [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)], strict=True)]
+        raw = [
+            {"token": t, "logprob": math.log(0.6),
+             "top_logprobs": [{"token": t, "logprob": math.log(0.6)},
+                              {"token": t.replace("false", "true"), "logprob": math.log(0.3)}]}
+            for t in parts
+        ]  # fmt: skip
+        toks = [
+            TokenLogprob(r["token"], r["logprob"],
+                         tuple((a["token"], a["logprob"]) for a in r["top_logprobs"]))
+            for r in raw
+        ]  # fmt: skip
+        start = _verdict_key_token(raw)
+        pos = text.find("criteria_met")  # its first character is in token ``start``
+        assert len("".join(parts[:start])) <= pos < len("".join(parts[: start + 1]))
+        assert p_met_from_logprobs(toks[start:]) == p_met_from_logprobs(toks)
+    assert _verdict_key_token([{"token": '{"a": 1}'}]) == 1  # no key: nothing to scan
+
+
 # -- retries ------------------------------------------------------------------------------
 
 
@@ -423,3 +453,27 @@ def test_aggregate_samples_logprobs_ties_and_failures() -> None:
     )
     assert v.met is True and v.prompt_tokens == 20 and v.cost_usd == pytest.approx(28 / 1e6)
     assert v.rationale == "says True" and len(v.provenance["samples"]) == 2
+
+
+def test_the_direct_path_builds_the_sdk_request_url_and_headers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from gradercal.judge.client import _DirectTransport
+
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    monkeypatch.setenv("OPENAI_ORG_ID", "org-123")
+    monkeypatch.delenv("OPENAI_PROJECT_ID", raising=False)
+    t = _DirectTransport("http://127.0.0.1:8000/v1/", "sk-abc", {"X-Extra": "1"}, 5.0, 4)
+    assert t.url == "http://127.0.0.1:8000/v1/chat/completions"
+    assert t.headers["Authorization"] == "Bearer sk-abc"
+    assert t.headers["OpenAI-Organization"] == "org-123" and "OpenAI-Project" not in t.headers
+    assert t.headers["X-Extra"] == "1"
+    azure = _DirectTransport("https://r.openai.azure.com/openai/v1?api-version=preview",
+                             None, None, 5.0, 4)  # fmt: skip
+    assert azure.url == "https://r.openai.azure.com/openai/v1/chat/completions?api-version=preview"
+    assert azure.headers["Authorization"] == "Bearer no-key"  # local servers ignore it
+    assert _DirectTransport(None, None, None, 5.0, 4).url == (
+        "https://api.openai.com/v1/chat/completions"
+    )
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://env-host/v1")
+    assert _DirectTransport(None, None, None, 5.0, 4).url == "http://env-host/v1/chat/completions"

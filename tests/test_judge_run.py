@@ -347,6 +347,13 @@ def test_interrupted_or_killed_cli_run_resumes_without_duplicate_requests(
             assert proc.returncode == 130
             assert "interrupted: 4 verdicts" in out and "run the same command again" in out
         assert len(judge_rows(db_path, "k")) == 4
+        listed = json.loads(cli("runs", "--db", db_path, "--json").output)
+        if how == "SIGKILL":  # its process is gone: the listing says so, and records it
+            assert listed[0]["status"] == "interrupted" and listed[0]["pid"] == proc.pid
+            assert "ended without closing the run" in listed[0]["parameters"]["result"]["message"]
+            assert listed[0]["finished_at"] is not None
+        else:
+            assert listed[0]["status"] == "cancelled"
         srv.release()
         before = srv.stats.requests
         result = cli("run", "--db", db_path, "--judge", "k", "--model", "m",
@@ -356,7 +363,7 @@ def test_interrupted_or_killed_cli_run_resumes_without_duplicate_requests(
     rows = judge_rows(db_path, "k")
     assert {(x["response"], x["criterion"]) for x in rows} == MINI_PAIRS and len(rows) == 10
     assert {x["row"].revision for x in rows} == {1}
-    first = "cancelled" if how == "SIGINT" else "running"  # a killed run cannot say so
+    first = "cancelled" if how == "SIGINT" else "interrupted"  # a killed run is found out
     assert [r.status for r in judge_runs(db_path)] == [first, "completed"]
 
 
@@ -510,3 +517,171 @@ def test_price_table_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
     assert table["prices"]["my-local-model"] == {"input": 0.0, "output": 0.0}
     again = cli("prices", "--init")
     assert again.exit_code == 1 and "exists; edit it" in again.output
+
+
+def test_runs_whose_process_is_gone_are_marked_interrupted_live_ones_are_not(
+    mini_db: str,
+) -> None:
+    """Same host and a dead pid: interrupted at once; elsewhere: after the heartbeat is
+    stale; this process's own run, or a fresh heartbeat elsewhere: still running."""
+    from datetime import timedelta
+
+    from sqlalchemy import update
+
+    from gradercal.db import judging
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait(30)  # reaped: its pid names no process now
+    db = open_database(mini_db)
+    try:
+        store = JudgeStore(db)
+        info = store.ensure_judge(
+            "j", model="m", prompt=DEFAULT_PROMPT, parameters=JudgeParams(model="m").to_dict()
+        )
+        ids = [store.start_run(info, model="m", base_url=None, parameters={}) for _ in range(5)]
+        now = m.utcnow()
+        old = now - timedelta(seconds=judging.STALE_AFTER_S + 60)
+        rows = {
+            ids[1]: {"pid": dead.pid},  # this host, process gone
+            ids[2]: {"host": "elsewhere", "pid": 1, "heartbeat_at": old},  # silent too long
+            ids[3]: {"host": "elsewhere", "pid": 1, "heartbeat_at": now},  # alive elsewhere
+            ids[4]: {
+                "host": None,
+                "pid": None,
+                "heartbeat_at": None,
+                "started_at": old,
+            },  # pre-0003
+        }
+        with db.write() as s:
+            for run_id, values in rows.items():
+                s.execute(update(m.JudgeRun).where(m.JudgeRun.id == run_id).values(**values))
+        assert sorted(store.mark_interrupted()) == [ids[1], ids[2], ids[4]]
+        listed = {r["id"]: r for r in store.runs("j")}
+        assert [listed[i]["status"] for i in ids] == [
+            "running", "interrupted", "interrupted", "running", "interrupted",
+        ]  # fmt: skip
+        assert str(dead.pid) in listed[ids[1]]["parameters"]["result"]["message"]
+        assert "no sign of life" in listed[ids[2]]["parameters"]["result"]["message"]
+        assert store.mark_interrupted() == []  # nothing left to mark
+        # the writer's heartbeat keeps an idle run alive
+        with db.write() as s:
+            s.execute(update(m.JudgeRun).where(m.JudgeRun.id == ids[0]).values(heartbeat_at=old))
+        writer = judging.VerdictWriter(db, grader_id=info.grader_id, run_id=ids[0], heartbeat=0.05)
+        try:
+            deadline = time.monotonic() + 10
+            while True:
+                with db.read() as s:
+                    beat = s.scalar(select(m.JudgeRun.heartbeat_at).where(m.JudgeRun.id == ids[0]))
+                assert beat is not None
+                if judging._aware(beat) > now:
+                    break
+                assert time.monotonic() < deadline, "no heartbeat"
+                time.sleep(0.05)
+        finally:
+            writer.close()
+        assert ids[0] not in store.mark_interrupted(now=m.utcnow() + timedelta(seconds=5))
+    finally:
+        db.dispose()
+
+
+def test_dry_run_estimates_size_and_cost_and_sends_nothing(
+    tmp_path: Path, mini: Path, server: JudgeServer
+) -> None:
+    db_path = str(tmp_path / "est.sqlite")
+    db = open_database(db_path)
+    Repository(db).import_data(read_folder(mini))
+    db.dispose()
+    options = ("--price", "1,2", "--samples", "2", "--temperature", "0.5", "--json")
+    est = json.loads(cli(*run_args(db_path, server, "--dry-run", *options)).stdout)["estimate"]
+    assert server.stats.requests == 0 and judge_runs(db_path) == []
+    assert (est["items"], est["requests"]) == (10, 20)
+    assert est["completion_tokens"] == 20 * 80 and est["completion_tokens_max"] == 20 * 1024
+    assert est["cost_usd"] == pytest.approx(
+        (est["prompt_tokens"] * 1 + est["completion_tokens"] * 2) / 1e6
+    )
+    out = json.loads(cli(*run_args(db_path, server, *options)).stdout)
+    # the server counts ceil(characters / 4) of the whole prompt; the estimate rounds up
+    # per message (system, user): at most one token more per message and request
+    assert 0 <= est["prompt_tokens"] - out["prompt_tokens"] <= 2 * est["requests"]
+    text = cli(*run_args(db_path, server, "--dry-run")).output
+    assert "0 pairs" in text  # everything judged now
+
+
+def test_an_active_calibration_is_applied_to_new_judge_runs(
+    tmp_path: Path, server: JudgeServer
+) -> None:
+    """Run the judge on part of the benchmark, fit a calibration, then run it on the rest:
+    the new run's report and `scores --calibrated` give apply_calibration's figures over
+    every verdict, old and new, with the calibration's id and version."""
+    import numpy as np
+
+    from gradercal.calibration import apply_calibration
+    from gradercal.cli import main
+    from gradercal.db.calibrations import load_calibration
+    from gradercal.scoring import PASS_EPSILON
+    from gradercal.synth import SynthConfig, generate
+
+    folder = tmp_path / "synth"
+    generate(
+        folder,
+        SynthConfig(tasks=10, criteria_per_task=6, responses_per_task=2, human_graders=2,
+                    judge=False, artifacts_per_task=0, numeric_task_share=0.0, seed=4),
+    )  # fmt: skip
+    db_path = str(tmp_path / "cal.sqlite")
+    db = open_database(db_path)
+    Repository(db).import_data(read_folder(folder))
+    tasks = [t.id for t in Repository(db).load_tasks(None)]
+    db.dispose()
+    first = json.loads(
+        cli(*run_args(db_path, server, "--scope", "tasks:" + ",".join(tasks[:7]), "--json")).stdout
+    )
+    assert first["calibrated"] is None and first["ok"] > 0  # no calibration yet
+    fit = CliRunner().invoke(
+        main, ["calibrate", "--db", db_path, "--judge", "j", "--method", "leniency",
+               "--bootstrap", "0", "--folds", "3", "--json"],
+    )  # fmt: skip
+    assert fit.exit_code == 0, fit.output
+    saved = json.loads(fit.output)["saved"]
+    second = json.loads(cli(*run_args(db_path, server, "--json")).stdout)
+    assert second["ok"] == second["items"] > 0  # the new run judged the other tasks
+    cal = second["calibrated"]
+    assert cal["calibration"]["id"] == saved["id"] and cal["calibration"]["version"] == 1
+    assert cal["calibration"]["method"] == "leniency"
+
+    # independently: apply_calibration over the frames, then per-model means by pandas
+    db = open_database(db_path)
+    repo = Repository(db)
+    frames = repo.load_frames(None)
+    params = load_calibration(repo, None, "j").params  # type: ignore[union-attr]
+    applied = apply_calibration(frames, "j", params)
+    db.dispose()
+    scored = applied[applied["score"].notna() & applied["judge_score"].notna()]
+    assert len(scored) == len(applied)  # every response, old run's and new run's
+    bar = frames.pass_threshold - PASS_EPSILON
+    expected = {
+        model: (len(g), g["score"].mean(), (g["score"] >= bar).mean(),
+                g["judge_score"].mean(), (g["judge_score"] >= bar).mean())
+        for model, g in scored.groupby("model")
+    }  # fmt: skip
+    got = {
+        r["model"]: (r["n_scored"], r["mean_score"], r["pass_rate"], r["raw_mean_score"],
+                     r["raw_pass_rate"])
+        for r in cal["models"]
+    }  # fmt: skip
+    assert got.keys() == expected.keys()
+    for model, values in expected.items():
+        assert got[model] == pytest.approx(values, abs=1e-12)
+    # the calibration changes something: a leniency correction gives fractional credit
+    assert not np.allclose(scored["score"], scored["judge_score"])
+
+    scores = CliRunner().invoke(
+        main, ["scores", "--db", db_path, "--grader", "j", "--calibrated", "--json"]
+    )
+    assert scores.exit_code == 0, scores.output
+    assert json.loads(scores.output)["calibrated"] == json.loads(json.dumps(cal))
+    text = CliRunner().invoke(main, ["scores", "--db", db_path, "--grader", "j", "--calibrated"])
+    assert f"leniency v1 (calibration #{saved['id']})" in text.output
+    refused = CliRunner().invoke(
+        main, ["scores", "--db", db_path, "--grader", "consensus", "--calibrated"]
+    )
+    assert refused.exit_code == 1 and "needs --grader JUDGE" in refused.output

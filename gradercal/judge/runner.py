@@ -34,7 +34,7 @@ from gradercal.judge.pricing import Price
 from gradercal.judge.prompts import PromptContext, PromptTemplate
 
 VerdictStatus = Literal["ok", "parse_failure", "error"]
-RunStatus = Literal["running", "completed", "stopped_cost", "cancelled", "failed"]
+RunStatus = Literal["running", "completed", "stopped_cost", "cancelled", "failed", "interrupted"]
 
 
 @dataclass(frozen=True)
@@ -367,6 +367,66 @@ class JudgeRunner:
         paid = s.done - s.cached
         per_item = s.cost_usd / paid if paid else 0.0
         return s.cost_usd + per_item * (self._in_flight_items + 1) <= self.max_cost
+
+
+#: Completion tokens assumed per reply in :func:`estimate_run` (a JSON verdict with a
+#: one- or two-sentence explanation).
+EXPECTED_COMPLETION_TOKENS = 80
+
+
+@dataclass(frozen=True)
+class RunEstimate:
+    """What a run would send, before sending it (cache hits not deducted).
+
+    ``prompt_tokens`` is estimated from the rendered prompts (characters / 4);
+    ``completion_tokens`` assumes :data:`EXPECTED_COMPLETION_TOKENS` per request and
+    ``completion_tokens_max`` the ``max_tokens`` limit. Costs are None without a price.
+    """
+
+    items: int
+    requests: int
+    prompt_tokens: int
+    completion_tokens: int
+    completion_tokens_max: int | None
+    cost_usd: float | None
+    cost_usd_max: float | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def estimate_run(
+    items: Iterable[WorkItem],
+    prompt: PromptTemplate,
+    *,
+    samples: int = 1,
+    max_tokens: int | None = None,
+    price: Price | None = None,
+    completion_tokens: int = EXPECTED_COMPLETION_TOKENS,
+) -> RunEstimate:
+    """Size and cost of judging ``items`` (every sample a request; retries not counted)."""
+    from gradercal.judge.artifacts import estimate_tokens
+
+    n = 0
+    per_sample = 0
+    for item in items:
+        n += 1
+        per_sample += sum(estimate_tokens(msg["content"]) for msg in prompt.render(item.context()))
+    requests = n * samples
+    prompt_tokens = per_sample * samples
+    out_tokens = requests * completion_tokens
+    out_max = None if max_tokens is None else requests * max_tokens
+    return RunEstimate(
+        items=n,
+        requests=requests,
+        prompt_tokens=prompt_tokens,
+        completion_tokens=out_tokens,
+        completion_tokens_max=out_max,
+        cost_usd=None if price is None else price.cost(prompt_tokens, out_tokens),
+        cost_usd_max=None
+        if price is None or out_max is None
+        else price.cost(prompt_tokens, out_max),
+    )
 
 
 _Entry = tuple[WorkItem, list[dict[str, str]], Mapping[str, Mapping[str, Any]]]
