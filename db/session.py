@@ -84,8 +84,35 @@ def _on_sqlite_begin(conn: Any) -> None:
     conn.exec_driver_sql(f"BEGIN {mode}")
 
 
+def _json_dumps(value: Any) -> str:
+    """JSON columns are written with orjson: several times faster than ``json.dumps``
+    (verdict provenance is written once per judge request), the same text for JSON data,
+    and datetimes as ISO 8601. Integer dict keys become strings, as ``json`` does."""
+    import orjson
+
+    return orjson.dumps(
+        value,
+        default=_json_default,
+        option=orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY,
+    ).decode("utf-8")
+
+
+def _json_default(value: Any) -> Any:
+    """Subclasses orjson does not take itself (numpy's float64 is a float subclass)."""
+    if isinstance(value, bool):
+        return bool(value)
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value)
+    if isinstance(value, str):
+        return str(value)
+    raise TypeError(f"{type(value).__name__} is not JSON serializable")
+
+
 def make_engine(url: URL, **kwargs: Any) -> Engine:
     """Create an engine with gradercal's settings for the backend."""
+    kwargs.setdefault("json_serializer", _json_dumps)
     if url.get_backend_name() == "sqlite":
         if url.database and url.database != ":memory:":
             Path(url.database).parent.mkdir(parents=True, exist_ok=True)
