@@ -3,7 +3,9 @@
 A calibration (:class:`gradercal.calibration.CalibrationResult`) is stored in the
 ``calibration`` table: ``params`` holds the learned values (enough to rebuild the
 calibrator with :func:`gradercal.calibration.calibrator_from_params`), ``split`` the
-task folds, ``metrics`` the held-out figures and ``provenance`` where the data came from.
+task folds and the held-out tasks (``split["held_out"]``; absent in calibrations saved
+before held-out splits), ``metrics`` the out-of-fold figures and the held-out tasks'
+``test`` figures, and ``provenance`` where the data came from.
 ``version`` counts the fits per (judge, method) — 1, 2, … — and at most one calibration
 per (judge, benchmark) is *active*: saving a new one deactivates the others, so "the
 judge's calibration" is unambiguous when new judge runs are corrected.
@@ -128,8 +130,8 @@ def save_calibration(
         judge: The judge's grader name.
         method: The calibration method.
         params: Learned values (``CalibrationResult.params``).
-        split: The folds (``CalibrationResult.split``).
-        metrics: Held-out figures (``CalibrationResult.metrics``).
+        split: The folds and held-out tasks (``CalibrationResult.split``).
+        metrics: Out-of-fold and test figures (``CalibrationResult.metrics``).
         provenance: Data provenance (``CalibrationResult.provenance``).
         activate: Make it the judge's active calibration on this benchmark (the
             others are deactivated).

@@ -18,17 +18,21 @@ A failure never replaces an earlier successful verdict.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import queue
 import random
+import socket
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
-from typing import Any, Literal
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, Literal
 
 import pandas as pd
 from sqlalchemy import Row, Table, and_, exists, insert, or_, select, tuple_, update
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
 import gradercal.db.judge_models as jm
@@ -37,10 +41,19 @@ from gradercal.db.repo import _JUDGMENT_FIELDS, Repository, judgment_snapshot
 from gradercal.db.session import Database
 from gradercal.errors import ConflictError, GradercalError, NotFoundError
 from gradercal.judge.artifacts import ArtifactInput, artifact_context
+from gradercal.judge.pricing import Price
 from gradercal.judge.probes import expert_reference
 from gradercal.judge.prompts import DEFAULT_PROMPT, PromptTemplate
-from gradercal.judge.runner import RunStats, Verdict, WorkItem
 
+if TYPE_CHECKING:  # the client and runner import the openai SDK (seconds): on first use
+    from gradercal.judge.client import JudgeClient
+    from gradercal.judge.runner import JudgeRunner, RunStats, Verdict, WorkItem
+
+#: Seconds between heartbeats of a running run (the writer thread refreshes it, also idle).
+HEARTBEAT_S = 30.0
+#: A ``running`` run silent this long is ``interrupted`` even if its process id exists
+#: (another host, or the id reused by another process).
+STALE_AFTER_S = 600.0
 #: Judge parameters that define a judge: a grader keeps them for all its verdicts.
 IDENTITY_PARAMETERS = ("temperature", "samples", "max_tokens", "seed")
 ScopeKind = Literal["all", "unjudged", "calibration", "tasks"]
@@ -302,6 +315,9 @@ class JudgeStore:
                 base_url=base_url,
                 parameters=dict(parameters),
                 status="running",
+                host=_HOST,
+                pid=os.getpid(),
+                heartbeat_at=m.utcnow(),
             )
             s.add(run)
             s.flush()
@@ -326,10 +342,47 @@ class JudgeStore:
             }
             run.parameters = params
             run.status = stats.status
-            run.finished_at = m.utcnow()
+            run.finished_at = run.heartbeat_at = m.utcnow()
+
+    def mark_interrupted(
+        self, *, now: datetime | None = None, stale_after: float = STALE_AFTER_S
+    ) -> list[int]:
+        """Mark ``interrupted`` every ``running`` run whose process is gone; their ids.
+
+        A run is gone when it was started on this host by a process id that no longer
+        exists, or when its last heartbeat (its start, for runs recorded before
+        heartbeats) is older than ``stale_after`` seconds. Its ``finished_at`` becomes
+        that last sign of life. The verdicts it committed stay; re-running resumes.
+        """
+        now = now or m.utcnow()
+        gone: list[int] = []
+        with self.db.write() as s:
+            for run in s.scalars(select(m.JudgeRun).where(m.JudgeRun.status == "running")):
+                last = _aware(run.heartbeat_at or run.started_at)
+                reason = None
+                if run.host == _HOST and run.pid is not None and not _pid_alive(run.pid):
+                    reason = f"process {run.pid} on {run.host} ended without closing the run"
+                elif (now - last).total_seconds() > stale_after:
+                    where = f"process {run.pid} on {run.host}" if run.pid else "its process"
+                    reason = f"no sign of life from {where} since {last:%Y-%m-%d %H:%M:%S} UTC"
+                if reason is None:
+                    continue
+                params = dict(run.parameters or {})
+                params["result"] = {**dict(params.get("result") or {}), "message": reason}
+                run.parameters = params
+                run.status = "interrupted"
+                run.finished_at = last
+                gone.append(run.id)
+        return gone
 
     def runs(self, name: str | None = None) -> list[dict[str, Any]]:
-        """Judge runs (of judge ``name``, or all), newest first."""
+        """Judge runs (of judge ``name``, or all), newest first.
+
+        Runs whose process is gone are marked ``interrupted`` first (:meth:`mark_interrupted`;
+        skipped on a database this process may not write, which is listed as it is).
+        """
+        with contextlib.suppress(DBAPIError):
+            self.mark_interrupted()
         with self.db.read() as s:
             q = (
                 select(m.JudgeRun, m.Grader.name)
@@ -353,17 +406,92 @@ class JudgeStore:
                         "cost_usd": run.cost_usd,
                         "started_at": run.started_at,
                         "finished_at": run.finished_at,
+                        "heartbeat_at": run.heartbeat_at,
+                        "host": run.host,
+                        "pid": run.pid,
                         "parameters": run.parameters,
                     }
                 )
             return out
 
+    def open_run(
+        self,
+        judge: JudgeInfo,
+        prompt: PromptTemplate,
+        client: JudgeClient,
+        *,
+        record: Mapping[str, Any],
+        price: Price | None = None,
+        max_cost: float | None = None,
+        judgments: bool = True,
+        collect: Callable[[Verdict], None] | None = None,
+    ) -> OpenRun:
+        """Record a run's start and wire its runner to a started :class:`VerdictWriter`.
+
+        ``record`` (kind, scope, options; never the key) is stored with the run's
+        parameters; ``collect`` sees each verdict before it is queued for writing.
+        Run ``OpenRun.runner`` on an event loop, then call :meth:`OpenRun.finish`.
+        """
+        run_id = self.start_run(
+            judge,
+            model=client.params.model,
+            base_url=client.public_base_url,
+            parameters={
+                **record,
+                "judge": client.params.to_dict(),
+                "concurrency": client.concurrency,
+                "timeout": client.retry.timeout,
+                "max_retries": client.retry.max_attempts,
+                "max_cost": max_cost,
+                "http": client.http_backend,
+                "price": None if price is None else {"input": price.input, "output": price.output},
+            },
+        )
+        writer = self.writer(grader_id=judge.grader_id, run_id=run_id, judgments=judgments)
+
+        def on_verdict(v: Verdict) -> None:
+            if collect is not None:
+                collect(v)
+            writer.submit(v)
+
+        from gradercal.judge.runner import JudgeRunner
+
+        runner = JudgeRunner(
+            client, prompt, on_verdict=on_verdict, cache=self.cache(), price=price,
+            max_cost=max_cost,
+        )  # fmt: skip
+        return OpenRun(self, run_id, writer, runner)
+
+    # -- calibration -------------------------------------------------------------------
+    def calibrated_report(self, benchmark: str | None, name: str) -> dict[str, Any] | None:
+        """The judge's figures under its active calibration (None: it has none).
+
+        See :func:`gradercal.judge.calibrated.calibrated_report`; the verdicts of every
+        run, including runs made after the calibration was fitted, are read through it.
+        """
+        from gradercal.db.calibrations import load_calibration
+        from gradercal.judge.calibrated import calibrated_report
+
+        saved = load_calibration(self.repo, benchmark, name)
+        if saved is None:
+            return None
+        frames = self.repo.load_frames(benchmark)
+        return calibrated_report(frames, name, saved.to_dict(full=True))
+
     # -- work lists ----------------------------------------------------------------
     def work_items(
-        self, benchmark: str | None, judge: JudgeInfo, scope: Scope, prompt: PromptTemplate
+        self,
+        benchmark: str | None,
+        judge: JudgeInfo | None,
+        scope: Scope,
+        prompt: PromptTemplate,
     ) -> list[WorkItem]:
-        """The (response, criterion) pairs of judgment criteria this run must grade."""
+        """The (response, criterion) pairs of judgment criteria this run must grade.
+
+        ``judge`` None: a judge not created yet (every pair is unjudged; estimates).
+        """
         bench = self.repo.benchmark(benchmark)
+        grader_id = -1 if judge is None else judge.grader_id
         j = m.Judgment
         with self.db.read() as s:
             q = (
@@ -379,7 +507,7 @@ class JudgeStore:
                     and_(
                         j.response_id == m.Response.id,
                         j.criterion_id == m.Criterion.id,
-                        j.grader_id == judge.grader_id,
+                        j.grader_id == grader_id,
                     ),
                 ).where(or_(j.id.is_(None), j.met.is_(None)))
             if scope.kind == "tasks":
@@ -456,6 +584,8 @@ class JudgeStore:
         self, s: Session, pairs: Sequence[tuple[int, int]], prompt: PromptTemplate
     ) -> list[WorkItem]:
         """Work items for (response row id, criterion row id) pairs; texts are shared."""
+        from gradercal.judge.runner import WorkItem
+
         if not pairs:
             return []
         resp_ids = sorted({r for r, _ in pairs})
@@ -562,6 +692,24 @@ class JudgeStore:
         )
 
 
+@dataclass
+class OpenRun:
+    """A recorded run, its writer and its runner (:meth:`JudgeStore.open_run`)."""
+
+    store: JudgeStore
+    run_id: int
+    writer: VerdictWriter
+    runner: JudgeRunner
+
+    def finish(self) -> RunStats:
+        """Commit every verdict handed over and record how the run ended (always both)."""
+        try:
+            self.writer.close()
+        finally:
+            self.store.finish_run(self.run_id, self.runner.stats)
+        return self.runner.stats
+
+
 class DbCache:
     """The request cache in the ``judge_cache`` table (a :class:`RequestCache`)."""
 
@@ -607,7 +755,8 @@ class VerdictWriter:
         run_id: int,
         judgments: bool = True,
         max_batch: int = 256,
-        max_delay: float = 0.05,
+        max_delay: float = 0.2,
+        heartbeat: float = HEARTBEAT_S,
     ) -> None:
         self.db = db
         self.grader_id = grader_id
@@ -615,6 +764,7 @@ class VerdictWriter:
         self.judgments = judgments
         self.max_batch = max_batch
         self.max_delay = max_delay
+        self.heartbeat = heartbeat
         self.saved = 0
         self.batches = 0
         self.error: BaseException | None = None
@@ -650,7 +800,15 @@ class VerdictWriter:
     def _loop(self) -> None:
         done = False
         while not done:
-            first = self._queue.get()
+            try:
+                first = self._queue.get(timeout=self.heartbeat)
+            except queue.Empty:  # idle (long requests, a rate-limit pause): still alive
+                try:
+                    self._beat()
+                except Exception as exc:  # surfaced by submit()/close()
+                    self.error = exc
+                    return
+                continue
             if first is None:
                 break
             batch = [first]
@@ -673,6 +831,14 @@ class VerdictWriter:
             self.saved += len(batch)
             self.batches += 1
 
+    def _beat(self) -> None:
+        with self.db.write() as s:
+            s.execute(
+                update(m.JudgeRun)
+                .where(m.JudgeRun.id == self.run_id)
+                .values(heartbeat_at=m.utcnow())
+            )
+
     def _write(self, batch: Sequence[Verdict]) -> None:
         with self.db.write() as s:
             now = m.utcnow()
@@ -688,6 +854,7 @@ class VerdictWriter:
                     completion_tokens=m.JudgeRun.completion_tokens
                     + sum(v.completion_tokens for v in batch),
                     cost_usd=m.JudgeRun.cost_usd + sum(v.cost_usd for v in batch),
+                    heartbeat_at=now,
                 )
             )
 
@@ -806,6 +973,29 @@ def _insert_cache(
         r["created_at"] = stamp
     if rows:
         s.execute(stmt, rows)
+
+
+_HOST = socket.gethostname()[:255]
+
+
+def _pid_alive(pid: int) -> bool:
+    """Whether a process ``pid`` exists on this host (True when that cannot be told)."""
+    if pid == os.getpid():
+        return True
+    if os.name != "posix":
+        return True  # no cheap check: the heartbeat decides
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # e.g. PermissionError: it exists, owned by someone else
+        return True
+    return True
+
+
+def _aware(value: datetime) -> datetime:
+    """``value`` as an aware UTC datetime (SQLite returns naive ones)."""
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
 def _ref(v: Verdict) -> tuple[int, int]:

@@ -38,6 +38,8 @@ __all__ = ["agreement", "alttest", "calibrate", "estimate", "health", "impact", 
 F = TypeVar("F", bound=Callable[..., Any])
 
 METHOD_CHOICES = ("threshold", "leniency", "isotonic", "platt")
+#: Share of the human-graded tasks ``calibrate`` holds out unless told otherwise.
+DEFAULT_HOLDOUT = 0.25
 BY_CHOICES = ("criterion", "tag", "workflow", "domain")
 BREAKDOWN_CHOICES = ("workflow", "domain", "artifacts", "answer_format")
 
@@ -487,6 +489,16 @@ def alttest(
     help="GroupKFold folds (by task).",
 )
 @click.option(
+    "--holdout",
+    "holdout",
+    type=click.FloatRange(0.0, 1.0, max_open=True),
+    default=None,
+    metavar="FRACTION",
+    help="Share of the human-graded tasks held out (drawn with --seed), never used to fit; "
+    "the figures on them are the test metrics. 0: none. [default: 0.25, or none with a "
+    "warning below 4 human-graded tasks]",
+)
+@click.option(
     "--save/--no-save",
     default=True,
     show_default=True,
@@ -501,7 +513,13 @@ def alttest(
     show_default=True,
     help="Bootstrap resamples for the intervals of the held-out figures (0: none).",
 )
-@seed_option
+@click.option(
+    "--seed",
+    type=int,
+    default=0,
+    show_default=True,
+    help="Seed of the bootstrap and of the held-out task draw.",
+)
 @ci_option
 @json_option
 @handle_errors
@@ -515,6 +533,7 @@ def calibrate(
     per_tag: bool | None,
     tag_prefix: str | None,
     folds: int,
+    holdout: float | None,
     save: bool,
     humans: str | None,
     n_boot: int,
@@ -524,10 +543,12 @@ def calibrate(
 ) -> None:
     """Calibrate the judge against the experts; report held-out figures; save it.
 
-    Fitted on the human-graded tasks only and evaluated out of fold (GroupKFold by
-    task): agreement, leniency bias, Brier score and ECE before and after, and the
-    effect on response scores and pass/fail. The calibrator fitted on all the
-    human-graded data is saved as the judge's active calibration (a new version).
+    A seeded random share of the human-graded tasks (--holdout, default 0.25) is
+    reserved: nothing is fitted on it. The rest, the calibration tasks, are evaluated
+    out of fold (GroupKFold by task): agreement, leniency bias, Brier score and ECE
+    before and after, and the effect on response scores and pass/fail. The calibrator
+    fitted on all calibration tasks is then measured on the reserved tasks (the test
+    figures) and saved as the judge's active calibration (a new version).
     """
     from gradercal.calibration import fit_calibration
 
@@ -548,6 +569,8 @@ def calibrate(
             seed=seed,
             ci=ci,
             benchmark=name,
+            holdout=DEFAULT_HOLDOUT if holdout is None else holdout,
+            strict_holdout=holdout is not None,
         )
         update("calibrating", 1, 1)
     saved = None
@@ -568,6 +591,8 @@ def calibrate(
     if as_json:
         _emit(out)
         return
+    for w in res.warnings:
+        click.echo(click.style("warning: ", fg="yellow", bold=True) + w, err=True)
     _print_calibration(out)
 
 
@@ -603,27 +628,42 @@ def _print_calibration(out: dict[str, Any]) -> None:
     if "coef" in p:
         head += f": g(x) = σ({p['coef']:.4g}·x + {p['intercept']:.4g})"
     console.print(head)
+    split = out["split"]
+    held = list(split.get("held_out") or [])
     console.print(
-        f"held out by {out['split']['n_splits']}-fold GroupKFold over {m['n_tasks']} tasks "
-        f"({m.get('n_items', '—')} criterion verdicts, {m['n_responses']} responses)"
+        f"out of fold by {split['n_splits']}-fold GroupKFold over {m['n_tasks']} calibration "
+        f"tasks ({m.get('n_items', '—')} criterion verdicts, {m['n_responses']} responses)"
     )
+    test = m.get("test")
+    if held and test:
+        console.print(
+            f"held out (never fitted on, seed {split.get('seed')}): {len(held)} tasks "
+            f"({', '.join(held)}; {test.get('n_items', '—')} criterion verdicts, "
+            f"{test['n_responses']} responses)"
+        )
+    else:
+        console.print("held out: no task (--holdout 0): the out-of-fold figures are the only check")
     notes: list[str] = []
-    for level in ("criterion", "response"):
-        block = m.get(level)
-        if not block:
-            continue
-        t = Table(title=f"{level} level, held-out", title_justify="left")
-        for col in ("figure", "raw judge", "calibrated", "change"):
-            t.add_column(col, justify="left" if col == "figure" else "right")
-        for key, fig in block["before"].items():
-            t.add_row(
-                _CAL_LABELS.get(key, key),
-                _cell(fig),
-                _cell(block["after"][key]),
-                _cell(block["change"][key]),
-            )
-            notes.append(fig.get("note") or "")
-        console.print(t)
+    blocks = [(m, "out of fold, calibration tasks")]
+    if test:
+        blocks.append((test, "held-out tasks (test)"))
+    for source, title in blocks:
+        for level in ("criterion", "response"):
+            block = source.get(level)
+            if not block:
+                continue
+            t = Table(title=f"{level} level, {title}", title_justify="left")
+            for col in ("figure", "raw judge", "calibrated", "change"):
+                t.add_column(col, justify="left" if col == "figure" else "right")
+            for key, fig in block["before"].items():
+                t.add_row(
+                    _CAL_LABELS.get(key, key),
+                    _cell(fig),
+                    _cell(block["after"][key]),
+                    _cell(block["change"][key]),
+                )
+                notes.append(fig.get("note") or "")
+            console.print(t)
     if out.get("saved"):
         s = out["saved"]
         console.print(f"saved as {out['method']} version {s['version']} (id {s['id']}), active")

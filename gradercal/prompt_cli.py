@@ -90,8 +90,11 @@ def export_prompt(
     experts' "criterion unclear" and adjudication notes, few-shot examples from
     adjudicated disagreements (balanced met / not met, only from the calibration
     split's tasks), the decision threshold or score mapping of the judge's active
-    calibration, and an agreement card. Without a calibration the package is still
-    written, without threshold or held-out figures, and says so.
+    calibration, and an agreement card whose held-out figures are the calibration's
+    test figures on the tasks it held out (`gradercal calibrate --holdout`). A
+    calibration without held-out tasks gives out-of-fold figures and a warning that
+    the examples may come from the same tasks. Without a calibration the package is
+    still written, without threshold or held-out figures, and says so.
 
     \b
     Examples:
@@ -163,6 +166,8 @@ def export_prompt(
         "base_prompt_version": src.base_prompt.content_hash,
         "calibration": package.decision.get("calibration"),
         "rule": package.decision.get("rule"),
+        "held_out": (package.card.get("held_out") or {}).get("kind"),
+        "held_out_tasks": list(package.example_pool.get("held_out_tasks") or []),
         "examples": len(package.examples),
         "examples_met": sum(1 for e in package.examples if e["criteria_met"]),
         "guidance_criteria": len(package.guidance.get("criteria", [])),

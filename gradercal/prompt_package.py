@@ -21,8 +21,11 @@ A :class:`PromptPackage` bundles, for one judge grader:
 * **decision** — the threshold or score mapping of the judge's calibration
   (:func:`decision_from_calibration`);
 * **card** — the agreement card: held-out agreement with the experts (with CIs) from the
-  calibration, judge-vs-experts agreement on all data, the expert–expert range, the
-  alt-test, leniency, provenance (:func:`agreement_card`).
+  calibration — its test figures on the tasks it held out (``gradercal calibrate
+  --holdout``), which nothing in the package has seen, or, for a calibration without
+  held-out tasks, its out-of-fold figures with a plain warning that the examples may
+  come from the same tasks — judge-vs-experts agreement on all data, the expert–expert
+  range, the alt-test, leniency, provenance with the split (:func:`agreement_card`).
 
 Renderers: :func:`to_json` (canonical, versioned by ``format_version``; validated by
 ``gradercal/schemas/prompt-package.schema.json``), :func:`to_markdown` (for people),
@@ -53,6 +56,7 @@ from gradercal.model import stable_hash
 
 __all__ = [
     "FORMAT_VERSION",
+    "NO_HOLDOUT_NOTE",
     "AdjudicatedItem",
     "ExpertNote",
     "PackageFormat",
@@ -62,6 +66,7 @@ __all__ = [
     "decision_from_calibration",
     "distill_guidance",
     "guidance_option",
+    "has_held_out_figures",
     "load_schema",
     "package_from_dict",
     "render",
@@ -530,6 +535,88 @@ _CRITERION_FIGURES = ("cohen_kappa", "percent_agreement", "balanced_f1", "lenien
 _RESPONSE_FIGURES = ("mean_score_bias", "mae", "pass_kappa", "pass_agreement", "pass_rate_bias")
 
 
+#: Said on the card and printed by ``export-prompt`` when the calibration holds no task out.
+NO_HOLDOUT_NOTE = (
+    "the calibration holds no task out: its figures are out-of-fold figures on the same "
+    "tasks the few-shot examples and adjudication notes come from, so they may overstate "
+    "this prompt's agreement; run `gradercal calibrate --judge NAME --holdout 0.25` and "
+    "export again"
+)
+
+
+def has_held_out_figures(calibration: Mapping[str, Any] | None) -> bool:
+    """Whether a saved calibration holds tasks out and has its test figures on them."""
+    if not calibration:
+        return False
+    held = split_tasks(calibration.get("split"))[1]
+    return bool(held) and bool((calibration.get("metrics") or {}).get("test"))
+
+
+def _held_out_block(calibration: Mapping[str, Any]) -> dict[str, Any]:
+    """The card's ``held_out`` block of a saved calibration (see :func:`agreement_card`)."""
+    m = dict(calibration.get("metrics") or {})
+    split = dict(calibration.get("split") or {})
+    calib_tasks, held_tasks = split_tasks(split)
+
+    def figures(source: Mapping[str, Any]) -> dict[str, Any]:
+        return {
+            "n_tasks": source.get("n_tasks"),
+            "n_items": source.get("n_items"),
+            "n_responses": source.get("n_responses"),
+            "criterion": {
+                "raw": _fig((source.get("criterion") or {}).get("before"), _CRITERION_FIGURES),
+                "calibrated": _fig(
+                    (source.get("criterion") or {}).get("after"), _CRITERION_FIGURES
+                ),
+            },
+            "response": {
+                "raw": _fig((source.get("response") or {}).get("before"), _RESPONSE_FIGURES),
+                "calibrated": _fig((source.get("response") or {}).get("after"), _RESPONSE_FIGURES),
+            },
+        }
+
+    folds = (
+        f"{split.get('scheme', '?')} by {split.get('group', 'task')}, "
+        f"{split.get('n_splits', '?')} folds"
+    )
+    test = m.get("test")
+    block: dict[str, Any] = {
+        "source": (
+            f"calibration {calibration.get('id')} ({calibration.get('method')} "
+            f"version {calibration.get('version')})"
+        ),
+        "split": {
+            "n_calibration_tasks": len(calib_tasks),
+            "n_held_out_tasks": len(held_tasks),
+            "held_out_tasks": sorted(held_tasks),
+            "holdout": split.get("holdout"),
+            "seed": split.get("seed"),
+            "n_splits": split.get("n_splits"),
+        },
+    }
+    if test and has_held_out_figures(calibration):
+        block |= {
+            "kind": "held_out_tasks",
+            "scheme": (
+                f"{len(held_tasks)} of {len(held_tasks) + len(calib_tasks)} human-graded tasks "
+                f"held out at random (seed {split.get('seed')}): never used to fit the "
+                f"calibration, nor for examples or adjudication notes; the calibrator was "
+                f"fitted on the other {len(calib_tasks)} tasks"
+            ),
+            "examples_may_overlap": False,
+            **figures(test),
+            "out_of_fold": {"scheme": f"{folds} on the calibration tasks", **figures(m)},
+        }
+    else:
+        block |= {
+            "kind": "out_of_fold",
+            "scheme": f"{folds} (out-of-fold figures); no task held out",
+            "examples_may_overlap": True,
+            **figures(m),
+        }
+    return block
+
+
 def agreement_card(
     frames: Frames,
     judge: str,
@@ -543,8 +630,14 @@ def agreement_card(
 ) -> dict[str, Any]:
     """The agreement card of a judge (JSON-able).
 
-    * ``held_out``: from the calibration's out-of-fold figures (raw judge and
-      calibrated, with their CIs); None without a calibration;
+    * ``held_out``: None without a calibration. With a calibration that holds tasks out
+      (``gradercal calibrate --holdout``; ``kind: "held_out_tasks"``): its test figures
+      on those tasks — raw judge and calibrated, with their CIs — which neither the
+      calibrator nor the examples and adjudication notes of the package have seen,
+      ``split`` (how many tasks on each side, which are held out, share, seed) and, for
+      reference, the calibration tasks' out-of-fold figures (``out_of_fold``). Without
+      held-out tasks (older calibrations; ``kind: "out_of_fold"``): the out-of-fold
+      figures, and ``examples_may_overlap`` is true — the card's notes say so;
     * ``all_data``: the judge against the expert consensus on every unit (in-sample;
       :func:`gradercal.agreement.judge_agreement`);
     * ``expert_range``: per figure, the (min, max) of each expert against the other
@@ -552,8 +645,10 @@ def agreement_card(
       within the experts' range;
     * ``alt_test``: :func:`gradercal.alt_test.alt_test_frames` (or why it was refused);
     * ``leniency``: the leniency bias (judge met rate − experts' met rate), held out
-      (raw and calibrated) and on all data;
-    * ``provenance``: as given (graders, counts, dates).
+      (raw and calibrated, from ``held_out``) and on all data;
+    * ``provenance``: as given (graders, counts, dates), plus ``split`` with a
+      calibration: which calibration, the kind of held-out figures, the numbers of
+      calibration and held-out tasks and the held-out task ids.
     """
     from gradercal.agreement import human_graders, judge_agreement
     from gradercal.alt_test import AltTestRefused, alt_test_frames
@@ -563,30 +658,12 @@ def agreement_card(
     ]
     notes: list[str] = []
     held: dict[str, Any] | None = None
+    prov = dict(provenance or {})
     if calibration:
-        m = dict(calibration.get("metrics") or {})
-        split = dict(calibration.get("split") or {})
-        held = {
-            "source": (
-                f"calibration {calibration.get('id')} ({calibration.get('method')} "
-                f"version {calibration.get('version')})"
-            ),
-            "scheme": (
-                f"{split.get('scheme', '?')} by {split.get('group', 'task')}, "
-                f"{split.get('n_splits', '?')} folds (out-of-fold figures)"
-            ),
-            "n_tasks": m.get("n_tasks"),
-            "n_items": m.get("n_items"),
-            "n_responses": m.get("n_responses"),
-            "criterion": {
-                "raw": _fig((m.get("criterion") or {}).get("before"), _CRITERION_FIGURES),
-                "calibrated": _fig((m.get("criterion") or {}).get("after"), _CRITERION_FIGURES),
-            },
-            "response": {
-                "raw": _fig((m.get("response") or {}).get("before"), _RESPONSE_FIGURES),
-                "calibrated": _fig((m.get("response") or {}).get("after"), _RESPONSE_FIGURES),
-            },
-        }
+        held = _held_out_block(calibration)
+        prov["split"] = {"calibration": held["source"], "kind": held["kind"], **held["split"]}
+        if held["examples_may_overlap"]:
+            notes.append(NO_HOLDOUT_NOTE)
     else:
         notes.append(
             "no calibration: there are no held-out figures and no threshold; run "
@@ -647,7 +724,7 @@ def agreement_card(
             "expert_range": expert_range,
             "alt_test": alt,
             "leniency": leniency,
-            "provenance": dict(provenance or {}),
+            "provenance": prov,
             "notes": notes,
         }
     )
@@ -792,6 +869,8 @@ def build_package(
             )
         warnings.append("no calibration: the package has no threshold and no held-out figures")
     chosen = select_examples(adjudicated, n_examples, seed=seed, allowed_tasks=allowed)
+    if calibration and not has_held_out_figures(calibration):
+        warnings.append(NO_HOLDOUT_NOTE)
     if n_examples > 0 and len(chosen) < n_examples:
         warnings.append(
             f"{len(chosen)} few-shot example(s) of {n_examples} asked: not enough adjudicated "
@@ -989,6 +1068,23 @@ def _fence(text: str) -> str:
     return f"{ticks}text\n{text}\n{ticks}"
 
 
+def _figure_table(block: Mapping[str, Any]) -> list[str]:
+    out = [
+        f"{block.get('n_tasks')} tasks, {block.get('n_items') or '—'} criterion verdicts, "
+        f"{block.get('n_responses')} responses. 95% CIs, task-clustered bootstrap.",
+        "",
+        "| figure | raw judge | calibrated |",
+        "|---|---|---|",
+    ]
+    for level in ("criterion", "response"):
+        raw = block[level]["raw"]
+        cal = block[level]["calibrated"]
+        for k in raw:
+            out.append(f"| {_LABELS.get(k, k)} | {_with_ci(raw[k])} | {_with_ci(cal.get(k))} |")
+    out.append("")
+    return out
+
+
 def _card_markdown(package: PromptPackage) -> list[str]:
     card = package.card
     out = ["## Agreement card", ""]
@@ -1010,22 +1106,39 @@ def _card_markdown(package: PromptPackage) -> list[str]:
     out.append("")
     held = card.get("held_out")
     if held:
-        out += [
-            f"### Held-out agreement with the experts ({held['source']})",
-            "",
-            f"{held['scheme']}; {held.get('n_tasks')} tasks, {held.get('n_items') or '—'} "
-            f"criterion verdicts, {held.get('n_responses')} responses. 95% CIs, task-clustered "
-            "bootstrap.",
-            "",
-            "| figure | raw judge | calibrated |",
-            "|---|---|---|",
-        ]
-        for level in ("criterion", "response"):
-            raw = held[level]["raw"]
-            cal = held[level]["calibrated"]
-            for k in raw:
-                out.append(f"| {_LABELS.get(k, k)} | {_with_ci(raw[k])} | {_with_ci(cal.get(k))} |")
-        out.append("")
+        kind = held.get("kind")  # absent in packages exported before held-out splits
+        split = held.get("split") or {}
+        if kind == "held_out_tasks":
+            out += [
+                f"### Held-out agreement with the experts ({held['source']})",
+                "",
+                f"{held['scheme']}.",
+                "",
+                f"Held-out tasks: {', '.join(split.get('held_out_tasks') or []) or '—'}.",
+                "",
+            ]
+        elif kind is None:
+            out += [f"### Held-out agreement with the experts ({held['source']})", ""]
+            out += [f"{held.get('scheme')}.", ""]
+        else:
+            out += [
+                f"### Out-of-fold agreement with the experts ({held['source']}; no task held out)",
+                "",
+                f"{held['scheme']}. **No task was held out**: the few-shot examples and the "
+                "adjudication notes of this package may come from the same tasks as these "
+                "figures, so they may overstate its agreement. Run `gradercal calibrate "
+                "--holdout 0.25` and export again for figures on tasks nothing has seen.",
+                "",
+            ]
+        out += _figure_table(held)
+        oof = held.get("out_of_fold")
+        if oof:
+            out += [
+                f"For reference, out of fold on the {split.get('n_calibration_tasks')} "
+                f"calibration tasks ({oof['scheme']}):",
+                "",
+                *_figure_table(oof),
+            ]
     else:
         out += ["### Held-out agreement", "", "**No calibration**: no held-out figures.", ""]
     alld = card.get("all_data")
@@ -1071,10 +1184,11 @@ def _card_markdown(package: PromptPackage) -> list[str]:
         out += [f"- {w}" for w in alt.get("warnings") or []]
     out.append("")
     len_ = card.get("leniency") or {}
+    where = "out of fold" if (held or {}).get("kind") == "out_of_fold" else "held out"
     out += [
         "### Leniency (judge met rate − experts' met rate)",
         "",
-        f"held out, raw: {_with_ci(len_.get('held_out_raw'))}; held out, calibrated: "
+        f"{where}, raw: {_with_ci(len_.get('held_out_raw'))}; {where}, calibrated: "
         f"{_with_ci(len_.get('held_out_calibrated'))}; all data: {_with_ci(len_.get('all_data'))}",
         "",
     ]

@@ -311,3 +311,53 @@ def test_mini_benchmark_commands(tmp_path: Path) -> None:
     assert agr["bootstrap"] is None
     cal = run("calibrate", "--db", path, "--judge", "judge-x", "--bootstrap", 0, "--no-save")
     assert cal.exit_code == 0, cal.output
+
+
+def test_calibrate_holds_tasks_out_and_saves_the_split(db: Path) -> None:
+    from gradercal.db.calibrations import load_calibration
+    from gradercal.db.repo import Repository
+    from gradercal.db.session import open_database
+
+    out = run_json("calibrate", "--db", db, "--judge", "judge-gpt", "--bootstrap", 40, "--seed", 2)
+    held = out["split"]["held_out"]
+    # default --holdout 0.25: ceil(2.5) = 3 of the demo's 10 tasks, outside the folds
+    assert len(held) == 3 and not set(held) & set(out["split"]["folds"])
+    assert out["split"]["holdout"] == 0.25 and out["warnings"] == []
+    test = out["metrics"]["test"]
+    assert test["n_tasks"] == 3 and test["criterion"]["after"]["cohen_kappa"]["ci"] is not None
+    assert set(test["criterion"]["before"]) == set(out["metrics"]["criterion"]["before"])
+    repo = Repository(open_database(str(db)))
+    try:
+        saved = load_calibration(repo, None, "judge-gpt")
+        assert saved is not None and saved.split["held_out"] == held
+        assert saved.metrics["test"] == test
+    finally:
+        repo.db.dispose()
+    text = run("calibrate", "--db", db, "--judge", "judge-gpt", "--bootstrap", 0, "--seed", 2)
+    assert text.exit_code == 0, text.output
+    assert f"3 tasks ({', '.join(held)};" in text.output
+    assert "held-out tasks (test)" in text.output
+    none = run_json(
+        "calibrate", "--db", db, "--judge", "judge-gpt", "--holdout", 0, "--bootstrap", 0,
+        "--no-save",
+    )  # fmt: skip
+    assert none["split"]["held_out"] == [] and none["metrics"]["test"] is None
+    assert len(none["split"]["folds"]) == 10
+
+
+def test_calibrate_with_too_few_tasks_to_hold_out(tmp_path: Path) -> None:
+    path = tmp_path / "mini.sqlite"
+    assert (
+        CliRunner().invoke(main, ["import", str(DATA / "mini"), "--db", str(path)]).exit_code == 0
+    )
+    # the default share falls back to no held-out task, with a warning
+    res = run("calibrate", "--db", path, "--judge", "judge-x", "--bootstrap", 0, "--no-save")
+    assert res.exit_code == 0, res.output
+    assert "warning: nothing held out" in res.output and "at least 4 tasks; found 2" in res.output
+    out = run_json("calibrate", "--db", path, "--judge", "judge-x", "--bootstrap", 0, "--no-save")
+    assert out["split"]["held_out"] == [] and "nothing held out" in out["warnings"][0]
+    # an explicit share is refused
+    res = run("calibrate", "--db", path, "--judge", "judge-x", "--holdout", 0.5, "--no-save")
+    assert res.exit_code == 1 and "error: a held-out split needs" in res.output
+    res = run("calibrate", "--db", path, "--judge", "judge-x", "--holdout", 1)
+    assert res.exit_code == 2 and "--holdout" in res.output

@@ -4,10 +4,12 @@ held-out improvement on a synthetic judge with a fixed leniency."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy.optimize import minimize
 from sklearn.isotonic import IsotonicRegression
@@ -262,3 +264,157 @@ def test_vote_share_of_several_judges() -> None:
     assert split.judge_score == 0.5 and not split.judge_met
     assert split.human_met == 0.0  # ben: not met
     assert len(items) == 10
+
+
+# --------------------------------------------------------------------- held-out tasks
+
+
+def _flip_human_labels(frames: Frames, tasks: set[str]) -> Frames:
+    """The frames with every human verdict on ``tasks`` reversed (levels dropped)."""
+    j = frames.judgments.copy()
+    task_of = frames.responses.set_index("response_id")["task_id"]
+    sel = (j["grader_kind"] == "human") & j["response_id"].map(task_of).isin(tasks).to_numpy()
+    j.loc[sel, "met"] = ~j.loc[sel, "met"].astype(bool)
+    j.loc[sel, "level"] = pd.NA
+    return dataclasses.replace(frames, judgments=j)
+
+
+@pytest.mark.parametrize("method", ["threshold", "leniency", "isotonic"])
+def test_held_out_tasks_are_never_fitted_on(demo: Frames, method: cal.Method) -> None:
+    res = cal.fit_calibration(demo, "judge-gpt", method, n_boot=0, holdout=0.3, seed=4)
+    held = set(res.split["held_out"])
+    folds = set(res.split["folds"])
+    # ceil(0.3 · 10) = 3 of the demo's 10 human-graded tasks, disjoint from the folds
+    assert len(held) == 3 and not held & folds and held | folds == set(demo.tasks["task_id"])
+    assert res.split["holdout"] == 0.3 and res.split["seed"] == 4
+    assert res.metrics["test"]["n_tasks"] == 3 and res.metrics["n_tasks"] == 7
+    assert res.provenance["n_held_out_tasks"] == 3 and res.provenance["n_tasks"] == 7
+    # Reverse every human verdict on the held-out tasks: the saved calibrator and the
+    # out-of-fold figures stay exactly the same, only the test figures move.
+    flipped = cal.fit_calibration(
+        _flip_human_labels(demo, held), "judge-gpt", method, n_boot=0, holdout=0.3, seed=4
+    )
+    assert flipped.split == res.split
+    assert flipped.params == res.params
+    level = res.level
+    assert flipped.metrics[level] == res.metrics[level]
+    assert flipped.metrics["test"][level] != res.metrics["test"][level]
+    # ... whereas reversing them on one calibration task changes the fit
+    one = {sorted(folds)[0]}
+    moved = cal.fit_calibration(
+        _flip_human_labels(demo, one), "judge-gpt", method, n_boot=0, holdout=0.3, seed=4
+    )
+    assert moved.metrics[level] != res.metrics[level]
+
+
+def test_held_out_draw_is_seeded(demo: Frames) -> None:
+    tasks = sorted(demo.tasks["task_id"])
+    draws = {}
+    for seed in range(6):
+        a = cal.fit_calibration(demo, "judge-gpt", "threshold", n_boot=20, holdout=0.25, seed=seed)
+        b = cal.fit_calibration(demo, "judge-gpt", "threshold", n_boot=20, holdout=0.25, seed=seed)
+        assert a.split == b.split and a.metrics == b.metrics and a.params == b.params
+        # the documented draw: default_rng(seed).choice over the sorted task ids
+        pick = np.random.default_rng(seed).choice(len(tasks), size=3, replace=False)
+        assert a.split["held_out"] == sorted(tasks[i] for i in pick)
+        draws[seed] = tuple(a.split["held_out"])
+    assert len(set(draws.values())) > 1
+    # the draw depends on the set of tasks only, not on their order
+    assert cal.holdout_tasks(tasks[::-1], 0.25, 3) == list(draws[3])
+
+
+def test_test_metrics_equal_an_independent_recomputation(demo: Frames) -> None:
+    from sklearn.metrics import (
+        accuracy_score,
+        cohen_kappa_score,
+        f1_score,
+        mean_absolute_error,
+        mean_squared_error,
+    )
+
+    res = cal.fit_calibration(
+        demo, "judge-gpt", "threshold", n_boot=200, seed=7, holdout=0.4, per_group=False
+    )
+    held = set(res.split["held_out"])
+    t = res.params["threshold"]
+    # Independent data: each expert's verdict (the level rule) and the strict majority.
+    j = demo.judgments.merge(demo.responses[["response_id", "task_id"]], on="response_id")
+    j = j.merge(demo.criteria[["task_id", "criterion_id", "levels", "kind"]])
+    j = j.loc[j["task_id"].isin(held) & (j["kind"] != "auto")]
+    # a levelled verdict is "met" at the top level only
+    top = j["levels"] - 1
+    j["met"] = np.where(j["level"].isna(), j["met"].astype(bool), j["level"].fillna(-1) == top)
+    human = j.loc[j["grader_kind"] == "human"].groupby(["response_id", "criterion_id"])
+    share = human["met"].mean()
+    judge = j.loc[j["grader"] == "judge-gpt"].set_index(["response_id", "criterion_id"])
+    both = judge.join(share.rename("share"), how="inner")
+    both = both.loc[both["share"] != 0.5]  # a tie is no consensus
+    y = (both["share"] > 0.5).to_numpy(int)
+    met = both["met"].to_numpy(bool)
+    s = np.where(met, both["confidence"], 1 - both["confidence"])
+    s = np.where(np.isnan(both["confidence"]), met.astype(float), s)
+    raw, calibrated = met.astype(int), (s >= t).astype(int)
+    test = res.metrics["test"]
+    assert test["n_items"] == len(y) and test["n_tasks"] == 4
+    for tag, pred, p in (("before", raw, s), ("after", calibrated, calibrated.astype(float))):
+        fig = test["criterion"][tag]
+        assert fig["cohen_kappa"]["value"] == pytest.approx(cohen_kappa_score(y, pred))
+        assert fig["percent_agreement"]["value"] == pytest.approx(accuracy_score(y, pred))
+        assert fig["balanced_f1"]["value"] == pytest.approx(f1_score(y, pred, average="macro"))
+        assert fig["leniency_bias"]["value"] == pytest.approx(pred.mean() - y.mean())
+        assert fig["brier"]["value"] == pytest.approx(brier_score_loss(y, p))
+        bins = np.minimum((p * 10).astype(int), 9)
+        ece = sum(
+            abs(p[bins == b].mean() - y[bins == b].mean()) * (bins == b).sum()
+            for b in np.unique(bins)
+        ) / len(p)
+        assert fig["ece"]["value"] == pytest.approx(ece)
+        assert fig["cohen_kappa"]["ci"] is not None  # task-clustered bootstrap, 4 tasks
+    change = test["criterion"]["change"]["cohen_kappa"]["value"]
+    assert change == pytest.approx(cohen_kappa_score(y, calibrated) - cohen_kappa_score(y, raw))
+    # response level: an isotonic map's test figures against rubric scores from scoring
+    iso = cal.fit_calibration(demo, "judge-gpt", "isotonic", n_boot=0, seed=7, holdout=0.4)
+    assert iso.split["held_out"] == res.split["held_out"]
+    js = response_scores(demo, "judge-gpt").set_index("response_id")
+    hs = response_scores(demo, "consensus").set_index("response_id")
+    keep = js.index[js["task_id"].isin(held)]
+    x, h = js.loc[keep, "score"].to_numpy(float), hs.loc[keep, "score"].to_numpy(float)
+    g = iso.estimator.predict(x[:, None])
+    r = iso.metrics["test"]["response"]
+    assert iso.metrics["test"]["n_responses"] == len(keep) == 12
+    assert r["after"]["mean_score_bias"]["value"] == pytest.approx(np.mean(g - h))
+    assert r["after"]["mae"]["value"] == pytest.approx(mean_absolute_error(h, g))
+    assert r["after"]["rmse"]["value"] == pytest.approx(np.sqrt(mean_squared_error(h, g)))
+    assert r["before"]["mae"]["value"] == pytest.approx(mean_absolute_error(h, x))
+    cut = demo.pass_threshold - 1e-9
+    assert r["after"]["pass_agreement"]["value"] == pytest.approx(
+        accuracy_score(h >= cut, g >= cut)
+    )
+
+
+def test_calibration_improves_agreement_on_held_out_tasks(lenient: Frames) -> None:
+    res = cal.fit_calibration(
+        lenient, "judge", "threshold", tag_prefix="axis:", n_boot=0, holdout=0.25, seed=3
+    )
+    test = res.metrics["test"]["criterion"]
+    assert res.metrics["test"]["n_tasks"] == 10
+    # 10 tasks nothing was fitted on: the lenient judge, corrected, agrees better
+    assert test["after"]["cohen_kappa"]["value"] > test["before"]["cohen_kappa"]["value"] + 0.05
+    assert abs(test["after"]["leniency_bias"]["value"]) < test["before"]["leniency_bias"]["value"]
+
+
+def test_too_few_tasks_for_a_held_out_split(demo: Frames) -> None:
+    mini = frames_from_data(read_path(DATA / "mini"))
+    with pytest.raises(ValueError, match="at least 4 tasks; found 2"):
+        cal.fit_calibration(mini, "judge-x", "threshold", n_boot=0, holdout=0.25)
+    res = cal.fit_calibration(
+        mini, "judge-x", "threshold", n_boot=0, holdout=0.25, strict_holdout=False
+    )
+    assert res.split["held_out"] == [] and res.metrics["test"] is None
+    assert res.warnings and "nothing held out" in res.warnings[0]
+    with pytest.raises(ValueError, match=r"reserves 9 of the 10 .* leaves 1"):
+        cal.fit_calibration(demo, "judge-gpt", "threshold", n_boot=0, holdout=0.85)
+    for bad in (1.0, -0.1, float("nan")):
+        with pytest.raises(ValueError, match=r"in \[0, 1\)"):
+            cal.holdout_tasks(["a", "b", "c", "d"], bad)
+    assert cal.holdout_tasks(["a", "b", "c", "d"], 0.01) != []  # at least one task

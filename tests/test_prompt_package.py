@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import random
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +40,7 @@ from gradercal.judge.prompts import (
 )
 from gradercal.model import stable_hash
 from gradercal.prompt_package import (
+    NO_HOLDOUT_NOTE,
     AdjudicatedItem,
     ExpertNote,
     _plain,
@@ -105,21 +108,30 @@ def adjudicate_demo(db_url: str) -> list[tuple[str, str, bool]]:
         db.dispose()
 
 
-def calibrate(db_url: str, split: dict[str, Any] | None = None) -> None:
+def calibrate(db_url: str, holdout: float = 0.3, *, legacy: bool = False) -> dict[str, Any]:
+    """Fit and save a threshold calibration; ``legacy`` saves it in the shape calibrations
+    had before held-out splits (no ``held_out``/``holdout``/``seed``, no test metrics)."""
     db = open_database(db_url)
     try:
         repo = Repository(db)
-        res = fit_calibration(repo.load_frames(), JUDGE, "threshold", n_boot=30, seed=1)
-        save_calibration(
+        res = fit_calibration(
+            repo.load_frames(), JUDGE, "threshold", n_boot=30, seed=1, holdout=holdout
+        )
+        split, metrics = _plain(res.split), _plain(res.metrics)
+        if legacy:
+            split = {k: v for k, v in split.items() if k not in ("held_out", "holdout", "seed")}
+            del metrics["test"]
+        saved = save_calibration(
             repo,
             None,
             JUDGE,
             "threshold",
             params=_plain(res.params),
-            split=_plain(split or res.split),
-            metrics=_plain(res.metrics),
+            split=split,
+            metrics=metrics,
             provenance=_plain(res.provenance),
         )
+        return saved.to_dict(full=True)
     finally:
         db.dispose()
 
@@ -207,56 +219,130 @@ def test_agreement_card_matches_the_agreement_engine(calibrated_db: str) -> None
     )
     lo, hi = ja.human_range["cohen_kappa"]  # type: ignore[misc]
     assert card["expert_range"]["cohen_kappa"]["experts"] == pytest.approx([lo, hi])
-    cal_metrics = src.calibration["metrics"]["criterion"]  # type: ignore[index]
+    # the held-out figures are the calibration's test figures on its held-out tasks
+    assert src.calibration is not None
+    test = src.calibration["metrics"]["test"]
+    held = card["held_out"]
+    assert held["kind"] == "held_out_tasks" and held["examples_may_overlap"] is False
+    for side, tag in (("raw", "before"), ("calibrated", "after")):
+        for k in ("cohen_kappa", "percent_agreement", "balanced_f1", "leniency_bias"):
+            assert held["criterion"][side][k] == test["criterion"][tag][k]
+        for k in ("mean_score_bias", "mae", "pass_kappa"):
+            assert held["response"][side][k] == test["response"][tag][k]
+    assert card["leniency"]["held_out_raw"] == test["criterion"]["before"]["leniency_bias"]
+    assert (held["n_tasks"], held["n_items"]) == (test["n_tasks"], test["n_items"])
+    # the out-of-fold figures of the calibration tasks come along, labelled as such
+    oof = src.calibration["metrics"]["criterion"]
     assert (
-        card["held_out"]["criterion"]["calibrated"]["leniency_bias"]
-        == (cal_metrics["after"]["leniency_bias"])
+        held["out_of_fold"]["criterion"]["calibrated"]["cohen_kappa"]
+        == (oof["after"]["cohen_kappa"])
     )
-    assert card["leniency"]["held_out_raw"] == cal_metrics["before"]["leniency_bias"]
+    # the split is named: which tasks are held out, how many on each side
+    tasks = src.calibration["split"]["held_out"]
+    assert len(tasks) == 3  # ceil(0.3 · 10)
+    assert held["split"]["held_out_tasks"] == tasks
+    prov = card["provenance"]["split"]
+    assert prov["held_out_tasks"] == tasks and prov["n_held_out_tasks"] == 3
+    assert prov["n_calibration_tasks"] == 7 and prov["kind"] == "held_out_tasks"
+    assert not any("holds no task out" in n for n in card["notes"])
 
 
 # ----------------------------------------------------------------------- examples
 
 
 def test_examples_come_only_from_the_calibration_split(demo_db: str, tmp_path: Path) -> None:
-    tasks = [f"T{i:02d}" for i in range(1, 11)]
-    calib, held = tasks[:6], tasks[6:]
-    split = {
-        "scheme": "GroupKFold",
-        "group": "task",
-        "n_splits": 3,
-        "folds": {t: i % 3 for i, t in enumerate(calib)},
-        "held_out": held,
-    }
-    calibrate(demo_db, split)
+    # a real held-out split: `gradercal calibrate --holdout` on the adjudicated demo
+    result = cli(
+        "calibrate", "--db", demo_db, "--judge", JUDGE, "--holdout", "0.4", "--seed", "5",
+        "--bootstrap", "30", "--json",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    cal = json.loads(result.stdout)
+    held, calib = cal["split"]["held_out"], sorted(cal["split"]["folds"])
+    assert len(held) == 4 and not set(held) & set(calib)
     out = tmp_path / "judge.json"
     summary = export(demo_db, out, "--examples", "8", "--seed", "3")
     data = json.loads(out.read_text("utf-8"))
+    assert summary["held_out"] == "held_out_tasks" and summary["held_out_tasks"] == held
     used = {e["task_id"] for e in data["examples"]}
     assert used and used <= set(calib) and not used & set(held)
     assert data["example_pool"]["held_out_tasks"] == held
-    # held-out adjudication notes stay out of the guidance; unclear notes stay in
-    guided = {c["task_id"] for c in data["guidance"]["criteria"] if c["n_adjudication_notes"]}
-    assert guided and guided <= set(calib)
-    assert data["example_pool"]["adjudication_notes_left_out"] > 0
-    assert any(c["task_id"] == "T08" and c["n_unclear"] for c in data["guidance"]["criteria"])
-    assert all(t["n_adjudicated"] > 0 for t in data["guidance"]["tags"])
+    assert data["example_pool"]["calibration_tasks"] == calib
     assert summary["examples"] == 8 and summary["examples_met"] == 4  # balanced
-    # the few-shot messages are those items: criterion and verdict match the adjudication
     db = open_database(demo_db)
     try:
         src = gather(db, None, JUDGE)
     finally:
         db.dispose()
+    # held-out adjudication notes stay out of the guidance; unclear notes stay in
+    held_notes = [n for n in src.notes if n.source == "adjudication" and n.task_id in held]
+    assert held_notes  # the check below has something to leave out
+    assert data["example_pool"]["adjudication_notes_left_out"] == len(held_notes)
+    guided = {c["task_id"] for c in data["guidance"]["criteria"] if c["n_adjudication_notes"]}
+    assert guided and guided <= set(calib)
+    assert any(c["task_id"] == "T08" and c["n_unclear"] for c in data["guidance"]["criteria"])
+    # the per-tag counts are those of the calibration tasks' adjudications only
+    expected: dict[str, int] = {}
+    for a in src.adjudicated:
+        if a.task_id in calib and a.judge_met is not None:
+            for tag in set(a.tags):
+                expected[tag] = expected.get(tag, 0) + 1
+    assert {t["tag"]: t["n_adjudicated"] for t in data["guidance"]["tags"]} == expected
+    # the card's held-out figures are the test figures on exactly those tasks
+    card = data["card"]
+    assert card["held_out"]["kind"] == "held_out_tasks"
+    assert card["held_out"]["split"]["held_out_tasks"] == held
+    assert card["provenance"]["split"]["n_held_out_tasks"] == 4
+    test = cal["metrics"]["test"]["criterion"]
+    assert (
+        card["held_out"]["criterion"]["calibrated"]["cohen_kappa"] == (test["after"]["cohen_kappa"])
+    )
+    assert not any("holds no task out" in w for w in data["warnings"])
+    # the few-shot messages are those items: criterion and verdict match the adjudication
     final = {(a.response_id, a.criterion_id): a for a in src.adjudicated}
     for ex, shot in zip(data["examples"], data["prompt"]["few_shot"], strict=True):
         item = final[(ex["response_id"], ex["criterion_id"])]
         assert shot["criteria_met"] is item.met is ex["criteria_met"]
         assert shot["criterion"] == item.criterion and shot["response"] == item.response
-    # deterministic for a seed, and another seed may choose others but stays in the split
+    # deterministic for a seed
     again = tmp_path / "again.json"
     export(demo_db, again, "--examples", "8", "--seed", "3")
     assert json.loads(again.read_text("utf-8"))["examples"] == data["examples"]
+
+
+def test_calibration_without_held_out_tasks_says_so(demo_db: str, tmp_path: Path) -> None:
+    # a calibration saved before held-out splits existed
+    saved = calibrate(demo_db, 0.0, legacy=True)
+    assert "held_out" not in saved["split"] and "test" not in saved["metrics"]
+    out = tmp_path / "judge.json"
+    result = cli(
+        "export-prompt", "--db", demo_db, "--judge", JUDGE, "--n-boot", "0", "-o", str(out)
+    )
+    assert result.exit_code == 0, result.output
+    assert "warning: the calibration holds no task out" in result.stderr
+    assert "gradercal calibrate --judge NAME --holdout 0.25" in result.stderr
+    data = json.loads(out.read_text("utf-8"))
+    validate_package(data)
+    held = data["card"]["held_out"]
+    assert held["kind"] == "out_of_fold" and held["examples_may_overlap"] is True
+    assert held["split"]["n_held_out_tasks"] == 0 and held["n_tasks"] == 10
+    oof = saved["metrics"]["criterion"]
+    assert held["criterion"]["raw"]["cohen_kappa"] == oof["before"]["cohen_kappa"]
+    assert NO_HOLDOUT_NOTE in data["card"]["notes"] and NO_HOLDOUT_NOTE in data["warnings"]
+    # examples may come from any task of the folds — the overlap the card warns about
+    assert {e["task_id"] for e in data["examples"]} <= set(saved["split"]["folds"])
+    # the same with a new calibration fitted with --holdout 0, in Markdown
+    r = cli("calibrate", "--db", demo_db, "--judge", JUDGE, "--holdout", "0", "--bootstrap", "0")
+    assert r.exit_code == 0, r.output
+    md = tmp_path / "judge.md"
+    result = cli(
+        "export-prompt", "--db", demo_db, "--judge", JUDGE, "--n-boot", "0", "--format",
+        "markdown", "-o", str(md),
+    )  # fmt: skip
+    assert "warning: the calibration holds no task out" in result.stderr
+    text = md.read_text("utf-8")
+    assert "### Out-of-fold agreement with the experts" in text
+    assert "**No task was held out**" in text and "--holdout 0.25" in text
 
 
 def _item(i: int, task: str, met: bool, tags: tuple[str, ...], judge: bool | None) -> Any:
@@ -494,6 +580,25 @@ def test_markdown_holds_the_card(calibrated_db: str, tmp_path: Path) -> None:
         assert heading in text
     assert summary["prompt_version"] in text
     assert "Cohen's kappa" in text and "Does 'at most one missing or extra residue'" in text
+    data = json.loads(
+        cli(
+            "calibrate",
+            "--db",
+            calibrated_db,
+            "--judge",
+            JUDGE,
+            "--no-save",
+            "--holdout",
+            "0.3",
+            "--seed",
+            "1",
+            "--bootstrap",
+            "0",
+            "--json",
+        ).stdout
+    )
+    assert f"Held-out tasks: {', '.join(data['split']['held_out'])}." in text
+    assert "For reference, out of fold on the 7 calibration tasks" in text
 
 
 def test_promptfoo_config_parses_with_llm_rubric(calibrated_db: str, tmp_path: Path) -> None:
@@ -578,3 +683,24 @@ def test_unclear_notes_saved_in_the_grading_app_become_guidance(demo_db: str) ->
     assert "Is a paraphrase enough here?" in json.dumps(package.prompt.options["guidance"])
     assert "## Rubric guidance" in to_markdown(package)
     assert to_promptfoo(package).startswith("# promptfoo configuration")
+
+
+def test_export_does_not_import_the_openai_sdk(tmp_path: Path) -> None:
+    """The export path needs no HTTP client: importing openai cost seconds."""
+    path = tmp_path / "demo.sqlite"
+    assert cli("import", str(DEMO), "--db", str(path)).exit_code == 0
+    calibrate(str(path))
+    code = (
+        "import sys\n"
+        "from click.testing import CliRunner\n"
+        "from gradercal.cli import main\n"
+        f"r = CliRunner().invoke(main, ['export-prompt', '--db', {str(path)!r}, '--judge', "
+        f"{JUDGE!r}, '--n-boot', '0', '-o', {str(tmp_path / 'judge.json')!r}, '--json'])\n"
+        "assert r.exit_code == 0, r.output\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'openai'))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True
+    )
+    assert out.stdout.strip() == "[]", out.stdout + out.stderr
+    assert json.loads((tmp_path / "judge.json").read_text("utf-8"))["card"]["held_out"]

@@ -12,16 +12,10 @@ Typical use (what ``gradercal judge run`` does)::
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from gradercal.judge.artifacts import ArtifactInput, artifact_context, estimate_tokens
-from gradercal.judge.client import (
-    Completion,
-    JudgeClient,
-    JudgeFatalError,
-    JudgeParams,
-    RetryPolicy,
-    SampleOutcome,
-    retry_after_seconds,
-)
 from gradercal.judge.parse import ParsedReply, ReplyParseError, p_met_from_logprobs, parse_reply
 from gradercal.judge.pricing import Price, load_prices, price_for, prices_path
 from gradercal.judge.probes import (
@@ -39,16 +33,60 @@ from gradercal.judge.prompts import (
     PromptTemplate,
     prompt_from_dict,
 )
-from gradercal.judge.runner import (
-    JudgeRunner,
-    MemoryCache,
-    RequestCache,
-    RunStats,
-    Verdict,
-    WorkItem,
-    aggregate,
-)
 from gradercal.judge.secrets import ApiKey, Redactor, public_url, resolve_api_key
+
+if TYPE_CHECKING:
+    from gradercal.judge.client import (
+        Completion,
+        JudgeClient,
+        JudgeFatalError,
+        JudgeParams,
+        RetryPolicy,
+        SampleOutcome,
+        retry_after_seconds,
+    )
+    from gradercal.judge.runner import (
+        JudgeRunner,
+        MemoryCache,
+        RequestCache,
+        RunEstimate,
+        RunStats,
+        Verdict,
+        WorkItem,
+        aggregate,
+        estimate_run,
+    )
+
+#: Names of the modules that import the openai SDK (seconds), loaded on first use so
+#: that the prompts, probes and prices import fast.
+_LAZY = {
+    "Completion": "client",
+    "JudgeClient": "client",
+    "JudgeFatalError": "client",
+    "JudgeParams": "client",
+    "RetryPolicy": "client",
+    "SampleOutcome": "client",
+    "retry_after_seconds": "client",
+    "JudgeRunner": "runner",
+    "MemoryCache": "runner",
+    "RequestCache": "runner",
+    "RunEstimate": "runner",
+    "RunStats": "runner",
+    "Verdict": "runner",
+    "WorkItem": "runner",
+    "aggregate": "runner",
+    "estimate_run": "runner",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "DEFAULT_PROMPT",
@@ -70,6 +108,7 @@ __all__ = [
     "ReplyParseError",
     "RequestCache",
     "RetryPolicy",
+    "RunEstimate",
     "RunStats",
     "SampleOutcome",
     "Verdict",
@@ -77,6 +116,7 @@ __all__ = [
     "aggregate",
     "apply_probe",
     "artifact_context",
+    "estimate_run",
     "estimate_tokens",
     "expert_reference",
     "flip_stats",
