@@ -66,7 +66,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from gradercal.frames import Frames
-from gradercal.scoring import consensus
+from gradercal.scoring import _human_levels, consensus
 from gradercal.stats.bootstrap import FEW_CLUSTERS, BootResult, clustered_bootstrap
 from gradercal.stats.bootstrap import resampling_weights as _resampling_weights
 from gradercal.stats.coefficients import (
@@ -182,12 +182,16 @@ def _judgment_grid(frames: Frames) -> pd.DataFrame:
     return grid.merge(tasks, on="task_id", how="left")
 
 
-def verdicts(frames: Frames, graders: Sequence[str] | None = None) -> pd.DataFrame:
+def verdicts(
+    frames: Frames, graders: Sequence[str] | None = None, *, memo: Memo | None = None
+) -> pd.DataFrame:
     """Binary verdicts of graders on judgment criteria, one row per (unit, grader).
 
     Args:
         frames: The benchmark frames.
         graders: Keep only these graders (default: all).
+        memo: A dict shared by calls on the same frames (e.g. within one report): every
+            grader's verdicts are built once and filtered; None: compute afresh.
 
     Returns:
         Columns ``response_id``, ``task_id``, ``model``, ``criterion_id``, ``grader``,
@@ -198,6 +202,8 @@ def verdicts(frames: Frames, graders: Sequence[str] | None = None) -> pd.DataFra
         without a level or met are dropped; a grader's duplicates keep the last.
         Order: the judgments' order.
     """
+    if memo is not None:
+        return _verdicts(frames, graders, memo)
     j = frames.judgments
     if graders is not None:
         j = j.loc[j["grader"].isin(list(graders))]
@@ -244,19 +250,38 @@ def judge_graders(frames: Frames) -> list[str]:
     return sorted({str(g) for g in j.loc[j["grader_kind"] != "human", "grader"].dropna()})
 
 
-def consensus_verdicts(frames: Frames, humans: Sequence[str] | None = None) -> pd.DataFrame:
+def consensus_verdicts(
+    frames: Frames, humans: Sequence[str] | None = None, *, memo: Memo | None = None
+) -> pd.DataFrame:
     """The decided human consensus on every judgment unit.
 
     Args:
         frames: The benchmark frames.
         humans: The graders forming the consensus (default: every human grader).
+        memo: A dict shared by calls on the same frames (e.g. within one report) to
+            build each consensus once (read-only tables); None: compute afresh.
 
     Returns:
         ``response_id``, ``criterion_id``, ``met`` (bool), ``source``
         (``"adjudication"`` | ``"majority"``), ``n_raters``; only decided units (ties
         and units without a human verdict are left out).
     """
-    c = consensus(frames, humans)
+    if memo is not None:
+        key = ("consensus", None if humans is None else tuple(humans))
+        if key not in memo:
+            c = consensus(frames, humans, memo=memo)
+            memo[key] = _consensus_verdicts(c)
+            base = _human_levels(frames, memo)
+            if base is not None and len(c) == len(base["units"]):
+                # The consensus rows are the judgment units in order: keep the positions.
+                decided = c["source"].isin(["adjudication", "majority"]).to_numpy(bool)
+                _register(memo, memo[key], np.flatnonzero(decided), len(c))
+        out: pd.DataFrame = memo[key]
+        return out
+    return _consensus_verdicts(consensus(frames, humans))
+
+
+def _consensus_verdicts(c: pd.DataFrame) -> pd.DataFrame:
     decided = c.loc[c["source"].isin(["adjudication", "majority"])]
     return pd.DataFrame(
         {
@@ -370,8 +395,9 @@ def _weights(n_clusters: int, n_boot: int, seed: int) -> FloatArray:
     return w
 
 
-#: Memo of verdict and consensus tables shared by the calls of one report.
-Memo = dict[Any, pd.DataFrame]
+#: Memo of the verdict, consensus and score tables shared by the calls of one report on
+#: the same frames (keys are private to the engines; the tables in it are read-only).
+Memo = dict[Any, Any]
 
 
 def _verdicts(frames: Frames, graders: Sequence[str] | None, memo: Memo | None) -> pd.DataFrame:
@@ -379,17 +405,80 @@ def _verdicts(frames: Frames, graders: Sequence[str] | None, memo: Memo | None) 
         return verdicts(frames, graders)
     if "verdicts" not in memo:
         memo["verdicts"] = verdicts(frames)
-    v = memo["verdicts"]
-    return v if graders is None else v.loc[v["grader"].isin(list(graders))].reset_index(drop=True)
+    v: pd.DataFrame = memo["verdicts"]
+    entry = _entry(memo, v)
+    if entry is None:
+        entry = _register(memo, v, *_verdict_units(frames, v, memo))
+    if graders is None:
+        return v
+    key = ("verdicts", tuple(graders))
+    if key not in memo:
+        mask = v["grader"].isin(list(graders)).to_numpy(bool)
+        memo[key] = v.loc[mask].reset_index(drop=True)
+        units = entry["units"]
+        _register(memo, memo[key], None if units is None else units[mask], entry["n_units"])
+    out: pd.DataFrame = memo[key]
+    return out
+
+
+# Within one memo, every verdict and consensus table it holds may carry the position of
+# each of its rows among the judgment units (the rows of the scoring grid's judgment
+# criteria, when those are unique): then pairing two tables is an array lookup instead
+# of a merge on (response_id, criterion_id). Entries are keyed by the table's id and
+# checked by identity (the memo keeps the tables alive).
+
+
+def _register(
+    memo: Memo, df: pd.DataFrame, units: npt.NDArray[np.intp] | None, n_units: int
+) -> dict[str, Any]:
+    entry: dict[str, Any] = {"df": df, "units": units, "n_units": n_units, "rows": None}
+    memo.setdefault("agreement.units", {})[id(df)] = entry
+    return entry
+
+
+def _entry(memo: Memo | None, df: pd.DataFrame | None) -> dict[str, Any] | None:
+    if memo is None or df is None:
+        return None
+    hit: dict[str, Any] | None = memo.get("agreement.units", {}).get(id(df))
+    return hit if hit is not None and hit["df"] is df else None
+
+
+def _verdict_units(
+    frames: Frames, v: pd.DataFrame, memo: Memo
+) -> tuple[npt.NDArray[np.intp] | None, int]:
+    """Unit position of every row of the verdict table ``v`` (None: not available)."""
+    base = _human_levels(frames, memo)
+    if base is None:
+        return None, 0
+    keys = ["response_id", "criterion_id"]
+    units = base["units"]
+    rows = units.loc[:, keys].assign(_row=np.arange(len(units), dtype=np.float64))
+    pos = v.loc[:, keys].merge(rows, on=keys, how="left")["_row"].to_numpy(np.float64)
+    if len(pos) != len(v) or np.isnan(pos).any():
+        return None, 0
+    return pos.astype(np.intp), len(units)
+
+
+def _grader_rows(entry: dict[str, Any], grader: str) -> npt.NDArray[np.intp]:
+    """Rows of the registered verdict table whose grader is ``grader``, in order."""
+    if entry["rows"] is None:
+        codes, names = pd.factorize(entry["df"]["grader"].to_numpy(object), sort=False)
+        order = np.argsort(codes, kind="stable")
+        bounds = np.searchsorted(np.asarray(codes)[order], np.arange(len(names) + 1))
+        entry["rows"] = {name: order[bounds[k] : bounds[k + 1]] for k, name in enumerate(names)}
+    rows: npt.NDArray[np.intp] = entry["rows"].get(grader, np.zeros(0, dtype=np.intp))
+    return rows
+
+
+def _lookup(n: int, units: npt.NDArray[np.intp], rows: npt.NDArray[np.intp]) -> Any:
+    """Array ``unit → row`` (−1 where no row)."""
+    lut = np.full(n, -1, dtype=np.intp)
+    lut[units] = rows
+    return lut
 
 
 def _consensus(frames: Frames, humans: Sequence[str], memo: Memo | None) -> pd.DataFrame:
-    if memo is None:
-        return consensus_verdicts(frames, humans)
-    key = ("consensus", tuple(humans))
-    if key not in memo:
-        memo[key] = consensus_verdicts(frames, humans)
-    return memo[key]
+    return consensus_verdicts(frames, humans, memo=memo)
 
 
 # ---------------------------------------------------------------------------------------
@@ -592,6 +681,18 @@ def _paired(
     whose reference was undecided.
     """
     keys = ["response_id", "criterion_id"]
+    if cons is None and reference_humans and memo is not None:
+        cons = _consensus(frames, reference_humans, memo)
+    ev, ec = _entry(memo, v), _entry(memo, cons)
+    if (
+        ev is not None
+        and ec is not None
+        and ev["units"] is not None
+        and ec["units"] is not None
+        and cons is not None
+        and not cons.empty
+    ):
+        return _paired_units(v, ev, candidate, also, cons, ec)
     cand = v.loc[v["grader"] == candidate, [*keys, "task_id", "met", "tags", "workflow", "domain"]]
     cand = cand.rename(columns={"met": "candidate"})
     for other in also:
@@ -609,6 +710,39 @@ def _paired(
     out = out.loc[decided].copy()
     out["reference"] = out["reference"].astype(bool)
     return out.reset_index(drop=True), n_undecided
+
+
+def _paired_units(
+    v: pd.DataFrame,
+    ev: dict[str, Any],
+    candidate: str,
+    also: Sequence[str],
+    cons: pd.DataFrame,
+    ec: dict[str, Any],
+) -> tuple[pd.DataFrame, int]:
+    """:func:`_paired` by unit positions (the same rows, order and columns)."""
+    keys = ["response_id", "criterion_id"]
+    n, uv = int(ev["n_units"]), ev["units"]
+    cand = _grader_rows(ev, candidate)
+    u = uv[cand]
+    keep = np.ones(len(cand), dtype=bool)
+    met = v["met"].to_numpy(bool)
+    others = {}
+    for other in also:
+        rows = _grader_rows(ev, other)
+        pos = _lookup(n, uv[rows], rows)[u]
+        keep &= pos >= 0
+        others[other] = pos
+    ref = _lookup(n, ec["units"], np.arange(len(cons), dtype=np.intp))[u]
+    n_undecided = int((keep & (ref < 0)).sum())
+    sel = keep & (ref >= 0)
+    cols = [*keys, "task_id", "met", "tags", "workflow", "domain"]
+    out = v.iloc[cand[sel]].loc[:, cols].rename(columns={"met": "candidate"})
+    out = out.reset_index(drop=True)
+    for other, pos in others.items():
+        out[f"also:{other}"] = met[pos[sel]]
+    out["reference"] = cons["met"].to_numpy(bool)[ref[sel]]
+    return out, n_undecided
 
 
 def _compare_table(
@@ -671,22 +805,33 @@ class HumanAgreement:
         }
 
 
+def _unit_codes(v: pd.DataFrame) -> npt.NDArray[np.int64]:
+    """Codes of the (response, criterion) pairs of ``v`` in order of first appearance.
+
+    The same codes as factorizing the pairs as tuples, without building the tuples.
+    """
+    rc, _ = pd.factorize(v["response_id"].to_numpy(object), sort=False)
+    cc, cu = pd.factorize(v["criterion_id"].to_numpy(object), sort=False)
+    pair = np.asarray(rc, np.int64) * max(len(cu), 1) + np.asarray(cc, np.int64)
+    codes, _ = pd.factorize(pair, sort=False)
+    return np.asarray(codes, np.int64)
+
+
 def _ratings(v: pd.DataFrame) -> pd.DataFrame:
-    unit = pd.MultiIndex.from_arrays([v["response_id"], v["criterion_id"]])
-    codes, _ = pd.factorize(unit, sort=False)
+    codes = _unit_codes(v)
     return pd.DataFrame(
         {
             "unit": np.asarray(codes, dtype=np.int64),
-            "rater": v["grader"].to_numpy(dtype=object),
+            "rater": pd.Series(v["grader"].to_numpy(dtype=object), dtype=object),
             "value": v["met"].to_numpy(dtype=np.float64),
-            "task": v["task_id"].to_numpy(dtype=object),
+            "task": pd.Series(v["task_id"].to_numpy(dtype=object), dtype=object),
         }
     )
 
 
 def _human_stats(hv: pd.DataFrame, n_boot: int, seed: int, ci: float) -> HumanAgreement:
     ratings = _ratings(hv)
-    per_unit = ratings.groupby("unit")["rater"].size()
+    per_unit = np.bincount(ratings["unit"].to_numpy(np.int64)) if len(ratings) else np.zeros(0)
     n_tasks = int(ratings["task"].nunique())
     cats = list(MET_CATEGORIES)
     stats: dict[str, BootResult]
@@ -714,7 +859,7 @@ def _human_stats(hv: pd.DataFrame, n_boot: int, seed: int, ci: float) -> HumanAg
                 s = direct[name](ratings, categories=cats)
             stats[name] = BootResult(s.value, None, None, 0, n_tasks, 0, ci, "percentile", s.note)
     return HumanAgreement(
-        raters=sorted({str(r) for r in ratings["rater"]}),
+        raters=sorted({str(r) for r in pd.unique(hv["grader"].to_numpy(object))}),
         n_units=len(per_unit),
         n_units_paired=int((per_unit >= 2).sum()),
         n_ratings=len(ratings),
@@ -802,11 +947,18 @@ def pairwise_agreement(
     v = _verdicts(frames, names, memo)
     keys = ["response_id", "criterion_id"]
     out: list[PairAgreement] = []
+    ev = _entry(memo, v)
+    if ev is not None and ev["units"] is None:
+        ev = None
     for i, a in enumerate(names):
-        va = v.loc[v["grader"] == a, [*keys, "task_id", "met"]]
+        if ev is None:
+            va = v.loc[v["grader"] == a, [*keys, "task_id", "met"]]
         for b in names[i + 1 :]:
-            vb = v.loc[v["grader"] == b, [*keys, "met"]]
-            p = va.merge(vb, on=keys, suffixes=("_a", "_b"))
+            if ev is None:
+                vb = v.loc[v["grader"] == b, [*keys, "met"]]
+                p = va.merge(vb, on=keys, suffixes=("_a", "_b"))
+            else:
+                p = _pair_units(v, ev, a, b)
             c = compare(
                 p["met_a"].to_numpy(dtype=bool),
                 p["met_b"].to_numpy(dtype=bool),
@@ -828,6 +980,21 @@ def pairwise_agreement(
                 )
             )
     return out
+
+
+def _pair_units(v: pd.DataFrame, ev: dict[str, Any], a: str, b: str) -> pd.DataFrame:
+    """The inner merge of ``a``'s and ``b``'s verdicts by unit positions (``a``'s order)."""
+    ra, rb = _grader_rows(ev, a), _grader_rows(ev, b)
+    pos = _lookup(int(ev["n_units"]), ev["units"][rb], rb)[ev["units"][ra]]
+    sel = pos >= 0
+    met = v["met"].to_numpy(bool)
+    return pd.DataFrame(
+        {
+            "task_id": pd.Series(v["task_id"].to_numpy(object)[ra[sel]], dtype=object),
+            "met_a": met[ra[sel]],
+            "met_b": met[pos[sel]],
+        }
+    )
 
 
 def leave_one_out(
@@ -1040,13 +1207,56 @@ class GroupAgreement:
 def _group_labels(v: pd.DataFrame, by: Grouping) -> pd.DataFrame:
     """``v`` with a ``group`` column; rows repeated for several tags."""
     if by == "tag":
-        g = v.assign(group=v["tags"].map(lambda t: list(t) if t else [None]))
-        g = g.explode("group").reset_index(drop=True)
-        col = g["group"].astype(object)
+        # One row per (row, tag), rows in order and each row's tags in order (as
+        # ``explode`` of the tag lists would give); untagged rows get the group None.
+        # The tags are looked up once per distinct tag tuple, not once per row.
+        try:
+            codes, uniq = pd.factorize(v["tags"].to_numpy(object), sort=False)
+        except TypeError:  # unhashable tag lists: one lookup per row
+            g = v.assign(group=v["tags"].map(lambda t: list(t) if t else [None]))
+            g = g.explode("group").reset_index(drop=True)
+            col = g["group"].astype(object)
+            return g.assign(group=col.where(col.notna(), None))
+        per = [list(t) if t else [None] for t in uniq]
+        counts = np.array([len(x) for x in per], dtype=np.intp)
+        codes = np.asarray(codes, dtype=np.intp)
+        if (codes < 0).any():  # a missing tags cell: untagged
+            per.append([None])
+            counts = np.append(counts, 1)
+            codes = np.where(codes < 0, len(per) - 1, codes)
+        starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.intp)
+        flat = np.empty(int(counts.sum()), dtype=object)
+        flat[:] = [x for tags in per for x in tags]
+        n = counts[codes]
+        rows = np.repeat(np.arange(len(v), dtype=np.intp), n)
+        within = np.arange(len(rows), dtype=np.intp) - np.repeat(np.cumsum(n) - n, n)
+        g = v.take(rows).reset_index(drop=True)
+        col = pd.Series(flat[starts[codes][rows] + within], dtype=object)
         return g.assign(group=col.where(col.notna(), None))
     if by == "criterion":
         return v.assign(group=v["criterion_id"].astype(object))
     return v.assign(group=v[by].astype(object))
+
+
+def _group_selector(g: pd.DataFrame) -> Callable[[str | None], pd.DataFrame]:
+    """``label → rows of g whose group is label`` (None: missing group), in row order.
+
+    The same rows as ``g.loc[g["group"] == label]`` (``g["group"].isna()`` for None),
+    from one factorization of the group column instead of a comparison per label.
+    """
+    codes, uniq = pd.factorize(g["group"].to_numpy(object), sort=False)
+    codes = np.asarray(codes, dtype=np.intp)
+    position = {x: k for k, x in enumerate(uniq)}
+    order = np.argsort(codes, kind="stable")
+    bounds = np.searchsorted(codes[order], np.arange(-1, len(uniq) + 1))
+
+    def select(label: str | None) -> pd.DataFrame:
+        k = -1 if label is None else position.get(label)
+        if k is None:
+            return g.iloc[0:0]
+        return g.iloc[order[bounds[k + 1] : bounds[k + 2]]]
+
+    return select
 
 
 def _stat(value: float, note: str | None, ci: float) -> BootResult:
@@ -1239,12 +1449,18 @@ def group_agreement(
         h for h in (list(humans) if humans is not None else human_graders(frames)) if h != judge
     ]
     v = _verdicts(frames, names, memo)
-    hv = _group_labels(v, by)
+    # Only the columns the group statistics read travel through the grouping.
+    label_col = {"tag": "tags", "criterion": "criterion_id"}.get(by, by)
+    need = ["response_id", "criterion_id", "task_id", "grader", "met", label_col]
+    hv = _group_labels(v if by == "criterion" else v.loc[:, list(dict.fromkeys(need))], by)
     paired = None
     if judge is not None:
         jv = _verdicts(frames, [judge], memo)
         cons = _consensus(frames, names, memo) if names else None
-        paired, _ = _paired(frames, jv, judge, names, cons=cons)
+        paired, _ = _paired(frames, jv, judge, names, cons=cons, memo=memo)
+        if by != "criterion":
+            pneed = ["task_id", "candidate", "reference", label_col]
+            paired = paired.loc[:, list(dict.fromkeys(pneed))]
         paired = _group_labels(paired, by)
     if by == "criterion":
         out_c = _criterion_groups(frames, v, paired, judge, names, ci)
@@ -1257,16 +1473,12 @@ def group_agreement(
     groups: list[str | None] = [*sorted(str(x) for x in labels if x is not None)]
     if None in labels:
         groups.append(None)
+    hsel_of = _group_selector(hv)
+    psel_of = _group_selector(paired) if paired is not None else None
     out: list[GroupAgreement] = []
     for i, label in enumerate(groups):
-        hsel = hv.loc[hv["group"].isna()] if label is None else hv.loc[hv["group"] == label]
-        psel = None
-        if paired is not None:
-            psel = (
-                paired.loc[paired["group"].isna()]
-                if label is None
-                else paired.loc[paired["group"] == label]
-            )
+        hsel = hsel_of(label)
+        psel = psel_of(label) if psel_of is not None else None
         ha = _human_stats(hsel, n_boot, seed, ci)
         jc = None
         if psel is not None and judge is not None:

@@ -268,7 +268,16 @@ def alt_test(
     if h.duplicated(["item", "annotator"]).any():
         raise ValueError("an annotator annotated an item more than once")
     jmap = dict(judge.items())
-    h = h.loc[h["item"].map(lambda i: i in jmap and not _missing(jmap[i]))]
+    if pd.api.types.is_integer_dtype(h["item"].dtype) and all(
+        isinstance(i, int | np.integer) for i in jmap
+    ):
+        # Integer items (e.g. codes from alt_test_frames): one hash lookup for all rows.
+        known = np.fromiter(
+            (i for i, x in jmap.items() if not _missing(x)), dtype=np.int64, count=-1
+        )
+        h = h.loc[h["item"].isin(known)]
+    else:
+        h = h.loc[h["item"].map(lambda i: i in jmap and not _missing(jmap[i]))]
     per_item = h.groupby("item")["annotator"].transform("size")
     h = h.loc[per_item >= 2]
     names = sorted({str(a) for a in h["annotator"]})
@@ -384,6 +393,7 @@ def alt_test_frames(
     *,
     epsilon: float = DEFAULT_EPSILON,
     alpha: float = DEFAULT_ALPHA,
+    memo: dict[Any, Any] | None = None,
 ) -> AltTestResult:
     """The alt-test of a judge on a benchmark's met / not met verdicts.
 
@@ -397,6 +407,9 @@ def alt_test_frames(
         humans: The human graders (default: every grader of kind ``"human"``).
         epsilon: The cost-benefit allowance ``ε``.
         alpha: FDR level.
+        memo: A dict shared by calls on the same frames (e.g. within one report) to
+            reuse the verdict table (:data:`gradercal.agreement.Memo`); None: compute
+            afresh.
 
     Raises:
         AltTestRefused: See :func:`alt_test`.
@@ -406,9 +419,11 @@ def alt_test_frames(
     names = [
         h for h in (list(humans) if humans is not None else human_graders(frames)) if h != judge
     ]
-    v = verdicts(frames, [*names, judge])
-    item = v["response_id"].astype(str) + "\x1f" + v["criterion_id"].astype(str)
-    v = v.assign(item=item)
+    v = verdicts(frames, [*names, judge], memo=memo)
+    # An item is a (response, criterion) pair, coded as an integer.
+    rc, _ = pd.factorize(v["response_id"].to_numpy(object), sort=False)
+    cc, cu = pd.factorize(v["criterion_id"].to_numpy(object), sort=False)
+    v = v.assign(item=np.asarray(rc, np.int64) * max(len(cu), 1) + np.asarray(cc, np.int64))
     jv = v.loc[v["grader"] == judge]
     if jv.empty:
         raise AltTestRefused(f"grader {judge!r} has no verdict on any judgment criterion")

@@ -32,19 +32,24 @@ criteria keep their credit from the answer; score = clip(Σ credits / Σ positiv
 0, 1) — with ``p_c`` the judge's raw verdicts this is exactly
 :func:`gradercal.scoring.response_scores` of the judge.
 
-**Held-out evaluation**: tasks with human-graded items are split by
-``sklearn.model_selection.GroupKFold`` (default 5 folds, grouped by task); each fold is
-predicted by a calibrator fitted on the other folds, and every figure is computed on
-these out-of-fold predictions, before (raw judge) and after (calibrated), with their
-difference. Figures: at the criterion level Cohen's kappa, balanced F1, percent
-agreement and leniency bias of the verdicts (see :mod:`gradercal.agreement`), the Brier
+**Held-out evaluation**: with ``holdout > 0`` a seeded random share of the tasks with
+human-graded items is reserved first (:func:`holdout_tasks`); the other tasks — the
+*calibration tasks* — are split by ``sklearn.model_selection.GroupKFold`` (default 5
+folds, grouped by task); each fold is predicted by a calibrator fitted on the other
+folds, and every figure is computed on these out-of-fold predictions, before (raw judge)
+and after (calibrated), with their difference. The reserved tasks are predicted by the
+final calibrator (below) and give the same figures as ``test`` metrics: the only ones
+computed on tasks that nothing — calibrator, threshold choice, or examples drawn from
+the calibration split — has seen. Figures: at the criterion level Cohen's kappa,
+balanced F1, percent agreement and leniency bias of the verdicts (see :mod:`gradercal.agreement`), the Brier
 score ``mean((p − y)²)`` and the expected calibration error ``ECE = Σ_b (n_b/n) |p̄_b −
 ȳ_b|`` over 10 equal-width bins of ``p`` (``[0, 0.1), …, [0.9, 1]``); at the response level
 (every method) the mean score bias ``mean(ŝ − s)``, MAE, RMSE, Brier (= mean squared
 error with soft targets), ECE and the pass-rate bias and Cohen's kappa of pass/fail at
 the benchmark's threshold. Intervals: task-clustered bootstrap (percentile) — every
 figure is a function of per-task sums. The saved calibrator is then fitted on all the
-human-graded data; its reported metrics are the cross-validated ones.
+calibration tasks; its reported metrics are the cross-validated ones and, with a
+held-out split, the test ones.
 
 Calibrators follow scikit-learn's estimator conventions (``__init__`` stores arguments,
 ``fit`` returns ``self``, learned attributes end in ``_``). This module imports pandas,
@@ -79,6 +84,7 @@ from gradercal.stats.bootstrap import resampling_weights
 __all__ = [
     "CRITERION_METHODS",
     "METHODS",
+    "MIN_HOLDOUT_TASKS",
     "RESPONSE_METHODS",
     "CalibrationResult",
     "CrossFit",
@@ -93,6 +99,7 @@ __all__ = [
     "cross_fit",
     "expected_calibration_error",
     "fit_calibration",
+    "holdout_tasks",
     "item_table",
     "reliability_table",
     "response_table",
@@ -129,6 +136,7 @@ def item_table(
     humans: Sequence[str] | None = None,
     *,
     tag_prefix: str | None = None,
+    memo: dict[Any, Any] | None = None,
 ) -> pd.DataFrame:
     """The judge's verdict on every judgment criterion of every response it graded.
 
@@ -138,6 +146,9 @@ def item_table(
         humans: The graders of the consensus (default: every human grader).
         tag_prefix: The *group* of an item is its criterion's first tag (with this
             prefix, e.g. ``"axis:"``, when given); ``"(untagged)"`` without one.
+        memo: A dict shared by calls on the same frames (e.g. within one report) to
+            reuse the verdict and consensus tables (:data:`gradercal.agreement.Memo`);
+            None: compute afresh.
 
     Returns:
         One row per item the judge(s) rated: ``response_id``, ``task_id``, ``model``,
@@ -153,7 +164,7 @@ def item_table(
         for h in (list(humans) if humans is not None else human_graders(frames))
         if h not in judges
     ]
-    v = verdicts(frames, judges)
+    v = verdicts(frames, judges, memo=memo)
     keys = ["response_id", "criterion_id"]
     raw = frames.judgments.loc[frames.judgments["grader"].isin(judges)]
     raw = raw.drop_duplicates([*keys, "grader"], keep="last").loc[:, [*keys, "grader", "level"]]
@@ -184,7 +195,7 @@ def item_table(
             judge_score=out["share"].to_numpy(np.float64),
             judge_partial=out["partial"].to_numpy(np.float64),
         )
-    cons = consensus_verdicts(frames, names) if names else None
+    cons = consensus_verdicts(frames, names, memo=memo) if names else None
     if cons is not None and not cons.empty:
         out = out.merge(
             cons.loc[:, [*keys, "met"]].rename(columns={"met": "human"}), on=keys, how="left"
@@ -208,8 +219,16 @@ def item_table(
     )
 
 
-def response_table(frames: Frames, judge: str, humans: Sequence[str] | None = None) -> pd.DataFrame:
+def response_table(
+    frames: Frames,
+    judge: str,
+    humans: Sequence[str] | None = None,
+    *,
+    memo: dict[Any, Any] | None = None,
+) -> pd.DataFrame:
     """Rubric scores of every response under the judge and under the human consensus.
+
+    ``memo``: see :func:`item_table`.
 
     Returns:
         ``response_id``, ``task_id``, ``model``, ``judge_score``, ``human_score`` (NaN
@@ -218,8 +237,8 @@ def response_table(frames: Frames, judge: str, humans: Sequence[str] | None = No
     names = [
         h for h in (list(humans) if humans is not None else human_graders(frames)) if h != judge
     ]
-    cons = response_scores(frames, "consensus", humans=names) if names else None
-    js = response_scores(frames, judge, include_ungraded=True)
+    cons = response_scores(frames, "consensus", humans=names, memo=memo) if names else None
+    js = response_scores(frames, judge, include_ungraded=True, memo=memo)
     out = js.loc[:, ["response_id", "task_id", "model", "score"]].rename(
         columns={"score": "judge_score"}
     )
@@ -235,7 +254,11 @@ def response_table(frames: Frames, judge: str, humans: Sequence[str] | None = No
 
 
 def calibrated_response_scores(
-    frames: Frames, items: pd.DataFrame, probability: npt.ArrayLike
+    frames: Frames,
+    items: pd.DataFrame,
+    probability: npt.ArrayLike,
+    *,
+    memo: dict[Any, Any] | None = None,
 ) -> pd.DataFrame:
     """Response scores when each judged criterion is met with a calibrated probability.
 
@@ -243,6 +266,7 @@ def calibrated_response_scores(
         frames: The benchmark frames.
         items: An :func:`item_table` (its ``points`` and ``judge_partial`` are used).
         probability: ``p_c`` for each row of ``items``.
+        memo: See :func:`item_table`.
 
     Returns:
         ``response_id``, ``task_id``, ``model``, ``score`` for every response of the
@@ -261,7 +285,7 @@ def calibrated_response_scores(
         .sum()
     )
     n_judged = (crit["kind"] != "auto").groupby(crit["task_id"]).sum()
-    auto = auto_verdicts(frames)
+    auto = auto_verdicts(frames, memo=memo)
     auto = auto.merge(resp, on="response_id").merge(
         crit.loc[:, ["task_id", "criterion_id", "points"]], on=["task_id", "criterion_id"]
     )
@@ -691,12 +715,20 @@ class CrossFit:
     Attributes:
         method: The method.
         level: ``"criterion"`` or ``"response"``.
-        folds: ``{task_id: fold}`` for the tasks with human-graded data.
+        folds: ``{task_id: fold}`` for the calibration tasks (the human-graded tasks
+            that are not held out).
         items: The :func:`item_table` with an ``oof`` column (criterion level; else
-            None): the out-of-fold calibrated probability (NaN outside labelled tasks).
+            None): the out-of-fold calibrated probability (NaN outside the calibration
+            tasks), and a ``test`` column: the probability under :attr:`estimator` on
+            the held-out tasks (NaN elsewhere).
         responses: :func:`response_table` plus ``oof`` (the out-of-fold calibrated
-            score; NaN where undefined or outside labelled tasks).
+            score; NaN where undefined or outside the calibration tasks) and ``test``
+            (the calibrated score under :attr:`estimator` on the held-out tasks).
         groups: Group labels in code order (criterion level).
+        held_out: The held-out tasks (sorted), never used to fit anything.
+        estimator: The calibrator fitted on every labelled item (criterion level) or
+            response (response level) of the calibration tasks.
+        n_train: How many items or responses it was fitted on.
     """
 
     method: Method
@@ -705,6 +737,59 @@ class CrossFit:
     items: pd.DataFrame | None
     responses: pd.DataFrame
     groups: list[str] = field(default_factory=list)
+    held_out: list[str] = field(default_factory=list)
+    estimator: BaseEstimator | None = None
+    n_train: int = 0
+
+
+#: Fewest labelled tasks that allow a held-out split (at least one held out and two
+#: calibration tasks left for the folds, with one to spare).
+MIN_HOLDOUT_TASKS = 4
+
+
+class _HoldoutRefused(ValueError):
+    """Too few tasks for the held-out split asked for."""
+
+
+def holdout_tasks(tasks: Sequence[Any], holdout: float, seed: int = 0) -> list[str]:
+    """The tasks to reserve: a seeded, uniformly random share of ``tasks``.
+
+    ``ceil(holdout · n)`` of the ``n`` distinct tasks (at least one when ``holdout >
+    0``; scikit-learn's ``train_test_split`` rounds the same way), drawn without
+    replacement by ``numpy.random.default_rng(seed).choice`` from the tasks in sorted
+    order — so the choice depends only on the set of tasks, the share and the seed.
+
+    Args:
+        tasks: Task ids (duplicates ignored).
+        holdout: The share to reserve, in ``[0, 1)``.
+        seed: The seed.
+
+    Returns:
+        The reserved task ids, sorted; ``[]`` when ``holdout == 0``.
+
+    Raises:
+        ValueError: ``holdout`` outside ``[0, 1)``; fewer than
+            :data:`MIN_HOLDOUT_TASKS` tasks; fewer than two tasks left to calibrate on.
+    """
+    if not (0.0 <= holdout < 1.0) or math.isnan(holdout):
+        raise ValueError(f"holdout must be a share in [0, 1); got {holdout!r}")
+    names = sorted({str(t) for t in tasks})
+    n = len(names)
+    if holdout == 0.0:
+        return []
+    if n < MIN_HOLDOUT_TASKS:
+        raise _HoldoutRefused(
+            f"a held-out split needs human-graded data on at least {MIN_HOLDOUT_TASKS} tasks; "
+            f"found {n} (calibrate without one: holdout 0)"
+        )
+    k = max(1, math.ceil(holdout * n - 1e-9))
+    if n - k < 2:
+        raise _HoldoutRefused(
+            f"holdout {holdout:g} reserves {k} of the {n} human-graded tasks and leaves "
+            f"{n - k} to calibrate on; at least 2 are needed (use a smaller share)"
+        )
+    pick = np.random.default_rng(seed).choice(n, size=k, replace=False)
+    return sorted(names[i] for i in pick)
 
 
 def cross_fit(
@@ -717,12 +802,18 @@ def cross_fit(
     per_group: bool | None = None,
     metric: ThresholdMetric = "kappa",
     tag_prefix: str | None = None,
+    holdout: float = 0.0,
+    seed: int = 0,
+    memo: dict[Any, Any] | None = None,
 ) -> CrossFit:
     """Out-of-fold calibrated predictions on the human-graded tasks.
 
     Tasks with at least one human-labelled item (criterion level) or human-scored
-    response (response level) are split by ``GroupKFold(min(n_splits, n_tasks))``; each
-    fold is predicted by the calibrator fitted on the others.
+    response (response level) are *labelled*. With ``holdout > 0`` a seeded random share
+    of them is reserved (:func:`holdout_tasks`); the others, the *calibration tasks*,
+    are split by ``GroupKFold(min(n_splits, n_tasks))`` and each fold is predicted by the
+    calibrator fitted on the other folds. The calibrator fitted on all calibration
+    tasks (:attr:`CrossFit.estimator`) then predicts the held-out tasks (``test``).
 
     Args:
         frames: The benchmark frames.
@@ -734,17 +825,22 @@ def cross_fit(
             ``leniency``; ignored at the response level).
         metric: The threshold's objective.
         tag_prefix: See :func:`item_table`.
+        holdout: Share of the labelled tasks to hold out (0: none).
+        seed: Seed of the held-out draw.
+        memo: A dict shared by calls on the same frames (e.g. within one report) to
+            reuse the verdict, consensus and score tables; None: compute afresh.
 
     Raises:
-        ValueError: Fewer than two labelled tasks, or an unknown method.
+        ValueError: Fewer than two labelled calibration tasks, a held-out split that
+            :func:`holdout_tasks` refuses, or an unknown method.
     """
     from sklearn.model_selection import GroupKFold  # type: ignore[import-untyped, unused-ignore]
 
     level = _level(method)
     pg = (method == "leniency") if per_group is None else per_group
-    resp = response_table(frames, judge, humans)
+    resp = response_table(frames, judge, humans, memo=memo)
     if level == "criterion":
-        items = item_table(frames, judge, humans, tag_prefix=tag_prefix)
+        items = item_table(frames, judge, humans, tag_prefix=tag_prefix, memo=memo)
         groups = sorted({str(g) for g in items["group"]})
         codes = {g: k for k, g in enumerate(groups)}
         X = _item_X(items, method, codes)
@@ -757,14 +853,17 @@ def cross_fit(
         X = resp["judge_score"].to_numpy(np.float64)[:, None]
         labelled = np.isfinite(resp["human_score"].to_numpy(np.float64)) & np.isfinite(X[:, 0])
         tasks = resp["task_id"].to_numpy(object)
-    lab_tasks = pd.unique(pd.Series(tasks[labelled], dtype=object))
+    held = holdout_tasks(tasks[labelled], holdout, seed)
+    in_held = np.isin(np.asarray([str(t) for t in tasks], dtype=object), held)
+    calib = labelled & ~in_held
+    lab_tasks = pd.unique(pd.Series(tasks[calib], dtype=object))
     if len(lab_tasks) < 2:
         raise ValueError(
             f"calibration needs human-graded data on at least two tasks; found {len(lab_tasks)}"
         )
     k = max(2, min(n_splits, len(lab_tasks)))
     gkf = GroupKFold(n_splits=k)
-    lab_idx = np.flatnonzero(labelled)
+    lab_idx = np.flatnonzero(calib)
     folds: dict[str, int] = {}
     for f, (_, test) in enumerate(gkf.split(lab_idx, groups=tasks[lab_idx])):
         for t in set(tasks[lab_idx[test]]):
@@ -775,30 +874,58 @@ def cross_fit(
         if items is not None
         else resp["human_score"].to_numpy(np.float64)
     )
-    oof = np.full(len(X), np.nan)
-    for f in range(k):
-        train = labelled & (fold_of != f)
-        test = fold_of == f
+
+    def fit_predict(
+        train: npt.NDArray[np.bool_], test: npt.NDArray[np.bool_], into: FloatArray
+    ) -> BaseEstimator:
+        """Fit on the ``train`` rows; write predictions of the ``test`` rows ``into``."""
         if level == "response":
             test = test & np.isfinite(X[:, 0])
         est = _make(method, pg, metric)
         if level == "criterion":
             est.fit(X[train], y[train].astype(np.int64))
-            oof[test] = _item_p(est, X[test])
+            if test.any():
+                into[test] = _item_p(est, X[test])
         else:
             est.fit(X[train], y[train])
-            oof[test] = est.predict(X[test])
+            if test.any():
+                into[test] = est.predict(X[test])
+        return est
+
+    oof = np.full(len(X), np.nan)
+    for f in range(k):
+        fit_predict(calib & (fold_of != f), fold_of == f, oof)
+    # The final calibrator: every calibration task; it alone predicts the held-out tasks.
+    test_p = np.full(len(X), np.nan)
+    final = fit_predict(calib, in_held, test_p)
     if items is not None:
-        items = items.assign(oof=oof)
-        scored = calibrated_response_scores(frames, items, np.where(np.isnan(oof), 0.0, oof))
-        inside = np.isin(scored["task_id"].to_numpy(object), list(folds))
-        oof_scores = scored["score"].where(inside)
+        items = items.assign(oof=oof, test=test_p)
         resp = resp.assign(
-            oof=resp["response_id"].map(dict(zip(scored["response_id"], oof_scores, strict=True)))
+            oof=_scores_within(frames, items, resp, oof, list(folds), memo),
+            test=(
+                _scores_within(frames, items, resp, test_p, held, memo)
+                if held
+                else np.full(len(resp), np.nan)
+            ),
         )
     else:
-        resp = resp.assign(oof=oof)
-    return CrossFit(method, level, folds, items, resp, groups)
+        resp = resp.assign(oof=oof, test=test_p)
+    return CrossFit(method, level, folds, items, resp, groups, held, final, int(calib.sum()))
+
+
+def _scores_within(
+    frames: Frames,
+    items: pd.DataFrame,
+    resp: pd.DataFrame,
+    p: FloatArray,
+    tasks: list[str],
+    memo: dict[Any, Any] | None = None,
+) -> npt.NDArray[np.float64]:
+    """Calibrated response scores (criterion level) from ``p``, NaN outside ``tasks``."""
+    scored = calibrated_response_scores(frames, items, np.where(np.isnan(p), 0.0, p), memo=memo)
+    inside = np.isin(scored["task_id"].to_numpy(object), tasks)
+    by_id = dict(zip(scored["response_id"], scored["score"].where(inside), strict=True))
+    return np.asarray(resp["response_id"].map(by_id).to_numpy(np.float64), np.float64)
 
 
 def _features_criterion(items: pd.DataFrame) -> tuple[list[Any], FloatArray]:
@@ -965,9 +1092,13 @@ class CalibrationResult:
         level: ``"criterion"`` or ``"response"``.
         estimator: The calibrator fitted on all human-graded data.
         params: JSON-able learned parameters (enough to rebuild ``estimator``).
-        metrics: Held-out figures (``docs/agreement.md`` gives the shape).
-        split: ``{"scheme": "GroupKFold", "group": "task", "n_splits", "folds": {task: fold}}``.
+        metrics: Out-of-fold figures on the calibration tasks, and under ``test`` the
+            figures on the held-out tasks (``docs/agreement.md`` gives the shape).
+        split: ``{"scheme": "GroupKFold", "group": "task", "n_splits", "folds": {task:
+            fold}, "held_out": [task, …], "holdout": share, "seed"}`` — ``folds`` holds
+            the calibration tasks only.
         provenance: Where the data came from (humans, counts, pass threshold, time).
+        warnings: What the caller should know (e.g. nothing could be held out).
     """
 
     judge: str
@@ -978,6 +1109,7 @@ class CalibrationResult:
     metrics: dict[str, Any]
     split: dict[str, Any]
     provenance: dict[str, Any]
+    warnings: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able form (without the estimator object)."""
@@ -989,6 +1121,7 @@ class CalibrationResult:
             "metrics": self.metrics,
             "split": self.split,
             "provenance": self.provenance,
+            "warnings": list(self.warnings),
         }
 
 
@@ -1071,6 +1204,49 @@ def calibrator_from_params(params: dict[str, Any]) -> BaseEstimator:
     return est
 
 
+def _figures(
+    frames: Frames,
+    cf: CrossFit,
+    column: Literal["oof", "test"],
+    n_boot: int,
+    seed: int,
+    ci: float,
+) -> dict[str, Any]:
+    """Before/after figures of the predictions in ``column`` (NaN rows are left out).
+
+    The same features, sums and bootstrap serve the out-of-fold figures (``oof``, the
+    calibration tasks) and the test figures (``test``, the held-out tasks).
+    """
+    out: dict[str, Any] = {}
+    if cf.items is not None:
+        items = cf.items.assign(oof=cf.items[column])
+        t, f = _features_criterion(items)
+        out["criterion"] = _evaluate(t, f, _criterion_figures, n_boot, seed, ci)
+        sel = np.isfinite(items["oof"]) & np.isfinite(items["human_met"])
+        it = items.loc[sel]
+        out["n_items"] = len(it)
+        out["reliability"] = {
+            "before": reliability_table(it["judge_score"], it["human_met"]),
+            "after": reliability_table(it["oof"], it["human_met"]),
+        }
+    resp = cf.responses.assign(oof=cf.responses[column])
+    t, f = _features_response(resp, frames.pass_threshold)
+    out["response"] = _evaluate(t, f, _response_figures, n_boot, seed, ci)
+    rsel = (
+        np.isfinite(resp["oof"])
+        & np.isfinite(resp["human_score"])
+        & np.isfinite(resp["judge_score"])
+    )
+    rr = resp.loc[rsel]
+    out["n_responses"] = len(rr)
+    if cf.items is None:
+        out["reliability"] = {
+            "before": reliability_table(rr["judge_score"], rr["human_score"]),
+            "after": reliability_table(rr["oof"], rr["human_score"]),
+        }
+    return out
+
+
 def fit_calibration(
     frames: Frames,
     judge: str,
@@ -1085,8 +1261,16 @@ def fit_calibration(
     seed: int = 0,
     ci: float = 0.95,
     benchmark: str | None = None,
+    holdout: float = 0.0,
+    strict_holdout: bool = True,
 ) -> CalibrationResult:
     """Fit a calibration of ``judge`` and evaluate it on held-out tasks.
+
+    With ``holdout > 0`` a seeded random share of the human-graded tasks is reserved
+    first (:func:`holdout_tasks`): nothing learned sees them — neither the out-of-fold
+    fits nor the final calibrator — and the final calibrator's figures on them are the
+    ``test`` metrics. The out-of-fold figures and the final fit use the other tasks
+    (the *calibration tasks*) only.
 
     Args:
         frames: The benchmark frames.
@@ -1098,85 +1282,60 @@ def fit_calibration(
         metric: Objective of the threshold.
         tag_prefix: See :func:`item_table`.
         n_boot: Bootstrap resamples for the intervals of the held-out figures.
-        seed: Bootstrap seed.
+        seed: Seed of the bootstrap and of the held-out draw.
         ci: Confidence level.
         benchmark: The benchmark's name, for the provenance.
+        holdout: Share of the human-graded tasks to hold out, in ``[0, 1)`` (0: none,
+            every labelled task is a calibration task, as before held-out splits).
+        strict_holdout: With too few tasks for the held-out split, raise (True) or
+            hold nothing out and say so in :attr:`CalibrationResult.warnings` (False).
 
     Returns:
-        The calibrator fitted on all human-graded data with the cross-validated
-        figures (see the module docstring).
+        The calibrator fitted on all calibration tasks with the cross-validated
+        figures and, when tasks are held out, the test figures (see the module
+        docstring).
 
     Raises:
-        ValueError: See :func:`cross_fit`.
+        ValueError: See :func:`cross_fit` and :func:`holdout_tasks`.
     """
     names = [
         h for h in (list(humans) if humans is not None else human_graders(frames)) if h != judge
     ]
     pg = (method == "leniency") if per_group is None else per_group
-    cf = cross_fit(
-        frames,
-        judge,
-        method,
-        names,
-        n_splits=n_splits,
-        per_group=pg,
-        metric=metric,
-        tag_prefix=tag_prefix,
-    )
-    level = cf.level
-    metrics: dict[str, Any] = {"level": level}
-    if cf.items is not None:
-        t, f = _features_criterion(cf.items)
-        metrics["criterion"] = _evaluate(t, f, _criterion_figures, n_boot, seed, ci)
-        sel = np.isfinite(cf.items["oof"]) & np.isfinite(cf.items["human_met"])
-        it = cf.items.loc[sel]
-        metrics["n_items"] = len(it)
-        metrics["reliability"] = {
-            "before": reliability_table(it["judge_score"], it["human_met"]),
-            "after": reliability_table(it["oof"], it["human_met"]),
-        }
-    t, f = _features_response(cf.responses, frames.pass_threshold)
-    metrics["response"] = _evaluate(t, f, _response_figures, n_boot, seed, ci)
-    rsel = (
-        np.isfinite(cf.responses["oof"])
-        & np.isfinite(cf.responses["human_score"])
-        & np.isfinite(cf.responses["judge_score"])
-    )
-    rr = cf.responses.loc[rsel]
-    metrics["n_responses"] = len(rr)
+    options: dict[str, Any] = {
+        "n_splits": n_splits,
+        "per_group": pg,
+        "metric": metric,
+        "tag_prefix": tag_prefix,
+        "seed": seed,
+    }
+    warnings: list[str] = []
+    try:
+        cf = cross_fit(frames, judge, method, names, holdout=holdout, **options)
+    except _HoldoutRefused as exc:
+        if strict_holdout:
+            raise
+        warnings.append(f"nothing held out: {exc}")
+        cf = cross_fit(frames, judge, method, names, holdout=0.0, **options)
+    metrics: dict[str, Any] = {"level": cf.level}
+    metrics |= _figures(frames, cf, "oof", n_boot, seed, ci)
     metrics["n_tasks"] = len(cf.folds)
-    if cf.items is None:
-        metrics["reliability"] = {
-            "before": reliability_table(rr["judge_score"], rr["human_score"]),
-            "after": reliability_table(rr["oof"], rr["human_score"]),
-        }
     metrics["bootstrap"] = (
         {"n_boot": n_boot, "seed": seed, "ci": ci, "cluster": "task"} if n_boot > 0 else None
     )
-    # Final fit on everything labelled.
-    est = _make(method, pg, metric)
-    if cf.items is not None:
-        codes = {g: k for k, g in enumerate(cf.groups)}
-        X = _item_X(cf.items, method, codes)
-        lab = np.isfinite(cf.items["human_met"].to_numpy(np.float64))
-        est.fit(X[lab], cf.items["human_met"].to_numpy(np.float64)[lab].astype(np.int64))
-        n_train = int(lab.sum())
-    else:
-        r = cf.responses
-        lab = np.isfinite(r["human_score"].to_numpy(np.float64)) & np.isfinite(
-            r["judge_score"].to_numpy(np.float64)
-        )
-        est.fit(
-            r["judge_score"].to_numpy(np.float64)[lab][:, None],
-            r["human_score"].to_numpy(np.float64)[lab],
-        )
-        n_train = int(lab.sum())
+    metrics["test"] = (
+        {"n_tasks": len(cf.held_out)} | _figures(frames, cf, "test", n_boot, seed, ci)
+        if cf.held_out
+        else None
+    )
+    est = cf.estimator
+    assert est is not None
     from gradercal import __version__
 
     return CalibrationResult(
         judge=judge,
         method=method,
-        level=level,
+        level=cf.level,
         estimator=est,
         params=_params(est, method, cf.groups) | {"tag_prefix": tag_prefix, "metric": metric},
         metrics=metrics,
@@ -1185,17 +1344,22 @@ def fit_calibration(
             "group": "task",
             "n_splits": len(set(cf.folds.values())),
             "folds": dict(sorted(cf.folds.items())),
+            "held_out": list(cf.held_out),
+            "holdout": float(holdout) if cf.held_out else 0.0,
+            "seed": int(seed),
         },
         provenance={
             "benchmark": benchmark,
             "judge": judge,
             "humans": names,
-            "n_train": n_train,
+            "n_train": cf.n_train,
             "n_tasks": len(cf.folds),
+            "n_held_out_tasks": len(cf.held_out),
             "pass_threshold": float(frames.pass_threshold),
             "gradercal_version": __version__,
             "fitted_at": datetime.now(UTC).isoformat(timespec="seconds"),
         },
+        warnings=warnings,
     )
 
 

@@ -68,7 +68,7 @@ __all__ = [
 ]
 
 #: Resamples of the task-clustered bootstrap used when the caller does not say (the
-#: 750-task benchmark computes within the time budget with it; see benchmarks/README.md).
+#: bootstrap is a small share of the dashboard's time; see benchmarks/README.md).
 DEFAULT_N_BOOT = 200
 #: Calibration cross-fitted when no saved calibration is given: per-tag leniency
 #: correction, whose calibrated probabilities make a meaningful reliability diagram.
@@ -153,6 +153,10 @@ _HEALTH_COLUMNS = (
     "flagged",
 )
 _JUDGE_FIGURES = ("cohen_kappa", "balanced_f1", "percent_agreement", "leniency_bias")
+#: Whether one :func:`compute_dashboard` call shares its verdict, consensus and score
+#: tables between the engines (a per-call memo; the tests switch it off to check that
+#: the numbers do not depend on it).
+_SHARE_TABLES = True
 _SOURCE_OF = {"consensus": "experts", "judge": "judge_raw", "calibrated": "judge_calibrated"}
 
 #: ``progress(done, total, label)``.
@@ -746,9 +750,8 @@ def compute_dashboard(
     if judge is not None and judge in humans:
         humans = [h for h in humans if h != judge]
         judges = sorted({*judges, judge})
-    memo: Memo = {}
-    v = verdicts(f)
-    memo["verdicts"] = v
+    memo: Memo | None = {} if _SHARE_TABLES else None
+    v = verdicts(f, memo=memo)
     overview = _overview(f, v, humans, judges, primary)
     overview["benchmark"] = benchmark
     overview["filters"] = (filters or DashboardFilters()).describe()
@@ -820,7 +823,7 @@ def compute_dashboard(
         loo = ja.judge_loo_mean.get("cohen_kappa")
         row["kappa_judge_loo"] = math.nan if loo is None else float(loo)
         row["kappa_within_experts"] = ja.within_human_range.get("cohen_kappa")
-        res = _alt_test(f, jname, humans, notes)
+        res = _alt_test(f, jname, humans, notes, memo)
         row["alt_test_passed"] = None if res is None else bool(res["passed"])
         row["alt_test_winning_rate"] = math.nan if res is None else float(res["winning_rate"])
         row["alt_test_advantage"] = math.nan if res is None else float(res["advantage_probability"])
@@ -873,7 +876,7 @@ def compute_dashboard(
                     row[f"calibrated_{name}{suffix}"] = math.nan
     elif primary is not None:
         cal_info, calibrated_scores, rel, cal_cmp = _calibrate(
-            f, primary, humans, method, cal_options, cal_source, n_boot, seed, ci, notes
+            f, primary, humans, method, cal_options, cal_source, n_boot, seed, ci, notes, memo
         )
         if rel is not None:
             reliability[primary] = rel
@@ -889,20 +892,18 @@ def compute_dashboard(
 
     # Per-model figures, flips, bias-corrected estimate.
     models, flips = _models(
-        f, primary, humans, calibrated_scores, cal_info, n_boot, seed, ci, notes
+        f, primary, humans, calibrated_scores, cal_info, n_boot, seed, ci, notes, memo
     )
     steps.step("models")
 
     # Criterion health, criterion agreement rows, disagreements.
-    health, crit_rows = _health(f, primary, humans, health_bar)
+    health, crit_rows = _health(f, primary, humans, health_bar, memo)
     rows += crit_rows
-    cons = memo.get(("consensus", tuple(humans)))
-    if cons is None:
-        cons = (
-            consensus_verdicts(f, humans)
-            if humans
-            else pd.DataFrame(columns=["response_id", "criterion_id", "met"])
-        )
+    cons = (
+        consensus_verdicts(f, humans, memo=memo)
+        if humans
+        else pd.DataFrame(columns=["response_id", "criterion_id", "met"])
+    )
     disagreements = _disagreements(v, cons, primary, humans, health)
     steps.step("health")
 
@@ -933,7 +934,7 @@ def compute_dashboard(
 
 
 def _alt_test(
-    f: Frames, judge: str, humans: Sequence[str], notes: list[str]
+    f: Frames, judge: str, humans: Sequence[str], notes: list[str], memo: dict[Any, Any] | None
 ) -> dict[str, Any] | None:
     from gradercal.alt_test import alt_test_frames
 
@@ -941,7 +942,7 @@ def _alt_test(
         notes.append(f"alt-test of {judge} skipped: fewer than 2 experts")
         return None
     try:
-        return alt_test_frames(f, judge, list(humans)).to_dict()
+        return alt_test_frames(f, judge, list(humans), memo=memo).to_dict()
     except (GradercalError, ValueError) as exc:
         notes.append(f"alt-test of {judge} skipped: {exc}")
         return None
@@ -958,6 +959,7 @@ def _calibrate(
     seed: int,
     ci: float,
     notes: list[str],
+    memo: dict[Any, Any] | None,
 ) -> tuple[dict[str, Any] | None, pd.DataFrame | None, pd.DataFrame | None, Any]:
     from gradercal.agreement import compare
     from gradercal.calibration import (
@@ -968,7 +970,7 @@ def _calibrate(
     )
 
     try:
-        cf = cross_fit(f, judge, method, list(humans), **options)  # type: ignore[arg-type]
+        cf = cross_fit(f, judge, method, list(humans), memo=memo, **options)  # type: ignore[arg-type]
     except ValueError as exc:
         notes.append(f"no calibrated judge: {exc}")
         return None, None, None, None
@@ -1055,6 +1057,7 @@ def _models(
     seed: int,
     ci: float,
     notes: list[str],
+    memo: dict[Any, Any] | None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     from gradercal.estimate import estimate_report
     from gradercal.impact import impact_report
@@ -1074,8 +1077,9 @@ def _models(
         n_boot=n_boot,
         seed=seed,
         ci=ci,
+        memo=memo,
     )
-    est = estimate_report(f, judge, list(humans), ci=ci)
+    est = estimate_report(f, judge, list(humans), ci=ci, memo=memo)
     est_rows = {r["model"]: r for r in est["models"]}
     models = sorted({str(r["model"]) for r in rep["models"]} | set(est_rows))
     imp = {str(r["model"]): r for r in rep["models"]}
@@ -1140,11 +1144,12 @@ def _health(
     judge: str | None,
     humans: Sequence[str],
     bar: float,
+    memo: dict[Any, Any] | None,
 ) -> tuple[pd.DataFrame, list[tuple[Any, ...]]]:
     """Criterion-health table and the criterion rows of the agreement table."""
     from gradercal.health import criterion_health
 
-    hc = criterion_health(f, judge, list(humans), bar=bar, details=False)
+    hc = criterion_health(f, judge, list(humans), bar=bar, details=False, memo=memo)
     hrows = []
     crit_rows: list[tuple[Any, ...]] = []
 

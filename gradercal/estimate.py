@@ -415,8 +415,17 @@ def rogan_gladen(
     )
 
 
-def estimate_table(frames: Frames, judge: str, humans: Sequence[str] | None = None) -> pd.DataFrame:
+def estimate_table(
+    frames: Frames,
+    judge: str,
+    humans: Sequence[str] | None = None,
+    *,
+    memo: dict[Any, Any] | None = None,
+) -> pd.DataFrame:
     """Per response: the judge's score and pass, and the consensus's when complete.
+
+    ``memo``: a dict shared by calls on the same frames (e.g. within one report) to
+    reuse the score tables (:data:`gradercal.agreement.Memo`); None: compute afresh.
 
     Returns:
         ``response_id``, ``task_id``, ``model``, ``workflow``, ``domain``,
@@ -427,12 +436,12 @@ def estimate_table(frames: Frames, judge: str, humans: Sequence[str] | None = No
     names = [
         h for h in (list(humans) if humans is not None else human_graders(frames)) if h != judge
     ]
-    js = response_scores(frames, judge, include_ungraded=True)
+    js = response_scores(frames, judge, include_ungraded=True, memo=memo)
     t = js.loc[js["score"].notna(), ["response_id", "task_id", "model", "score"]].rename(
         columns={"score": "judge_score"}
     )
     if names:
-        cs = response_scores(frames, "consensus", humans=names)
+        cs = response_scores(frames, "consensus", humans=names, memo=memo)
         t = t.merge(
             cs.loc[:, ["response_id", "score"]].rename(columns={"score": "human_score"}),
             on="response_id",
@@ -459,6 +468,7 @@ def estimate_report(
     ci: float = 0.95,
     pooled: bool = False,
     benchmark: str | None = None,
+    memo: dict[Any, Any] | None = None,
 ) -> dict[str, Any]:
     """Everything ``gradercal estimate --json`` prints (shape in ``docs/agreement.md``).
 
@@ -474,8 +484,9 @@ def estimate_report(
         ci: Confidence level.
         pooled: Estimate the judge's Se/Sp over all models for Rogan–Gladen.
         benchmark: The benchmark's name, echoed in the report.
+        memo: See :func:`estimate_table`.
     """
-    t = estimate_table(frames, judge, humans)
+    t = estimate_table(frames, judge, humans, memo=memo)
     cut = float(frames.pass_threshold) - PASS_EPSILON
     lab = t["human_score"].notna().to_numpy(bool)
     jpass = t["judge_score"].to_numpy(np.float64) >= cut

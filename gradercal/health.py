@@ -114,6 +114,7 @@ def criterion_health(
     *,
     bar: float = DEFAULT_BAR,
     details: bool | int = True,
+    memo: dict[Any, Any] | None = None,
 ) -> list[CriterionHealth]:
     """Health of every judgment criterion, ranked by impact.
 
@@ -124,6 +125,9 @@ def criterion_health(
         bar: The agreement bar (0 < bar ≤ 1).
         details: List the disagreeing verdicts of every flagged criterion (True), of
             the first N flagged ones in rank order (an int), or of none (False).
+        memo: A dict shared by calls on the same frames (e.g. within one report) to
+            reuse the verdict and consensus tables (:data:`gradercal.agreement.Memo`);
+            None: compute afresh.
 
     Returns:
         Every judgment criterion with at least one verdict, most impactful first
@@ -135,7 +139,7 @@ def criterion_health(
         h for h in (list(humans) if humans is not None else human_graders(frames)) if h != judge
     ]
     graders = [*names, *([judge] if judge is not None else [])]
-    v = verdicts(frames, graders)
+    v = verdicts(frames, graders, memo=memo)
     if v.empty:
         return []
     keys = ["response_id", "criterion_id"]
@@ -154,7 +158,11 @@ def criterion_health(
     )
     # Judge vs consensus per unit.
     jagg = None
-    cons = consensus_verdicts(frames, names) if names else pd.DataFrame(columns=[*keys, "met"])
+    cons = (
+        consensus_verdicts(frames, names, memo=memo)
+        if names
+        else pd.DataFrame(columns=[*keys, "met"])
+    )
     if judge is not None:
         jv = v.loc[v["grader"] == judge, [*keys, "task_id", "met"]]
         jc = jv.merge(cons.loc[:, [*keys, "met"]].rename(columns={"met": "cons"}), on=keys)
@@ -180,10 +188,6 @@ def criterion_health(
         on=["task_id", "criterion_id"],
         how="inner",
     )
-    cons_map = {
-        (a, b): bool(m)
-        for a, b, m in zip(cons["response_id"], cons["criterion_id"], cons["met"], strict=True)
-    }
     out: list[CriterionHealth] = []
     columns = [
         "task_id",
@@ -249,6 +253,10 @@ def criterion_health(
     if details is not True:
         flagged = flagged[: int(details)]
     if flagged:
+        cons_map = {
+            (a, b): bool(m)
+            for a, b, m in zip(cons["response_id"], cons["criterion_id"], cons["met"], strict=True)
+        }
         _add_details(flagged, v, names, judge, cons_map)
     return out
 

@@ -67,6 +67,8 @@ def paired_scores(
     judge: str,
     humans: Sequence[str] | None = None,
     calibrated: pd.DataFrame | None = None,
+    *,
+    memo: dict[Any, Any] | None = None,
 ) -> tuple[pd.DataFrame, int]:
     """Per-response scores under each grader, on the responses all of them scored.
 
@@ -75,6 +77,9 @@ def paired_scores(
         judge: The judge's grader name.
         humans: The graders of the consensus (default: every human grader).
         calibrated: Optional ``response_id``, ``score`` of the calibrated judge.
+        memo: A dict shared by calls on the same frames (e.g. within one report) to
+            reuse the score tables (:data:`gradercal.agreement.Memo`); None: compute
+            afresh.
 
     Returns:
         ``(table, n_unpaired)``: the table has ``response_id``, ``task_id``, ``model``,
@@ -84,8 +89,8 @@ def paired_scores(
     names = [
         h for h in (list(humans) if humans is not None else human_graders(frames)) if h != judge
     ]
-    cons = response_scores(frames, "consensus", humans=names)
-    js = response_scores(frames, judge, include_ungraded=True)
+    cons = response_scores(frames, "consensus", humans=names, memo=memo)
+    js = response_scores(frames, judge, include_ungraded=True, memo=memo)
     t = cons.loc[:, ["response_id", "task_id", "model", "score"]].rename(
         columns={"score": "consensus"}
     )
@@ -298,6 +303,7 @@ def impact_report(
     ci: float = 0.95,
     progress: Progress | None = None,
     benchmark: str | None = None,
+    memo: dict[Any, Any] | None = None,
 ) -> dict[str, Any]:
     """Everything ``gradercal impact --json`` prints (shape in ``docs/agreement.md``).
 
@@ -315,6 +321,7 @@ def impact_report(
         ci: Confidence level.
         progress: Optional ``(stage, done, total)`` callback.
         benchmark: The benchmark's name, echoed in the report.
+        memo: See :func:`paired_scores`.
 
     Raises:
         ValueError: An unknown breakdown.
@@ -322,7 +329,7 @@ def impact_report(
     bad = [b for b in breakdowns if b not in BREAKDOWNS]
     if bad:
         raise ValueError(f"unknown breakdown {bad[0]!r}; use {', '.join(BREAKDOWNS)}")
-    t, n_unpaired = paired_scores(frames, judge, humans, calibrated)
+    t, n_unpaired = paired_scores(frames, judge, humans, calibrated, memo=memo)
     graders = ["consensus", "judge"] + (["calibrated"] if calibrated is not None else [])
     threshold = float(frames.pass_threshold)
     codes, task_labels = pd.factorize(t["task_id"], sort=False)

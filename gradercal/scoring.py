@@ -113,22 +113,39 @@ SUMMARY_COLUMNS: tuple[str, ...] = (
 
 _DECIDED_OR_TIED = ("adjudication", "majority", "tie")
 
+#: A dict shared by the calls of one report on the *same* frames: the score grid,
+#: consensus tables and response scores are computed once and reused (see
+#: :data:`gradercal.agreement.Memo`). Tables taken from it are read-only.
+ScoreMemo = dict[Any, Any]
+
+
+def _memoized(memo: ScoreMemo | None, key: Any, build: Any) -> Any:
+    """``build()``, or its value cached in ``memo`` under ``key`` (None: no cache)."""
+    if memo is None:
+        return build()
+    if key not in memo:
+        memo[key] = build()
+    return memo[key]
+
 
 # --------------------------------------------------------------------------- auto
 
 
-def auto_verdicts(frames: Frames) -> pd.DataFrame:
+def auto_verdicts(frames: Frames, *, memo: ScoreMemo | None = None) -> pd.DataFrame:
     """Verdicts of every auto criterion on every response of its task.
 
     Args:
         frames: The benchmark frames.
+        memo: A dict shared by calls on the same frames (the grid of responses ×
+            criteria, with every auto criterion evaluated, is built once); None:
+            compute afresh.
 
     Returns:
         One row per (response, auto criterion of the response's task), in response
         order then criterion order: ``response_id``, ``criterion_id``, ``met``
         (bool, never missing). Responses whose task is unknown get no rows.
     """
-    return _auto_frame(_grid(frames))
+    return _auto_frame(_grid(frames, memo))
 
 
 def _auto_frame(grid: pd.DataFrame) -> pd.DataFrame:
@@ -145,14 +162,16 @@ def _auto_frame(grid: pd.DataFrame) -> pd.DataFrame:
 # --------------------------------------------------------------- frame internals
 
 
-def _grid(frames: Frames) -> pd.DataFrame:
+def _grid(frames: Frames, memo: ScoreMemo | None = None) -> pd.DataFrame:
     """Every (response, criterion of its task) pair with what scoring needs.
 
     Columns: ``response_id``, ``task_id``, ``model``, ``criterion_id``, ``points``,
     ``top`` (levels − 1, at least 1), ``is_auto`` and ``auto_met`` (1.0/0.0 for auto
     criteria, evaluated here once; NaN for judgment criteria). Order: responses,
-    then rubric rows.
+    then rubric rows. Cached in ``memo`` when given.
     """
+    if memo is not None:
+        return _memoized(memo, "scoring.grid", lambda: _grid(frames))  # type: ignore[no-any-return]
     crit = frames.criteria.loc[
         :,
         [
@@ -215,9 +234,25 @@ def _effective_level(met: pd.Series, level: pd.Series, top: pd.Series) -> npt.ND
 
 
 def _consensus_full(
-    frames: Frames, humans: Sequence[str] | None, grid: pd.DataFrame | None = None
+    frames: Frames,
+    humans: Sequence[str] | None,
+    grid: pd.DataFrame | None = None,
+    memo: ScoreMemo | None = None,
 ) -> pd.DataFrame:
-    """Consensus per (response, judgment criterion) plus the tie bounds lo/hi."""
+    """Consensus per (response, judgment criterion) plus the tie bounds lo/hi.
+
+    Cached in ``memo`` (when given) per set of ``humans``.
+    """
+    if memo is not None:
+        key = ("scoring.consensus", None if humans is None else tuple(humans))
+
+        def build() -> pd.DataFrame:
+            base = _human_levels(frames, memo) if humans is not None else None
+            if base is None:
+                return _consensus_full(frames, humans, _grid(frames, memo))
+            return _consensus_from_levels(base, humans or ())
+
+        return _memoized(memo, key, build)  # type: ignore[no-any-return]
     if grid is None:
         grid = _grid(frames)
     grid = grid.loc[~grid["is_auto"], ["response_id", "criterion_id", "top"]]
@@ -255,11 +290,29 @@ def _consensus_full(
     out = grid.merge(agg, on=keys, how="left").merge(
         adj.loc[:, [*keys, "adj"]], on=keys, how="left"
     )
-    n_raters = out["n_raters"].fillna(0).astype("int64")
-    n_met = out["n_met"].fillna(0).astype("int64")
-    lo = out["lo"].to_numpy(dtype="float64", na_value=np.nan)
-    hi = out["hi"].to_numpy(dtype="float64", na_value=np.nan)
-    adj_level = out["adj"].to_numpy(dtype="float64", na_value=np.nan)
+    return _consensus_table(
+        out.loc[:, [*keys, "top"]],
+        out["n_raters"].fillna(0).astype("int64"),
+        out["n_met"].fillna(0).astype("int64"),
+        out["lo"].to_numpy(dtype="float64", na_value=np.nan),
+        out["hi"].to_numpy(dtype="float64", na_value=np.nan),
+        out["adj"].to_numpy(dtype="float64", na_value=np.nan),
+    )
+
+
+def _consensus_table(
+    out: pd.DataFrame,
+    n_raters: pd.Series,
+    n_met: pd.Series,
+    lo: npt.NDArray[np.float64],
+    hi: npt.NDArray[np.float64],
+    adj_level: npt.NDArray[np.float64],
+) -> pd.DataFrame:
+    """The consensus frame from per-unit counts, medians and adjudicated levels.
+
+    ``out`` holds ``response_id``, ``criterion_id``, ``top`` of each judgment unit (a
+    RangeIndex); the other arguments are aligned with its rows.
+    """
     has_adj = ~np.isnan(adj_level)
     has_raters = n_raters.to_numpy() > 0
     is_tie = ~has_adj & has_raters & (lo != hi)
@@ -286,7 +339,84 @@ def _consensus_full(
     )
 
 
-def consensus(frames: Frames, humans: Sequence[str] | None = None) -> pd.DataFrame:
+def _human_levels(frames: Frames, memo: ScoreMemo) -> dict[str, Any] | None:
+    """Every grader's effective level on every judgment unit, for the consensus (memo).
+
+    Built once per memo: the judgment units of the grid (``units``: ``response_id``,
+    ``criterion_id``, ``top``), and for every verdict with a level or met (a grader's
+    duplicates keep the last), its unit's row, grader code, level and whether it is the
+    top level; plus each unit's adjudicated level. None when the units are not unique
+    (duplicate criterion ids in a task, duplicate responses): then the consensus is
+    computed the general way.
+    """
+
+    def build() -> dict[str, Any] | None:
+        keys = ["response_id", "criterion_id"]
+        grid = _grid(frames, memo)
+        units = grid.loc[~grid["is_auto"], [*keys, "top"]].reset_index(drop=True)
+        if units.duplicated(keys).any():
+            return None
+        rows = units.assign(_row=np.arange(len(units), dtype=np.intp))
+        j = frames.judgments.drop_duplicates([*keys, "grader"], keep="last")
+        hj = rows.merge(j.loc[:, [*keys, "grader", "met", "level"]], on=keys, how="inner")
+        eff = _effective_level(hj["met"], hj["level"], hj["top"])
+        keep = ~np.isnan(eff)
+        codes, names = pd.factorize(hj["grader"].to_numpy(object)[keep], sort=False)
+        adj = frames.adjudications.drop_duplicates(keys, keep="last")
+        adj = rows.merge(adj.loc[:, [*keys, "met", "level"]], on=keys, how="inner")
+        adj_level = np.full(len(units), np.nan)
+        adj_level[adj["_row"].to_numpy(np.intp)] = _effective_level(
+            adj["met"], adj["level"], adj["top"]
+        )
+        return {
+            "units": units,
+            "row": hj["_row"].to_numpy(np.intp)[keep],
+            "grader": np.asarray(codes, np.intp),
+            "names": {name: k for k, name in enumerate(names)},
+            "eff": eff[keep],
+            "is_met": eff[keep] == hj["top"].to_numpy(dtype="float64")[keep],
+            "adj_level": adj_level,
+        }
+
+    return _memoized(memo, "scoring.human_levels", build)  # type: ignore[no-any-return]
+
+
+def _consensus_from_levels(base: dict[str, Any], humans: Sequence[str]) -> pd.DataFrame:
+    """:func:`_consensus_full` of ``humans`` from :func:`_human_levels` (no merge).
+
+    The lower and upper medians of each unit's levels are the sorted levels at positions
+    ``(r − 1) // 2`` and ``r // 2`` — what ``quantile(0.5, interpolation="lower" /
+    "higher")`` returns.
+    """
+    units: pd.DataFrame = base["units"]
+    n = len(units)
+    wanted = [base["names"][h] for h in dict.fromkeys(humans) if h in base["names"]]
+    sel = np.isin(base["grader"], np.asarray(wanted, dtype=np.intp))
+    row = base["row"][sel]
+    eff = base["eff"][sel]
+    n_raters = np.bincount(row, minlength=n).astype(np.int64)
+    n_met = np.bincount(row, weights=base["is_met"][sel], minlength=n).astype(np.int64)
+    order = np.lexsort((eff, row))
+    sorted_eff = eff[order]
+    start = np.searchsorted(row[order], np.arange(n))
+    has = n_raters > 0
+    lo = np.full(n, np.nan)
+    hi = np.full(n, np.nan)
+    lo[has] = sorted_eff[start[has] + (n_raters[has] - 1) // 2]
+    hi[has] = sorted_eff[start[has] + n_raters[has] // 2]
+    return _consensus_table(
+        units,
+        pd.Series(n_raters, dtype="int64"),
+        pd.Series(n_met, dtype="int64"),
+        lo,
+        hi,
+        base["adj_level"],
+    )
+
+
+def consensus(
+    frames: Frames, humans: Sequence[str] | None = None, *, memo: ScoreMemo | None = None
+) -> pd.DataFrame:
     """Human consensus verdict on every (response, judgment criterion) pair.
 
     Rule per pair:
@@ -308,6 +438,8 @@ def consensus(frames: Frames, humans: Sequence[str] | None = None) -> pd.DataFra
         frames: The benchmark frames.
         humans: Names of the graders whose verdicts count (any kind); None means
             every grader whose ``grader_kind`` is ``"human"``.
+        memo: A dict shared by calls on the same frames (e.g. within one report) to
+            build each consensus once; None: compute afresh.
 
     Returns:
         ``response_id``, ``criterion_id``, ``met`` ("boolean"), ``level`` ("Int64",
@@ -316,7 +448,7 @@ def consensus(frames: Frames, humans: Sequence[str] | None = None) -> pd.DataFra
         ``n_raters`` (human verdicts with a level or met), in response then rubric
         order. ``n_met``/``n_raters`` count the humans also for adjudicated pairs.
     """
-    return _consensus_full(frames, humans).loc[:, list(CONSENSUS_COLUMNS)]
+    return _consensus_full(frames, humans, memo=memo).loc[:, list(CONSENSUS_COLUMNS)]
 
 
 # ------------------------------------------------------------ per-response scores
@@ -346,6 +478,7 @@ def response_scores(
     tie_policy: TiePolicy = "incomplete",
     humans: Sequence[str] | None = None,
     include_ungraded: bool | None = None,
+    memo: ScoreMemo | None = None,
 ) -> pd.DataFrame:
     """Rubric score of one grader (or the human consensus) on each response.
 
@@ -367,6 +500,9 @@ def response_scores(
             (they come out incomplete). Default: True for the consensus (every
             response), False for a named grader (only responses with at least one
             judgment row from that grader).
+        memo: A dict shared by calls on the same frames (e.g. within one report): the
+            grid, the consensus and each grader's scores are computed once; None:
+            compute afresh.
 
     Returns:
         One row per response, in response order: ``response_id``, ``task_id``,
@@ -381,7 +517,24 @@ def response_scores(
         ValueError: Unknown ``tie_policy``.
     """
     _check_tie_policy(tie_policy)
-    return _scores(frames, _grid(frames), grader, tie_policy, humans, include_ungraded)
+    if memo is None:
+        return _scores(frames, _grid(frames), grader, tie_policy, humans, include_ungraded)
+    is_consensus = grader == CONSENSUS
+    key = (
+        "scoring.response_scores",
+        grader,
+        tie_policy if is_consensus else None,
+        None if humans is None or not is_consensus else tuple(humans),
+        is_consensus if include_ungraded is None else bool(include_ungraded),
+    )
+    out: pd.DataFrame = _memoized(
+        memo,
+        key,
+        lambda: _scores(
+            frames, _grid(frames, memo), grader, tie_policy, humans, include_ungraded, memo
+        ),
+    )
+    return out.copy(deep=False)
 
 
 def _check_tie_policy(tie_policy: str) -> None:
@@ -396,6 +549,7 @@ def _scores(
     tie_policy: TiePolicy,
     humans: Sequence[str] | None,
     include_ungraded: bool | None,
+    memo: ScoreMemo | None = None,
 ) -> pd.DataFrame:
     """:func:`response_scores` on a precomputed :func:`_grid`."""
     is_consensus = grader == CONSENSUS
@@ -407,7 +561,7 @@ def _scores(
     # Level (0 … top) of every judgment criterion according to the grader.
     ties = np.zeros(len(grid), dtype=bool)
     if is_consensus:
-        cons = _consensus_full(frames, humans, grid)
+        cons = _consensus_full(frames, humans, grid, memo)
         merged = grid.loc[:, keys].merge(cons, on=keys, how="left")
         eff = merged["level"].to_numpy(dtype="float64", na_value=np.nan)
         ties = (merged["source"] == "tie").to_numpy(dtype=bool)

@@ -1,0 +1,211 @@
+"""The shared per-call tables (memo) never change a number.
+
+``compute_dashboard`` builds the verdict, consensus and score tables once and lets every
+engine reuse them (``memo=``); several engines then take faster paths (unit positions
+instead of merges, the consensus from one table of levels). Here every engine is run
+with and without a memo on generated benchmarks — with ordinal criteria, partial rater
+overlap, adjudications, a second judge, duplicate and unanswered verdicts — and the
+results must be identical, and so must the whole dashboard (``Dashboard.to_json``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import gradercal.dashboard as dashboard_mod
+from gradercal.agreement import (
+    GROUPINGS,
+    consensus_verdicts,
+    group_agreement,
+    human_agreement,
+    human_graders,
+    judge_agreement,
+    leave_one_out,
+    pairwise_agreement,
+    verdicts,
+)
+from gradercal.alt_test import alt_test_frames
+from gradercal.calibration import cross_fit, item_table, response_table
+from gradercal.dashboard import DashboardFilters, compute_dashboard
+from gradercal.estimate import estimate_report, estimate_table
+from gradercal.formats import read_path
+from gradercal.frames import ADJUDICATION_DTYPES, Frames, frames_from_data, make_frame
+from gradercal.health import criterion_health
+from gradercal.impact import impact_report, paired_scores
+from gradercal.scoring import auto_verdicts, consensus, response_scores
+from gradercal.synth import SynthConfig, generate
+
+
+def _frames(root: Path, **config: Any) -> Frames:
+    generate(root, SynthConfig(artifacts_per_task=0, **config))
+    return frames_from_data(read_path(root))
+
+
+def _perturbed(f: Frames) -> Frames:
+    """Adjudications, a second judge, a duplicate verdict and unanswered verdicts."""
+    rng = np.random.default_rng(7)
+    j = f.judgments
+    judge = j.loc[j["grader_kind"] != "human"]
+    second = judge.assign(grader="judge-b")
+    flip = rng.random(len(second)) < 0.2
+    second.loc[flip, "met"] = ~second.loc[flip, "met"].astype(bool)
+    second.loc[second.index[:5], "met"] = pd.NA  # unanswered
+    dup = j.iloc[[3]].assign(met=~j.iloc[[3]]["met"].astype(bool))  # the later one wins
+    human = j.loc[j["grader_kind"] == "human"]
+    none = human.iloc[10:14].assign(met=pd.NA, level=pd.NA)  # neither met nor level
+    judgments = pd.concat([j, second, dup], ignore_index=True)
+    judgments.loc[none.index, ["met", "level"]] = pd.NA
+    units = human.drop_duplicates(["response_id", "criterion_id"]).iloc[::37]
+    adj = make_frame(
+        ADJUDICATION_DTYPES,
+        (
+            (r, c, bool(k % 2), None, "lead", "checked")
+            for k, (r, c) in enumerate(
+                zip(units["response_id"], units["criterion_id"], strict=True)
+            )
+        ),
+    )
+    return dataclasses.replace(f, judgments=judgments, adjudications=adj)
+
+
+@pytest.fixture(scope="module")
+def benchmarks(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Frames]:
+    root = tmp_path_factory.mktemp("equiv")
+    plain = _frames(root / "plain", tasks=24, criteria_per_task=8, seed=11)
+    sparse = _frames(root / "sparse", tasks=30, criteria_per_task=6, human_graders=4, overlap=2)
+    return {"plain": plain, "sparse": sparse, "perturbed": _perturbed(plain)}
+
+
+def _same(a: Any, b: Any) -> None:
+    """Exactly equal: frames (values and dtypes), or anything by its repr/JSON."""
+    if isinstance(a, pd.DataFrame):
+        pd.testing.assert_frame_equal(a, b, check_exact=True)
+    elif isinstance(a, tuple):
+        assert len(a) == len(b)
+        for x, y in zip(a, b, strict=True):
+            _same(x, y)
+    elif isinstance(a, dict):
+        assert json.dumps(a, sort_keys=True, default=str) == json.dumps(
+            b, sort_keys=True, default=str
+        )
+    else:
+        assert repr(a) == repr(b)
+
+
+def _judges(f: Frames) -> list[str]:
+    j = f.judgments
+    return sorted(set(j.loc[j["grader_kind"] != "human", "grader"]))
+
+
+@pytest.mark.parametrize("name", ["plain", "sparse", "perturbed"])
+def test_every_engine_is_identical_with_a_memo(benchmarks: dict[str, Frames], name: str) -> None:
+    f = benchmarks[name]
+    humans = human_graders(f)
+    judge = _judges(f)[0]
+    memo: dict[Any, Any] = {}
+    kw = {"n_boot": 40, "seed": 3}
+    calls = {
+        "verdicts": lambda m: verdicts(f, memo=m),
+        "verdicts_sub": lambda m: verdicts(f, humans[:2], memo=m),
+        "consensus": lambda m: consensus(f, humans, memo=m),
+        "consensus_none": lambda m: consensus(f, None, memo=m),
+        "consensus_loo": lambda m: consensus(f, humans[1:], memo=m),
+        "consensus_verdicts": lambda m: consensus_verdicts(f, humans, memo=m),
+        "auto": lambda m: auto_verdicts(f, memo=m),
+        "scores": lambda m: response_scores(f, "consensus", humans=humans, memo=m),
+        "scores_met": lambda m: response_scores(f, tie_policy="met", humans=humans, memo=m),
+        "scores_judge": lambda m: response_scores(f, judge, include_ungraded=True, memo=m),
+        "human": lambda m: human_agreement(f, humans, memo=m, **kw),
+        "pairwise": lambda m: pairwise_agreement(f, [*humans, judge], memo=m, **kw),
+        "loo": lambda m: leave_one_out(f, humans, memo=m, **kw),
+        "judge": lambda m: judge_agreement(f, judge, humans, memo=m, **kw),
+        **{
+            f"group_{by}": (lambda m, by=by: group_agreement(f, by, humans, judge, memo=m, **kw))
+            for by in GROUPINGS
+        },
+        "alt": lambda m: alt_test_frames(f, judge, humans, memo=m),
+        "health": lambda m: criterion_health(f, judge, humans, memo=m),
+        "items": lambda m: item_table(f, judge, humans, memo=m),
+        "responses": lambda m: response_table(f, judge, humans, memo=m),
+        "paired": lambda m: paired_scores(f, judge, humans, memo=m),
+        "impact": lambda m: impact_report(f, judge, humans, memo=m, **kw),
+        "estimate_table": lambda m: estimate_table(f, judge, humans, memo=m),
+        "estimate": lambda m: estimate_report(f, judge, humans, memo=m),
+    }
+    for label, call in calls.items():
+        fresh = call(None)
+        # Twice through the same memo: the first call fills it, the second reads it.
+        for _ in range(2):
+            got = call(memo)
+            if isinstance(fresh, pd.DataFrame | tuple | dict):
+                _same(got, fresh)
+            elif isinstance(fresh, list):
+                assert [repr(x) for x in got] == [repr(x) for x in fresh], label
+            elif hasattr(fresh, "to_dict"):
+                assert got.to_dict() == fresh.to_dict(), label
+            else:
+                _same(got, fresh)
+    # The fast paths were taken: unit positions registered, consensus from the levels.
+    assert memo["scoring.human_levels"] is not None
+    assert any(e["units"] is not None for e in memo["agreement.units"].values())
+    # The human–human figures are defined and the judge was compared on real units.
+    ha = human_agreement(f, humans, n_boot=0)
+    assert ha.n_units_paired > 0
+    assert judge_agreement(f, judge, humans, n_boot=0).headline.n_units > 0
+    for method in ("threshold", "isotonic", "leniency"):
+        a = cross_fit(f, judge, method, humans)
+        b = cross_fit(f, judge, method, humans, memo=memo)
+        assert a.folds == b.folds
+        _same(a.responses, b.responses)
+        if a.items is not None:
+            _same(a.items, b.items)
+
+
+def test_cached_tables_are_not_changed_by_their_readers(benchmarks: dict[str, Frames]) -> None:
+    f = benchmarks["plain"]
+    memo: dict[Any, Any] = {}
+    s = response_scores(f, humans=human_graders(f), memo=memo)
+    s["score"] = -1.0  # a caller writing into its copy
+    again = response_scores(f, humans=human_graders(f), memo=memo)
+    assert (again["score"].dropna() >= 0).all()
+    _same(again, response_scores(f, humans=human_graders(f)))
+
+
+@pytest.mark.parametrize(
+    ("name", "options"),
+    [
+        ("plain", {"n_boot": 30, "seed": 2}),
+        ("sparse", {"n_boot": 0, "calibration": {"method": "isotonic"}}),
+        (
+            "perturbed",
+            {
+                "n_boot": 25,
+                "seed": 5,
+                "calibration": {"method": "leniency"},
+                "filters": DashboardFilters(models=("model-a", "model-c")),
+            },
+        ),
+    ],
+)
+def test_dashboard_json_is_identical_without_shared_tables(
+    benchmarks: dict[str, Frames],
+    name: str,
+    options: dict[str, Any],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    f = benchmarks[name]
+    shared = compute_dashboard(f, **options)
+    monkeypatch.setattr(dashboard_mod, "_SHARE_TABLES", False)
+    alone = compute_dashboard(f, **options)
+    a, b = shared.to_json(), alone.to_json()
+    assert json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+    # Not vacuous: the sections hold numbers.
+    assert a["judges"] and a["agreement"] and a["models"] and a["health"]
+    assert any(r["value"] is not None for r in a["agreement"])
