@@ -90,8 +90,7 @@ def _size(text: str) -> tuple[int, int]:
     "--theme",
     type=click.Choice(["system", "light", "dark"]),
     default=None,
-    help="Colours: follow the system (default), or force light or dark. "
-    "Also $GRADERCAL_THEME.",
+    help="Colours: follow the system (default), or force light or dark. Also $GRADERCAL_THEME.",
 )
 def gui(
     packet: Path | None,

@@ -98,12 +98,8 @@ SHORTCUTS: tuple[Shortcut, ...] = (
     Shortcut("view.smaller", "View", "Smaller text", ("Ctrl+-",)),
     Shortcut("view.reset_font", "View", "Default text size", ("Ctrl+0",)),
     Shortcut("help.shortcuts", "Help", "Keyboard shortcuts", ("F1",)),
-    Shortcut(
-        "judge.run", "File", "Run the LLM judge… (coordinator mode only)", ("Ctrl+Shift+J",)
-    ),
-    Shortcut(
-        "session.switch", "File", "Switch grader (back to the start page)", ("Ctrl+Shift+G",)
-    ),
+    Shortcut("judge.run", "File", "Run the LLM judge… (coordinator mode only)", ("Ctrl+Shift+J",)),
+    Shortcut("session.switch", "File", "Switch grader (back to the start page)", ("Ctrl+Shift+G",)),
     Shortcut("app.quit", "File", "Quit (everything is already saved)", ("Ctrl+Q",)),
 )
 
