@@ -1,13 +1,22 @@
 """The coordinator dashboard driven like a coordinator would (pytest-qt, offscreen), on the
 demo samples: the numbers are compute_dashboard's, filters recompute, Cancel stops, a
-double-clicked disagreement is adjudicated, charts save, and a grader never gets here."""
+double-clicked disagreement is adjudicated, charts save, and a grader never gets here.
+
+The computation runs in a worker process (gradercal.ui.dashboard_worker): these tests
+check that it really does (the window's process never calls compute_dashboard), that it
+keeps its frames across filter changes, that cancel, a killed worker, a bad database and
+closing the window (or killing the window's process) all end well, with no process left."""
 
 from __future__ import annotations
 
 import os
+import pickle
 import shutil
+import signal
 import subprocess
 import sys
+import textwrap
+import time
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -23,11 +32,14 @@ from gradercal.db.repo import Repository
 from gradercal.db.session import open_database
 from gradercal.errors import GradercalError
 from gradercal.ui import qt_workers
+from gradercal.ui.dashboard_data import TextColumn, prepare_table
+from gradercal.ui.dashboard_worker import FrameReader, encode
 from gradercal.ui.qt_dashboard import (
     QtDashboardView,
     agreement_wide,
     format_value,
 )
+from gradercal.ui.qt_dashboard_process import process_alive
 from gradercal.ui.qt_main_window import QtMainWindow
 from gradercal.ui.qt_settings import QtAppSettings
 from tests.conftest import DEMO, ROOT
@@ -87,12 +99,15 @@ def open_coordinator(qtbot: Any, tmp_path: Path) -> Iterator[Opener]:
         return window
 
     yield make
+    pids = []
     for w in windows:
         if w.coordination is not None:
+            pids.append(w.coordination.dashboard.worker.pid)
             w.coordination.shutdown()
     qtbot.waitUntil(lambda: qt_workers.pending_jobs() == 0, timeout=TIMEOUT)
     for db in databases:
         db.dispose()
+    assert not any(process_alive(pid) for pid in pids)  # no worker left behind
 
 
 def board_of(window: QtMainWindow) -> QtDashboardView:
@@ -231,8 +246,10 @@ def test_cancel_and_stale_results(qtbot: Any, open_coordinator: Opener, db_path:
     assert second == first + 1
     assert board.result is not None and board.result.generation == second
     assert board.result.dashboard.overview["models"] == [model]
-    qtbot.waitUntil(lambda: qt_workers.pending_jobs() == 0, timeout=TIMEOUT)
-    assert board.dropped >= 1  # the first one arrived (done or cancelled) and was dropped
+    # Every request is answered, in order: the cancelled one and the superseded one
+    # arrived before the newest and were dropped without being shown.
+    assert not board.worker.outstanding
+    assert board.dropped >= 2
     assert board.result.generation == second
 
 
@@ -428,3 +445,312 @@ def test_screenshot_of_the_dashboard(db_path: str, tmp_path: Path) -> None:
     image = QImage(str(out))
     assert (image.width(), image.height()) == (1280, 800)
     assert "screenshot saved" in res.stdout
+
+
+# -- the worker process --------------------------------------------------------------------
+def test_the_computation_runs_in_the_worker_process(
+    qtbot: Any, open_coordinator: Opener, db_path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import gradercal.dashboard
+
+    def in_this_process(*_args: Any, **_kwargs: Any) -> Any:
+        raise AssertionError("compute_dashboard called in the window's process")
+
+    monkeypatch.setattr(gradercal.dashboard, "compute_dashboard", in_this_process)
+    board = board_of(open_coordinator(db_path))
+    assert board.error_text == ""
+    result = board.result
+    assert result is not None and result.loaded  # the first computation read the database
+    pid = board.worker.pid
+    assert result.pid == pid and pid not in (0, os.getpid())
+    assert process_alive(pid)
+    cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    assert b"gradercal.ui.dashboard_worker" in cmdline
+    assert not board.worker.child_has_qt  # the worker never imports Qt
+    # A filter change recomputes in the same worker from its cached frames.
+    model = board.models.values[0]
+    with qtbot.waitSignal(board.computed, timeout=TIMEOUT):
+        board.models.set_selected([model])
+    assert board.result is not result
+    assert board.result.pid == pid and not board.result.loaded
+    assert board.result.dashboard.overview["models"] == [model]
+    # "Recompute" reads the database again, still in the same worker.
+    with qtbot.waitSignal(board.computed, timeout=TIMEOUT):
+        board.refresh_button.click()
+    assert board.result.pid == pid and board.result.loaded
+
+
+def test_cancel_reaches_the_worker_which_stays_usable(
+    qtbot: Any, open_coordinator: Opener, db_path: str
+) -> None:
+    board = board_of(open_coordinator(db_path))
+    pid = board.worker.pid
+    shown = board.result
+    dropped = board.dropped
+    with qtbot.waitSignal(board.failed, timeout=5_000) as blocker:
+        board.recompute(reload=True)
+        board.cancel()
+    assert blocker.args == ["cancelled"]
+    # The worker answers the cancelled request (cancelled before or while computing);
+    # the answer is dropped, the earlier result stays.
+    qtbot.waitUntil(lambda: not board.worker.outstanding, timeout=TIMEOUT)
+    assert board.dropped == dropped + 1
+    assert board.result is shown and "cancelled" in board.status.text()
+    with qtbot.waitSignal(board.computed, timeout=TIMEOUT):
+        board.recompute()
+    assert board.result is not shown and board.result.pid == pid
+
+
+def test_a_killed_worker_is_reported_and_restarted(
+    qtbot: Any, open_coordinator: Opener, db_path: str
+) -> None:
+    window = open_coordinator(db_path)
+    board = board_of(window)
+    shown = board.result
+    old = board.worker.pid
+    # Killed while computing: the computation fails with a message, the window stays.
+    with qtbot.waitSignal(board.failed, timeout=TIMEOUT) as blocker:
+        board.recompute(reload=True)
+        qtbot.waitUntil(lambda: board.worker.pid == old, timeout=TIMEOUT)
+        os.kill(old, signal.SIGKILL)
+    assert "stopped unexpectedly" in blocker.args[0]
+    assert "Cannot compute the dashboard" in board.status.text()
+    assert not board.busy and board.result is shown and window.isVisible()
+    qtbot.waitUntil(lambda: not process_alive(old), timeout=TIMEOUT)
+    # The next computation starts a new worker and says so.
+    said: list[str] = []
+    board.message.connect(said.append)
+    with qtbot.waitSignal(board.computed, timeout=TIMEOUT):
+        board.recompute()
+    assert said and said[0].startswith("Restarted the dashboard process")
+    assert "stopped unexpectedly" in said[0]
+    assert board.result is not shown and board.error_text == ""
+    new = board.worker.pid
+    assert new not in (0, old) and board.result.pid == new and board.result.loaded
+    assert board.worker.restarts == 1
+    # Killed while idle: the next computation restarts it too.
+    os.kill(new, signal.SIGKILL)
+    qtbot.waitUntil(lambda: not board.worker.running, timeout=TIMEOUT)
+    with qtbot.waitSignal(board.computed, timeout=TIMEOUT):
+        board.recompute()
+    assert board.worker.restarts == 2 and board.result.pid not in (old, new)
+
+
+def test_closing_the_window_ends_the_worker(
+    qtbot: Any, open_coordinator: Opener, db_path: str
+) -> None:
+    window = open_coordinator(db_path)
+    board = board_of(window)
+    pid = board.worker.pid
+    assert process_alive(pid)
+    board.recompute(reload=True)  # closing while it computes
+    window.close()
+    assert not board.worker.running
+    qtbot.waitUntil(lambda: not process_alive(pid), timeout=5_000)
+
+
+def test_the_worker_exits_when_the_window_process_is_killed(db_path: str, tmp_path: Path) -> None:
+    script = tmp_path / "window.py"
+    script.write_text(
+        textwrap.dedent(
+            """
+            import sys, time
+            from PySide6.QtCore import QCoreApplication
+            from gradercal.dashboard import DashboardFilters
+            from gradercal.ui.dashboard_data import ChartStyle, Request
+            from gradercal.ui.qt_dashboard_process import QtDashboardProcess
+
+            app = QCoreApplication([])
+            worker = QtDashboardProcess(sys.argv[1])
+            style = ChartStyle("#ffffff", "#000000", "#888888", "#3366cc", False)
+            worker.compute(Request(1, sys.argv[2], DashboardFilters(), None, style, n_boot=20))
+            while worker.pid == 0:
+                app.processEvents()
+                time.sleep(0.01)
+            print(worker.pid, flush=True)
+            time.sleep(120)
+            """
+        ),
+        encoding="utf-8",
+    )
+    db = open_database(db_path)
+    bench = GradingStore(db).benchmark_names()[0]
+    db.dispose()
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen"}
+    window = subprocess.Popen(
+        [sys.executable, str(script), db_path, bench],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert window.stdout is not None
+        child = int(window.stdout.readline())
+        assert process_alive(child)
+    finally:
+        window.kill()  # SIGKILL: no chance to clean up
+        window.wait(30)
+    deadline = time.monotonic() + 15
+    while process_alive(child) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not process_alive(child)  # its input closed: it left by itself
+
+
+def test_a_bad_database_is_reported_in_the_window(qtbot: Any, tmp_path: Path) -> None:
+    from gradercal.db.session import Database, make_engine, resolve_url
+
+    not_a_db = tmp_path / "broken.sqlite"
+    not_a_db.write_bytes(b"this is not a database file" * 100)
+    for url, expected in (
+        (str(not_a_db), "broken.sqlite"),
+        ("postgresql+psycopg://nobody@127.0.0.1:9/nowhere", "cannot open database"),
+    ):
+        db = Database(make_engine(resolve_url(url)))  # not opened here: the worker opens it
+        board = QtDashboardView(db, "demo")
+        qtbot.addWidget(board)
+        board.show()
+        messages: list[str] = []
+        board.message.connect(messages.append)
+        with qtbot.waitSignal(board.failed, timeout=TIMEOUT) as blocker:
+            board.recompute()
+        assert expected in blocker.args[0]
+        assert blocker.args[0] == board.error_text
+        assert board.status.text().startswith("Cannot compute the dashboard:")
+        assert messages and expected in messages[0]
+        assert not board.busy and board.isVisible()
+        pid = board.worker.pid
+        assert process_alive(pid)  # an error, not a crash: the worker stays for a retry
+        board.shutdown()
+        assert not process_alive(pid)
+        db.dispose()
+
+
+def test_an_exception_in_the_worker_is_reported(
+    qtbot: Any, open_coordinator: Opener, db_path: str
+) -> None:
+    board = board_of(open_coordinator(db_path))
+    board.benchmark = "no-such-benchmark"
+    with qtbot.waitSignal(board.failed, timeout=TIMEOUT) as blocker:
+        board.recompute()
+    assert "no-such-benchmark" in blocker.args[0]
+    assert "no-such-benchmark" in board.status.text()
+
+
+def test_the_worker_computes_from_each_backend(qtbot: Any, db_url: str) -> None:
+    """SQLite path or PostgreSQL URL: the worker opens it by URL and computes what
+    compute_dashboard computes."""
+    import_folder(db_url, DEMO)
+    db = open_database(db_url)
+    try:
+        bench = GradingStore(db).benchmark_names()[0]
+        board = QtDashboardView(db, bench)
+        qtbot.addWidget(board)
+        board.n_boot = N_BOOT
+        with qtbot.waitSignal(board.computed, timeout=TIMEOUT):
+            board.recompute()
+        ref = reference(db_url)
+        assert board.result is not None
+        assert board.result.dashboard.overview == {**ref.overview, "benchmark": bench}
+        assert board.result.dashboard.agreement.equals(ref.agreement)
+        assert board.result.pid != os.getpid()
+        board.shutdown()
+    finally:
+        db.dispose()
+
+
+# -- the pieces ------------------------------------------------------------------------------
+def test_prepared_tables_show_what_format_value_writes(db_path: str) -> None:
+    """The worker's fast column formatting equals format_value cell by cell."""
+    ref = reference(db_path)
+    frames = {
+        "disagreements": ref.disagreements,
+        "health": ref.health,
+        "judges": ref.judges,
+        "flips": ref.flips,
+        "agreement": agreement_wide(ref.agreement, "criterion"),
+    }
+    for name, frame in frames.items():
+        table = prepare_table(frame)
+        table = pickle.loads(pickle.dumps(table))  # as the window receives it
+        assert len(table) == len(frame) > 0, name
+        for i, c in enumerate(table.columns):
+            ci = f"{c}_low" in frame.columns or (c == "value" and "ci_low" in frame.columns)
+            for r in range(len(frame)):
+                text = table.texts[i][r]
+                cell = format_value(frame[c].iloc[r], c)
+                assert text.startswith(cell) if ci else text == cell, (name, c, r)
+            # The sort key orders rows like the values (numbers) or their text.
+            if table.numeric[i]:
+                values = frame[c].to_numpy(dtype=float)
+                both = ~(values != values)
+                assert (table.keys[i][both] == values[both]).all()
+        assert table.haystack[0] == " ".join(t[0] for t in table.texts).lower()
+
+
+def test_messages_survive_any_split_of_the_stream() -> None:
+    messages = [
+        {"type": "hello", "pid": 1},
+        {"type": "part", "payload": bytes(range(256)) * 500, "key": "x"},
+        {"type": "done", "keys": ["x"]},
+    ]
+    stream = b"".join(encode(m) for m in messages)
+    for size in (1, 7, 4096, len(stream)):
+        reader = FrameReader()
+        got: list[dict[str, Any]] = []
+        for i in range(0, len(stream), size):
+            got += reader.feed(stream[i : i + size])
+        assert got == messages and reader.pending == 0, size
+    column = TextColumn.of(["a", "", "ünïcode", "z" * 10])
+    assert list(column) == ["a", "", "ünïcode", "z" * 10] and len(column) == 4
+
+
+def _agreement_wide_by_rows(agreement: Any, by: str) -> Any:
+    """agreement_wide written row by row (the reference for the vectorised one)."""
+    import numpy as np
+    import pandas as pd
+
+    from gradercal.ui.dashboard_data import EXPERT_HEADLINE, STAT_LABELS, STAT_ORDER
+
+    keys = ["group", "task_id"] if by == "criterion" else ["group"]
+    rows: dict[tuple[Any, ...], dict[str, Any]] = {}
+    col_keys: dict[str, tuple[int, int, int]] = {}
+    judges: list[str] = []
+    for rec in agreement.loc[agreement["by"] == by].itertuples(index=False):
+        key = tuple(None if pd.isna(getattr(rec, k)) else getattr(rec, k) for k in keys)
+        row = rows.setdefault(key, dict(zip(keys, key, strict=True)))
+        who = str(rec.comparison)
+        name = f"{who} {STAT_LABELS.get(rec.statistic, rec.statistic)}"
+        row[name], row[f"{name}_low"], row[f"{name}_high"] = rec.value, rec.ci_low, rec.ci_high
+        rank = STAT_ORDER.index(rec.statistic) if rec.statistic in STAT_ORDER else 99
+        if who == "experts":
+            row["items"] = max(row.get("items", 0), int(rec.n_items))
+            row["tasks"] = max(row.get("tasks", 0), int(rec.n_tasks))
+            col_keys.setdefault(name, (0 if rec.statistic in EXPERT_HEADLINE else 2, rank, 0))
+        else:
+            if who not in judges:
+                judges.append(who)
+            col_keys.setdefault(name, (1, judges.index(who), rank))
+    names = sorted(col_keys, key=lambda n: col_keys[n])
+    cols = [*keys, "items", "tasks"] + [c for n in names for c in (n, f"{n}_low", f"{n}_high")]
+    frame = pd.DataFrame([{c: r.get(c, np.nan) for c in cols} for r in rows.values()])
+    if by == "criterion":
+        frame = frame.rename(columns={"group": "criterion"})
+        frame = frame.loc[:, ["task_id", "criterion", *cols[2:]]]
+    return frame
+
+
+def test_agreement_wide_matches_a_row_by_row_reference(db_path: str) -> None:
+    import pandas as pd
+
+    from gradercal.ui.dashboard_data import AGREEMENT_BYS
+
+    for filters in (None, DashboardFilters(graders=("expert-ana", "expert-ben"))):
+        ref = reference(db_path, filters)
+        for by in AGREEMENT_BYS:
+            wide = agreement_wide(ref.agreement, by)
+            expected = _agreement_wide_by_rows(ref.agreement, by)
+            assert len(wide) > 0, by
+            pd.testing.assert_frame_equal(
+                wide.reset_index(drop=True), expected, check_dtype=False, obj=by
+            )

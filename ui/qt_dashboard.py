@@ -8,11 +8,17 @@ experts / raw judge / calibrated judge / estimate, judges (prompt versions) side
 the alt-test verdict, pass ↔ fail flips, criterion health and the disagreements —
 recomputed whenever a filter (model, workflow, domain, grader subset) changes.
 
-Computing runs in a worker thread (:mod:`gradercal.ui.qt_workers`): a progress bar and a
-Cancel button show while it runs, the result arrives by a queued signal, and a result
-computed for an older filter set is dropped. Charts are the matplotlib figures of
-:mod:`gradercal.charts` inside ``FigureCanvasQTAgg``; each is saved as PNG or SVG from its
-button or context menu. Chart colours follow the window's light or dark palette.
+Computing runs in a separate worker process (:mod:`gradercal.ui.dashboard_worker`, driven
+by :class:`gradercal.ui.qt_dashboard_process.QtDashboardProcess`): it opens the database by
+URL, keeps the benchmark's frames across recomputations, computes, prepares the tables and
+draws the charts; this process only shows the result, so neither the pandas work nor the
+garbage collector's walks over large frames stall the window. A progress bar and a Cancel
+button show while it runs; a result computed for an older filter set is dropped; errors of
+the worker (a bad database, an exception, the process killed) are shown in the window, and
+a stopped worker is restarted by the next computation. Charts are the matplotlib figures
+of :mod:`gradercal.charts` inside ``FigureCanvasQTAgg``, drawn ahead by the worker at the
+canvas's size; each is saved as PNG or SVG from its button or context menu. Chart colours
+follow the window's light or dark palette (the worker is told which).
 
 :class:`QtCoordinatorView` stacks the dashboard and the adjudication view
 (:mod:`gradercal.ui.qt_adjudication`): double-clicking a disagreement, a flip or a
@@ -22,11 +28,7 @@ Both exist only in a coordinator window (see :class:`gradercal.ui.qt_main_window
 
 from __future__ import annotations
 
-import gc
-import math
-import threading
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -68,15 +70,29 @@ from PySide6.QtWidgets import (
 )
 
 from gradercal.db.adjudication import AdjudicationStore
-from gradercal.db.repo import Repository
 from gradercal.db.session import Database
-from gradercal.ui import qt_workers
+from gradercal.ui.dashboard_data import (
+    AGREEMENT_BYS,
+    CHARTS,
+    FOREST_BYS,
+    ChartStyle,
+    Computed,
+    PreparedTable,
+    Request,
+    _missing,
+    agreement_wide,
+    ci_columns,
+    format_value,
+    header_text,
+    models_wide,
+    prepare_table,
+)
 from gradercal.ui.qt_adjudication import QtAdjudicationView
+from gradercal.ui.qt_dashboard_process import QtDashboardProcess
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-    from gradercal.frames import Frames
     from gradercal.ui.qt_settings import QtAppSettings
 
 Index = QModelIndex | QPersistentModelIndex
@@ -88,128 +104,6 @@ ROW_ROLE = Qt.ItemDataRole.UserRole + 2
 HAYSTACK_ROLE = Qt.ItemDataRole.UserRole + 3
 #: Wait this long after a filter changes before recomputing (several clicks → one run).
 RECOMPUTE_DELAY_MS = 250
-
-
-# -- formatting -------------------------------------------------------------------------------
-def _missing(value: Any) -> bool:
-    if value is None or value is pd.NA or value is pd.NaT:
-        return True
-    return isinstance(value, float | np.floating) and math.isnan(float(value))
-
-
-def format_value(value: Any, column: str = "") -> str:
-    """A cell as text: 3 decimals for fractions, counts as integers, lists joined."""
-    if _missing(value):
-        return ""
-    if isinstance(value, bool | np.bool_):
-        return "yes" if value else "no"
-    if isinstance(value, int | np.integer):
-        return f"{int(value):,}"
-    if isinstance(value, float | np.floating):
-        f = float(value)
-        if "p_value" in column or column.startswith("p_") or column == "p":
-            return f"{f:.2g}" if f < 0.001 else f"{f:.3f}"
-        if f.is_integer() and abs(f) >= 100:
-            return f"{int(f):,}"
-        return f"{f:.3f}"
-    if isinstance(value, tuple | list | set | frozenset):
-        return ", ".join(format_value(v) for v in value)
-    return str(value)
-
-
-def _sort_key(value: Any) -> Any:
-    if _missing(value):
-        return float("-inf")
-    if isinstance(value, bool | np.bool_):
-        return int(bool(value))
-    if isinstance(value, int | np.integer | float | np.floating):
-        return float(value)
-    if isinstance(value, tuple | list):
-        return ", ".join(str(v) for v in value)
-    return str(value)
-
-
-#: Suffix pairs that mark the bounds of a confidence interval around a column.
-CI_SUFFIXES = (("_low", "_high"), ("_lo", "_hi"))
-
-
-def ci_columns(frame: pd.DataFrame) -> dict[str, tuple[str, str]]:
-    """{column: (lower column, upper column)} for every estimate with an interval:
-    ``x`` with ``x_low``/``x_high``, and ``value`` with ``ci_low``/``ci_high``."""
-    out: dict[str, tuple[str, str]] = {}
-    cols = set(map(str, frame.columns))
-    for c in map(str, frame.columns):
-        for lo, hi in CI_SUFFIXES:
-            if f"{c}{lo}" in cols and f"{c}{hi}" in cols:
-                out[c] = (f"{c}{lo}", f"{c}{hi}")
-                break
-    if "value" in cols and {"ci_low", "ci_high"} <= cols:
-        out["value"] = ("ci_low", "ci_high")
-    return out
-
-
-def header_text(column: str) -> str:
-    return column.replace("_", " ")
-
-
-@dataclass(frozen=True)
-class PreparedTable:
-    """A DataFrame made ready for display off the UI thread: every cell's text, sort keys
-    per column and one lower-case text per row for the filter box.
-
-    Building this for tens of thousands of rows takes a fraction of a second, so it is
-    done in the worker; showing it on the UI thread is then only a model reset.
-    """
-
-    frame: pd.DataFrame
-    columns: tuple[str, ...]
-    headers: tuple[str, ...]
-    texts: tuple[tuple[str, ...], ...]  # per column
-    keys: tuple[np.ndarray[Any, Any], ...]  # per column: float64 or object (str)
-    numeric: tuple[bool, ...]
-    haystack: tuple[str, ...]  # per row
-
-    def __len__(self) -> int:
-        return len(self.frame)
-
-
-def prepare_table(frame: pd.DataFrame, hide: Sequence[str] = ()) -> PreparedTable:
-    """Format ``frame`` for :class:`QtFrameModel` (estimates with intervals in one column)."""
-    frame = frame.reset_index(drop=True)
-    cis = ci_columns(frame)
-    hidden = {b for pair in cis.values() for b in pair} | set(hide)
-    columns = [str(c) for c in frame.columns if str(c) not in hidden]
-    texts: list[tuple[str, ...]] = []
-    keys: list[np.ndarray[Any, Any]] = []
-    numeric: list[bool] = []
-    for c in columns:
-        values = frame[c].to_numpy(dtype=object)
-        cells = [format_value(v, c) for v in values]
-        ci = cis.get(c)
-        if ci is not None:
-            lows = frame[ci[0]].to_numpy(dtype=object)
-            highs = frame[ci[1]].to_numpy(dtype=object)
-            cells = [
-                f"{t}  [{format_value(lo, c)}, {format_value(hi, c)}]"
-                if t and not _missing(lo) and not _missing(hi)
-                else t
-                for t, lo, hi in zip(cells, lows, highs, strict=True)
-            ]
-        is_num = pd.api.types.is_numeric_dtype(frame[c]) and not pd.api.types.is_bool_dtype(
-            frame[c]
-        )
-        if is_num:
-            key = pd.to_numeric(frame[c], errors="coerce").to_numpy(dtype=np.float64)
-        else:
-            key = np.array([str(_sort_key(v)) for v in values], dtype=object)
-        texts.append(tuple(cells))
-        keys.append(key)
-        numeric.append(bool(is_num))
-    haystack = tuple(" ".join(col[r] for col in texts).lower() for r in range(len(frame)))
-    headers = tuple(header_text(c) + (" [95% CI]" if c in cis else "") for c in columns)
-    return PreparedTable(
-        frame, tuple(columns), headers, tuple(texts), tuple(keys), tuple(numeric), haystack
-    )
 
 
 class QtFrameModel(QAbstractTableModel):
@@ -403,26 +297,6 @@ class QtFrameTable(QWidget):
 
 
 # -- charts -----------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class ChartStyle:
-    """Colours for charts, taken from the window's palette (light or dark)."""
-
-    background: str
-    foreground: str
-    grid: str
-    accent: str
-    dark: bool
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "background": self.background,
-            "foreground": self.foreground,
-            "grid": self.grid,
-            "accent": self.accent,
-            "dark": self.dark,
-        }
-
-
 def chart_style(palette: QPalette) -> ChartStyle:
     def hexa(role: QPalette.ColorRole) -> str:
         return str(palette.color(role).name(QColor.NameFormat.HexRgb))
@@ -552,255 +426,12 @@ class QtChart(QWidget):
         return out
 
 
-# -- computing off the UI thread ----------------------------------------------------------------
-#: Short labels of the agreement statistics, for column headers.
-STAT_LABELS = {
-    "krippendorff_alpha": "α",
-    "percent_agreement": "% agree",
-    "fleiss_kappa": "Fleiss κ",
-    "gwet_ac1": "AC1",
-    "cohen_kappa": "κ",
-    "balanced_f1": "bal. F1",
-    "leniency_bias": "leniency",
-}
-#: Order of the agreement table's statistic columns (the first ones fit on screen).
-STAT_ORDER = (
-    "krippendorff_alpha",
-    "percent_agreement",
-    "cohen_kappa",
-    "balanced_f1",
-    "leniency_bias",
-    "fleiss_kappa",
-    "gwet_ac1",
-)
-EXPERT_HEADLINE = ("krippendorff_alpha", "percent_agreement")
-AGREEMENT_BYS = ("tag", "workflow", "domain", "criterion", "overall")
-
-
-def agreement_wide(agreement: pd.DataFrame, by: str) -> pd.DataFrame:
-    """The long agreement table of one grouping as one row per group: for each of the
-    experts and each judge, the statistics with their interval columns (``…_low``/``…_high``)."""
-    sub = agreement.loc[agreement["by"] == by]
-    if sub.empty:
-        return pd.DataFrame({"group": pd.Series([], dtype=object)})
-    keys = ["group", "task_id"] if by == "criterion" else ["group"]
-    sub = sub.assign(task_id=sub["task_id"].where(sub["task_id"].notna(), None))
-    order = {s: i for i, s in enumerate(STAT_ORDER)}
-    rows: dict[tuple[Any, ...], dict[str, Any]] = {}
-    columns: dict[str, tuple[int, int, int]] = {}
-    who_rank: dict[str, int] = {}
-    for rec in sub.itertuples(index=False):
-        key = tuple(getattr(rec, k) for k in keys)
-        row = rows.setdefault(key, dict(zip(keys, key, strict=True)))
-        who = "experts" if rec.comparison == "experts" else str(rec.comparison)
-        who_rank.setdefault(who, 0 if who == "experts" else len(who_rank) + 1)
-        name = f"{who} {STAT_LABELS.get(rec.statistic, rec.statistic)}"
-        row[name] = rec.value
-        row[f"{name}_low"] = rec.ci_low
-        row[f"{name}_high"] = rec.ci_high
-        if who == "experts":
-            row["items"] = max(int(row.get("items", 0)), int(rec.n_items))
-            row["tasks"] = max(int(row.get("tasks", 0)), int(rec.n_tasks))
-        # Headline first: experts' α and % agreement, then the judges, then the
-        # experts' other coefficients.
-        rank = order.get(rec.statistic, 99)
-        if who == "experts":
-            key = (0, rank, 0) if rec.statistic in EXPERT_HEADLINE else (2, rank, 0)
-        else:
-            key = (1, who_rank[who], rank)
-        columns.setdefault(name, key)
-    ordered = sorted(columns, key=lambda n: columns[n])
-    cols = [*keys, "items", "tasks"]
-    for n in ordered:
-        cols += [n, f"{n}_low", f"{n}_high"]
-    frame = pd.DataFrame(list(rows.values()))
-    for c in cols:
-        if c not in frame.columns:
-            frame[c] = np.nan
-    frame = frame.loc[:, cols]
-    if by == "criterion":
-        frame = frame.rename(columns={"group": "criterion"})
-        frame = frame.loc[:, ["task_id", "criterion", *cols[2:]]]
-    return frame
-
-
-def models_wide(models: pd.DataFrame) -> pd.DataFrame:
-    """One row per model and metric; one estimate-with-interval column per source."""
-    if models.empty:
-        return pd.DataFrame({"model": pd.Series([], dtype=object)})
-    out: dict[tuple[str, str], dict[str, Any]] = {}
-    for rec in models.itertuples(index=False):
-        row = out.setdefault(
-            (rec.model, rec.metric),
-            {"model": rec.model, "metric": str(rec.metric).replace("_", " ")},
-        )
-        name = str(rec.source).replace("judge_", "judge ")
-        row[name], row[f"{name}_low"], row[f"{name}_high"] = rec.value, rec.ci_low, rec.ci_high
-        row["responses"] = rec.n_responses
-    return pd.DataFrame(list(out.values()))
-
-
-@dataclass
-class Computed:
-    """What a worker hands to the UI thread: the dashboard, tables ready to show, figures."""
-
-    generation: int
-    dashboard: Any  # gradercal.dashboard.Dashboard
-    options: dict[str, list[str]]
-    tables: dict[str, PreparedTable]
-    figures: dict[str, Any]  # name → Figure, or a str saying why there is none
-    frames: Frames
-    seconds: float = 0.0
-
-
-@dataclass
-class Request:
-    generation: int
-    benchmark: str
-    filters: Any  # gradercal.dashboard.DashboardFilters
-    judge: str | None
-    style: ChartStyle
-    frames: Frames | None
-    n_boot: int | None = None
-    #: the charts' canvas size in physical pixels: figures are drawn at it in the worker
-    chart_size: tuple[int, int] | None = None
-    cancel: threading.Event = field(default_factory=threading.Event)
-
-
-class _Relay(QObject):
-    """Carries progress from the worker thread to the UI thread (queued signal)."""
-
-    progress = Signal(int, int, int, str)  # generation, done, total, label
-
-
-def compute(request: Request, db: Database, relay: _Relay | None = None) -> Computed:
-    """Load the frames (unless given), compute the dashboard, prepare tables and figures.
-
-    Runs in a worker thread: touches no widget. Raises ``Cancelled`` when
-    ``request.cancel`` is set.
-    """
-    import time
-
-    from gradercal.dashboard import Cancelled, compute_dashboard, filter_options
-
-    t0 = time.perf_counter()
-    gen = request.generation
-
-    def progress(done: int, total: int, label: str) -> None:
-        if relay is not None:
-            relay.progress.emit(gen, done, total, label)
-        if request.cancel.is_set():
-            raise Cancelled("dashboard computation cancelled")
-
-    frames = request.frames
-    if frames is None:
-        progress(0, 0, "loading the benchmark")
-        frames = Repository(db).load_frames(request.benchmark)
-        # The frames are long-lived and hold millions of objects: moved out of the
-        # collector's view, the UI thread's collections (qt_workers' timer) stay short.
-        gc.freeze()
-    progress(0, 0, "computing")
-    extra: dict[str, Any] = {} if request.n_boot is None else {"n_boot": request.n_boot}
-    dash = compute_dashboard(
-        frames,
-        **extra,
-        judge=request.judge,
-        filters=request.filters,
-        benchmark=request.benchmark,
-        progress=progress,
-        cancelled=request.cancel.is_set,
-    )
-    tables: dict[str, PreparedTable] = {}
-    for by in AGREEMENT_BYS:
-        tables[f"agreement:{by}"] = prepare_table(agreement_wide(dash.agreement, by))
-    tables["judges"] = prepare_table(dash.judges)
-    tables["models"] = prepare_table(models_wide(dash.models))
-    tables["flips"] = prepare_table(dash.flips)
-    tables["health"] = prepare_table(dash.health)
-    tables["disagreements"] = prepare_table(dash.disagreements)
-    if request.cancel.is_set():
-        raise Cancelled("dashboard computation cancelled")
-    progress(0, 0, "drawing the charts")
-    figures = build_figures(dash, request.style)
-    if request.chart_size is not None:
-        for name, fig in figures.items():
-            if not isinstance(fig, str) and (name != "groups:workflow" and name != "groups:domain"):
-                prerender(fig, request.chart_size)
-            if request.cancel.is_set():
-                raise Cancelled("dashboard computation cancelled")
-    return Computed(
-        generation=gen,
-        dashboard=dash,
-        options=filter_options(frames),
-        tables=tables,
-        figures=figures,
-        frames=frames,
-        seconds=time.perf_counter() - t0,
-    )
-
-
-CHARTS = (
-    ("pairwise", "Rater agreement: experts and judges (Cohen's κ)"),
-    ("confusion", "Judge vs expert consensus"),
-    ("reliability", "Judge confidence: reliability before and after calibration"),
-    ("models", "Models under experts, raw judge, calibrated judge and estimate"),
-    ("groups", "Agreement by group, with 95% intervals"),
-)
-#: The group charts built per grouping; the "groups" tab shows the agreement table's.
-FOREST_BYS = ("tag", "workflow", "domain")
-
-
-def build_figures(dash: Any, style: ChartStyle) -> dict[str, Any]:
-    """Every chart as a matplotlib Figure (or the reason there is none), off the UI thread.
-
-    The figures come from :mod:`gradercal.charts` in its light or dark theme, chosen by
-    the window palette's lightness. ``groups:<by>`` holds one forest chart per grouping.
-    """
-    from gradercal import charts
-
-    builders: dict[str, Callable[[], Any]] = {
-        "pairwise": lambda: charts.pairwise_heatmap(dash, dark=style.dark),
-        "confusion": lambda: charts.confusion_chart(dash, dark=style.dark),
-        "reliability": lambda: charts.reliability_chart(dash, dark=style.dark),
-        "models": lambda: charts.models_chart(dash, dark=style.dark),
-    }
-    for by in FOREST_BYS:
-        builders[f"groups:{by}"] = lambda by=by: charts.forest_chart(dash, by, dark=style.dark)
-    out: dict[str, Any] = {}
-    for name, build in builders.items():
-        try:
-            out[name] = build()
-        except Exception as exc:  # a degenerate table: say why instead of failing it all
-            out[name] = f"No chart: {exc}"
-    return out
-
-
-def prerender(figure: Figure, size: tuple[int, int]) -> None:
-    """Draw ``figure`` at ``size`` (physical pixels) now, in this (worker) thread.
-
-    The canvas that later shows it (:func:`canvas_class`) takes this drawing instead of
-    drawing again on the UI thread when its size is the same — a chart's first paint then
-    costs a copy, not a layout and render (which can take half a second).
-    """
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-
-    w, h = size
-    if w < 50 or h < 50:
-        return
-    canvas = FigureCanvasAgg(figure)
-    figure.set_size_inches(w / figure.dpi, h / figure.dpi, forward=False)
-    canvas.draw()
-    figure._gradercal_prerendered = (  # type: ignore[attr-defined]
-        canvas.renderer,
-        (w, h, figure.dpi),
-    )
-
-
 _CANVAS: list[type] = []
 
 
 def canvas_class() -> type:
-    """``FigureCanvasQTAgg`` that uses a figure's worker-thread drawing on its first draw."""
+    """``FigureCanvasQTAgg`` that uses the worker's drawing of a figure on its first draw
+    (see :func:`gradercal.ui.dashboard_data.attach_pixels`)."""
     if _CANVAS:
         return _CANVAS[0]
     from matplotlib.backends.backend_qtagg import FigureCanvasQTAgg
@@ -821,22 +452,6 @@ def canvas_class() -> type:
 
     _CANVAS.append(QtPrerenderedCanvas)
     return QtPrerenderedCanvas
-
-
-_POOL: list[Any] = []
-
-
-def dashboard_pool() -> Any:
-    """One worker thread for dashboard computations (a newer one waits for a cancelled
-    older one to stop, instead of both competing for the two cores)."""
-    from PySide6.QtCore import QThreadPool
-
-    if not _POOL:
-        pool = QThreadPool()
-        pool.setMaxThreadCount(1)
-        pool.setExpiryTimeout(-1)
-        _POOL.append(pool)
-    return _POOL[0]
 
 
 # -- widgets ------------------------------------------------------------------------------------
@@ -908,6 +523,14 @@ class QtChoiceButton(QToolButton):
         self.setToolTip(f"{self.label}: " + (", ".join(chosen) if chosen is not None else "all"))
 
 
+def _keep_one_line(label: QLabel) -> None:
+    """Give ``label`` the height of one line of its text even when empty."""
+    text = label.text()
+    label.setText("Xg")
+    label.setMinimumHeight(label.sizeHint().height())
+    label.setText(text)
+
+
 def _pct(x: Any) -> str:
     return "—" if x is None or _missing(x) else f"{100 * float(x):.0f}%"
 
@@ -964,13 +587,21 @@ class QtDashboardView(QWidget):
         #: results of older filter sets dropped on arrival (for tests)
         self.dropped = 0
         self.error_text = ""
-        #: bootstrap resamples (None: the core's default)
+        #: bootstrap resamples (None: the core's default), seed, calibration params (None:
+        #: the core's default method)
         self.n_boot: int | None = None
-        self._frames: Frames | None = None
+        self.seed = 0
+        self.calibration: dict[str, Any] | None = None
         self._request: Request | None = None
-        self._charts_pending: list[tuple[str, Any]] = []
-        self._relay = _Relay(self)
-        self._relay.progress.connect(self._progress)
+        #: tables and charts still to show, one per event-loop turn: (kind, name, value)
+        self._charts_pending: list[tuple[str, str, Any]] = []
+        #: the worker process (started by the first computation)
+        self.worker = QtDashboardProcess(db.url.render_as_string(hide_password=False), self)
+        self.worker.progress.connect(self._progress)
+        self.worker.computed.connect(self._done)
+        self.worker.failed.connect(self._failed)
+        self.worker.dropped.connect(self._dropped)
+        self.worker.restarted.connect(self._restarted)
         self._build()
         self._timer = QTimer(self)
         self._timer.setSingleShot(True)
@@ -1101,6 +732,11 @@ class QtDashboardView(QWidget):
         outer.addWidget(self.notes)
         self.status = QLabel("")
         outer.addWidget(self.status)
+        # The labels around the charts keep at least one line's height, text or not: the
+        # charts' area then has the same size before and after the first result, and the
+        # worker's drawings (made at the size asked for) fit the canvases.
+        for label in (self.verdict, self.notes, self.status):
+            _keep_one_line(label)
 
         self.disagreements.row_activated.connect(self._open_row)
         self.flips.row_activated.connect(self._open_row)
@@ -1140,13 +776,10 @@ class QtDashboardView(QWidget):
         return self._request is not None
 
     def recompute(self, reload: bool = False) -> int:
-        """Start computing with the current filters; an older computation is cancelled
-        and its result, should it still arrive, dropped. Returns the generation."""
+        """Start computing with the current filters (``reload``: read the database again,
+        else the worker's cached frames serve); an older computation is cancelled and its
+        result, should it still arrive, dropped. Returns the generation."""
         self._timer.stop()
-        if self._request is not None:
-            self._request.cancel.set()
-        if reload:
-            self._frames = None
         self.generation += 1
         request = Request(
             generation=self.generation,
@@ -1154,24 +787,18 @@ class QtDashboardView(QWidget):
             filters=self.filters(),
             judge=self.selected_judge(),
             style=chart_style(self.palette()),
-            frames=self._frames,
             n_boot=self.n_boot,
+            seed=self.seed,
+            calibration=self.calibration,
             chart_size=self._chart_size(),
+            reload=reload,
         )
         self._request = request
         self.error_text = ""
         self._set_busy(True)
         self.progress_bar.setRange(0, 0)
         self.progress_bar.setFormat("starting…")
-        qt_workers.submit(
-            compute,
-            request,
-            self.db,
-            self._relay,
-            done=self._done,
-            failed=lambda exc, g=request.generation: self._failed(g, exc),
-            pool=dashboard_pool(),
-        )
+        self.worker.compute(request)  # supersedes (cancels) the one running
         return request.generation
 
     def _chart_size(self) -> tuple[int, int] | None:
@@ -1188,7 +815,7 @@ class QtDashboardView(QWidget):
         self._timer.stop()
         if self._request is None:
             return
-        self._request.cancel.set()
+        self.worker.cancel(self._request.generation)
         self._request = None
         self.generation += 1  # whatever still arrives is stale
         self._set_busy(False)
@@ -1206,22 +833,29 @@ class QtDashboardView(QWidget):
             self.progress_bar.setValue(done)
         self.progress_bar.setFormat(label)
 
-    def _failed(self, generation: int, exc: BaseException) -> None:
-        from gradercal.dashboard import Cancelled
-
+    def _failed(self, generation: int, kind: str, text: str) -> None:
+        """The worker could not compute ``generation``: ``kind`` is ``cancelled``,
+        ``error`` (``text`` says why) or ``crashed`` (the process stopped)."""
         if generation != self.generation:
             self.dropped += 1
             return
         self._request = None
         self._set_busy(False)
-        if isinstance(exc, Cancelled):
+        if kind in ("cancelled", "superseded"):
             self.error_text = "cancelled"
             self.status.setText("Computation cancelled.")
         else:
-            self.error_text = str(exc) or type(exc).__name__
+            self.error_text = text or kind
             self.status.setText(f"Cannot compute the dashboard: {self.error_text}")
             self.message.emit(f"Dashboard not computed: {self.error_text}")
         self.failed.emit(self.error_text)
+
+    def _dropped(self, _generation: int) -> None:
+        self.dropped += 1
+
+    def _restarted(self, text: str) -> None:
+        self.status.setText(text)
+        self.message.emit(text)
 
     def _done(self, computed: Computed) -> None:
         if computed.generation != self.generation:
@@ -1229,7 +863,6 @@ class QtDashboardView(QWidget):
             return
         self._request = None
         self.result = computed
-        self._frames = computed.frames
         self._set_busy(False)
         self._apply(computed)
 
@@ -1261,16 +894,6 @@ class QtDashboardView(QWidget):
         self.cards["kappa"].set(*self._headline(d.agreement, primary, "cohen_kappa"))
         self.cards["adjudications"].set(f"{o['n_adjudications']:,}")
         self.verdict.setText(alt_test_text(d.alt_test, primary))
-        for name in ("judges", "models", "flips", "health", "disagreements"):
-            table = {
-                "judges": self.judges,
-                "models": self.model_table,
-                "flips": self.flips,
-                "health": self.health,
-                "disagreements": self.disagreements,
-            }[name]
-            table.set_table(c.tables[name])
-        self._show_agreement()
         labels = {
             self.disagreements: f"Disagreements ({len(d.disagreements):,})",
             self.flips: f"Pass ↔ fail flips ({len(d.flips):,})",
@@ -1279,30 +902,55 @@ class QtDashboardView(QWidget):
         for widget, text in labels.items():
             self.tables.setTabText(self.tables.indexOf(widget), text)
         self.notes.setText(" · ".join(d.notes))
-        self.notes.setVisible(bool(d.notes))
         self.status.setText(
             f"Computed in {c.seconds:.1f} s · {o.get('filters', '')} · "
             f"{o.get('n_boot', 0)} bootstrap resamples, {100 * float(o.get('ci', 0.95)):.0f}% intervals"
         )
-        self._charts_pending = [
-            (name, c.figures.get(self._figure_key(name))) for name, _t in CHARTS
+        # One table or chart per event-loop turn keeps the window responsive: the visible
+        # table and chart first.
+        tables: list[tuple[str, str, Any]] = [("table", "agreement", None)] + [
+            ("table", name, c.tables[name])
+            for name in ("judges", "models", "flips", "health", "disagreements")
         ]
-        # The visible chart first; one chart per event-loop turn keeps the window responsive.
+        current_table = self.tables.currentWidget()
+        tables.sort(key=lambda p: self._table_widget(p[1]) is not current_table)
+        charts: list[tuple[str, str, Any]] = [
+            ("chart", name, c.figures.get(self._figure_key(name))) for name, _t in CHARTS
+        ]
         current = self.chart_tabs.currentWidget()
-        self._charts_pending.sort(key=lambda p: self.charts[p[0]] is not current)
+        charts.sort(key=lambda p: self.charts[p[1]] is not current)
+        self._charts_pending = [tables[0], charts[0], *tables[1:], *charts[1:]]
         self._chart_timer.start()
 
+    def _table_widget(self, name: str) -> QtFrameTable:
+        return {
+            "agreement": self.agreement,
+            "judges": self.judges,
+            "models": self.model_table,
+            "flips": self.flips,
+            "health": self.health,
+            "disagreements": self.disagreements,
+        }[name]
+
     def _next_chart(self) -> None:
+        """Show the next pending table or chart (one per event-loop turn); when none is
+        left, the computation is on screen: :attr:`computed`."""
         if not self._charts_pending:
             self._chart_timer.stop()
             self.computed.emit()
             return
-        name, fig = self._charts_pending.pop(0)
+        kind, name, value = self._charts_pending.pop(0)
+        if kind == "table":
+            if name == "agreement":
+                self._show_agreement()
+            else:
+                self._table_widget(name).set_table(value)
+            return
         chart = self.charts[name]
-        if fig is None or isinstance(fig, str):
-            chart.set_message(fig or "Nothing to show.")
+        if value is None or isinstance(value, str):
+            chart.set_message(value or "Nothing to show.")
         else:
-            chart.set_figure(fig)
+            chart.set_figure(value)
 
     @staticmethod
     def _headline(agreement: pd.DataFrame, comparison: str | None, stat: str) -> tuple[str, str]:
@@ -1356,7 +1004,8 @@ class QtDashboardView(QWidget):
         self.agreement.set_table(self.result.tables[f"agreement:{by}"])
         chart = self.charts["groups"]
         fig = self.result.figures.get(self._figure_key("groups"))
-        if not self._charts_pending and fig is not chart.figure:
+        groups_pending = any(p[0] == "chart" and p[1] == "groups" for p in self._charts_pending)
+        if not groups_pending and fig is not chart.figure:
             if fig is None or isinstance(fig, str):
                 chart.set_message(fig or "Nothing to show.")
             else:
@@ -1387,10 +1036,9 @@ class QtDashboardView(QWidget):
             )
             if not hit.empty:
                 return str(hit.iloc[0]["response_id"]), str(cid)
-            frames = self.result.frames
-            resp = frames.responses.loc[frames.responses["task_id"] == tid]
-            if not resp.empty:
-                return str(resp.iloc[0]["response_id"]), str(cid)
+            first = self.result.first_response.get(str(tid))
+            if first is not None:
+                return first, str(cid)
         return None
 
     def _open_row(self, row: dict[str, Any]) -> None:
@@ -1401,11 +1049,11 @@ class QtDashboardView(QWidget):
         self.adjudicate_requested.emit(*case)
 
     def shutdown(self) -> None:
+        """Stop timers and the worker process (it exits; nothing is left running)."""
         self._timer.stop()
         self._chart_timer.stop()
-        if self._request is not None:
-            self._request.cancel.set()
-            self._request = None
+        self._request = None
+        self.worker.stop()
 
 
 def alt_test_text(alt: dict[str, Any] | None, judge: str | None) -> str:
@@ -1496,7 +1144,9 @@ __all__ = [
     "agreement_wide",
     "alt_test_text",
     "chart_style",
-    "compute",
+    "ci_columns",
+    "format_value",
+    "header_text",
     "models_wide",
     "prepare_table",
     "save_figure",

@@ -48,6 +48,19 @@ def collect_garbage_on_ui_thread() -> None:
     _GC_TIMER.append(timer)
 
 
+def pause_collections(paused: bool) -> None:
+    """Stop (``True``) or restart the UI thread's collections; call on the UI thread.
+
+    For a worker thread importing large modules that are frozen (``gc.freeze``) right
+    after: collecting those objects meanwhile is a long pause for nothing.
+    """
+    for timer in _GC_TIMER:
+        if paused:
+            timer.stop()
+        else:
+            timer.start()
+
+
 class _JobSignals(QObject):
     finished = Signal(object)
     failed = Signal(object)
