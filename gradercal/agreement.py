@@ -443,6 +443,19 @@ def _entry(memo: Memo | None, df: pd.DataFrame | None) -> dict[str, Any] | None:
     return hit if hit is not None and hit["df"] is df else None
 
 
+def unit_positions(memo: Memo | None, df: pd.DataFrame) -> tuple[npt.NDArray[np.intp], int] | None:
+    """Position of every row of ``df`` among the judgment units, and their number.
+
+    Only for a verdict or consensus table handed out by this module with ``memo`` (the
+    same object) whose positions are known; None otherwise.
+    """
+    entry = _entry(memo, df)
+    if entry is None or entry["units"] is None:
+        return None
+    units: npt.NDArray[np.intp] = entry["units"]
+    return units, int(entry["n_units"])
+
+
 def _verdict_units(
     frames: Frames, v: pd.DataFrame, memo: Memo
 ) -> tuple[npt.NDArray[np.intp] | None, int]:
@@ -450,13 +463,30 @@ def _verdict_units(
     base = _human_levels(frames, memo)
     if base is None:
         return None, 0
-    keys = ["response_id", "criterion_id"]
     units = base["units"]
-    rows = units.loc[:, keys].assign(_row=np.arange(len(units), dtype=np.float64))
-    pos = v.loc[:, keys].merge(rows, on=keys, how="left")["_row"].to_numpy(np.float64)
-    if len(pos) != len(v) or np.isnan(pos).any():
+    n = len(units)
+    # Integer pair codes over the units followed by the verdict rows (one factorization
+    # per key column instead of a merge on the two string columns).
+    pair = []
+    for col in ("response_id", "criterion_id"):
+        both = np.concatenate([units[col].to_numpy(object), v[col].to_numpy(object)])
+        codes, uniq = pd.factorize(both, sort=False)
+        pair.append((np.asarray(codes, np.int64), len(uniq)))
+    (rc, _), (cc, n_c) = pair
+    if (rc < 0).any() or (cc < 0).any():  # a missing key: no position (as no merge match)
         return None, 0
-    return pos.astype(np.intp), len(units)
+    key = rc * max(n_c, 1) + cc
+    unit_key, row_key = key[:n], key[n:]
+    order = np.argsort(unit_key, kind="stable")
+    sorted_keys = unit_key[order]
+    if n and (np.diff(sorted_keys) == 0).any():  # duplicate units: a merge would add rows
+        return None, 0
+    at = np.searchsorted(sorted_keys, row_key)
+    found = at < n
+    found[found] = sorted_keys[at[found]] == row_key[found]
+    if not found.all():
+        return None, 0
+    return np.asarray(order[at], dtype=np.intp), n
 
 
 def _grader_rows(entry: dict[str, Any], grader: str) -> npt.NDArray[np.intp]:
@@ -817,7 +847,53 @@ def _unit_codes(v: pd.DataFrame) -> npt.NDArray[np.int64]:
     return np.asarray(codes, np.int64)
 
 
+#: Integer codes of the unit, grader and task of each verdict row, added once to a table
+#: that is split into many groups (:func:`_with_codes`) so each group's rating table is
+#: coded from integers instead of strings.
+_CODE_COLUMNS = ("_unit_code", "_grader_code", "_task_code")
+
+
+def _with_codes(v: pd.DataFrame, full: pd.DataFrame, memo: Memo | None) -> pd.DataFrame:
+    """``v`` (columns of ``full``) with :data:`_CODE_COLUMNS` of the rows of ``full``.
+
+    Any integer code that is one-to-one with the unit does as the unit code (each
+    group's units are re-coded in order of first appearance): the unit position when
+    the memo knows it. The codes of ``full`` are kept in the memo for the next grouping.
+    """
+    hit = None if memo is None else memo.get("agreement.codes")
+    if hit is None or hit[0] is not full:
+        pos = unit_positions(memo, full)
+        grader, _ = pd.factorize(full["grader"].to_numpy(object), sort=False)
+        task, _ = pd.factorize(full["task_id"].to_numpy(object), sort=False)
+        codes = {
+            "_unit_code": _unit_codes(full) if pos is None else pos[0].astype(np.int64),
+            "_grader_code": np.asarray(grader, np.int64),
+            "_task_code": np.asarray(task, np.int64),
+        }
+        hit = (full, codes)
+        if memo is not None:
+            memo["agreement.codes"] = hit
+    return v.assign(**hit[1])
+
+
 def _ratings(v: pd.DataFrame) -> pd.DataFrame:
+    """Long ratings (unit, rater, value, task) of the verdict rows ``v``.
+
+    When ``v`` carries :data:`_CODE_COLUMNS` (a group of a coded table), raters and tasks
+    are integer codes and units are the group's own codes in order of first appearance —
+    the same codes, in the same order, as from the strings (every statistic here is
+    label-free), only faster.
+    """
+    if all(c in v.columns for c in _CODE_COLUMNS):
+        units, _ = pd.factorize(v["_unit_code"].to_numpy(np.int64), sort=False)
+        return pd.DataFrame(
+            {
+                "unit": np.asarray(units, dtype=np.int64),
+                "rater": v["_grader_code"].to_numpy(np.int64),
+                "value": v["met"].to_numpy(dtype=np.float64),
+                "task": v["_task_code"].to_numpy(np.int64),
+            }
+        )
     codes = _unit_codes(v)
     return pd.DataFrame(
         {
@@ -858,8 +934,13 @@ def _human_stats(hv: pd.DataFrame, n_boot: int, seed: int, ci: float) -> HumanAg
             else:
                 s = direct[name](ratings, categories=cats)
             stats[name] = BootResult(s.value, None, None, 0, n_tasks, 0, ci, "percentile", s.note)
+    if "_grader_code" in hv.columns:  # one row per grader code, found by integers
+        _, first = np.unique(hv["_grader_code"].to_numpy(np.int64), return_index=True)
+        present = hv["grader"].to_numpy(object)[first]
+    else:
+        present = pd.unique(hv["grader"].to_numpy(object))
     return HumanAgreement(
-        raters=sorted({str(r) for r in pd.unique(hv["grader"].to_numpy(object))}),
+        raters=sorted({str(r) for r in present}),
         n_units=len(per_unit),
         n_units_paired=int((per_unit >= 2).sum()),
         n_ratings=len(ratings),
@@ -1452,7 +1533,9 @@ def group_agreement(
     # Only the columns the group statistics read travel through the grouping.
     label_col = {"tag": "tags", "criterion": "criterion_id"}.get(by, by)
     need = ["response_id", "criterion_id", "task_id", "grader", "met", label_col]
-    hv = _group_labels(v if by == "criterion" else v.loc[:, list(dict.fromkeys(need))], by)
+    hv = _group_labels(
+        v if by == "criterion" else _with_codes(v.loc[:, list(dict.fromkeys(need))], v, memo), by
+    )
     paired = None
     if judge is not None:
         jv = _verdicts(frames, [judge], memo)

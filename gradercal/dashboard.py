@@ -43,6 +43,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
 from gradercal.errors import GradercalError, NotFoundError
@@ -904,7 +905,7 @@ def compute_dashboard(
         if humans
         else pd.DataFrame(columns=["response_id", "criterion_id", "met"])
     )
-    disagreements = _disagreements(v, cons, primary, humans, health)
+    disagreements = _disagreements(v, cons, primary, humans, health, memo)
     steps.step("health")
 
     agreement = (
@@ -1147,71 +1148,49 @@ def _health(
     memo: dict[Any, Any] | None,
 ) -> tuple[pd.DataFrame, list[tuple[Any, ...]]]:
     """Criterion-health table and the criterion rows of the agreement table."""
-    from gradercal.health import criterion_health
+    from gradercal.health import health_table
 
-    hc = criterion_health(f, judge, list(humans), bar=bar, details=False, memo=memo)
-    hrows = []
+    t = health_table(f, judge, list(humans), bar=bar, memo=memo)
     crit_rows: list[tuple[Any, ...]] = []
-
-    def nan(x: float | None) -> float:
-        return math.nan if x is None else float(x)
-
-    for rank, h in enumerate(hc, start=1):
-        hrows.append(
-            (
-                rank,
-                h.task_id,
-                h.criterion_id,
-                h.text,
-                h.points,
-                h.tags,
-                h.n_responses,
-                h.n_paired,
-                nan(h.human_agreement),
-                h.n_judged,
-                nan(h.judge_disagreement),
-                nan(h.disagreement),
-                nan(h.impact),
-                tuple(h.flags),
-                h.flagged,
-            )
-        )
-        if h.n_paired:
+    if t.empty:
+        return _empty(_HEALTH_COLUMNS), crit_rows
+    cid, task = t["criterion_id"].tolist(), t["task_id"].tolist()
+    ha, n_paired = t["human_agreement"].tolist(), t["n_paired"].tolist()
+    jd, n_judged = t["judge_disagreement"].tolist(), t["n_judged"].tolist()
+    for k in range(len(t)):
+        if n_paired[k]:
             crit_rows.append(
                 (
                     "criterion",
-                    h.criterion_id,
-                    h.task_id,
+                    cid[k],
+                    task[k],
                     EXPERTS,
                     "percent_agreement",
-                    nan(h.human_agreement),
+                    ha[k],
                     math.nan,
                     math.nan,
-                    h.n_paired,
+                    n_paired[k],
                     1,
                     None,
                 )
             )
-        if judge is not None and h.n_judged:
-            jd = nan(h.judge_disagreement)
+        if judge is not None and n_judged[k]:
             crit_rows.append(
                 (
                     "criterion",
-                    h.criterion_id,
-                    h.task_id,
+                    cid[k],
+                    task[k],
                     judge,
                     "percent_agreement",
-                    1.0 - jd,
+                    1.0 - jd[k],
                     math.nan,
                     math.nan,
-                    h.n_judged,
+                    n_judged[k],
                     1,
                     None,
                 )
             )
-    health = (
-        pd.DataFrame(hrows, columns=list(_HEALTH_COLUMNS)) if hrows else _empty(_HEALTH_COLUMNS)
-    )
+    health = t.assign(rank=np.arange(1, len(t) + 1, dtype=np.int64)).loc[:, list(_HEALTH_COLUMNS)]
     return health, crit_rows
 
 
@@ -1237,19 +1216,33 @@ def _disagreements(
     judge: str | None,
     humans: Sequence[str],
     health: pd.DataFrame,
+    memo: dict[Any, Any] | None = None,
 ) -> pd.DataFrame:
     """Units where the experts split or the judge departs from a decided consensus.
 
     The definitions of :func:`gradercal.health.criterion_health`'s details: *split* —
     two or more expert verdicts, not all equal; *departs* — the judge's verdict differs
-    from the decided consensus (:func:`gradercal.agreement.consensus_verdicts`).
+    from the decided consensus (:func:`gradercal.agreement.consensus_verdicts`). With a
+    memo that knows the unit position of every row of ``v`` and ``cons``, the units are
+    found and described by position (no merges); the same table either way.
     """
+    from gradercal.agreement import unit_positions
+
     keys = ["response_id", "criterion_id"]
     graders = [*humans, *([judge] if judge is not None else [])]
     cols = [*_DISAGREEMENT_COLUMNS, *(f"verdict:{g}" for g in graders)]
-    v = v.loc[v["grader"].isin(graders)]
+    v_pos, c_pos = unit_positions(memo, v), unit_positions(memo, cons)
+    keep = v["grader"].isin(graders).to_numpy(bool)
+    v = v.loc[keep]
     if v.empty:
         return _empty(cols)
+    if v_pos is not None and c_pos is not None and v_pos[1] == c_pos[1]:
+        out = _disagreements_by_position(
+            v, v_pos[0][keep], v_pos[1], cons, c_pos[0], judge, humans, graders
+        )
+        if out is None:
+            return _empty(cols)
+        return _ranked_disagreements(out, judge, graders, health, cols)
     hv = v.loc[v["grader"].isin(list(humans))]
     per = hv.groupby(keys, sort=False).agg(n=("met", "size"), n_met=("met", "sum"))
     split = per.loc[(per["n"] >= 2) & (per["n_met"] > 0) & (per["n_met"] < per["n"])]
@@ -1277,6 +1270,76 @@ def _disagreements(
     out = out.merge(wide.reset_index(), on=keys, how="left")
     c = cons.loc[:, [*keys, "met"]].rename(columns={"met": "consensus"})
     out = out.merge(c, on=keys, how="left")
+    return _ranked_disagreements(out, judge, graders, health, cols)
+
+
+def _disagreements_by_position(
+    v: pd.DataFrame,
+    unit: npt.NDArray[np.intp],
+    n_units: int,
+    cons: pd.DataFrame,
+    cons_unit: npt.NDArray[np.intp],
+    judge: str | None,
+    humans: Sequence[str],
+    graders: Sequence[str],
+) -> pd.DataFrame | None:
+    """:func:`_disagreements`' unit table from unit positions (None: no such unit).
+
+    One row per disagreeing unit in order of its first verdict row (the order of the
+    merge path), with the first row's task, model, text and points, the two reasons,
+    the number of "unclear" marks, every grader's verdict and the consensus.
+    """
+    grader = v["grader"].to_numpy(object)
+    met = v["met"].to_numpy(bool)
+    human = v["grader"].isin(list(humans)).to_numpy(bool)
+    n = np.bincount(unit[human], minlength=n_units)
+    n_met = np.bincount(unit[human], weights=met[human].astype(np.float64), minlength=n_units)
+    split = (n >= 2) & (n_met > 0) & (n_met < n)
+    # The decided consensus by unit: -1 undecided, else 0 / 1.
+    c_met = np.full(n_units, -1, dtype=np.int8)
+    c_met[cons_unit] = cons["met"].to_numpy(bool).astype(np.int8)
+    departs = np.zeros(n_units, dtype=bool)
+    if judge is not None and not cons.empty:
+        j = grader == judge
+        uj = unit[j]
+        decided = c_met[uj] >= 0
+        departs[uj[decided]] = met[j][decided] != c_met[uj][decided].astype(bool)
+    rows = np.flatnonzero((split | departs)[unit])
+    if not len(rows):
+        return None
+    sub_unit = unit[rows]
+    _, first = np.unique(sub_unit, return_index=True)
+    first = np.sort(first)
+    order = sub_unit[first]  # the disagreeing units, in order of first appearance
+    out = v.iloc[rows[first]].loc[
+        :, ["response_id", "criterion_id", "task_id", "model", "text", "points"]
+    ]
+    out = out.reset_index(drop=True)
+    unclear = np.bincount(
+        sub_unit,
+        weights=v["unclear"].to_numpy(bool)[rows].astype(np.float64),
+        minlength=n_units,
+    )
+    out["experts_split"] = split[order]
+    out["judge_departs"] = departs[order]
+    out["n_unclear"] = unclear[order].astype(np.int64)
+    for g in graders:
+        lut = np.full(n_units, -1, dtype=np.int8)
+        mine = grader == g
+        lut[unit[mine]] = met[mine].astype(np.int8)
+        out[f"verdict:{g}"] = [None if x < 0 else bool(x) for x in lut[order].tolist()]
+    out["consensus"] = [None if x < 0 else bool(x) for x in c_met[order].tolist()]
+    return out
+
+
+def _ranked_disagreements(
+    out: pd.DataFrame,
+    judge: str | None,
+    graders: Sequence[str],
+    health: pd.DataFrame,
+    cols: Sequence[str],
+) -> pd.DataFrame:
+    """The unit table with each criterion's health rank, in rank order, as published."""
     rank = health.loc[:, ["task_id", "criterion_id", "rank"]]
     out = out.merge(rank, on=["task_id", "criterion_id"], how="left")
     out["judge"] = out[f"verdict:{judge}"] if judge is not None else None

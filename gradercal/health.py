@@ -39,7 +39,13 @@ import pandas as pd
 from gradercal.agreement import consensus_verdicts, human_graders, verdicts
 from gradercal.frames import Frames
 
-__all__ = ["DEFAULT_BAR", "CriterionHealth", "criterion_health", "health_report"]
+__all__ = [
+    "DEFAULT_BAR",
+    "CriterionHealth",
+    "criterion_health",
+    "health_report",
+    "health_table",
+]
 
 #: Agreement below this flags a criterion.
 DEFAULT_BAR = 0.9
@@ -133,6 +139,87 @@ def criterion_health(
         Every judgment criterion with at least one verdict, most impactful first
         (criteria with undefined impact last).
     """
+    ranked, v, names, cons = _health_parts(frames, judge, humans, bar, memo)
+    if ranked is None:
+        return []
+    out = [
+        CriterionHealth(
+            task_id=task,
+            criterion_id=cid,
+            text=text,
+            points=points,
+            tags=tags,
+            n_responses=n_resp,
+            n_paired=npaired,
+            human_agreement=None if np.isnan(ha) else ha,
+            n_judged=nj,
+            judge_disagreement=None if np.isnan(jd) else jd,
+            disagreement=None if np.isnan(dis) else dis,
+            impact=None if np.isnan(imp) else imp,
+            flags=list(flags),
+        )
+        for task, cid, text, points, tags, n_resp, npaired, ha, nj, jd, dis, imp, flags in zip(
+            *(ranked[c].tolist() for c in _TABLE_COLUMNS[:-1]), strict=True
+        )
+    ]
+    flagged = [h for h in out if h.flagged]
+    if details is not True:
+        flagged = flagged[: int(details)]
+    if flagged:
+        cons_map = {
+            (a, b): bool(m)
+            for a, b, m in zip(cons["response_id"], cons["criterion_id"], cons["met"], strict=True)
+        }
+        _add_details(flagged, v, names, judge, cons_map)
+    return out
+
+
+#: The columns of :func:`health_table`, in order (``flagged`` last).
+_TABLE_COLUMNS = (
+    "task_id",
+    "criterion_id",
+    "text",
+    "points",
+    "tags",
+    "n_responses",
+    "n_paired",
+    "human_agreement",
+    "n_judged",
+    "judge_disagreement",
+    "disagreement",
+    "impact",
+    "flags",
+    "flagged",
+)
+
+
+def health_table(
+    frames: Frames,
+    judge: str | None = None,
+    humans: Sequence[str] | None = None,
+    *,
+    bar: float = DEFAULT_BAR,
+    memo: dict[Any, Any] | None = None,
+) -> pd.DataFrame:
+    """:func:`criterion_health` without details as one table, in the same rank order.
+
+    One row per criterion with the columns of :class:`CriterionHealth` (missing figures
+    NaN, ``flags`` a tuple) and ``flagged``; built column-wise, for large benchmarks.
+    """
+    ranked, _, _, _ = _health_parts(frames, judge, humans, bar, memo)
+    if ranked is None:
+        return pd.DataFrame({c: pd.Series([], dtype=object) for c in _TABLE_COLUMNS})
+    return ranked
+
+
+def _health_parts(
+    frames: Frames,
+    judge: str | None,
+    humans: Sequence[str] | None,
+    bar: float,
+    memo: dict[Any, Any] | None,
+) -> tuple[pd.DataFrame | None, pd.DataFrame, list[str], pd.DataFrame]:
+    """The ranked table (None: no verdicts), the verdicts, the humans and the consensus."""
     if not 0.0 < bar <= 1.0:
         raise ValueError("bar must be in (0, 1]")
     names = [
@@ -141,7 +228,7 @@ def criterion_health(
     graders = [*names, *([judge] if judge is not None else [])]
     v = verdicts(frames, graders, memo=memo)
     if v.empty:
-        return []
+        return None, v, names, pd.DataFrame(columns=["response_id", "criterion_id", "met"])
     keys = ["response_id", "criterion_id"]
     hv = v.loc[v["grader"].isin(names)]
     # Human agreement per unit.
@@ -188,77 +275,64 @@ def criterion_health(
         on=["task_id", "criterion_id"],
         how="inner",
     )
-    out: list[CriterionHealth] = []
-    columns = [
-        "task_id",
-        "criterion_id",
-        "n_responses",
-        "human_agreement",
-        "n_paired",
-        "judge_disagreement",
-        "n_judged",
-        "text",
-        "points",
-        "tags",
-    ]
-    rows: list[tuple[Any, ...]] = list(table.loc[:, columns].itertuples(index=False, name=None))
-    for task_raw, cid_raw, n_resp, ha_raw, np_raw, jd_raw, nj_raw, text, pts, tags in rows:
-        task, cid = str(task_raw), str(cid_raw)
-        ha = float(ha_raw)
-        npaired = 0 if pd.isna(np_raw) else int(np_raw)
-        jd = float(jd_raw)
-        nj = 0 if pd.isna(nj_raw) else int(nj_raw)
-        ha_v = None if np.isnan(ha) else float(ha)
-        jd_v = None if np.isnan(jd) else float(jd)
-        parts = [x for x in (None if ha_v is None else 1.0 - ha_v, jd_v) if x is not None]
-        dis = max(parts) if parts else None
-        points = int(pts)
-        flags = []
-        if ha_v is not None and ha_v < bar:
-            flags.append("experts below bar")
-        if jd_v is not None and 1.0 - jd_v < bar:
-            flags.append("judge departs from consensus")
-        out.append(
-            CriterionHealth(
-                task_id=task,
-                criterion_id=cid,
-                text=str(text),
-                points=points,
-                tags=tuple(str(t) for t in (tags or ())),
-                n_responses=int(n_resp),
-                n_paired=npaired,
-                human_agreement=ha_v,
-                n_judged=nj,
-                judge_disagreement=jd_v,
-                disagreement=dis,
-                impact=None if dis is None else abs(points) * dis,
-                flags=flags,
-            )
-        )
+    return _ranked(frames, table, bar), v, names, cons
+
+
+def _ranked(frames: Frames, table: pd.DataFrame, bar: float) -> pd.DataFrame:
+    """The per-criterion figures, flags and rank order (vectorised)."""
+    n = len(table)
+    ha = table["human_agreement"].to_numpy(np.float64)
+    jd = table["judge_disagreement"].to_numpy(np.float64)
+    npaired = table["n_paired"].to_numpy(np.float64)
+    nj = table["n_judged"].to_numpy(np.float64)
+    points = np.asarray([int(p) for p in table["points"].tolist()], dtype=np.int64)
+    # The larger of the expert disagreement (1 - agreement) and the judge's, ignoring
+    # whichever is undefined.
+    h_dis = 1.0 - ha
+    dis = np.where(np.isnan(h_dis), jd, np.where(np.isnan(jd), h_dis, np.maximum(h_dis, jd)))
+    impact = np.abs(points) * dis
+    below = ~np.isnan(ha) & (ha < bar)
+    departs = ~np.isnan(jd) & (1.0 - jd < bar)
+    flag_sets = {
+        (False, False): (),
+        (True, False): ("experts below bar",),
+        (False, True): ("judge departs from consensus",),
+        (True, True): ("experts below bar", "judge departs from consensus"),
+    }
+    flags = [flag_sets[(b, d)] for b, d in zip(below.tolist(), departs.tolist(), strict=True)]
     order = {
         key: i
         for i, key in enumerate(
             zip(frames.criteria["task_id"], frames.criteria["criterion_id"], strict=True)
         )
     }
-    out.sort(
-        key=lambda h: (
-            h.impact is None,
-            -(h.impact or 0.0),
-            -abs(h.points),
-            order.get((h.task_id, h.criterion_id), 0),
-        )
-    )
-    flagged = [h for h in out if h.flagged]
-    if details is not True:
-        flagged = flagged[: int(details)]
-    if flagged:
-        cons_map = {
-            (a, b): bool(m)
-            for a, b, m in zip(cons["response_id"], cons["criterion_id"], cons["met"], strict=True)
+    tasks = [str(t) for t in table["task_id"].tolist()]
+    cids = [str(c) for c in table["criterion_id"].tolist()]
+    rubric = np.asarray([order.get(k, 0) for k in zip(tasks, cids, strict=True)], dtype=np.int64)
+    undefined = np.isnan(impact)
+    # Sorted by: defined impact first, impact descending, |points| descending, rubric order.
+    rank = np.lexsort((rubric, -np.abs(points), -np.where(undefined, 0.0, impact), undefined))
+    out = pd.DataFrame(
+        {
+            "task_id": pd.Series(tasks, dtype=object),
+            "criterion_id": pd.Series(cids, dtype=object),
+            "text": pd.Series([str(x) for x in table["text"].tolist()], dtype=object),
+            "points": points,
+            "tags": pd.Series(
+                [tuple(str(t) for t in (x or ())) for x in table["tags"].tolist()], dtype=object
+            ),
+            "n_responses": np.asarray([int(x) for x in table["n_responses"].tolist()], np.int64),
+            "n_paired": np.where(np.isnan(npaired), 0, npaired).astype(np.int64),
+            "human_agreement": ha,
+            "n_judged": np.where(np.isnan(nj), 0, nj).astype(np.int64),
+            "judge_disagreement": jd,
+            "disagreement": dis,
+            "impact": impact,
+            "flags": pd.Series(flags, dtype=object),
+            "flagged": below | departs,
         }
-        _add_details(flagged, v, names, judge, cons_map)
-    return out
+    )
+    return out.take(rank).reset_index(drop=True) if n else out
 
 
 def _add_details(

@@ -209,3 +209,48 @@ def test_dashboard_json_is_identical_without_shared_tables(
     # Not vacuous: the sections hold numbers.
     assert a["judges"] and a["agreement"] and a["models"] and a["health"]
     assert any(r["value"] is not None for r in a["agreement"])
+
+
+@pytest.mark.parametrize("name", ["plain", "sparse", "perturbed"])
+def test_group_statistics_from_integer_codes_match_the_strings(
+    benchmarks: dict[str, Frames], name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Groups rated from integer codes (unit positions, grader / task codes) give the
+    figures of the rating tables built from the identifier strings."""
+    import gradercal.agreement as agreement_mod
+
+    f = benchmarks[name]
+    humans = human_graders(f)
+    judge = _judges(f)[0]
+    kw = {"n_boot": 30, "seed": 4}
+    coded = {by: group_agreement(f, by, humans, judge, memo={}, **kw) for by in GROUPINGS}
+    # Column names no table has: every group falls back to the string identifiers.
+    monkeypatch.setattr(agreement_mod, "_CODE_COLUMNS", ("_absent_a", "_absent_b", "_absent_c"))
+    for by, rows in coded.items():
+        plain = group_agreement(f, by, humans, judge, **kw)
+        assert [r.to_dict() for r in rows] == [r.to_dict() for r in plain], by
+    assert any(r.humans.n_units_paired for r in coded["tag"])
+
+
+@pytest.mark.parametrize("name", ["plain", "perturbed"])
+def test_health_table_is_criterion_health(benchmarks: dict[str, Frames], name: str) -> None:
+    from gradercal.health import health_table
+
+    f = benchmarks[name]
+    humans = human_graders(f)
+    judge = _judges(f)[0]
+    rows = criterion_health(f, judge, humans, details=False)
+    table = health_table(f, judge, humans)
+    assert len(table) == len(rows) > 0
+    for h, t in zip(rows, table.to_dict("records"), strict=True):
+        d = h.to_dict(details=False)
+        for col in ("human_agreement", "judge_disagreement", "disagreement", "impact"):
+            assert (d[col] is None and np.isnan(t[col])) or d[col] == t[col], col
+        for col in ("task_id", "criterion_id", "text", "points", "n_responses", "n_paired"):
+            assert d[col] == t[col], col
+        assert d["n_judged"] == t["n_judged"]
+        assert tuple(d["tags"]) == t["tags"] and tuple(d["flags"]) == t["flags"]
+        assert h.flagged == t["flagged"]
+    # Ranked by impact, most impactful first.
+    impact = table["impact"].dropna().to_numpy()
+    assert (np.diff(impact) <= 0).all() and table["flagged"].any()

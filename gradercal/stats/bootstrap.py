@@ -34,9 +34,10 @@ Field & Welsh (2007), JRSS-B 69:369.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
 import numpy as np
@@ -152,9 +153,24 @@ def resampling_weights(
         raise ValueError("need at least one cluster")
     if n_boot < 1:
         raise ValueError("n_boot must be at least 1")
+    if isinstance(rng, int) and not isinstance(rng, bool):
+        # A seed: the same draws every time, so the last few are kept (many groups
+        # of one benchmark share the number of clusters).
+        return _seeded_weights(n_clusters, n_boot, rng).copy()
     gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+    return _draw(gen, n_clusters, n_boot)
+
+
+def _draw(gen: np.random.Generator, n_clusters: int, n_boot: int) -> npt.NDArray[np.int64]:
     p = np.full(n_clusters, 1.0 / n_clusters)
     return np.asarray(gen.multinomial(n_clusters, p, size=n_boot), dtype=np.int64)
+
+
+@functools.lru_cache(maxsize=16)
+def _seeded_weights(n_clusters: int, n_boot: int, seed: int) -> npt.NDArray[np.int64]:
+    out = _draw(np.random.default_rng(seed), n_clusters, n_boot)
+    out.setflags(write=False)
+    return out
 
 
 # ---------------------------------------------------------------------------------------
@@ -167,6 +183,9 @@ class _Design:
     table: RatingTable
     cluster_of_unit: IntArray
     cluster_labels: npt.NDArray[Any]
+    #: Per-cluster feature sums already computed on this design (several statistics
+    #: share them, e.g. percent agreement, Fleiss' kappa and Gwet's AC1).
+    features: dict[Any, FloatArray] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def n_clusters(self) -> int:
@@ -327,7 +346,10 @@ def _gwet_unit_features(t: RatingTable, w: FloatArray) -> FloatArray:
 
 def _multi_estimator(d: _Design, kind: str, w: FloatArray) -> _SumEstimator:
     q = d.table.q
-    features = d.cluster_sum(_gwet_unit_features(d.table, w))
+    key = ("gwet", w.shape, w.tobytes())
+    if key not in d.features:
+        d.features[key] = d.cluster_sum(_gwet_unit_features(d.table, w))
+    features = d.features[key]
     t_w = float(w.sum())
 
     def finish(s: FloatArray) -> FloatArray:
