@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import shutil
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -325,7 +324,14 @@ def test_a_damaged_database_opens_read_only_with_a_banner_and_refuses_writes(
     aid = store.queue("u-ben")[0].assignment_id
     store.db.dispose()
     damaged = tmp_path / "damaged.sqlite"
-    shutil.copyfile(team, damaged)
+    # The SQLite backup API, not a file copy: pages still in the team file's WAL (another
+    # connection may keep it from being checkpointed) would be missing from a copy.
+    src, dst = sqlite3.connect(team), sqlite3.connect(damaged)
+    try:
+        src.backup(dst)
+    finally:
+        dst.close()
+        src.close()
     corrupt_index(damaged, "ix_revision_entity")
     before = damaged.read_bytes()
 
