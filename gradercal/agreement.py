@@ -241,13 +241,13 @@ def verdicts(
 def human_graders(frames: Frames) -> list[str]:
     """Names of the graders whose ``grader_kind`` is ``"human"``, sorted."""
     j = frames.judgments
-    return sorted({str(g) for g in j.loc[j["grader_kind"] == "human", "grader"].dropna()})
+    return sorted({str(g) for g in j.loc[j["grader_kind"] == "human", "grader"].dropna().unique()})
 
 
 def judge_graders(frames: Frames) -> list[str]:
     """Names of the graders whose ``grader_kind`` is not ``"human"``, sorted."""
     j = frames.judgments
-    return sorted({str(g) for g in j.loc[j["grader_kind"] != "human", "grader"].dropna()})
+    return sorted({str(g) for g in j.loc[j["grader_kind"] != "human", "grader"].dropna().unique()})
 
 
 def consensus_verdicts(

@@ -280,7 +280,10 @@ def alt_test(
         h = h.loc[h["item"].map(lambda i: i in jmap and not _missing(jmap[i]))]
     per_item = h.groupby("item")["annotator"].transform("size")
     h = h.loc[per_item >= 2]
-    names = sorted({str(a) for a in h["annotator"]})
+    annotator, annotators = pd.factorize(h["annotator"].to_numpy(object), sort=False)
+    names = sorted({str(a) for a in annotators})
+    if (np.asarray(annotator) < 0).any():  # a missing annotator counts as str(a) too
+        names = sorted({str(a) for a in h["annotator"]})
     if len(names) < 2:
         raise AltTestRefused(
             f"the alt-test needs at least two human graders who annotated the same items as "
@@ -299,7 +302,11 @@ def alt_test(
     vcodes = np.asarray(vcodes, dtype=np.int64)
     col = {a: k for k, a in enumerate(names)}
     wide = np.full((len(items), len(names)), -1, dtype=np.int64)
-    wide[np.asarray(codes), [col[str(a)] for a in h["annotator"]]] = vcodes[: len(h)]
+    if (np.asarray(annotator) < 0).any():  # a missing annotator: one by one, as before
+        where = np.asarray([col[str(a)] for a in h["annotator"]], dtype=np.intp)
+    else:
+        where = np.asarray([col[str(a)] for a in annotators], dtype=np.intp)[annotator]
+    wide[np.asarray(codes), where] = vcodes[: len(h)]
     jv = vcodes[len(h) :]
     present = wide >= 0
     rows: list[dict[str, Any]] = []

@@ -697,7 +697,14 @@ def _make(method: Method, per_group: bool, metric: ThresholdMetric) -> BaseEstim
 
 def _item_X(items: pd.DataFrame, method: Method, codes: dict[str, int]) -> FloatArray:
     first = items["judge_score"].to_numpy(np.float64)
-    g = np.array([codes.get(str(x), -1) for x in items["group"]], dtype=np.float64)
+    # One lookup per distinct group (missing groups one by one: str(None) != str(nan)).
+    gvals = items["group"].to_numpy(object)
+    gcodes, guniq = pd.factorize(gvals, sort=False)
+    glut = np.array([codes.get(str(x), -1) for x in guniq], dtype=np.float64)
+    g = glut[np.maximum(gcodes, 0)] if len(guniq) else np.full(len(gvals), -1.0)
+    miss = np.asarray(gcodes) < 0
+    if miss.any():
+        g[miss] = [codes.get(str(x), -1) for x in gvals[miss]]
     return np.column_stack([first, g])
 
 
@@ -841,7 +848,9 @@ def cross_fit(
     resp = response_table(frames, judge, humans, memo=memo)
     if level == "criterion":
         items = item_table(frames, judge, humans, tag_prefix=tag_prefix, memo=memo)
-        groups = sorted({str(g) for g in items["group"]})
+        gvals = items["group"].to_numpy(object)
+        gna = pd.isna(gvals)
+        groups = sorted({str(g) for g in pd.unique(gvals[~gna])} | {str(g) for g in gvals[gna]})
         codes = {g: k for k, g in enumerate(groups)}
         X = _item_X(items, method, codes)
         labelled = np.isfinite(items["human_met"].to_numpy(np.float64))

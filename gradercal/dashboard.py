@@ -575,12 +575,30 @@ def _overview(
     humans: list[str],
     judges: list[str],
     primary: str | None,
+    memo: dict[Any, Any] | None = None,
 ) -> dict[str, Any]:
+    from gradercal.agreement import unit_positions
+
     n_units = _n_units(frames)
     keys = ["response_id", "criterion_id"]
-    per_grader = v.drop_duplicates([*keys, "grader"]).groupby("grader").size()
-    hv = v.loc[v["grader"].isin(humans)]
-    per_unit = hv.groupby(keys, sort=False).size()
+    pos = unit_positions(memo, v)
+    per_grader: Mapping[Any, int]
+    if pos is not None:
+        # Unit positions are known only when the units are unique, so every (unit,
+        # grader) pair is one row already: counts by integer codes, no string groupbys.
+        gcodes, gnames = pd.factorize(v["grader"].to_numpy(object), sort=False)
+        gcodes = np.asarray(gcodes, dtype=np.int64)
+        counts = np.bincount(gcodes[gcodes >= 0], minlength=len(gnames))
+        per_grader = {g: int(n) for g, n in zip(gnames.tolist(), counts.tolist(), strict=True)}
+        is_human = np.array([g in humans for g in gnames.tolist()] + [False], dtype=bool)
+        hmask = is_human[gcodes]  # code -1 (no grader) → the trailing False
+        per_unit_n = np.bincount(pos[0][hmask], minlength=pos[1])
+        per_unit = pd.Series(per_unit_n[per_unit_n > 0])
+    else:
+        sizes = v.drop_duplicates([*keys, "grader"]).groupby("grader").size()
+        per_grader = {g: int(n) for g, n in sizes.items()}
+        hv = v.loc[v["grader"].isin(humans)]
+        per_unit = hv.groupby(keys, sort=False).size()
 
     def share(n: float) -> float | None:
         return None if n_units == 0 else float(n) / n_units
@@ -753,7 +771,7 @@ def compute_dashboard(
         judges = sorted({*judges, judge})
     memo: Memo | None = {} if _SHARE_TABLES else None
     v = verdicts(f, memo=memo)
-    overview = _overview(f, v, humans, judges, primary)
+    overview = _overview(f, v, humans, judges, primary, memo)
     overview["benchmark"] = benchmark
     overview["filters"] = (filters or DashboardFilters()).describe()
     overview.update({"n_boot": n_boot, "seed": seed, "ci": ci, "bar": health_bar})
@@ -986,7 +1004,7 @@ def _calibrate(
         cmp = compare(
             it["oof"].to_numpy(np.float64) >= 0.5,
             it["human_met"].to_numpy(np.float64) == 1.0,
-            list(it["task_id"]),
+            it["task_id"].to_numpy(object).tolist(),
             candidate_name=f"{judge} (calibrated)",
             reference_name="consensus",
             n_boot=n_boot,
@@ -1332,6 +1350,23 @@ def _disagreements_by_position(
     return out
 
 
+def _optional_bools(s: pd.Series) -> Any:
+    """``[None if pd.isna(x) else bool(x) for x in s]``, vectorised.
+
+    Same values and, once assigned as a column, the same dtype (bool without a missing
+    value, else object holding Python bools and None).
+    """
+    if len(s) == 0:
+        return [None if pd.isna(x) else bool(x) for x in s]
+    vals = s.to_numpy(object)
+    na = np.asarray(pd.isna(vals), dtype=bool)
+    if not na.any():
+        return vals.astype(bool)
+    res = np.full(len(vals), None, dtype=object)
+    res[~na] = vals[~na].astype(bool)
+    return res
+
+
 def _ranked_disagreements(
     out: pd.DataFrame,
     judge: str | None,
@@ -1345,7 +1380,7 @@ def _ranked_disagreements(
     out["judge"] = out[f"verdict:{judge}"] if judge is not None else None
     out = out.sort_values(["rank"], kind="stable").reset_index(drop=True)
     for col in ["consensus", "judge", *(f"verdict:{g}" for g in graders)]:
-        out[col] = [None if pd.isna(x) else bool(x) for x in out[col]]
+        out[col] = _optional_bools(out[col])
     out["n_unclear"] = out["n_unclear"].astype(np.int64)
     out["points"] = out["points"].astype(np.int64)
     return out.loc[:, cols]

@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from gradercal.agreement import consensus_verdicts, human_graders, verdicts
+from gradercal.agreement import consensus_verdicts, human_graders, unit_positions, verdicts
 from gradercal.frames import Frames
 
 __all__ = [
@@ -230,9 +230,16 @@ def _health_parts(
     if v.empty:
         return None, v, names, pd.DataFrame(columns=["response_id", "criterion_id", "met"])
     keys = ["response_id", "criterion_id"]
-    hv = v.loc[v["grader"].isin(names)]
+    pos = unit_positions(memo, v)
+    hmask = v["grader"].isin(names).to_numpy(bool)
+    hv = v.loc[hmask]
     # Human agreement per unit.
-    per_unit = hv.groupby([*keys, "task_id"], sort=False)["met"].agg(["size", "sum"]).reset_index()
+    if pos is not None and not hv["task_id"].isna().any():
+        per_unit = _per_unit_counts(hv, pos[0][hmask], [*keys, "task_id"])
+    else:
+        per_unit = (
+            hv.groupby([*keys, "task_id"], sort=False)["met"].agg(["size", "sum"]).reset_index()
+        )
     r = per_unit["size"].to_numpy(np.float64)
     r1 = per_unit["sum"].to_numpy(np.float64)
     r0 = r - r1
@@ -251,8 +258,20 @@ def _health_parts(
         else pd.DataFrame(columns=[*keys, "met"])
     )
     if judge is not None:
-        jv = v.loc[v["grader"] == judge, [*keys, "task_id", "met"]]
-        jc = jv.merge(cons.loc[:, [*keys, "met"]].rename(columns={"met": "cons"}), on=keys)
+        jmask = (v["grader"] == judge).to_numpy(bool)
+        jv = v.loc[jmask, [*keys, "task_id", "met"]]
+        cpos = unit_positions(memo, cons)
+        if pos is not None and cpos is not None and cpos[1] == pos[1]:
+            # The merge by unit positions (consensus units are unique): the judge's rows
+            # with a consensus, in the judge's order, as the inner merge keeps them.
+            lut = np.full(pos[1], -1, dtype=np.intp)
+            lut[cpos[0]] = np.arange(len(cpos[0]), dtype=np.intp)
+            at = lut[pos[0][jmask]]
+            found = at >= 0
+            jc = jv.loc[found].reset_index(drop=True)
+            jc["cons"] = cons["met"].to_numpy()[at[found]]
+        else:
+            jc = jv.merge(cons.loc[:, [*keys, "met"]].rename(columns={"met": "cons"}), on=keys)
         jc = jc.assign(differs=jc["met"].to_numpy(bool) != jc["cons"].to_numpy(bool))
         jagg = jc.groupby(["task_id", "criterion_id"]).agg(
             n_judged=("differs", "size"), judge_disagreement=("differs", "mean")
@@ -276,6 +295,22 @@ def _health_parts(
         how="inner",
     )
     return _ranked(frames, table, bar), v, names, cons
+
+
+def _per_unit_counts(hv: pd.DataFrame, units: Any, cols: list[str]) -> pd.DataFrame:
+    """``hv.groupby(cols, sort=False)["met"].agg(["size", "sum"]).reset_index()`` by positions.
+
+    ``units`` is the unit position of every row; ``cols`` are one-to-one with the unit
+    and never missing, so the groups, their order (first appearance) and counts are the
+    same as grouping by the strings.
+    """
+    codes, _ = pd.factorize(np.asarray(units, dtype=np.int64), sort=False)
+    codes = np.asarray(codes, dtype=np.int64)
+    _, first = np.unique(codes, return_index=True)
+    size = np.bincount(codes, minlength=len(first)).astype(np.int64)
+    met = np.bincount(codes, weights=hv["met"].to_numpy(np.float64), minlength=len(first))
+    out = {c: hv[c].to_numpy(object)[first] for c in cols}
+    return pd.DataFrame({**out, "size": size, "sum": met.astype(np.int64)})
 
 
 def _ranked(frames: Frames, table: pd.DataFrame, bar: float) -> pd.DataFrame:
