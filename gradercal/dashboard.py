@@ -37,10 +37,11 @@ This module imports pandas, numpy and gradercal's core only (no SQL, no Qt).
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -48,6 +49,9 @@ import pandas as pd
 
 from gradercal.errors import GradercalError, NotFoundError
 from gradercal.frames import Frames
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
 
 __all__ = [
     "AGREEMENT_COLUMNS",
@@ -158,6 +162,33 @@ _JUDGE_FIGURES = ("cohen_kappa", "balanced_f1", "percent_agreement", "leniency_b
 #: tables between the engines (a per-call memo; the tests switch it off to check that
 #: the numbers do not depend on it).
 _SHARE_TABLES = True
+#: BLAS threads while :func:`compute_dashboard` runs (None: leave the library's
+#: default). Its matrix products are small (resamples × tasks), so a second BLAS thread
+#: buys nothing; on a busy 2-core machine its spinning workers cost ~1 s of a 750-task
+#: call. One thread gives the same numbers (the products are sums of counts).
+_BLAS_THREADS: int | None = 1
+
+
+def _blas_limited(fn: Callable[_P, _R]) -> Callable[_P, _R]:
+    """``fn`` run with at most :data:`_BLAS_THREADS` BLAS threads (threadpoolctl, a
+    dependency of scikit-learn; without it, unchanged)."""
+
+    @functools.wraps(fn)
+    def run(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        if _BLAS_THREADS is None:
+            return fn(*args, **kwargs)
+        try:
+            from threadpoolctl import (  # type: ignore[import-untyped, unused-ignore]
+                threadpool_limits,
+            )
+        except ImportError:  # pragma: no cover - installed with scikit-learn
+            return fn(*args, **kwargs)
+        with threadpool_limits(limits=_BLAS_THREADS, user_api="blas"):
+            return fn(*args, **kwargs)
+
+    return run
+
+
 _SOURCE_OF = {"consensus": "experts", "judge": "judge_raw", "calibrated": "judge_calibrated"}
 
 #: ``progress(done, total, label)``.
@@ -490,20 +521,39 @@ def primary_judge(frames: Frames, judge: str | None = None) -> str | None:
     Raises:
         NotFoundError: ``judge`` is not a grader of these frames.
     """
-    from gradercal.agreement import human_graders, judge_graders
+    return _graders(frames, judge)[2]
 
-    judges = judge_graders(frames)
+
+def _graders(frames: Frames, judge: str | None) -> tuple[list[str], list[str], str | None]:
+    """``(human graders, judge graders, primary judge)`` from one pass over the judgments:
+    the same lists as :func:`gradercal.agreement.human_graders` / ``judge_graders`` and
+    the judge of :func:`primary_judge` (raising as it does)."""
+    j = frames.judgments
+    codes, uniques = pd.factorize(j["grader"])
+    names: list[object] = uniques.tolist()
+    human = (j["grader_kind"] == "human").to_numpy(dtype=bool, na_value=False)
+    known = codes >= 0
+    n = len(names)
+    is_h = np.bincount(codes[known & human], minlength=n) > 0
+    is_j = np.bincount(codes[known & ~human], minlength=n) > 0
+    humans = sorted({str(names[i]) for i in np.flatnonzero(is_h).tolist()})
+    judges = sorted({str(names[i]) for i in np.flatnonzero(is_j).tolist()})
     if judge is not None:
-        if judge not in judges and judge not in human_graders(frames):
+        if judge not in judges and judge not in humans:
             raise NotFoundError(
                 f"no grader {judge!r} in this benchmark; judges: {', '.join(judges) or 'none'}"
             )
-        return judge
+        return humans, judges, judge
     if not judges:
-        return None
-    j = frames.judgments
-    counts = j.loc[j["grader"].isin(judges) & j["met"].notna(), "grader"].value_counts()
-    return max(judges, key=lambda g: (int(counts.get(g, 0)), [-ord(c) for c in g]))
+        return humans, judges, None
+    # Verdicts (a non-missing met) per grader, as value_counts of the judges' rows.
+    per_code = np.bincount(codes[known & j["met"].notna().to_numpy(bool)], minlength=n)
+    counts: dict[str, int] = {}
+    for i in np.flatnonzero(is_j).tolist():
+        name = names[i]
+        if isinstance(name, str):
+            counts[name] = counts.get(name, 0) + int(per_code[i])
+    return humans, judges, max(judges, key=lambda g: (counts.get(g, 0), [-ord(c) for c in g]))
 
 
 def _fig(b: Any) -> tuple[float, float, float, str | None]:
@@ -687,6 +737,7 @@ def _calibration_spec(calibration: Mapping[str, Any] | None) -> tuple[str, dict[
     return str(method), options, "saved"
 
 
+@_blas_limited
 def compute_dashboard(
     frames: Frames,
     *,
@@ -738,9 +789,7 @@ def compute_dashboard(
         consensus_verdicts,
         group_agreement,
         human_agreement,
-        human_graders,
         judge_agreement,
-        judge_graders,
         pairwise_agreement,
         verdicts,
     )
@@ -763,9 +812,7 @@ def compute_dashboard(
             raise ValueError("threshold must be in [0, 1]")
         f = replace(f, pass_threshold=float(threshold))
     notes: list[str] = []
-    humans = human_graders(f)
-    judges = judge_graders(f)
-    primary = primary_judge(f, judge)
+    humans, judges, primary = _graders(f, judge)
     if judge is not None and judge in humans:
         humans = [h for h in humans if h != judge]
         judges = sorted({*judges, judge})
