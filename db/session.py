@@ -17,6 +17,7 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import orjson
 from platformdirs import user_data_dir
 from sqlalchemy import Engine, create_engine, event, inspect, text
 from sqlalchemy.engine import URL, make_url
@@ -88,8 +89,6 @@ def _json_dumps(value: Any) -> str:
     """JSON columns are written with orjson: several times faster than ``json.dumps``
     (verdict provenance is written once per judge request), the same text for JSON data,
     and datetimes as ISO 8601. Integer dict keys become strings, as ``json`` does."""
-    import orjson
-
     return orjson.dumps(
         value,
         default=_json_default,

@@ -140,23 +140,6 @@ _FLIP_COLUMNS = (
     "judge_score",
     "direction",
 )
-_HEALTH_COLUMNS = (
-    "rank",
-    "task_id",
-    "criterion_id",
-    "text",
-    "points",
-    "tags",
-    "n_responses",
-    "n_paired",
-    "human_agreement",
-    "n_judged",
-    "judge_disagreement",
-    "disagreement",
-    "impact",
-    "flags",
-    "flagged",
-)
 _JUDGE_FIGURES = ("cohen_kappa", "balanced_f1", "percent_agreement", "leniency_bias")
 #: Whether one :func:`compute_dashboard` call shares its verdict, consensus and score
 #: tables between the engines (a per-call memo; the tests switch it off to check that
@@ -1213,12 +1196,13 @@ def _health(
     memo: dict[Any, Any] | None,
 ) -> tuple[pd.DataFrame, list[tuple[Any, ...]]]:
     """Criterion-health table and the criterion rows of the agreement table."""
-    from gradercal.health import health_table
+    from gradercal.health import HEALTH_TABLE_COLUMNS, health_table
 
+    columns = ["rank", *HEALTH_TABLE_COLUMNS]
     t = health_table(f, judge, list(humans), bar=bar, memo=memo)
     crit_rows: list[tuple[Any, ...]] = []
     if t.empty:
-        return _empty(_HEALTH_COLUMNS), crit_rows
+        return _empty(columns), crit_rows
     cid, task = t["criterion_id"].tolist(), t["task_id"].tolist()
     ha, n_paired = t["human_agreement"].tolist(), t["n_paired"].tolist()
     jd, n_judged = t["judge_disagreement"].tolist(), t["n_judged"].tolist()
@@ -1255,7 +1239,7 @@ def _health(
                     None,
                 )
             )
-    health = t.assign(rank=np.arange(1, len(t) + 1, dtype=np.int64)).loc[:, list(_HEALTH_COLUMNS)]
+    health = t.assign(rank=np.arange(1, len(t) + 1, dtype=np.int64)).loc[:, columns]
     return health, crit_rows
 
 

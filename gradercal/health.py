@@ -159,7 +159,7 @@ def criterion_health(
             flags=list(flags),
         )
         for task, cid, text, points, tags, n_resp, npaired, ha, nj, jd, dis, imp, flags in zip(
-            *(ranked[c].tolist() for c in _TABLE_COLUMNS[:-1]), strict=True
+            *(ranked[c].tolist() for c in HEALTH_TABLE_COLUMNS[:-1]), strict=True
         )
     ]
     flagged = [h for h in out if h.flagged]
@@ -175,7 +175,7 @@ def criterion_health(
 
 
 #: The columns of :func:`health_table`, in order (``flagged`` last).
-_TABLE_COLUMNS = (
+HEALTH_TABLE_COLUMNS = (
     "task_id",
     "criterion_id",
     "text",
@@ -208,7 +208,7 @@ def health_table(
     """
     ranked, _, _, _ = _health_parts(frames, judge, humans, bar, memo)
     if ranked is None:
-        return pd.DataFrame({c: pd.Series([], dtype=object) for c in _TABLE_COLUMNS})
+        return pd.DataFrame({c: pd.Series([], dtype=object) for c in HEALTH_TABLE_COLUMNS})
     return ranked
 
 
