@@ -56,7 +56,9 @@ def main() -> None:
         for _ in range(args.repeat):
             load = os.getloadavg()[0]
             start, cpu = time.perf_counter(), time.process_time()
-            d = compute_dashboard(frames, n_boot=n_boot)
+            d = compute_dashboard(
+                frames, n_boot=n_boot, processes=int(os.environ.get("PROCS", "1"))
+            )
             total, cpu = time.perf_counter() - start, time.process_time() - cpu
             runs.append(
                 {

@@ -77,7 +77,7 @@ from gradercal.agreement import (
     percentile_interval,
     verdicts,
 )
-from gradercal.frames import Frames
+from gradercal.frames import Frames, object_frame
 from gradercal.scoring import PASS_EPSILON, auto_verdicts, response_scores
 from gradercal.stats.bootstrap import resampling_weights
 
@@ -203,14 +203,14 @@ def item_table(
         human = np.asarray(out["human"].astype("Float64").to_numpy(np.float64, na_value=np.nan))
     else:
         human = np.full(len(out), np.nan)
-    return pd.DataFrame(
+    return object_frame(
         {
             "response_id": out["response_id"].to_numpy(object),
             "task_id": out["task_id"].to_numpy(object),
             "model": out["model"].to_numpy(object),
             "criterion_id": out["criterion_id"].to_numpy(object),
             "points": out["points"].to_numpy(np.int64),
-            "group": [_primary_tag(t, tag_prefix) for t in out["tags"]],
+            "group": np.array([_primary_tag(t, tag_prefix) for t in out["tags"]], dtype=object),
             "judge_met": out["judge_met"].to_numpy(bool),
             "judge_score": out["judge_score"].to_numpy(np.float64),
             "judge_partial": out["judge_partial"].to_numpy(np.float64),
@@ -295,7 +295,7 @@ def calibrated_response_scores(
     credit = items["points"].to_numpy(np.float64) * (
         p + (1.0 - p) * items["judge_partial"].to_numpy(np.float64)
     )
-    it = pd.DataFrame({"response_id": items["response_id"].to_numpy(object), "credit": credit})
+    it = object_frame({"response_id": items["response_id"].to_numpy(object), "credit": credit})
     per = it.groupby("response_id").agg(credit=("credit", "sum"), n=("credit", "size"))
     rid = resp["response_id"]
     earned = rid.map(per["credit"]).fillna(0.0).to_numpy(np.float64) + rid.map(auto_credit).fillna(

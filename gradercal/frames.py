@@ -25,12 +25,13 @@ This module imports only pandas, numpy and the standard library.
 
 from __future__ import annotations
 
-import math
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
 from gradercal.model import DEFAULT_PASS_THRESHOLD, Adjudication, BenchmarkData
@@ -50,8 +51,10 @@ __all__ = [
     "Frames",
     "conform_frame",
     "empty_frames",
+    "frame_from_rows",
     "frames_from_data",
     "make_frame",
+    "object_frame",
 ]
 
 #: dtype spec of a column: a numpy/pandas dtype name, or ``object``.
@@ -110,6 +113,30 @@ ADJUDICATION_DTYPES: Mapping[str, DtypeSpec] = {
     "note": object,
 }
 
+#: Key columns whose strings are interned (:func:`sys.intern`) when a frame is built.
+#: A benchmark repeats each id thousands of times (every judgment names its
+#: response, criterion and grader); one shared object per distinct id, instead of
+#: one per row, lets pandas hash tables (groupby, merge, isin, factorize) match
+#: keys by identity before comparing characters: about twice as fast on the
+#: dashboard's tables, and the values are unchanged. The set of ids is bounded by
+#: the benchmark, so interning them cannot grow without limit; free text
+#: (rationales, notes, criterion texts) is never interned.
+INTERNED_COLUMNS: frozenset[str] = frozenset(
+    {
+        "task_id",
+        "criterion_id",
+        "response_id",
+        "grader",
+        "grader_kind",
+        "model",
+        "workflow",
+        "domain",
+        "answer_format",
+        "kind",
+        "adjudicator",
+    }
+)
+
 TASK_COLUMNS: tuple[str, ...] = tuple(TASK_DTYPES)
 CRITERION_COLUMNS: tuple[str, ...] = tuple(CRITERION_DTYPES)
 RESPONSE_COLUMNS: tuple[str, ...] = tuple(RESPONSE_DTYPES)
@@ -117,32 +144,47 @@ JUDGMENT_COLUMNS: tuple[str, ...] = tuple(JUDGMENT_DTYPES)
 ADJUDICATION_COLUMNS: tuple[str, ...] = tuple(ADJUDICATION_DTYPES)
 
 
-def _is_missing(value: Any) -> bool:
-    """True for ``None``, ``pd.NA``, ``pd.NaT`` and float NaN (never raises)."""
-    if value is None or value is pd.NA or value is pd.NaT:
-        return True
-    return isinstance(value, float | np.floating) and math.isnan(float(value))
-
-
-def _column(values: Sequence[Any], dtype: DtypeSpec) -> pd.Series:
+def _column(values: Sequence[Any], dtype: DtypeSpec, *, intern: bool = False) -> pd.Series:
     """Build one typed column without letting pandas reinterpret the values.
 
-    Object columns are filled element by element so that tuples, lists and dicts
-    stay single cells; missing values in object columns become ``None``.
+    The cells are placed one per element of an object array (so tuples, lists and dicts
+    stay single cells); missing values (``None``, ``pd.NA``, ``NaT``, float NaN) become
+    ``None`` in object columns. With ``intern``, string values are replaced by their
+    interned copy (equal value, shared object; see :data:`INTERNED_COLUMNS`).
     """
-    arr = np.empty(len(values), dtype=object)
-    for i, value in enumerate(values):
-        arr[i] = value
+    arr = np.fromiter(values, dtype=object, count=len(values))
+    if dtype is object or dtype in ("float64", "Int64", "boolean"):
+        missing = pd.isna(arr)
+        if missing.any():
+            arr[missing] = None
     if dtype is object:
-        for i, value in enumerate(values):
-            if _is_missing(value):
-                arr[i] = None
+        if intern and len(arr):
+            arr = _interned(arr)
         return pd.Series(arr, dtype=object)
-    if dtype in ("float64", "Int64", "boolean"):
-        for i, value in enumerate(values):
-            if _is_missing(value):
-                arr[i] = None
     return pd.Series(arr, dtype=dtype)
+
+
+def _interned(arr: npt.NDArray[np.object_]) -> npt.NDArray[np.object_]:
+    """``arr`` with every ``str`` replaced by its :func:`sys.intern` copy (the distinct
+    values are interned once; other cells are kept)."""
+    try:
+        codes, uniques = pd.factorize(arr)
+    except TypeError:  # an unhashable cell: one by one
+        return np.fromiter(
+            (sys.intern(v) if type(v) is str else v for v in arr), dtype=object, count=len(arr)
+        )
+    table = np.empty(len(uniques) + 1, dtype=object)  # the last slot: code -1, missing
+    table[:-1] = [sys.intern(u) if type(u) is str else u for u in uniques]
+    table[-1] = None
+    out: npt.NDArray[np.object_] = table[codes]
+    return out
+
+
+def _missing_mask(values: Sequence[Any]) -> npt.NDArray[np.bool_]:
+    mask: npt.NDArray[np.bool_] = np.asarray(
+        pd.isna(np.fromiter(values, dtype=object, count=len(values))), dtype=bool
+    )
+    return mask
 
 
 def make_frame(
@@ -166,23 +208,72 @@ def make_frame(
             in a non-nullable column (``int64``/``bool``).
     """
     names = list(dtypes)
-    cols: dict[str, list[Any]] = {name: [] for name in names}
-    for row in rows:
-        if isinstance(row, Mapping):
-            for name in names:
-                cols[name].append(row.get(name))
-        else:
-            if len(row) != len(names):
-                raise ValueError(f"row has {len(row)} values, expected {len(names)}: {row!r}")
-            for name, value in zip(names, row, strict=True):
-                cols[name].append(value)
+    width = len(names)
+    listed = rows if isinstance(rows, list) else list(rows)
+    cols: dict[str, Sequence[Any]]
+    if all(type(row) is tuple and len(row) == width for row in listed):
+        # The common case (database rows, importers): transpose in C.
+        columns = list(zip(*listed, strict=True)) if listed else [()] * width
+        cols = dict(zip(names, columns, strict=True))
+    else:
+        lists: dict[str, list[Any]] = {name: [] for name in names}
+        for row in listed:
+            if isinstance(row, Mapping):
+                for name in names:
+                    lists[name].append(row.get(name))
+            else:
+                if len(row) != width:
+                    raise ValueError(f"row has {len(row)} values, expected {width}: {row!r}")
+                for name, value in zip(names, row, strict=True):
+                    lists[name].append(value)
+        cols = dict(lists)
     out: dict[str, pd.Series] = {}
     for name in names:
         dtype = dtypes[name]
-        if dtype in ("int64", "bool") and any(_is_missing(v) for v in cols[name]):
+        if dtype in ("int64", "bool") and _missing_mask(cols[name]).any():
             raise ValueError(f"column {name!r} ({dtype}) cannot hold missing values")
-        out[name] = _column(cols[name], dtype)
+        out[name] = _column(cols[name], dtype, intern=name in INTERNED_COLUMNS)
     return pd.DataFrame(out, columns=names)
+
+
+def _object_series(values: Any, index: Any = None) -> Any:
+    """``values`` as an object Series when they are an object array; otherwise as given."""
+    if isinstance(values, np.ndarray) and values.dtype == object:
+        return pd.Series(values, dtype=object, index=index, copy=False)
+    if isinstance(values, pd.Series) and values.dtype == object:
+        return values if index is None else pd.Series(values.to_numpy(), dtype=object, index=index)
+    return values
+
+
+def object_frame(columns: Mapping[str, Any], index: Any = None) -> pd.DataFrame:
+    """``pd.DataFrame(columns, index=index)``, keeping object arrays as ``object`` columns.
+
+    pandas 3 turns an object array of strings into its Arrow-backed ``str`` dtype when a
+    frame is built from a dict. Identifiers stay ``object`` in gradercal (see the module
+    notes), and converting them back and forth costs more than the work on them in the
+    analysis hot paths (a copy into Arrow on the way in, new Python strings on the way
+    out, which also undoes :data:`INTERNED_COLUMNS`). Object arrays and object Series
+    are kept as they are; other values (numbers, booleans) are passed to pandas as is.
+    """
+    data = {name: _object_series(values, index) for name, values in columns.items()}
+    return pd.DataFrame(data, index=index, columns=list(columns))
+
+
+def frame_from_rows(rows: Sequence[Sequence[Any]], columns: Sequence[str]) -> pd.DataFrame:
+    """``pd.DataFrame(rows, columns=columns)`` with text columns kept as ``object``.
+
+    Each column is inferred as pandas would (numbers, booleans, missing values),
+    except that a column of strings stays ``object`` (see :func:`object_frame`).
+    """
+    df = pd.DataFrame(list(rows), columns=list(columns), dtype=object)
+    data: dict[str, Any] = {}
+    for name in columns:
+        values = df[name]
+        if pd.api.types.infer_dtype(values.to_numpy(), skipna=True) == "string":
+            data[name] = values
+        else:
+            data[name] = values.infer_objects()
+    return pd.DataFrame(data, columns=list(columns))
 
 
 def conform_frame(df: pd.DataFrame, dtypes: Mapping[str, DtypeSpec]) -> pd.DataFrame:

@@ -37,7 +37,7 @@ import numpy as np
 import pandas as pd
 
 from gradercal.agreement import consensus_verdicts, human_graders, unit_positions, verdicts
-from gradercal.frames import Frames
+from gradercal.frames import Frames, object_frame
 
 __all__ = [
     "DEFAULT_BAR",
@@ -310,7 +310,7 @@ def _per_unit_counts(hv: pd.DataFrame, units: Any, cols: list[str]) -> pd.DataFr
     size = np.bincount(codes, minlength=len(first)).astype(np.int64)
     met = np.bincount(codes, weights=hv["met"].to_numpy(np.float64), minlength=len(first))
     out = {c: hv[c].to_numpy(object)[first] for c in cols}
-    return pd.DataFrame({**out, "size": size, "sum": met.astype(np.int64)})
+    return object_frame({**out, "size": size, "sum": met.astype(np.int64)})
 
 
 def _ranked(frames: Frames, table: pd.DataFrame, bar: float) -> pd.DataFrame:

@@ -172,6 +172,7 @@ def report(
                 ci=ci,
                 benchmark=bench.name,
                 progress=lambda done, total, label: update("computing", done, total),
+                processes=2,  # a forked child takes some sections on Linux
             )
         except ValueError as exc:
             raise GradercalError(str(exc)) from exc

@@ -41,7 +41,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from gradercal.frames import Frames
+from gradercal.frames import Frames, object_frame
 from gradercal.rubric import (
     PASS_EPSILON,
     auto_rule_from_row,
@@ -204,7 +204,7 @@ def _grid(frames: Frames, memo: ScoreMemo | None = None) -> pd.DataFrame:
                 strict=True,
             )
         ]
-    return pd.DataFrame(
+    return object_frame(
         {
             "response_id": grid["response_id"].to_numpy(dtype=object),
             "task_id": grid["task_id"].to_numpy(dtype=object),

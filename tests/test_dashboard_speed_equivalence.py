@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,7 @@ from gradercal.alt_test import alt_test_frames
 from gradercal.calibration import cross_fit, item_table, response_table
 from gradercal.dashboard import DashboardFilters, compute_dashboard
 from gradercal.estimate import estimate_report, estimate_table
+from gradercal.forked import fork_available
 from gradercal.formats import read_path
 from gradercal.frames import ADJUDICATION_DTYPES, Frames, frames_from_data, make_frame
 from gradercal.health import criterion_health
@@ -254,3 +256,54 @@ def test_health_table_is_criterion_health(benchmarks: dict[str, Frames], name: s
     # Ranked by impact, most impactful first.
     impact = table["impact"].dropna().to_numpy()
     assert (np.diff(impact) <= 0).all() and table["flagged"].any()
+
+
+@pytest.mark.skipif(not fork_available(), reason="the forked child is used on Linux only")
+@pytest.mark.parametrize("name", ["plain", "sparse", "perturbed"])
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"n_boot": 40, "seed": 2},
+        {"n_boot": 0, "calibration": {"method": "isotonic"}, "bar": 0.75},
+        {"n_boot": 20, "calibration": {"method": "none"}},
+    ],
+)
+def test_dashboard_in_two_processes_is_identical(
+    benchmarks: dict[str, Frames], name: str, options: dict[str, Any]
+) -> None:
+    """The calibration, models and health sections computed in a forked child give the
+    same dashboard, notes and progress as one process."""
+    f = benchmarks[name]
+    seen: dict[int, list[tuple[int, int, str]]] = {1: [], 2: []}
+    dashes = {
+        n: compute_dashboard(f, processes=n, progress=lambda *a, n=n: seen[n].append(a), **options)
+        for n in (1, 2)
+    }
+    one, two = dashes[1].to_json(), dashes[2].to_json()
+    assert json.dumps(one, sort_keys=True) == json.dumps(two, sort_keys=True)
+    assert one["health"] and one["models"]
+    assert seen[1] == seen[2]  # same steps, same labels, in the same order
+    assert "waiting for the child" in dashes[2].elapsed
+    assert set(dashes[1].elapsed) <= set(dashes[2].elapsed)
+
+
+def test_dashboard_child_failure_falls_back_to_one_process(
+    benchmarks: dict[str, Frames], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A child that dies without a result: its sections are computed in the parent."""
+    import gradercal.forked as forked_mod
+
+    if not fork_available():
+        pytest.skip("the forked child is used on Linux only")
+    f = benchmarks["plain"]
+    expected = compute_dashboard(f, n_boot=10).to_json()
+    real_child = forked_mod._child
+
+    def dying(fn: Any, fd: int) -> None:
+        os._exit(3)  # no result written
+
+    monkeypatch.setattr(forked_mod, "_child", dying)
+    got = compute_dashboard(f, n_boot=10, processes=2)
+    monkeypatch.setattr(forked_mod, "_child", real_child)
+    assert json.dumps(got.to_json(), sort_keys=True) == json.dumps(expected, sort_keys=True)
+    assert "waiting for the child" not in got.elapsed

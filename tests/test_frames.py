@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Mapping
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -13,6 +15,7 @@ from gradercal.frames import (
     ADJUDICATION_DTYPES,
     CRITERION_COLUMNS,
     CRITERION_DTYPES,
+    INTERNED_COLUMNS,
     JUDGMENT_COLUMNS,
     JUDGMENT_DTYPES,
     RESPONSE_COLUMNS,
@@ -23,8 +26,10 @@ from gradercal.frames import (
     Frames,
     conform_frame,
     empty_frames,
+    frame_from_rows,
     frames_from_data,
     make_frame,
+    object_frame,
 )
 from gradercal.model import (
     Adjudication,
@@ -289,3 +294,39 @@ def test_validate_reports_missing_columns() -> None:
     )
     with pytest.raises(ValueError, match=r"frames\.criteria lacks columns: points"):
         broken.validate()
+
+
+def test_key_columns_share_one_object_per_identifier() -> None:
+    """Ids are interned: equal ids in any frame are the same object (pandas matches them
+    by identity first); free text is left alone; the values are unchanged."""
+    rows = [("r" + str(i // 3), "c" + "1", "ann", "human", True, None, None, "ok", False)
+            for i in range(9)]  # fmt: skip
+    j = make_frame(JUDGMENT_DTYPES, rows)
+    r = make_frame(RESPONSE_DTYPES, [("".join(["r", "0"]), "T1", "m", None)])
+    assert {"response_id", "criterion_id", "grader", "task_id"} <= INTERNED_COLUMNS
+    assert "rationale" not in INTERNED_COLUMNS and "text" not in INTERNED_COLUMNS
+    assert j["response_id"][0] is j["response_id"][1] is r["response_id"][0]
+    assert j["response_id"][0] is sys.intern("r0")
+    assert list(j["response_id"]) == [f"r{i // 3}" for i in range(9)]
+    assert j["response_id"].dtype == object
+
+
+def test_object_frame_keeps_text_columns_as_object() -> None:
+    ids = np.array(["a", "b", None], dtype=object)
+    df = object_frame({"id": ids, "n": np.arange(3), "x": [0.5, 1.0, 2.0]})
+    assert df["id"].dtype == object and list(df["id"]) == ["a", "b", None]
+    assert df["n"].dtype == np.int64 and df["x"].dtype == np.float64
+    assert pd.DataFrame({"id": ids})["id"].dtype != object  # what pandas 3 would do
+
+
+def test_frame_from_rows_infers_like_pandas_except_text() -> None:
+    rows = [
+        ("a", 1, None, True, 1.5, ("x",), None),
+        ("b", 2, 3, None, float("nan"), (), None),
+    ]
+    cols = ["s", "i", "f", "b", "g", "t", "n"]
+    ours = frame_from_rows(rows, cols)
+    theirs = pd.DataFrame(rows, columns=cols)
+    assert ours["s"].dtype == object and list(ours["s"]) == ["a", "b"]
+    theirs["s"] = theirs["s"].astype(object)
+    pd.testing.assert_frame_equal(ours, theirs, check_exact=True)

@@ -31,6 +31,7 @@ from gradercal.db.grading import GradingStore
 from gradercal.db.repo import Repository
 from gradercal.db.session import open_database
 from gradercal.errors import GradercalError
+from gradercal.forked import fork_available
 from gradercal.ui import qt_workers
 from gradercal.ui.dashboard_data import TextColumn, prepare_table
 from gradercal.ui.dashboard_worker import FrameReader, encode
@@ -478,6 +479,20 @@ def test_the_computation_runs_in_the_worker_process(
     with qtbot.waitSignal(board.computed, timeout=TIMEOUT):
         board.refresh_button.click()
     assert board.result.pid == pid and board.result.loaded
+    # On Linux the worker forks children for a share of the sections and charts: they
+    # did that work (the timings name them) and none is left running or unreaped.
+    if fork_available():
+        assert "waiting for the child" in board.result.dashboard.elapsed
+        assert _children(pid) == []
+
+
+def _children(pid: int) -> list[int]:
+    """The child processes of ``pid`` (Linux /proc)."""
+    out: list[int] = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        text = (task / "children").read_text().split()
+        out += [int(c) for c in text]
+    return out
 
 
 def test_cancel_reaches_the_worker_which_stays_usable(
@@ -499,6 +514,8 @@ def test_cancel_reaches_the_worker_which_stays_usable(
     with qtbot.waitSignal(board.computed, timeout=TIMEOUT):
         board.recompute()
     assert board.result is not shown and board.result.pid == pid
+    if fork_available():  # the cancelled computation's forked child was killed and reaped
+        assert _children(pid) == []
 
 
 def test_a_killed_worker_is_reported_and_restarted(

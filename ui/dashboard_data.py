@@ -14,7 +14,7 @@ thousands, to the window process's heap (its garbage collector pauses stay short
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -200,16 +200,14 @@ def prepare_table(frame: pd.DataFrame, hide: Sequence[str] = ()) -> PreparedTabl
                 [v if type(v) is str else _key_text(v) for v in frame[c].to_numpy(dtype=object)],
                 dtype=object,
             )
-            if len(strings):
-                _uniq, rank = np.unique(strings, return_inverse=True)
-                key = rank.astype(np.float64).reshape(-1)
-            else:
-                key = np.zeros(0, dtype=np.float64)
+            key = _text_ranks(strings)
         cells_by_column.append(cells)
         keys.append(key)
         numeric.append(bool(is_num))
     n = len(frame)
-    haystack = [" ".join(col[r] for col in cells_by_column).lower() for r in range(n)]
+    haystack = [" ".join(row).lower() for row in zip(*cells_by_column, strict=True)]
+    if not columns:
+        haystack = [""] * n
     headers = tuple(header_text(c) + (" [95% CI]" if c in cis else "") for c in columns)
     return PreparedTable(
         frame,
@@ -220,6 +218,20 @@ def prepare_table(frame: pd.DataFrame, hide: Sequence[str] = ()) -> PreparedTabl
         tuple(numeric),
         TextColumn.of(haystack),
     )
+
+
+def _text_ranks(strings: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    """Each string's rank among the distinct strings in sorted order, as float64 (what
+    ``np.unique(strings, return_inverse=True)[1]`` gives, sorting only the distinct
+    values instead of every row)."""
+    if not len(strings):
+        return np.zeros(0, dtype=np.float64)
+    codes, uniques = pd.factorize(strings, sort=False)
+    order = np.argsort(np.asarray(uniques, dtype=object), kind="stable")
+    rank_of_code = np.empty(len(order), dtype=np.float64)
+    rank_of_code[order] = np.arange(len(order), dtype=np.float64)
+    out: np.ndarray[Any, Any] = rank_of_code[codes]
+    return out
 
 
 # -- the agreement and model tables ------------------------------------------------------------
@@ -393,12 +405,23 @@ CHARTS = (
 )
 #: The group charts built per grouping; the "groups" tab shows the agreement table's.
 FOREST_BYS = ("tag", "workflow", "domain")
+#: Every chart of the dashboard, in the order :func:`build_figures` makes them.
+CHART_NAMES = (
+    "pairwise",
+    "confusion",
+    "reliability",
+    "models",
+    *(f"groups:{b}" for b in FOREST_BYS),
+)
 #: Figures not drawn ahead (shown only when the agreement table's grouping asks for them).
 NOT_PRERENDERED = frozenset({"groups:workflow", "groups:domain"})
 
 
-def build_figures(dash: Any, style: ChartStyle) -> dict[str, Any]:
-    """Every chart as a matplotlib Figure (or the reason there is none).
+def build_figures(
+    dash: Any, style: ChartStyle, only: Collection[str] | None = None
+) -> dict[str, Any]:
+    """Every chart (or those named in ``only``) as a matplotlib Figure (or the reason
+    there is none), in :data:`CHART_NAMES` order.
 
     The figures come from :mod:`gradercal.charts` in its light or dark theme, chosen by
     the window palette's lightness. ``groups:<by>`` holds one forest chart per grouping.
@@ -415,6 +438,8 @@ def build_figures(dash: Any, style: ChartStyle) -> dict[str, Any]:
         builders[f"groups:{by}"] = lambda by=by: charts.forest_chart(dash, by, dark=style.dark)
     out: dict[str, Any] = {}
     for name, build in builders.items():
+        if only is not None and name not in only:
+            continue
         try:
             out[name] = build()
         except Exception as exc:  # a degenerate table: say why instead of failing it all

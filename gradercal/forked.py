@@ -1,0 +1,158 @@
+"""Run one function in a forked child process, to use a second core for CPU-bound work.
+
+The dashboard's engines are pandas and Python code that holds the GIL, so threads do not
+run them side by side. A forked child does: it starts with a copy-on-write view of the
+parent's memory (the loaded frames and any cached tables, nothing is pickled on the way
+in), computes, and sends its pickled result back through a pipe.
+
+:class:`ForkedCall` is only used where :func:`fork_available` says so: on Linux (where
+``fork`` is the platform's own model and safe for numpy, pandas and Agg), in a process
+that opted in (the dashboard's worker process or the report command; never a Qt process,
+whose threads and window-system connections a child would inherit). Everywhere else the
+caller runs the function inline, with the same result.
+
+The child never returns into the caller's code: it runs the function, writes the result
+(or the exception) to the pipe and leaves with :func:`os._exit`, so no ``atexit`` handler,
+buffered stream or finaliser of the parent runs twice.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pickle
+import signal
+import sys
+import threading
+import traceback
+import warnings
+from collections.abc import Callable
+from typing import Any, Generic, TypeVar
+
+__all__ = ["ChildFailed", "ForkedCall", "fork_available"]
+
+_T = TypeVar("_T")
+
+
+class ChildFailed(RuntimeError):
+    """The child died, or its result could not be read back (not an error of the work)."""
+
+
+def fork_available() -> bool:
+    """Whether :class:`ForkedCall` may be used here (Linux with ``os.fork``)."""
+    return sys.platform.startswith("linux") and hasattr(os, "fork")
+
+
+class ForkedCall(Generic[_T]):
+    """``fn()`` computed in a forked child; :meth:`result` waits for and returns its value.
+
+    An exception raised by ``fn`` in the child is raised again by :meth:`result` (the
+    same type when it pickles, with the child's traceback in the message otherwise). A
+    child that dies without a result raises :class:`ChildFailed`.
+    """
+
+    def __init__(self, fn: Callable[[], _T]) -> None:
+        if not fork_available():
+            raise ChildFailed("fork is not available on this platform")
+        read_fd, write_fd = os.pipe()
+        with warnings.catch_warnings():
+            # Python 3.12+ warns when a process with threads forks: a lock held by another
+            # thread stays locked in the child. The child here runs only ``fn`` and leaves
+            # with os._exit; the threads that exist around it (a reader of the parent's
+            # input, this module's own pipe readers) hold no lock that ``fn`` needs.
+            warnings.simplefilter("ignore", DeprecationWarning)
+            pid = os.fork()
+        if pid == 0:  # the child
+            os.close(read_fd)
+            _child(fn, write_fd)  # never returns
+        os.close(write_fd)
+        self.pid = pid
+        self._chunks: list[bytes] = []
+        self._reader = threading.Thread(
+            target=self._drain, args=(read_fd,), daemon=True, name=f"forked-{pid}"
+        )
+        self._reader.start()
+        self._status: int | None = None
+
+    def _drain(self, fd: int) -> None:
+        # Read while the parent works: the child would block on a full pipe otherwise.
+        with os.fdopen(fd, "rb", buffering=0) as stream:
+            while chunk := stream.read(1 << 20):
+                self._chunks.append(chunk)
+
+    def done(self) -> bool:
+        """Whether the child has sent everything (its result can be taken at once)."""
+        return not self._reader.is_alive()
+
+    def result(self, cancelled: Callable[[], bool] | None = None, poll: float = 0.05) -> _T:
+        """The child's return value (waits for it).
+
+        Args:
+            cancelled: Polled every ``poll`` seconds while waiting; True kills the child and
+                raises :class:`InterruptedError`.
+            poll: Seconds between polls.
+
+        Raises:
+            InterruptedError: ``cancelled()`` returned True (the child is killed).
+            ChildFailed: The child ended without a readable result.
+            Exception: The exception ``fn`` raised in the child.
+        """
+        while self._reader.is_alive():
+            if cancelled is not None and cancelled():
+                self.kill()
+                raise InterruptedError("cancelled")
+            self._reader.join(poll)
+        self._reap()
+        data = b"".join(self._chunks)
+        self._chunks = []
+        if not data:
+            raise ChildFailed(f"the child process ended without a result (status {self._status})")
+        try:
+            kind, payload = pickle.loads(data)
+        except Exception as exc:  # a truncated stream: the child died mid-write
+            raise ChildFailed(f"unreadable result from the child process: {exc}") from exc
+        if kind == "ok":
+            value: _T = payload
+            return value
+        if isinstance(payload, BaseException):
+            raise payload
+        raise ChildFailed(str(payload))
+
+    def kill(self) -> None:
+        """Stop the child (if still running) and reap it."""
+        if self._status is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, signal.SIGKILL)
+        self._reap()
+        self._reader.join(1.0)
+
+    def _reap(self) -> None:
+        if self._status is None:
+            try:
+                _, self._status = os.waitpid(self.pid, 0)
+            except ChildProcessError:
+                self._status = -1
+
+
+def _child(fn: Callable[[], Any], fd: int) -> None:
+    """The child's whole life: compute, send, exit. Never returns."""
+    code = 0
+    try:
+        try:
+            message: tuple[str, Any] = ("ok", fn())
+            data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+        except BaseException as exc:
+            text = "".join(traceback.format_exception(exc))
+            try:
+                data = pickle.dumps(("error", exc), protocol=pickle.HIGHEST_PROTOCOL)
+                pickle.loads(data)  # an exception that pickles but does not unpickle
+            except Exception:
+                data = pickle.dumps(("error", f"{type(exc).__name__}: {exc}\n{text}"))
+        view = memoryview(data)
+        while view:
+            n = os.write(fd, view)
+            view = view[n:]
+    except BaseException:
+        code = 1
+    finally:
+        os._exit(code)

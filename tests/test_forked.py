@@ -1,0 +1,83 @@
+"""gradercal.forked: one function in a forked child, its result or its error back."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+
+import gradercal.forked as forked_mod
+from gradercal.forked import ChildFailed, ForkedCall, fork_available
+
+pytestmark = pytest.mark.skipif(not fork_available(), reason="fork is used on Linux only")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_the_result_comes_from_another_process() -> None:
+    parent = os.getpid()
+    call = ForkedCall(lambda: (os.getpid(), sum(range(1000))))
+    pid, total = call.result()
+    assert pid != parent and pid == call.pid
+    assert total == 499500
+    assert call.done() and not _alive(call.pid)  # reaped, not a zombie
+
+
+def test_a_result_larger_than_the_pipe_while_the_parent_works() -> None:
+    blob = bytes(range(256)) * 40_000  # 10 MB: far more than a pipe holds
+    call = ForkedCall(lambda: blob)
+    time.sleep(0.2)  # the parent busy elsewhere; the child must not block on the pipe
+    assert call.result() == blob
+
+
+def test_the_childs_exception_is_raised_again() -> None:
+    def fail() -> None:
+        raise ValueError("no such judge: j9")
+
+    with pytest.raises(ValueError, match="no such judge: j9"):
+        ForkedCall(fail).result()
+
+
+def test_an_exception_that_does_not_pickle_is_reported_by_name() -> None:
+    class Local(Exception):  # a local class cannot be pickled
+        pass
+
+    def fail() -> None:
+        raise Local("odd")
+
+    with pytest.raises(ChildFailed, match="Local: odd"):
+        ForkedCall(fail).result()
+
+
+def test_a_child_that_dies_without_a_result() -> None:
+    with pytest.raises(ChildFailed, match="without a result"):
+        ForkedCall(lambda: os._exit(7)).result()
+
+
+def test_cancel_kills_the_child() -> None:
+    call = ForkedCall(lambda: time.sleep(60))
+    start = time.monotonic()
+    with pytest.raises(InterruptedError):
+        call.result(cancelled=lambda: time.monotonic() - start > 0.2)
+    assert time.monotonic() - start < 10
+    assert not _alive(call.pid)
+
+
+def test_kill_after_the_result_is_harmless() -> None:
+    call = ForkedCall(lambda: 5)
+    assert call.result() == 5
+    call.kill()
+    call.kill()
+
+
+def test_refused_where_fork_is_not_available(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(forked_mod, "fork_available", lambda: False)
+    with pytest.raises(ChildFailed, match="not available"):
+        ForkedCall(lambda: 1)
