@@ -22,6 +22,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import pandas as pd
 import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QKeySequence
@@ -703,6 +705,28 @@ def test_prepared_tables_show_what_format_value_writes(db_path: str) -> None:
                 both = ~(values != values)
                 assert (table.keys[i][both] == values[both]).all()
         assert table.haystack[0] == " ".join(t[0] for t in table.texts).lower()
+
+
+def test_column_formatting_edge_cases_match_format_value() -> None:
+    """Per-distinct-value formatting: signed zeros, NaN, p-values, counts, repeated tag
+    tuples and a mixed object column read exactly as format_value writes each cell."""
+    from gradercal.ui.dashboard_data import format_column, format_value
+
+    frame = pd.DataFrame(
+        {
+            "kappa": [0.0, -0.0, float("nan"), 0.8125, 0.8125, 1234.0, -3.0],
+            "p_value": [0.0004, 0.0004, 0.5, float("nan"), 1e-9, 0.05, 1.0],
+            "n_items": np.array([1, 1000, 1000, 0, -5, 12345678, 7], dtype=np.int64),
+            "tags": [("a", "b"), ("a", "b"), (), ("c",), ("a", "b"), (1, True), (1.0, 1)],
+            "mixed": ["x", None, 1, True, 2.5, ("t",), float("nan")],
+        }
+    )
+    frame["mixed"] = frame["mixed"].astype(object)
+    for c in frame.columns:
+        texts = format_column(frame[c], c)
+        assert texts == [format_value(v, c) for v in frame[c].tolist()], c
+    assert format_column(frame["kappa"], "kappa")[:2] == ["0.000", "-0.000"]
+    assert format_column(frame["tags"].iloc[5:], "tags") == ["1, yes", "1.000, 1"]
 
 
 def test_messages_survive_any_split_of_the_stream() -> None:

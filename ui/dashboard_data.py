@@ -65,13 +65,42 @@ def format_column(series: pd.Series, column: str = "") -> list[str]:
     dtype = series.dtype
     if dtype == np.float64 or dtype == np.float32:
         p = _is_p(column)
-        return ["" if f != f else _float_text(f, p) for f in series.to_numpy().tolist()]
+        # One text per distinct bit pattern (so 0.0 and -0.0 stay apart), then a take.
+        values = np.ascontiguousarray(series.to_numpy(dtype=np.float64))
+        codes, uniques = pd.factorize(values.view(np.int64))
+        floats = np.asarray(uniques, dtype=np.int64).view(np.float64).tolist()
+        texts = ["" if f != f else _float_text(f, p) for f in floats]
+        return _take_texts(texts, codes)
     if dtype.kind in "iu" and isinstance(dtype, np.dtype):
-        return [f"{v:,}" for v in series.to_numpy().tolist()]
+        codes, uniques = pd.factorize(series.to_numpy())
+        return _take_texts([f"{v:,}" for v in uniques.tolist()], codes)
     if dtype == np.bool_:
         return ["yes" if v else "no" for v in series.to_numpy().tolist()]
-    # Text columns: a str is its own text (the type test is much cheaper than the call).
-    return [v if type(v) is str else _cell(v, column) for v in series.to_numpy(dtype=object)]
+    # Text columns: a str is its own text (the type test is much cheaper than the call);
+    # a tuple of strings (tags) is joined once per distinct tuple.
+    joined: dict[tuple[str, ...], str] = {}
+    out: list[str] = []
+    for v in series.to_numpy(dtype=object):
+        if type(v) is str:
+            out.append(v)
+        elif type(v) is tuple and v in joined:
+            out.append(joined[v])
+        else:
+            text = _cell(v, column)
+            if type(v) is tuple and all(type(x) is str for x in v):
+                joined[v] = text
+            out.append(text)
+    return out
+
+
+def _take_texts(texts: list[str], codes: np.ndarray[Any, Any]) -> list[str]:
+    """``[texts[c] for c in codes]``, in numpy."""
+    if not len(codes):
+        return []
+    table = np.empty(len(texts), dtype=object)
+    table[:] = texts
+    out: list[str] = table[codes].tolist()
+    return out
 
 
 def _cell(value: Any, column: str) -> str:
