@@ -814,9 +814,9 @@ def compute_dashboard(
         benchmark: The benchmark's name, echoed in the overview.
         progress: ``progress(done, total, label)`` after every section.
         cancelled: Polled between sections; True raises :class:`Cancelled`.
-        processes: 2 (or more): on Linux, compute the calibration, models and health
-            sections in a forked child process while this one computes the agreement
-            sections (:mod:`gradercal.forked`; about 30% less wall time on 2 cores, same
+        processes: 2 (or more): on Linux, compute the agreement by domain, calibration,
+            models and health sections in a forked child process while this one computes
+            the other agreement sections (:mod:`gradercal.forked`; about 30% less wall time on 2 cores, same
             numbers). Only for a process without Qt or other threads that a child must
             not inherit (the dashboard worker process, the ``report`` command). If the
             child fails, its sections are computed here. 1: one process.
@@ -831,8 +831,6 @@ def compute_dashboard(
         HUMAN_STATISTICS,
         Memo,
         human_agreement,
-        judge_agreement,
-        pairwise_agreement,
         verdicts,
     )
     from gradercal.health import DEFAULT_BAR
@@ -908,75 +906,16 @@ def compute_dashboard(
         steps.step("expert agreement")
 
         # Every judge against the consensus (+ every expert as a judge).
-        judge_rows: list[dict[str, Any]] = []
-        confusion: dict[str, np.ndarray] = {}
-        alt: dict[str, Any] | None = None
-        cov = overview["judge_coverage"]
-        for jname in judges:
-            try:
-                ja = judge_agreement(
-                    f,
-                    jname,
-                    humans,
-                    n_boot=n_boot,
-                    seed=seed,
-                    ci=ci,
-                    memo=memo,
-                    progress=steps.engine_hook,
-                )
-            except ValueError as exc:
-                notes.append(f"judge {jname}: {exc}")
-                continue
-            c = ja.headline
-            rows += _agreement_rows(
-                "overall", "all", None, jname, c.metrics, JUDGE_STATISTICS, c.n_units, c.n_tasks
-            )
-            k = c.confusion
-            confusion[jname] = np.array([[k["tn"], k["fp"]], [k["fn"], k["tp"]]], dtype=np.int64)
-            row: dict[str, Any] = {
-                "judge": jname,
-                "primary": jname == primary,
-                "n_items": c.n_units,
-                "n_tasks": c.n_tasks,
-                "n_undecided": c.n_undecided,
-                "coverage": cov.get(jname),
-            }
-            for name in _JUDGE_FIGURES:
-                value, lo, hi, _ = _fig(c.metrics[name])
-                row[name], row[f"{name}_low"], row[f"{name}_high"] = value, lo, hi
-            rng = ja.human_range.get("cohen_kappa")
-            row["kappa_experts_min"] = math.nan if rng is None else float(rng[0])
-            row["kappa_experts_max"] = math.nan if rng is None else float(rng[1])
-            loo = ja.judge_loo_mean.get("cohen_kappa")
-            row["kappa_judge_loo"] = math.nan if loo is None else float(loo)
-            row["kappa_within_experts"] = ja.within_human_range.get("cohen_kappa")
-            res = _alt_test(f, jname, humans, notes, memo)
-            row["alt_test_passed"] = None if res is None else bool(res["passed"])
-            row["alt_test_winning_rate"] = math.nan if res is None else float(res["winning_rate"])
-            row["alt_test_advantage"] = (
-                math.nan if res is None else float(res["advantage_probability"])
-            )
-            if jname == primary:
-                alt = res
-            judge_rows.append(row)
-            steps.check()
+        judged = _judge_sections(
+            f, judges, humans, primary, overview["judge_coverage"], n_boot, seed, ci, memo,
+            steps, notes,
+        )  # fmt: skip
+        rows += judged.rows
+        judge_rows = judged.table_rows
         steps.step("judges")
 
         # Pairwise matrix over experts and judges.
-        graders = [*humans, *judges]
-        kinds = dict.fromkeys(humans, "human") | dict.fromkeys(judges, "judge")
-        prow: list[tuple[Any, ...]] = []
-        for p in pairwise_agreement(f, graders, n_boot=n_boot, seed=seed, ci=ci, memo=memo):
-            for stat in ("percent_agreement", "cohen_kappa"):
-                value, lo, hi, _ = _fig(getattr(p, stat))
-                prow.append(
-                    (p.a, p.b, kinds[p.a], kinds[p.b], stat, value, lo, hi, p.n_units, p.n_tasks)
-                )
-        pairwise = (
-            pd.DataFrame(prow, columns=list(_PAIRWISE_COLUMNS))
-            if prow
-            else _empty(_PAIRWISE_COLUMNS)
-        )
+        pairwise = _pairwise(f, humans, judges, n_boot, seed, ci, memo)
         steps.step("pairwise")
 
         # Agreement by tag, workflow and domain.
@@ -994,20 +933,8 @@ def compute_dashboard(
     finally:
         if forked is not None:
             forked.kill()  # no-op once its result is in; else a cancel or error here
-    if primary is not None and method == "none":
-        for row in judge_rows:
-            for name in ("cohen_kappa", "balanced_f1", "leniency_bias"):
-                for suffix in ("", "_low", "_high"):
-                    row[f"calibrated_{name}{suffix}"] = math.nan
-    elif primary is not None:
-        for row in judge_rows:
-            for name in ("cohen_kappa", "balanced_f1", "leniency_bias"):
-                value, lo, hi = math.nan, math.nan, math.nan
-                if row["judge"] == primary and late.cal_cmp is not None:
-                    value, lo, hi, _ = _fig(late.cal_cmp.metrics[name])
-                row[f"calibrated_{name}"] = value
-                row[f"calibrated_{name}_low"] = lo
-                row[f"calibrated_{name}_high"] = hi
+    if primary is not None:
+        _calibrated_columns(judge_rows, primary, None if method == "none" else late.cal_cmp)
     rows += late.group_rows
     rows += late.crit_rows
     reliability, cal_info = late.reliability, late.cal_info
@@ -1026,10 +953,10 @@ def compute_dashboard(
         agreement=agreement,
         pairwise=pairwise,
         judges=judges_df,
-        confusion=confusion,
+        confusion=judged.confusion,
         reliability=reliability,
         models=models,
-        alt_test=alt,
+        alt_test=judged.alt,
         flips=flips,
         health=health,
         disagreements=disagreements,
@@ -1172,6 +1099,121 @@ def _late_result(
         steps.record(label, late.elapsed.get(label, 0.0), first=i == 0)
     notes += late.notes
     return late
+
+
+@dataclass
+class _Judged:
+    """The judges section: agreement rows, the judges table's rows, confusion matrices
+    and the primary judge's alt-test."""
+
+    rows: list[tuple[Any, ...]]
+    table_rows: list[dict[str, Any]]
+    confusion: dict[str, np.ndarray]
+    alt: dict[str, Any] | None
+
+
+def _judge_sections(
+    f: Frames,
+    judges: Sequence[str],
+    humans: list[str],
+    primary: str | None,
+    coverage: Mapping[str, Any],
+    n_boot: int,
+    seed: int,
+    ci: float,
+    memo: dict[Any, Any] | None,
+    steps: _Steps,
+    notes: list[str],
+) -> _Judged:
+    """Every judge against the expert consensus, with its alt-test."""
+    from gradercal.agreement import judge_agreement
+
+    out = _Judged([], [], {}, None)
+    for jname in judges:
+        try:
+            ja = judge_agreement(
+                f,
+                jname,
+                humans,
+                n_boot=n_boot,
+                seed=seed,
+                ci=ci,
+                memo=memo,
+                progress=steps.engine_hook,
+            )
+        except ValueError as exc:
+            notes.append(f"judge {jname}: {exc}")
+            continue
+        c = ja.headline
+        out.rows += _agreement_rows(
+            "overall", "all", None, jname, c.metrics, JUDGE_STATISTICS, c.n_units, c.n_tasks
+        )
+        k = c.confusion
+        out.confusion[jname] = np.array([[k["tn"], k["fp"]], [k["fn"], k["tp"]]], dtype=np.int64)
+        row: dict[str, Any] = {
+            "judge": jname,
+            "primary": jname == primary,
+            "n_items": c.n_units,
+            "n_tasks": c.n_tasks,
+            "n_undecided": c.n_undecided,
+            "coverage": coverage.get(jname),
+        }
+        for name in _JUDGE_FIGURES:
+            value, lo, hi, _ = _fig(c.metrics[name])
+            row[name], row[f"{name}_low"], row[f"{name}_high"] = value, lo, hi
+        rng = ja.human_range.get("cohen_kappa")
+        row["kappa_experts_min"] = math.nan if rng is None else float(rng[0])
+        row["kappa_experts_max"] = math.nan if rng is None else float(rng[1])
+        loo = ja.judge_loo_mean.get("cohen_kappa")
+        row["kappa_judge_loo"] = math.nan if loo is None else float(loo)
+        row["kappa_within_experts"] = ja.within_human_range.get("cohen_kappa")
+        res = _alt_test(f, jname, humans, notes, memo)
+        row["alt_test_passed"] = None if res is None else bool(res["passed"])
+        row["alt_test_winning_rate"] = math.nan if res is None else float(res["winning_rate"])
+        row["alt_test_advantage"] = math.nan if res is None else float(res["advantage_probability"])
+        if jname == primary:
+            out.alt = res
+        out.table_rows.append(row)
+        steps.check()
+    return out
+
+
+def _pairwise(
+    f: Frames,
+    humans: list[str],
+    judges: list[str],
+    n_boot: int,
+    seed: int,
+    ci: float,
+    memo: dict[Any, Any] | None,
+) -> pd.DataFrame:
+    """Percent agreement and Cohen's kappa of every pair of experts and judges."""
+    from gradercal.agreement import pairwise_agreement
+
+    kinds = dict.fromkeys(humans, "human") | dict.fromkeys(judges, "judge")
+    prow: list[tuple[Any, ...]] = []
+    for p in pairwise_agreement(f, [*humans, *judges], n_boot=n_boot, seed=seed, ci=ci, memo=memo):
+        for stat in ("percent_agreement", "cohen_kappa"):
+            value, lo, hi, _ = _fig(getattr(p, stat))
+            prow.append(
+                (p.a, p.b, kinds[p.a], kinds[p.b], stat, value, lo, hi, p.n_units, p.n_tasks)
+            )
+    return (
+        pd.DataFrame(prow, columns=list(_PAIRWISE_COLUMNS)) if prow else _empty(_PAIRWISE_COLUMNS)
+    )
+
+
+def _calibrated_columns(judge_rows: list[dict[str, Any]], primary: str, cal_cmp: Any) -> None:
+    """The calibrated judge's kappa, balanced F1 and leniency (with intervals) on the
+    primary judge's row; NaN elsewhere and when there is no calibrated judge."""
+    for row in judge_rows:
+        for name in ("cohen_kappa", "balanced_f1", "leniency_bias"):
+            value, lo, hi = math.nan, math.nan, math.nan
+            if row["judge"] == primary and cal_cmp is not None:
+                value, lo, hi, _ = _fig(cal_cmp.metrics[name])
+            row[f"calibrated_{name}"] = value
+            row[f"calibrated_{name}_low"] = lo
+            row[f"calibrated_{name}_high"] = hi
 
 
 def _alt_test(
