@@ -816,10 +816,11 @@ def compute_dashboard(
         cancelled: Polled between sections; True raises :class:`Cancelled`.
         processes: 2 (or more): on Linux, compute the agreement by domain, calibration,
             models and health sections in a forked child process while this one computes
-            the other agreement sections (:mod:`gradercal.forked`; about 30% less wall time on 2 cores, same
-            numbers). Only for a process without Qt or other threads that a child must
-            not inherit (the dashboard worker process, the ``report`` command). If the
-            child fails, its sections are computed here. 1: one process.
+            the other agreement sections (:mod:`gradercal.forked`; about 30% less wall
+            time on 2 cores, same numbers). Only for a process without Qt or other
+            threads that a child must not inherit (the dashboard worker process, the
+            ``report`` command). If the child fails, its sections are computed here.
+            1: one process.
 
     Raises:
         Cancelled: ``cancelled()`` returned True.
