@@ -55,6 +55,7 @@ class ForkedCall(Generic[_T]):
         if not fork_available():
             raise ChildFailed("fork is not available on this platform")
         read_fd, write_fd = os.pipe()
+        parent = os.getpid()
         with warnings.catch_warnings():
             # Python 3.12+ warns when a process with threads forks: a lock held by another
             # thread stays locked in the child. The child here runs only ``fn`` and leaves
@@ -64,7 +65,7 @@ class ForkedCall(Generic[_T]):
             pid = os.fork()
         if pid == 0:  # the child
             os.close(read_fd)
-            _child(fn, write_fd)  # never returns
+            _child(fn, write_fd, parent)  # never returns
         os.close(write_fd)
         self.pid = pid
         self._chunks: list[bytes] = []
@@ -134,9 +135,24 @@ class ForkedCall(Generic[_T]):
                 self._status = -1
 
 
-def _child(fn: Callable[[], Any], fd: int) -> None:
+def _die_with_parent(parent: int) -> None:
+    """Ask Linux to kill this child when its parent dies (``PR_SET_PDEATHSIG``), so that a
+    parent killed mid-computation leaves no orphan computing for nobody."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # 1 = PR_SET_PDEATHSIG
+    except Exception:  # not Linux's libc: the child ends on its own anyway
+        return
+    if os.getppid() != parent:  # the parent died before the request took effect
+        os._exit(1)
+
+
+def _child(fn: Callable[[], Any], fd: int, parent: int) -> None:
     """The child's whole life: compute, send, exit. Never returns."""
     code = 0
+    _die_with_parent(parent)
     try:
         try:
             message: tuple[str, Any] = ("ok", fn())

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -81,3 +85,49 @@ def test_refused_where_fork_is_not_available(monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setattr(forked_mod, "fork_available", lambda: False)
     with pytest.raises(ChildFailed, match="not available"):
         ForkedCall(lambda: 1)
+
+
+def test_a_child_dies_with_its_parent(tmp_path: Path) -> None:
+    """A parent killed mid-computation (the window closed, the worker killed) leaves no
+    orphan child computing for nobody."""
+    script = tmp_path / "parent.py"
+    pid_file = tmp_path / "child.pid"
+    script.write_text(
+        "import os, sys, time\n"
+        "from gradercal.forked import ForkedCall\n"
+        f"path = {str(pid_file)!r}\n"
+        "def work():\n"
+        "    with open(path + '.tmp', 'w') as fh:\n"
+        "        fh.write(str(os.getpid()))\n"
+        "    os.replace(path + '.tmp', path)\n"
+        "    time.sleep(120)\n"
+        "call = ForkedCall(work)\n"
+        "time.sleep(120)\n"
+    )
+    parent = subprocess.Popen([sys.executable, str(script)])
+    child = 0
+    try:
+        deadline = time.monotonic() + 60
+        while not pid_file.exists():
+            assert time.monotonic() < deadline, "the child never started"
+            time.sleep(0.05)
+        child = int(pid_file.read_text())
+        assert _alive(child)
+        parent.kill()
+        parent.wait(30)
+        deadline = time.monotonic() + 10
+        while _alive(child) and not _is_zombie(child):
+            assert time.monotonic() < deadline, "the child outlived its parent"
+            time.sleep(0.05)
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+        if child and _alive(child) and not _is_zombie(child):
+            os.kill(child, signal.SIGKILL)  # never leave it behind, even on failure
+
+
+def _is_zombie(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(") ")[1].startswith("Z")
+    except (FileNotFoundError, IndexError):
+        return False
