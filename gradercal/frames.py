@@ -144,21 +144,25 @@ JUDGMENT_COLUMNS: tuple[str, ...] = tuple(JUDGMENT_DTYPES)
 ADJUDICATION_COLUMNS: tuple[str, ...] = tuple(ADJUDICATION_DTYPES)
 
 
-def _column(values: Sequence[Any], dtype: DtypeSpec, *, intern: bool = False) -> pd.Series:
+def _column(name: str, values: Sequence[Any], dtype: DtypeSpec) -> pd.Series:
     """Build one typed column without letting pandas reinterpret the values.
 
     The cells are placed one per element of an object array (so tuples, lists and dicts
     stay single cells); missing values (``None``, ``pd.NA``, ``NaT``, float NaN) become
-    ``None`` in object columns. With ``intern``, string values are replaced by their
-    interned copy (equal value, shared object; see :data:`INTERNED_COLUMNS`).
+    ``None`` in object columns. In :data:`INTERNED_COLUMNS`, string values are replaced
+    by their interned copy (equal value, shared object).
+
+    Raises:
+        ValueError: A missing value in a non-nullable column (``int64``/``bool``).
     """
     arr = np.fromiter(values, dtype=object, count=len(values))
-    if dtype is object or dtype in ("float64", "Int64", "boolean"):
-        missing = pd.isna(arr)
-        if missing.any():
-            arr[missing] = None
+    missing = pd.isna(arr)
+    if missing.any():
+        if dtype in ("int64", "bool"):
+            raise ValueError(f"column {name!r} ({dtype}) cannot hold missing values")
+        arr[missing] = None
     if dtype is object:
-        if intern and len(arr):
+        if name in INTERNED_COLUMNS and len(arr):
             arr = _interned(arr)
         return pd.Series(arr, dtype=object)
     return pd.Series(arr, dtype=dtype)
@@ -178,13 +182,6 @@ def _interned(arr: npt.NDArray[np.object_]) -> npt.NDArray[np.object_]:
     table[-1] = None
     out: npt.NDArray[np.object_] = table[codes]
     return out
-
-
-def _missing_mask(values: Sequence[Any]) -> npt.NDArray[np.bool_]:
-    mask: npt.NDArray[np.bool_] = np.asarray(
-        pd.isna(np.fromiter(values, dtype=object, count=len(values))), dtype=bool
-    )
-    return mask
 
 
 def make_frame(
@@ -227,36 +224,27 @@ def make_frame(
                 for name, value in zip(names, row, strict=True):
                     lists[name].append(value)
         cols = dict(lists)
-    out: dict[str, pd.Series] = {}
-    for name in names:
-        dtype = dtypes[name]
-        if dtype in ("int64", "bool") and _missing_mask(cols[name]).any():
-            raise ValueError(f"column {name!r} ({dtype}) cannot hold missing values")
-        out[name] = _column(cols[name], dtype, intern=name in INTERNED_COLUMNS)
+    out = {name: _column(name, cols[name], dtypes[name]) for name in names}
     return pd.DataFrame(out, columns=names)
 
 
-def _object_series(values: Any, index: Any = None) -> Any:
-    """``values`` as an object Series when they are an object array; otherwise as given."""
-    if isinstance(values, np.ndarray) and values.dtype == object:
-        return pd.Series(values, dtype=object, index=index, copy=False)
-    if isinstance(values, pd.Series) and values.dtype == object:
-        return values if index is None else pd.Series(values.to_numpy(), dtype=object, index=index)
-    return values
-
-
-def object_frame(columns: Mapping[str, Any], index: Any = None) -> pd.DataFrame:
-    """``pd.DataFrame(columns, index=index)``, keeping object arrays as ``object`` columns.
+def object_frame(columns: Mapping[str, Any]) -> pd.DataFrame:
+    """``pd.DataFrame(columns)``, keeping object arrays as ``object`` columns.
 
     pandas 3 turns an object array of strings into its Arrow-backed ``str`` dtype when a
     frame is built from a dict. Identifiers stay ``object`` in gradercal (see the module
     notes), and converting them back and forth costs more than the work on them in the
     analysis hot paths (a copy into Arrow on the way in, new Python strings on the way
-    out, which also undoes :data:`INTERNED_COLUMNS`). Object arrays and object Series
-    are kept as they are; other values (numbers, booleans) are passed to pandas as is.
+    out, which also undoes :data:`INTERNED_COLUMNS`). Object arrays are wrapped as
+    object Series; other values (numbers, booleans) are passed to pandas as is.
     """
-    data = {name: _object_series(values, index) for name, values in columns.items()}
-    return pd.DataFrame(data, index=index, columns=list(columns))
+    data = {
+        name: pd.Series(values, dtype=object, copy=False)
+        if isinstance(values, np.ndarray) and values.dtype == object
+        else values
+        for name, values in columns.items()
+    }
+    return pd.DataFrame(data, columns=list(columns))
 
 
 def frame_from_rows(rows: Sequence[Sequence[Any]], columns: Sequence[str]) -> pd.DataFrame:

@@ -434,12 +434,10 @@ CHARTS = (
 )
 #: The group charts built per grouping; the "groups" tab shows the agreement table's.
 FOREST_BYS = ("tag", "workflow", "domain")
-#: Every chart of the dashboard, in the order :func:`build_figures` makes them.
+#: Every figure of the dashboard (one per chart tab, one per grouping for "groups"), in
+#: the order :func:`build_figures` makes them.
 CHART_NAMES = (
-    "pairwise",
-    "confusion",
-    "reliability",
-    "models",
+    *(name for name, _title in CHARTS if name != "groups"),
     *(f"groups:{b}" for b in FOREST_BYS),
 )
 #: Figures not drawn ahead (shown only when the agreement table's grouping asks for them).

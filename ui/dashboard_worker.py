@@ -269,10 +269,12 @@ class Worker:
 
         keys: list[str] = []
 
-        def part(key: str, value: Any) -> None:
-            payload = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+        def pickled(key: str, payload: bytes) -> None:
             self.send({"type": "part", "generation": gen, "key": key, "payload": payload})
             keys.append(key)
+
+        def part(key: str, value: Any) -> None:
+            pickled(key, pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
 
         phases: dict[str, float] = {}
         mark = [t0]
@@ -346,8 +348,7 @@ class Worker:
             progress(0, 0, "drawing the charts")
             mine = None if charts is None else [n for n in CHART_NAMES if n not in CHILD_CHARTS]
             for key, payload in chart_parts(dash, request, mine):
-                self.send({"type": "part", "generation": gen, "key": key, "payload": payload})
-                keys.append(key)
+                pickled(key, payload)
             drawn: list[tuple[str, bytes]] = []
             if charts is not None:
                 try:
@@ -360,8 +361,7 @@ class Worker:
             if charts is not None:
                 charts.kill()  # no-op once its result is in
         for key, payload in drawn:
-            self.send({"type": "part", "generation": gen, "key": key, "payload": payload})
-            keys.append(key)
+            pickled(key, payload)
         phase("charts")
         self.send(
             {
