@@ -379,6 +379,28 @@ def _print_agreement(rep: dict[str, Any]) -> None:
     show_default=True,
     help="FDR level of the Benjamini–Yekutieli correction.",
 )
+@click.option(
+    "--cluster",
+    type=click.Choice(["auto", "task", "none"]),
+    default="auto",
+    show_default=True,
+    help="auto: the task-clustered test when tasks hold several criteria (items of one "
+    "task are correlated), else the exact test; task / none: force either.",
+)
+@click.option(
+    "--min-tasks",
+    type=click.IntRange(2),
+    default=10,
+    show_default=True,
+    help="Fewest tasks for the task-clustered test of one expert (fewer: not tested).",
+)
+@click.option(
+    "--seed",
+    type=int,
+    default=0,
+    show_default=True,
+    help="Seed of the task-clustered test's bootstrap.",
+)
 @humans_option
 @json_option
 @handle_errors
@@ -389,6 +411,9 @@ def alttest(
     judge: str,
     epsilon: float,
     alpha: float,
+    cluster: str,
+    min_tasks: int,
+    seed: int,
     humans: str | None,
     as_json: bool,
 ) -> None:
@@ -396,16 +421,26 @@ def alttest(
 
     Calderon, Reichart & Dror (ACL 2025): leave one expert out at a time and test whether
     the judge represents the remaining experts at least as well as the excluded one,
-    up to ε (one-sided t-test, Wilcoxon below 30 items, Benjamini–Yekutieli
-    correction). The judge passes when it wins against at least half of the experts.
-    Needs at least two experts on shared items (three recommended).
+    up to ε, with the Benjamini–Yekutieli correction. Per expert: a task-clustered
+    bootstrap-t test when tasks hold several criteria (the default), else an exact test
+    whose size is at most α for any number of items. Experts with items in fewer than
+    --min-tasks tasks are not tested (and said so). The judge passes when it wins against
+    at least half of the tested experts. Needs at least two testable experts on shared
+    items (three recommended).
     """
     from gradercal.alt_test import alt_test_frames
 
     _, frames, name = _load(db, benchmark)
     _check_judge(frames, judge)
     res = alt_test_frames(
-        frames, judge, _humans(frames, humans, judge), epsilon=epsilon, alpha=alpha
+        frames,
+        judge,
+        _humans(frames, humans, judge),
+        epsilon=epsilon,
+        alpha=alpha,
+        cluster=cluster,  # type: ignore[arg-type]
+        min_clusters=min_tasks,
+        seed=seed,
     )
     out = {"benchmark": name, **res.to_dict()}
     if as_json:
@@ -414,13 +449,19 @@ def alttest(
     from rich.table import Table
 
     console = _console()
+    how = (
+        f"task-clustered bootstrap-t over {res.n_clusters} tasks"
+        if res.clustering == "task"
+        else "exact test, items independent"
+    )
     t = Table(
-        title=f"Alt-test of {judge}: ε = {epsilon:g}, α = {alpha:g} ({res.n_items} items)",
+        title=f"Alt-test of {judge}: ε = {epsilon:g}, α = {alpha:g} ({res.n_items} items; {how})",
         title_justify="left",
     )
     for col in (
         "left-out expert",
         "items",
+        "tasks",
         "test",
         "ρ judge",
         "ρ expert",
@@ -433,20 +474,23 @@ def alttest(
         t.add_row(
             a.human,
             str(a.n_items),
+            "—" if a.n_clusters is None else str(a.n_clusters),
             a.test,
             _num(a.rho_judge),
             _num(a.rho_human),
             "—" if a.p_value is None else f"{a.p_value:.3g}",
             "—" if a.p_adjusted is None else f"{a.p_adjusted:.3g}",
-            "yes" if a.rejected else "no",
+            "—" if not a.tested else ("yes" if a.rejected else "no"),
         )
     console.print(t)
     verdict = "[green]PASSES[/green]" if res.passed else "[red]FAILS[/red]"
+    tested = len(res.tested)
     console.print(
-        f"winning rate ω = {res.winning_rate:.3f}, average advantage probability "
+        f"winning rate ω = {res.winning_rate:.3f} over {tested} tested expert"
+        f"{'s' if tested != 1 else ''}, average advantage probability "
         f"ρ = {res.advantage_probability:.3f}: the judge {verdict} (ω ≥ 0.5 needed)"
     )
-    _notes(console, [*res.warnings, *(a.note or "" for a in res.annotators)])
+    _notes(console, [*res.warnings, *(f"{a.human}: {a.note}" for a in res.annotators if a.note)])
 
 
 # ---------------------------------------------------------------------------- calibrate

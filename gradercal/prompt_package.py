@@ -1177,9 +1177,10 @@ def _card_markdown(package: PromptPackage) -> list[str]:
         verdict = "**passed**" if alt.get("passed") else "**not passed**"
         out.append(
             f"{verdict}: winning rate {_num(alt.get('winning_rate'))} over "
-            f"{alt.get('n_humans')} experts, advantage probability "
-            f"{_num(alt.get('advantage_probability'))} (ε = {alt.get('epsilon')}, "
-            f"{alt.get('n_items')} items)."
+            f"{alt.get('n_tested', alt.get('n_humans'))} tested of {alt.get('n_humans')} "
+            f"experts, advantage probability {_num(alt.get('advantage_probability'))} "
+            f"(ε = {alt.get('epsilon')}, {alt.get('n_items')} items, "
+            f"{alt.get('test', 'exact score')} test)."
         )
         out += [f"- {w}" for w in alt.get("warnings") or []]
     out.append("")

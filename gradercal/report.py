@@ -553,12 +553,15 @@ def _alt(d: Dashboard) -> str:
         f"<p>Judge <b>{_e(a.get('judge'))}</b> {verdict}: winning rate ω = "
         f"{_num(a.get('winning_rate'))} (≥ 0.5 needed), average advantage probability ρ = "
         f"{_num(a.get('advantage_probability'))}; ε = {_e(a.get('epsilon'))}, α = "
-        f"{_e(a.get('alpha'))}, {_e(a.get('n_items'))} items.</p>"
+        f"{_e(a.get('alpha'))}, {_e(a.get('n_items'))} items; "
+        f"{_e(a.get('test', 'exact score'))} test, {_e(a.get('n_tested'))} of "
+        f"{_e(a.get('n_humans'))} experts tested.</p>"
     )
     rows = [
         [
             _t(x.get("human")),
             _n(_e(x.get("n_items"))),
+            _t(x.get("test") if x.get("tested", True) else f"not tested: {x.get('note')}"),
             _n(_num(x.get("rho_judge"))),
             _n(_num(x.get("rho_human"))),
             _n(_num(x.get("p_adjusted"))),
@@ -567,7 +570,7 @@ def _alt(d: Dashboard) -> str:
         for x in a.get("annotators") or []
     ]
     return head + _table(
-        ["left-out expert", "items", "ρ judge", "ρ expert", "p (BY)", "judge wins"], rows
+        ["left-out expert", "items", "test", "ρ judge", "ρ expert", "p (BY)", "judge wins"], rows
     )
 
 

@@ -1066,7 +1066,8 @@ def alt_test_text(alt: dict[str, Any] | None, judge: str | None) -> str:
     eps = alt.get("epsilon")
     detail = (
         f"winning rate {float(rate):.2f}, advantage probability {float(adv):.2f}, "
-        f"ε = {eps}, {alt.get('n_items')} items, {alt.get('n_humans')} experts"
+        f"ε = {eps}, {alt.get('n_items')} items, {alt.get('n_tested', alt.get('n_humans'))} "
+        f"of {alt.get('n_humans')} experts tested, {alt.get('test', 'exact score')} test"
     )
     if alt.get("passed"):
         return (
