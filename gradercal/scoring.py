@@ -24,8 +24,12 @@ response ``r`` of task ``T``):
   ``7/10`` and ``0.7`` need not be the same double; ``PASS_EPSILON`` (1e-9) is far
   below the gap between any two distinct scores of a realistic rubric.
 * **Consensus** (see :func:`consensus`): per judgment criterion, the adjudication
-  when there is one, else the majority (median level) of the human verdicts;
-  ties are reported and, by default, make the consensus score incomplete.
+  when there is one, else the median level of the human verdicts (a "partial" is a level
+  between not met and met); a level tie (an even number of verdicts whose two middle
+  levels differ) is reported and, by default, makes the consensus score incomplete. The
+  consensus is *met* when its level is the top level, which is exactly the majority of
+  the met / not-met verdicts: on a level tie whose two middle levels are both below the
+  top (e.g. "not met" and "partial") it is still decided, *not met*.
 
 Everything here works on :class:`~gradercal.frames.Frames` and imports only
 pandas, numpy and the standard library.
@@ -323,7 +327,12 @@ def _consensus_table(
     level = np.where(has_adj, adj_level, np.where(is_majority, lo, np.nan))
     top = out["top"].to_numpy(dtype="float64")
     level_s = pd.Series(level).astype("Int64")
-    met = pd.Series(np.where(np.isnan(level), np.nan, level == top)).astype("boolean")
+    # met / not met: the level is the top level; on a level tie, both middle levels below
+    # the top still make a decided "not met" (exactly the majority of met / not-met votes).
+    met_f = np.where(
+        np.isnan(level), np.where(is_tie & (hi < top), 0.0, np.nan), (level == top).astype(float)
+    )
+    met = pd.Series(met_f).astype("boolean")
     return pd.DataFrame(
         {
             "response_id": out["response_id"].astype(object),
@@ -427,11 +436,18 @@ def consensus(
        ``met`` → levels−1 / 0; verdicts with neither are ignored) and the consensus
        is their median. With two levels that is exactly the majority vote. When the
        number of verdicts is even and the two middle levels differ it is a tie —
-       ``source="tie"``, ``met``/``level`` <NA>; otherwise ``source="majority"``;
+       ``source="tie"``, ``level`` <NA>; otherwise ``source="majority"``;
     3. no adjudication and no verdict — ``source="none"``, ``met``/``level`` <NA>.
 
     ``met`` is True when the consensus level is the top level (for two-level
-    criteria: met). Auto criteria are not included (they come from
+    criteria: met), False below it. On a tie it is False when both middle levels are
+    below the top (every reading of the tie is "not met") and <NA> when the upper middle
+    level is the top: ``met`` is therefore always the strict majority of the met /
+    not-met verdicts (met iff more than half are at the top level; <NA> iff exactly
+    half). Example, a 3-level criterion (0 not met, 1 partial, 2 met): levels
+    ``[0, 0, 1, 2]`` give a level tie between 0 and 1 (score incomplete by default) but
+    ``met=False`` (3 of 4 not met); ``[0, 1, 2, 2]`` give a tie between 1 and 2 and
+    ``met`` <NA> (2 of 4 met); ``[0, 1, 2]`` give level 1 and ``met=False``. Auto criteria are not included (they come from
     :func:`auto_verdicts`). A grader's duplicate verdicts on one pair keep the last.
 
     Args:

@@ -522,6 +522,78 @@ def test_consensus_on_ordinal_levels_is_the_median() -> None:
     assert row(response_scores(frames, tie_policy="not_met"), "r")["score"] == pytest.approx(0.5)
 
 
+def test_a_level_tie_below_the_top_is_a_decided_not_met() -> None:
+    """The worked example of docs/agreement.md ("Verdicts, units and the consensus").
+
+    A 3-level criterion (0 not met, 1 partial, 2 met) graded by four experts:
+
+    * a: 0, 0, 1, 2 → median level tied between 0 and 1 (the score is a tie), but 3 of 4
+      verdicts are not met: the met / not-met consensus is *not met*, a decided unit;
+    * b: 0, 1, 2, 2 → tied between 1 and 2, and 2 of 4 are met: undecided;
+    * c: 1, 1 → level 1 (partial), not met.
+
+    Before, a was dropped from every judge–consensus comparison.
+    """
+    from gradercal.agreement import consensus_verdicts, judge_agreement
+
+    t = task("T", crit("a", 10, levels=3), crit("b", 10, levels=3), crit("c", 10, levels=3))
+    judgments = [
+        hj("r", "a", "e1", level=0), hj("r", "a", "e2", level=0), hj("r", "a", "e3", level=1),
+        hj("r", "a", "e4", level=2),
+        hj("r", "b", "e1", level=0), hj("r", "b", "e2", level=1), hj("r", "b", "e3", level=2),
+        hj("r", "b", "e4", level=2),
+        hj("r", "c", "e1", level=1), hj("r", "c", "e2", level=1),
+        jj("r", "a", "judge", met=False), jj("r", "b", "judge", met=True),
+        jj("r", "c", "judge", met=False),
+    ]  # fmt: skip
+    frames = make([t], [resp("r", "T")], judgments)
+    a = _cons_row(frames, "r", "a")
+    assert a["source"] == "tie" and pd.isna(a["level"])
+    assert not pd.isna(a["met"]) and not bool(a["met"])
+    b = _cons_row(frames, "r", "b")
+    assert b["source"] == "tie" and pd.isna(b["met"])
+    c = _cons_row(frames, "r", "c")
+    assert (c["source"], c["level"], bool(c["met"])) == ("majority", 1, False)
+    cv = consensus_verdicts(frames)
+    assert cv["criterion_id"].tolist() == ["a", "c"]
+    assert cv["met"].tolist() == [False, False]
+    assert cv["source"].tolist() == ["majority", "majority"]
+    # the judge is compared on a and c (b undecided)
+    cmp = judge_agreement(frames, "judge", n_boot=0).headline
+    assert cmp.n_units == 2 and cmp.n_undecided == 1
+    assert cmp.confusion == {"tp": 0, "fp": 0, "fn": 0, "tn": 2}
+    # the score still sees a's level tie: incomplete by default, two readings by policy
+    r = row(response_scores(frames), "r")
+    assert (r["n_ties"], bool(r["complete"])) == (2, False)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    levels=st.integers(2, 5),
+    votes=st.lists(st.integers(0, 4), min_size=1, max_size=7),
+)
+def test_consensus_met_is_the_strict_majority_of_met_votes(levels: int, votes: list[int]) -> None:
+    votes = [min(v, levels - 1) for v in votes]
+    t = task("T", crit("a", 1, levels=levels))
+    frames = make(
+        [t], [resp("r", "T")], [hj("r", "a", f"e{k}", level=v) for k, v in enumerate(votes)]
+    )
+    c = _cons_row(frames, "r", "a")
+    n_top = sum(v == levels - 1 for v in votes)
+    if 2 * n_top > len(votes):
+        assert not pd.isna(c["met"]) and bool(c["met"])
+    elif 2 * n_top < len(votes):
+        assert not pd.isna(c["met"]) and not bool(c["met"])
+    else:
+        assert pd.isna(c["met"])
+    ordered = sorted(votes)
+    lo, hi = ordered[(len(votes) - 1) // 2], ordered[len(votes) // 2]
+    if lo == hi:
+        assert c["source"] == "majority" and c["level"] == lo
+    else:
+        assert c["source"] == "tie" and pd.isna(c["level"])
+
+
 def test_consensus_with_explicit_humans() -> None:
     t = task("T", crit("a", 1))
     frames = make(
