@@ -37,8 +37,8 @@ criterion of one response) and the judge ``f``:
     a grid of :data:`NUISANCE_GRID` values refined by a bounded scalar search). Its size
     is therefore at most ``α`` for every ``n`` (tests compute the exact size). The
     one-sided t-test of the paper and the Wilcoxon test used before are *not* valid
-    here: at the boundary their size reaches 12% (t, 30 items) and 22% (Wilcoxon, fewer
-    than 30 items).
+    here: at the boundary their size reaches 12% (t, 30 items) and 38–46% (Wilcoxon, 10–29
+    items).
   - **task** (items clustered in tasks; the default when some task holds several
     items): criteria of one task are correlated, so the test works on per-task sums.
     With ``S_t`` and ``n_t`` the sum and count of ``d`` in task ``t`` (``G`` tasks), the

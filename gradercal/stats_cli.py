@@ -6,6 +6,12 @@ columns ignored), prints every applicable statistic of
 :func:`gradercal.stats.rating_statistics` as a table or as JSON, optionally with
 task-clustered bootstrap intervals (:func:`gradercal.stats.clustered_bootstrap`).
 
+Options are honest: every JSON entry says its ``weights``; the bootstrap options
+(``--cluster``, ``--ci``, ``--ci-method``, ``--seed``) are refused without
+``--bootstrap``, and ``--bootstrap N`` is refused when N is too small for the interval
+(:func:`min_resamples`); a statistic the bootstrap cannot resample gets ``"ci": null``
+with a note saying so.
+
 A malformed file is reported as ``file:line: field: message`` lines on stderr with exit
 status 1; nothing is computed.
 """
@@ -23,12 +29,20 @@ from typing import Any, TextIO
 
 import click
 import pandas as pd
+from click.core import ParameterSource
 
 from gradercal.errors import Problem, ValidationError
-from gradercal.stats.bootstrap import BootResult, CiMethod, clustered_bootstrap
+from gradercal.stats.bootstrap import (
+    BOOTSTRAP_STATISTICS,
+    BootResult,
+    CiMethod,
+    clustered_bootstrap,
+)
 from gradercal.stats.coefficients import (
     LEVELS,
     RATING_COLUMNS,
+    WEIGHT_SCHEMES,
+    WEIGHTED_KEYS,
     Level,
     RatingTable,
     Stat,
@@ -36,19 +50,27 @@ from gradercal.stats.coefficients import (
     rating_statistics,
 )
 
-__all__ = ["RatingsFile", "read_ratings_csv", "stats"]
+__all__ = ["RatingsFile", "min_resamples", "read_ratings_csv", "stats"]
 
 #: Readable names of the statistics, in the order of ``rating_statistics``.
 LABELS: dict[str, str] = {
     "percent_agreement": "Percent agreement",
-    "weighted_percent_agreement": "Weighted percent agreement",
     "cohen_kappa": "Cohen's kappa",
     "scott_pi": "Scott's pi",
+    "conger_kappa": "Conger's kappa",
+    "light_kappa": "Light's kappa",
     "bennett_s": "Bennett's S (Brennan–Prediger)",
     "fleiss_kappa": "Fleiss' kappa",
     "krippendorff_alpha": "Krippendorff's alpha",
     "gwet_ac1": "Gwet's AC1",
+    "weighted_percent_agreement": "Weighted percent agreement",
+    "weighted_cohen_kappa": "Weighted Cohen's kappa",
+    "weighted_scott_pi": "Weighted Scott's pi",
+    "weighted_conger_kappa": "Weighted Conger's kappa",
+    "weighted_fleiss_kappa": "Weighted Fleiss' kappa",
+    "weighted_bennett_s": "Weighted Bennett's S (Brennan–Prediger)",
     "gwet_ac2": "Gwet's AC2",
+    "weighted_krippendorff_alpha": "Weighted Krippendorff's alpha (irrCAC)",
     "icc1": "ICC(1,1)",
     "icc2": "ICC(2,1)",
     "icc3": "ICC(3,1)",
@@ -91,6 +113,7 @@ def read_ratings_csv(
     weighted: bool = False,
     cluster_col: str | None = None,
     categories: str | None = None,
+    weights: str = "none",
 ) -> RatingsFile:
     """Read and validate a long-format ratings CSV file.
 
@@ -98,16 +121,18 @@ def read_ratings_csv(
     ``unit``, ``rater`` and ``value`` (plus ``cluster_col`` when given); other columns
     are ignored; blank lines are skipped. An empty ``value`` is a missing rating. Values
     are numbers when every value parses as a finite number, text otherwise; the
-    ordinal, interval and ratio levels and linear/quadratic weights need numbers, the
-    ratio level non-negative ones. A rater rates a unit at most once, and a unit lies in
-    one cluster.
+    ordinal, interval and ratio levels and every weight family need numbers, the
+    ratio level non-negative ones and ratio weights positive ones. A rater rates a unit
+    at most once, and a unit lies in one cluster.
 
     Args:
         path: The CSV file.
         level: Krippendorff's level of measurement (decides whether numbers are needed).
-        weighted: Whether linear/quadratic weights are used (numbers needed).
+        weighted: Whether agreement weights are used (numbers needed).
         cluster_col: A column that must be present and non-empty (e.g. ``task``).
         categories: Comma-separated full category set (``"0,1"``), or ``None``.
+        weights: The ``--weights`` family (``"none"`` by default); implies ``weighted``
+            unless ``"none"``, and ``"ratio"`` needs positive values.
 
     Raises:
         ValidationError: Listing every problem as ``file:line: field: message``.
@@ -139,6 +164,7 @@ def read_ratings_csv(
     if problems:
         raise ValidationError(problems)
     index = {col: columns.index(col) for col in required}
+    weighted = weighted or weights != "none"
     needs_numbers = level != "nominal" or weighted
     why = f"--level {level}" if level != "nominal" else "--weights"
 
@@ -170,6 +196,10 @@ def read_ratings_csv(
             elif level == "ratio" and value < 0:
                 problems.append(
                     Problem(name, line, "value", f"negative value {text} (--level ratio needs ≥ 0)")
+                )
+            elif weights == "ratio" and value <= 0:
+                problems.append(
+                    Problem(name, line, "value", f"value {text} (--weights ratio needs values > 0)")
                 )
         numeric = True
 
@@ -245,26 +275,145 @@ def _numbered_rows(fh: TextIO) -> Iterator[tuple[int, list[str]]]:
 
 _SCHEMES: dict[str, WeightScheme | None] = {
     "none": None,
-    "linear": "linear",
-    "quadratic": "quadratic",
+    **{name: name for name in WEIGHT_SCHEMES if name != "identity"},
 }
+#: Weighted keys the bootstrap can resample, and the bootstrap's name for each (it
+#: resamples ``cohen_kappa`` with the weights it is given).
+_BOOT_WEIGHTED: dict[str, str] = {
+    "weighted_percent_agreement": "weighted_percent_agreement",
+    "weighted_cohen_kappa": "cohen_kappa",
+    "gwet_ac2": "gwet_ac2",
+}
+#: The note on a statistic that has a value but no bootstrap interval in this version.
+NO_BOOTSTRAP_NOTE = "no interval: the bootstrap does not resample this statistic yet"
+#: Resamples wanted beyond each end of a percentile interval (see :func:`min_resamples`).
+TAIL_RESAMPLES = 10
+#: The bootstrap options, by parameter name, as written on the command line.
+_BOOTSTRAP_OPTIONS: dict[str, str] = {
+    "cluster_col": "--cluster",
+    "ci": "--ci",
+    "ci_method": "--ci-method",
+    "seed": "--seed",
+}
+
+
+def min_resamples(ci: float) -> int:
+    """The fewest bootstrap resamples ``gradercal stats`` accepts for a confidence level.
+
+    ``2 · TAIL_RESAMPLES / (1 − ci)`` (400 for 95 %, 200 for 90 %, 2000 for 99 %): on
+    average 10 resamples then lie beyond each end of the interval. With fewer, an
+    endpoint is one of the few most extreme resamples (with 5 resamples a "95 %"
+    interval is essentially their range, which spans on average the central
+    ``(B − 1)/(B + 1) = 2/3`` of the bootstrap distribution), and its Monte Carlo error
+    is of the order of the interval's width. 2000 or more is usual
+    for publication (Efron & Tibshirani 1993, §19.3; Davison & Hinkley 1997, §5.2).
+    """
+    return math.ceil(round(2 * TAIL_RESAMPLES / (1.0 - ci), 6))
+
+
+def _check_bootstrap_options(ctx: click.Context, n_boot: int, ci: float) -> None:
+    """Refuse bootstrap options that would do nothing or give a meaningless interval."""
+    given = [
+        flag
+        for param, flag in _BOOTSTRAP_OPTIONS.items()
+        if ctx.get_parameter_source(param)
+        not in (None, ParameterSource.DEFAULT, ParameterSource.DEFAULT_MAP)
+    ]
+    if n_boot == 0 and given:
+        verb = "applies" if len(given) == 1 else "apply"
+        raise click.UsageError(
+            f"{', '.join(given)} only {verb} to bootstrap intervals: add --bootstrap N "
+            "(e.g. --bootstrap 2000) or leave them out",
+            ctx,
+        )
+    need = min_resamples(ci)
+    if 0 < n_boot < need:
+        raise click.BadParameter(
+            f"{n_boot} resamples are too few for {ci * 100:g}% intervals: use at least {need} "
+            f"(2·{TAIL_RESAMPLES}/(1 − ci), so that about {TAIL_RESAMPLES} resamples lie "
+            "beyond each end of the interval); 2000 or more is usual",
+            ctx,
+            param_hint="--bootstrap",
+        )
+
+
+def _bootstrap(
+    frame: pd.DataFrame,
+    results: dict[str, Stat],
+    scheme: WeightScheme | None,
+    categories: list[Any] | None,
+    *,
+    n_boot: int,
+    ci: float,
+    seed: int,
+    cluster_col: str | None,
+    ci_method: CiMethod,
+    level: Level,
+) -> dict[str, BootResult]:
+    """Intervals for every key the bootstrap can resample, under that key's weights.
+
+    Unweighted keys are resampled without weights, the weighted ones the bootstrap knows
+    with ``scheme``; both calls use the same seed, hence the same resamples (paired
+    intervals). Keys it cannot resample are absent from the result.
+    """
+    common: dict[str, Any] = {
+        "n_boot": n_boot,
+        "ci": ci,
+        "seed": seed,
+        "method": ci_method,
+        "level": level,
+        "categories": categories,
+    }
+    plain = [k for k in results if k not in WEIGHTED_KEYS and k in BOOTSTRAP_STATISTICS]
+    out = clustered_bootstrap(frame, cluster_col, plain, weights=None, **common) if plain else {}
+    weighted = {k: _BOOT_WEIGHTED[k] for k in results if k in _BOOT_WEIGHTED}
+    if weighted and scheme is not None:
+        boots = clustered_bootstrap(
+            frame, cluster_col, list(weighted.values()), weights=scheme, **common
+        )
+        out.update({key: boots[name] for key, name in weighted.items()})
+    return out
 
 
 def _fail(message: str) -> None:
     click.echo(click.style("error: ", fg="red", bold=True) + message, err=True)
 
 
-def _stat_json(stat: Stat, boot: BootResult | None, bootstrapped: bool) -> dict[str, Any]:
+def _key_weights(key: str, weights: str) -> str:
+    """What ``weights`` a key was computed with: the family, or ``"none"``."""
+    return weights if key in WEIGHTED_KEYS else "none"
+
+
+def _ci_note(stat: Stat, boot: BootResult | None) -> str | None:
+    if stat.value is None:
+        return None
+    if boot is None:
+        return NO_BOOTSTRAP_NOTE
+    return boot.note
+
+
+def _stat_json(
+    key: str,
+    stat: Stat,
+    boot: BootResult | None,
+    bootstrapped: bool,
+    weights: str,
+    level: str,
+) -> dict[str, Any]:
     out: dict[str, Any] = {"value": stat.value}
     if stat.value is None:
         out["note"] = stat.note
+    out["weights"] = _key_weights(key, weights)
+    if key == "krippendorff_alpha":
+        out["level"] = level
     if bootstrapped:
         if boot is not None and boot.ci_low is not None and boot.ci_high is not None:
             out["ci"] = [boot.ci_low, boot.ci_high]
         else:
             out["ci"] = None
-        if stat.value is not None and boot is not None and boot.note:
-            out["ci_note"] = boot.note
+        note = _ci_note(stat, boot)
+        if note:
+            out["ci_note"] = note
     return out
 
 
@@ -287,10 +436,11 @@ def _fmt(x: float | None) -> str:
 )
 @click.option(
     "--weights",
-    type=click.Choice(["none", "linear", "quadratic"]),
+    type=click.Choice(list(_SCHEMES)),
     default="none",
     show_default=True,
-    help="Agreement weights for Cohen's kappa, Gwet's AC2 and weighted percent agreement.",
+    help="Agreement weights (Gwet 2014, ch. 3; numeric ratings). Adds the weighted_* "
+    "statistics and Gwet's AC2; the unweighted ones are unchanged.",
 )
 @click.option(
     "--categories",
@@ -304,28 +454,36 @@ def _fmt(x: float | None) -> str:
     type=click.IntRange(min=0),
     default=0,
     metavar="N",
-    help="Add N-resample bootstrap confidence intervals (0: none).",
+    help="Add N-resample bootstrap confidence intervals (0: none; at least "
+    "20/(1 − ci), e.g. 400 for 95%).",
 )
 @click.option(
     "--ci",
     type=click.FloatRange(0.0, 1.0, min_open=True, max_open=True),
     default=0.95,
     show_default=True,
-    help="Confidence level of the bootstrap intervals.",
+    help="Confidence level of the bootstrap intervals (needs --bootstrap).",
 )
-@click.option("--seed", type=int, default=0, show_default=True, help="Bootstrap random seed.")
+@click.option(
+    "--seed",
+    type=int,
+    default=0,
+    show_default=True,
+    help="Bootstrap random seed (needs --bootstrap).",
+)
 @click.option(
     "--cluster",
     "cluster_col",
     metavar="COLUMN",
-    help="Resample whole clusters named by this column (e.g. task), not single units.",
+    help="Resample whole clusters named by this column (e.g. task), not single units "
+    "(needs --bootstrap).",
 )
 @click.option(
     "--ci-method",
     type=click.Choice(["percentile", "bca"]),
     default="percentile",
     show_default=True,
-    help="Bootstrap interval: percentile or bias-corrected and accelerated.",
+    help="Bootstrap interval: percentile or bias-corrected and accelerated (needs --bootstrap).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 def stats(
@@ -342,11 +500,13 @@ def stats(
 ) -> None:
     """Agreement statistics of RATINGS.csv (columns unit,rater,value; one row per rating).
 
-    Percent agreement, Cohen's kappa and Scott's pi (exactly two raters), Bennett's S,
-    Fleiss' kappa, Krippendorff's alpha and Gwet's AC1 (AC2 with --weights); with
-    --level interval or ratio also the Shrout & Fleiss ICCs (complete data only).
-    Missing ratings are allowed: leave them out or leave the value empty. A statistic
-    that is undefined on the data is shown as null with the reason.
+    Percent agreement, Cohen's kappa and Scott's pi (exactly two raters), Conger's and
+    Light's kappas, Bennett's S, Fleiss' kappa, Krippendorff's alpha and Gwet's AC1, all
+    unweighted; --weights W adds their weighted forms (weighted_*, Gwet's AC2) as irrCAC
+    defines them. With --level interval or ratio also the Shrout & Fleiss ICCs
+    (complete data only). Missing ratings are allowed: leave them out or leave the value
+    empty. A statistic that is undefined on the data is shown as null with the reason;
+    every JSON entry says its weights.
 
     \b
     Examples:
@@ -354,6 +514,7 @@ def stats(
       gradercal stats ratings.csv --level ordinal --weights quadratic --json
       gradercal stats ratings.csv --bootstrap 2000 --cluster task --seed 1
     """
+    _check_bootstrap_options(click.get_current_context(), n_boot, ci)
     scheme = _SCHEMES[weights]
     try:
         parsed = read_ratings_csv(
@@ -362,22 +523,23 @@ def stats(
             weighted=scheme is not None,
             cluster_col=cluster_col,
             categories=categories,
+            weights=weights,
         )
         table = RatingTable.from_frame(parsed.frame, parsed.categories)
         results = rating_statistics(table, level, scheme)
         boots: dict[str, BootResult] = {}
         if n_boot:
-            boots = clustered_bootstrap(
+            boots = _bootstrap(
                 parsed.frame,
-                cluster_col,
-                list(results),
+                results,
+                scheme,
+                parsed.categories,
                 n_boot=n_boot,
                 ci=ci,
                 seed=seed,
-                method=ci_method,
+                cluster_col=cluster_col,
+                ci_method=ci_method,
                 level=level,
-                weights=scheme,
-                categories=parsed.categories,
             )
     except ValidationError as exc:
         _fail(exc.render())
@@ -403,7 +565,7 @@ def stats(
                 "n_clusters": n_clusters,
             }
         for key, stat in results.items():
-            payload[key] = _stat_json(stat, boots.get(key), bool(n_boot))
+            payload[key] = _stat_json(key, stat, boots.get(key), bool(n_boot), weights, level)
         click.echo(json.dumps(payload, indent=2, ensure_ascii=False, allow_nan=False))
         return
     _print_table(
@@ -452,7 +614,7 @@ def _print_table(
     out.add_column("Note")
     for key, stat in results.items():
         label = LABELS.get(key, key)
-        if key in ("cohen_kappa", "gwet_ac2", "weighted_percent_agreement") and weights != "none":
+        if key in WEIGHTED_KEYS:
             label += f" ({weights})"
         if key == "krippendorff_alpha":
             label += f" ({level})"
@@ -464,8 +626,7 @@ def _print_table(
                 cells.append(f"[{_fmt(boot.ci_low)}, {_fmt(boot.ci_high)}]")
             else:
                 cells.append("—")
-            if stat.value is not None and boot is not None and boot.note:
-                note = boot.note
+            note = _ci_note(stat, boot) or note
         cells.append(note)
         out.add_row(*cells)
     console.print(out)

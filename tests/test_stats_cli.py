@@ -9,8 +9,32 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
-from gradercal.stats import rating_statistics
-from gradercal.stats_cli import read_ratings_csv, stats
+from gradercal.stats import WEIGHT_SCHEMES, WEIGHTED_KEYS, clustered_bootstrap, rating_statistics
+from gradercal.stats_cli import NO_BOOTSTRAP_NOTE, min_resamples, read_ratings_csv, stats
+
+UNWEIGHTED = [
+    "percent_agreement",
+    "cohen_kappa",
+    "scott_pi",
+    "conger_kappa",
+    "light_kappa",
+    "bennett_s",
+    "fleiss_kappa",
+    "krippendorff_alpha",
+    "gwet_ac1",
+]
+#: The keys §6 of issue #12 asks for with --weights W (cohen/conger weighted under
+#: weighted_* names; the plain names stay unweighted).
+WEIGHTED = [
+    "weighted_percent_agreement",
+    "weighted_cohen_kappa",
+    "weighted_scott_pi",
+    "weighted_conger_kappa",
+    "weighted_fleiss_kappa",
+    "weighted_bennett_s",
+    "gwet_ac2",
+    "weighted_krippendorff_alpha",
+]
 
 # Krippendorff (2011) example C: 4 observers × 12 units, blank = missing.
 KRIPP = [
@@ -64,20 +88,13 @@ def test_json_two_raters(tmp_path: Path) -> None:
     result = run(two_raters(tmp_path), "--json")
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
-    assert list(data) == [
-        "n_units",
-        "n_raters",
-        "n_ratings",
-        "percent_agreement",
-        "cohen_kappa",
-        "scott_pi",
-        "bennett_s",
-        "fleiss_kappa",
-        "krippendorff_alpha",
-        "gwet_ac1",
-    ]
+    assert list(data) == ["n_units", "n_raters", "n_ratings", *UNWEIGHTED]
     assert (data["n_units"], data["n_raters"], data["n_ratings"]) == (50, 2, 100)
-    assert data["cohen_kappa"] == {"value": pytest.approx(0.4, abs=1e-15)}
+    assert data["cohen_kappa"] == {"value": pytest.approx(0.4, abs=1e-15), "weights": "none"}
+    # two raters: Conger's and Light's kappas are Cohen's
+    assert data["conger_kappa"]["value"] == pytest.approx(0.4, abs=1e-15)
+    assert data["light_kappa"]["value"] == pytest.approx(0.4, abs=1e-15)
+    assert data["krippendorff_alpha"]["level"] == "nominal"
     assert data["scott_pi"]["value"] == pytest.approx(13 / 33, abs=1e-15)
     assert data["gwet_ac1"]["value"] == pytest.approx(41 / 101, abs=1e-15)
 
@@ -88,15 +105,8 @@ def test_json_matches_library_and_has_notes(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     expected_keys = [
-        "percent_agreement",
-        "weighted_percent_agreement",
-        "cohen_kappa",
-        "scott_pi",
-        "bennett_s",
-        "fleiss_kappa",
-        "krippendorff_alpha",
-        "gwet_ac1",
-        "gwet_ac2",
+        *UNWEIGHTED,
+        *WEIGHTED,
         "icc1",
         "icc2",
         "icc3",
@@ -111,7 +121,20 @@ def test_json_matches_library_and_has_notes(tmp_path: Path) -> None:
     assert (data["n_units"], data["n_raters"], data["n_ratings"]) == (12, 4, 41)
     assert data["krippendorff_alpha"]["value"] == pytest.approx(951 / 1120, abs=1e-15)
     assert data["gwet_ac2"]["value"] == pytest.approx(0.914000723551605, abs=2e-15)
-    assert data["cohen_kappa"] == {"value": None, "note": "needs exactly two raters (found 4)"}
+    # irrCAC's weighted alpha with quadratic weights is Krippendorff's interval alpha
+    assert data["weighted_krippendorff_alpha"]["value"] == pytest.approx(951 / 1120, abs=1e-14)
+    assert data["cohen_kappa"] == {
+        "value": None,
+        "note": "needs exactly two raters (found 4)",
+        "weights": "none",
+    }
+    assert data["weighted_cohen_kappa"] == {
+        "value": None,
+        "note": "needs exactly two raters (found 4)",
+        "weights": "quadratic",
+    }
+    for key in expected_keys:
+        assert data[key]["weights"] == ("quadratic" if key in WEIGHTED else "none"), key
     assert data["icc2"]["value"] is None
     assert data["icc2"]["note"].startswith("incomplete data: 4 of 12 units")
     # identical to the library, to the last digit
@@ -123,12 +146,12 @@ def test_json_matches_library_and_has_notes(tmp_path: Path) -> None:
 
 def test_bootstrap_json(tmp_path: Path) -> None:
     path = kripp_csv(tmp_path)
-    args = [path, "--json", "--bootstrap", "300", "--seed", "3", "--cluster", "task"]
+    args = [path, "--json", "--bootstrap", "400", "--seed", "3", "--cluster", "task"]
     result = run(*args)
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     assert data["bootstrap"] == {
-        "n_boot": 300,
+        "n_boot": 400,
         "ci": 0.95,
         "method": "percentile",
         "seed": 3,
@@ -141,14 +164,19 @@ def test_bootstrap_json(tmp_path: Path) -> None:
     assert low <= high
     assert "only 4 clusters" in alpha["ci_note"]
     assert data["cohen_kappa"]["ci"] is None
+    assert "ci_note" not in data["cohen_kappa"]  # undefined: the note says why
+    # statistics the bootstrap cannot resample say so instead of a silent null
+    for key in ("conger_kappa", "light_kappa"):
+        assert data[key]["ci"] is None
+        assert data[key]["ci_note"] == NO_BOOTSTRAP_NOTE
     # same seed, same output; every unit its own cluster without --cluster
     assert run(*args).stdout == result.stdout
-    unclustered = json.loads(run(path, "--json", "--bootstrap", "50").stdout)
+    unclustered = json.loads(run(path, "--json", "--bootstrap", "400").stdout)
     assert unclustered["bootstrap"]["n_clusters"] == 12
 
 
 def test_table_output(tmp_path: Path) -> None:
-    result = run(kripp_csv(tmp_path), "--bootstrap", "100", "--cluster", "task", "--ci", "0.9")
+    result = run(kripp_csv(tmp_path), "--bootstrap", "200", "--cluster", "task", "--ci", "0.9")
     assert result.exit_code == 0, result.output
     out = result.stdout
     assert "12 units, 4 raters, 41 ratings" in out
@@ -157,7 +185,19 @@ def test_table_output(tmp_path: Path) -> None:
     assert "0.7434" in out  # alpha nominal, 113/152
     assert "90% CI" in out
     assert "needs exactly two raters (found 4)" in out
-    assert "percentile intervals from 100 bootstrap resamples of 4 clusters of 'task'" in out
+    assert "percentile intervals from 200 bootstrap resamples of 4 clusters of 'task'" in out
+    assert "Conger's kappa" in out
+    assert "Light's kappa" in out
+
+
+def test_table_output_labels_weighted_statistics(tmp_path: Path) -> None:
+    result = run(kripp_csv(tmp_path), "--weights", "ordinal")
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    assert "weights ordinal" in out
+    assert "Weighted Fleiss' kappa (ordinal)" in out
+    assert "Gwet's AC2 (ordinal)" in out
+    assert "Fleiss' kappa (ordinal)" not in out.replace("Weighted Fleiss' kappa (ordinal)", "")
 
 
 def test_categories_option(tmp_path: Path) -> None:
@@ -229,11 +269,11 @@ def test_duplicate_rating(tmp_path: Path) -> None:
 def test_cluster_errors(tmp_path: Path) -> None:
     path = write(tmp_path, "unit,rater,value,task\n1,a,1,t1\n1,b,1,t2\n2,a,0,\n")
     fails(
-        run(path, "--cluster", "task", "--bootstrap", "10"),
+        run(path, "--cluster", "task", "--bootstrap", "400"),
         f"{path}:3: task: unit '1' is in task 't2' here but 't1' on line 2",
         f"{path}:4: task: empty",
     )
-    fails(run(path, "--cluster", "batch"), f"{path}:1: batch: missing column")
+    fails(run(path, "--cluster", "batch", "--bootstrap", "400"), f"{path}:1: batch: missing column")
 
 
 def test_short_row_and_empty_ids(tmp_path: Path) -> None:
@@ -261,3 +301,160 @@ def test_usage_errors_exit_2(tmp_path: Path) -> None:
     assert run(path, "--weights", "cubic").exit_code == 2
     assert run(path, "--ci", "1.5").exit_code == 2
     assert run(path, "--bootstrap", "-1").exit_code == 2
+
+
+# --- §6: the irrCAC family from the command line ----------------------------------------
+
+
+@pytest.mark.parametrize("raters", [2, 4])
+def test_weights_quadratic_json_has_every_key_of_section_6(tmp_path: Path, raters: int) -> None:
+    path = two_raters(tmp_path) if raters == 2 else kripp_csv(tmp_path)
+    result = run(path, "--weights", "quadratic", "--json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert list(data) == ["n_units", "n_raters", "n_ratings", *UNWEIGHTED, *WEIGHTED]
+    assert list(WEIGHTED_KEYS) == WEIGHTED
+    lib = rating_statistics(read_ratings_csv(path, weighted=True).frame, weights="quadratic")
+    for key in (*UNWEIGHTED, *WEIGHTED):
+        entry = data[key]
+        assert entry["weights"] == ("quadratic" if key in WEIGHTED else "none"), key
+        assert entry["value"] == lib[key].value, key
+        if entry["value"] is None:
+            assert entry["note"], key
+    two_rater_only = ("cohen_kappa", "scott_pi", "weighted_cohen_kappa", "weighted_scott_pi")
+    for key in two_rater_only:
+        if raters == 2:
+            assert data[key]["value"] is not None, key
+        else:
+            assert data[key]["note"] == "needs exactly two raters (found 4)", key
+    if raters == 2:
+        # 2×2 table: quadratic weights on two categories are the identity
+        for plain, weighted in (
+            ("cohen_kappa", "weighted_cohen_kappa"),
+            ("scott_pi", "weighted_scott_pi"),
+        ):
+            assert data[weighted]["value"] == pytest.approx(data[plain]["value"], abs=1e-15)
+
+
+@pytest.mark.parametrize("family", [s for s in WEIGHT_SCHEMES if s != "identity"])
+def test_every_weight_family(tmp_path: Path, family: str) -> None:
+    result = run(kripp_csv(tmp_path), "--weights", family, "--json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    lib = rating_statistics(
+        read_ratings_csv(kripp_csv(tmp_path), weighted=True).frame,
+        weights=family,  # type: ignore[arg-type]
+    )
+    for key in WEIGHTED:
+        assert data[key]["weights"] == family
+        assert data[key]["value"] == lib[key].value, key
+    assert data["gwet_ac2"]["value"] is not None
+
+
+def test_weights_need_numbers_and_ratio_positive_values(tmp_path: Path) -> None:
+    text = write(tmp_path, "unit,rater,value\n1,a,x\n1,b,y\n", "text.csv")
+    for family in ("ordinal", "ratio", "circular", "bipolar"):
+        fails(
+            run(text, "--weights", family),
+            f"{text}:2: value: not a number: 'x' (--weights needs numbers)",
+        )
+    zero = write(tmp_path, "unit,rater,value\n1,a,0\n1,b,2\n2,a,1\n2,b,1\n", "zero.csv")
+    fails(
+        run(zero, "--weights", "ratio"),
+        f"{zero}:2: value: value 0 (--weights ratio needs values > 0)",
+    )
+    assert run(zero, "--weights", "ordinal").exit_code == 0
+    fails(run(two_raters(tmp_path), "--weights", "ratio"), "(--weights ratio needs values > 0)")
+    positive = write(tmp_path, "unit,rater,value\n1,a,1\n1,b,2\n", "positive.csv")
+    assert run(positive, "--weights", "ratio").exit_code == 0
+    fails(
+        run(positive, "--weights", "ratio", "--categories", "0,1,2"),
+        "ratio weights need positive category values (found 0)",
+    )
+
+
+# --- §5: options that do nothing must say so ----------------------------------------------
+
+
+def test_min_resamples() -> None:
+    assert (min_resamples(0.95), min_resamples(0.9), min_resamples(0.99)) == (400, 200, 2000)
+    assert min_resamples(0.5) == 40
+
+
+def test_too_few_resamples_refused(tmp_path: Path) -> None:
+    path = kripp_csv(tmp_path)
+    result = run(path, "--bootstrap", "5")
+    assert result.exit_code == 2
+    assert "--bootstrap" in result.output
+    assert "5 resamples are too few for 95% intervals: use at least 400" in result.output
+    assert run(path, "--bootstrap", "399").exit_code == 2
+    assert run(path, "--bootstrap", "400", "--json").exit_code == 0
+    # the minimum follows the confidence level
+    assert run(path, "--bootstrap", "400", "--ci", "0.99").exit_code == 2
+    assert run(path, "--bootstrap", "200", "--ci", "0.9", "--json").exit_code == 0
+    # 0 means no bootstrap
+    assert run(path, "--bootstrap", "0", "--json").exit_code == 0
+
+
+@pytest.mark.parametrize(
+    ("args", "named"),
+    [
+        (["--cluster", "task"], "--cluster only applies"),
+        (["--ci", "0.9"], "--ci only applies"),
+        (["--ci-method", "bca"], "--ci-method only applies"),
+        (["--seed", "0"], "--seed only applies"),  # even the default value, when typed
+        (["--seed", "3", "--cluster", "task"], "--cluster, --seed only apply"),
+        (["--bootstrap", "0", "--ci-method", "percentile"], "--ci-method only applies"),
+    ],
+)
+def test_bootstrap_options_without_bootstrap_refused(
+    tmp_path: Path, args: list[str], named: str
+) -> None:
+    result = run(kripp_csv(tmp_path), *args)
+    assert result.exit_code == 2, result.output
+    assert named in result.output
+    assert "add --bootstrap N" in result.output
+
+
+def test_weighted_bootstrap_intervals_are_the_bootstraps(tmp_path: Path) -> None:
+    rows = ["unit,rater,value,task"]
+    for u in range(40):
+        a = u % 4
+        b = a if u % 3 else (a + 1) % 4
+        rows += [f"u{u},A,{a},t{u // 2}", f"u{u},B,{b},t{u // 2}"]
+    path = write(tmp_path, "\n".join(rows) + "\n")
+    args = ["--json", "--weights", "linear", "--bootstrap", "400", "--cluster", "task"]
+    data = json.loads(run(path, *args).stdout)
+    frame = read_ratings_csv(path, weighted=True, cluster_col="task").frame
+    common: dict[str, Any] = {"n_boot": 400, "seed": 0, "method": "percentile"}
+    plain = clustered_bootstrap(frame, "task", ["cohen_kappa", "gwet_ac1"], **common)
+    weighted = clustered_bootstrap(
+        frame,
+        "task",
+        ["cohen_kappa", "gwet_ac2", "weighted_percent_agreement"],
+        weights="linear",
+        **common,
+    )
+    # unweighted keys: unweighted intervals; weighted keys: the weighted ones
+    assert data["cohen_kappa"]["ci"] == [plain["cohen_kappa"].ci_low, plain["cohen_kappa"].ci_high]
+    assert data["gwet_ac1"]["ci"] == [plain["gwet_ac1"].ci_low, plain["gwet_ac1"].ci_high]
+    assert data["weighted_cohen_kappa"]["ci"] == [
+        weighted["cohen_kappa"].ci_low,
+        weighted["cohen_kappa"].ci_high,
+    ]
+    assert data["gwet_ac2"]["ci"] == [weighted["gwet_ac2"].ci_low, weighted["gwet_ac2"].ci_high]
+    assert data["weighted_cohen_kappa"]["ci"] != data["cohen_kappa"]["ci"]
+    assert data["weighted_cohen_kappa"]["value"] == weighted["cohen_kappa"].value
+    assert data["cohen_kappa"]["value"] == plain["cohen_kappa"].value
+    for key in (
+        "weighted_scott_pi",
+        "weighted_conger_kappa",
+        "weighted_fleiss_kappa",
+        "weighted_bennett_s",
+        "weighted_krippendorff_alpha",
+        "conger_kappa",
+        "light_kappa",
+    ):
+        assert data[key]["value"] is not None, key
+        assert data[key]["ci"] is None, key
+        assert data[key]["ci_note"] == NO_BOOTSTRAP_NOTE, key

@@ -2,11 +2,11 @@
 
 Reference implementations used here: scikit-learn (``cohen_kappa_score``, ``f1_score``),
 statsmodels (``fleiss_kappa``), the ``krippendorff`` package, pingouin
-(``intraclass_corr``) and scipy. irrCAC (Gwet's own formulas for AC1/AC2, Fleiss and
-Brennan–Prediger with missing ratings) cannot be installed next to this project (it pins
-``scipy==1.12`` and ``pandas<3``), so its outputs on two data sets were computed once
-with irrCAC 0.4.4 (``CAC(data, weights=…, digits=15)``) and are pinned below, next to a
-direct transcription of Gwet's formulas.
+(``intraclass_corr``) and scipy. The irrCAC family (every weight family, Conger's and
+Light's kappas, irrCAC's weighted alpha) is cross-checked against the ``irrCAC`` package
+itself in tests/test_stats_irrcac.py; the irrCAC 0.4.4 outputs pinned below
+(``CAC(data, weights=…, digits=15)``) keep a check of Gwet's formulas, next to a direct
+transcription of them, where that package is not installed.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from gradercal.stats import (
     balanced_f1,
     bennett_s,
     cohen_kappa,
+    conger_kappa,
     fleiss_kappa,
     gwet_ac1,
     gwet_ac2,
@@ -39,6 +40,7 @@ from gradercal.stats import (
     intraclass_correlations,
     kendall_tau,
     krippendorff_alpha,
+    light_kappa,
     pearson_r,
     percent_agreement,
     rating_statistics,
@@ -46,6 +48,7 @@ from gradercal.stats import (
     spearman_rho,
     statistic_keys,
     weight_matrix,
+    weighted_krippendorff_alpha,
 )
 from gradercal.stats import coefficients as co
 
@@ -543,19 +546,45 @@ def test_balanced_f1_matches_sklearn_macro_f1(seed: int) -> None:
 
 def test_one_rater_everything_undefined() -> None:
     df = pd.DataFrame({"unit": [1, 2, 3], "rater": "a", "value": [0, 1, 1]})
-    for key, stat in rating_statistics(df, "interval").items():
-        assert stat.value is None, key
-        assert stat.note
+    for weights in (None, "quadratic", "bipolar"):
+        res = rating_statistics(df, "interval", weights)
+        for key, stat in res.items():
+            assert stat.value is None, key
+            assert stat.note
     assert percent_agreement(df).note == "only one rater"
+    assert conger_kappa(df).note == "only one rater"
+    assert light_kappa(df).note == "only one rater"
+    assert weighted_krippendorff_alpha(df, weights="linear").note == "only one rater"
 
 
 def test_no_unit_rated_twice() -> None:
     df = pd.DataFrame({"unit": [1, 2, 3], "rater": ["a", "b", "a"], "value": [0, 1, 1]})
-    for fn in (percent_agreement, fleiss_kappa, gwet_ac1, bennett_s, krippendorff_alpha):
+    for fn in (
+        percent_agreement,
+        fleiss_kappa,
+        gwet_ac1,
+        bennett_s,
+        krippendorff_alpha,
+        conger_kappa,
+    ):
         stat = fn(df)
         assert stat.value is None
         assert stat.note == "no unit was rated by two or more raters"
+    for scheme in ("linear", "ordinal"):
+        for weighted in (
+            fleiss_kappa(df, weights=scheme),
+            bennett_s(df, weights=scheme),
+            conger_kappa(df, weights=scheme),
+            weighted_krippendorff_alpha(df, weights=scheme),
+        ):
+            assert weighted.note == "no unit was rated by two or more raters"
     assert cohen_kappa(df).note == "no unit was rated by both raters"
+    assert scott_pi(df, weights="radical").note == "no unit was rated by both raters"
+    assert light_kappa(df).note == "no unit was rated by both raters"
+    three = pd.concat([df, pd.DataFrame({"unit": [1], "rater": ["c"], "value": [0]})])
+    assert light_kappa(three).note == (
+        "Cohen's kappa of raters 'a' and 'b' is undefined: no unit was rated by both raters"
+    )
 
 
 def test_single_identical_category() -> None:
@@ -581,12 +610,72 @@ def test_single_identical_category() -> None:
     # kappa/alpha stay undefined: their chance agreement is 1 whatever the scale
     assert cohen_kappa(df, categories=[0, 1]).value is None
     assert krippendorff_alpha(df, categories=[0, 1]).value is None
+    # …and so do the weighted kappas and alpha, whatever the weights
+    for scheme in ("quadratic", "circular", "bipolar"):
+        for stat in (
+            cohen_kappa(df, weights=scheme, categories=[0, 1]),
+            scott_pi(df, weights=scheme, categories=[0, 1]),
+            fleiss_kappa(df, weights=scheme, categories=[0, 1]),
+            conger_kappa(df, weights=scheme, categories=[0, 1]),
+            weighted_krippendorff_alpha(df, weights=scheme, categories=[0, 1]),
+        ):
+            assert stat.value is None
+            assert (stat.note or "").startswith("no variation")
+        # weighted S: pe = T_w / q² = 1/2 with these weights (w_01 = 0)
+        assert value(bennett_s(df, weights=scheme, categories=[0, 1])) == 1.0
+    assert conger_kappa(df).value is None
+    assert light_kappa(df) == cohen_kappa(df)
+    three = long_from_matrix(np.ones((5, 3)), raters="ABC")
+    assert light_kappa(three).note == (
+        "Cohen's kappa of raters 'A' and 'B' is undefined: "
+        "no variation: chance agreement is 1 (a single category used)"
+    )
+    assert bennett_s(df, weights="linear").value is None  # q = 1 without categories
 
 
 def test_perfect_agreement_with_variation_is_one() -> None:
     df = long_from_matrix([[0, 0], [1, 1], [1, 1]], raters="AB")
-    for fn in (cohen_kappa, scott_pi, fleiss_kappa, gwet_ac1, bennett_s, krippendorff_alpha):
+    for fn in (
+        cohen_kappa,
+        scott_pi,
+        fleiss_kappa,
+        gwet_ac1,
+        bennett_s,
+        krippendorff_alpha,
+        conger_kappa,
+        light_kappa,
+    ):
         assert value(fn(df)) == pytest.approx(1.0, abs=1e-15)
+    three = long_from_matrix([[1, 1, 1], [2, 2, 2], [4, 4, 4], [2, 2, 2]])
+    res = rating_statistics(three, weights="ratio")
+    for key in co.WEIGHTED_KEYS:
+        if key in ("weighted_cohen_kappa", "weighted_scott_pi"):
+            assert res[key].note == "needs exactly two raters (found 3)"
+        else:
+            assert value(res[key]) == pytest.approx(1.0, abs=1e-15), key
+
+
+def test_light_kappa_is_the_mean_of_sklearn_pairwise_kappas() -> None:
+    rng = np.random.default_rng(5)
+    x = rng.integers(0, 4, (30, 1)) + rng.integers(0, 2, (30, 4))
+    kappas = [cohen_kappa_score(x[:, g], x[:, h]) for g, h in itertools.combinations(range(4), 2)]
+    assert value(light_kappa(long_from_matrix(x))) == pytest.approx(np.mean(kappas), abs=1e-14)
+
+
+def test_conger_kappa_by_hand() -> None:
+    # Three raters, complete data, categories 0/1:
+    #   u0: 0 0 0   u1: 1 1 1   u2: 0 1 1   u3: 0 0 1
+    # pa = (1 + 1 + 1/3 + 1/3)/4 = 2/3. Rater shares p_g(1): r0 1/4, r1 2/4, r2 3/4.
+    # Conger pe = mean over ordered pairs g≠h of Σ_k p_gk p_hk:
+    #   (r0,r1) 3/4·2/4 + 1/4·2/4 = 1/2; (r0,r2) 3/4·1/4 + 1/4·3/4 = 3/8;
+    #   (r1,r2) 2/4·1/4 + 2/4·3/4 = 1/2 -> pe = (1/2 + 3/8 + 1/2)/3 = 11/24
+    # kappa = (2/3 − 11/24)/(13/24) = 5/13. Fleiss: π = (1/2, 1/2), pe = 1/2 -> 1/3.
+    df = long_from_matrix([[0, 0, 0], [1, 1, 1], [0, 1, 1], [0, 0, 1]])
+    assert value(conger_kappa(df)) == pytest.approx(5 / 13, abs=1e-15)
+    assert value(fleiss_kappa(df)) == pytest.approx(1 / 3, abs=1e-15)
+    # Light: Cohen (r0,r1): pa 3/4, pe 1/2 -> 1/2; (r0,r2): pa 1/2, pe 3/8 -> 1/5;
+    # (r1,r2): pa 3/4, pe 1/2 -> 1/2 -> mean 2/5
+    assert value(light_kappa(df)) == pytest.approx(2 / 5, abs=1e-15)
 
 
 def test_cohen_needs_exactly_two_raters() -> None:
@@ -651,6 +740,14 @@ def test_input_validation() -> None:
         krippendorff_alpha(text, level="ordinal")
     with pytest.raises(ValueError, match="linear weights need numeric"):
         cohen_kappa(text, weights="linear")
+    for scheme in ("ordinal", "ratio", "circular", "bipolar", "radical"):
+        with pytest.raises(ValueError, match=f"{scheme} weights need numeric categories"):
+            rating_statistics(text, weights=scheme)
+    zero = pd.DataFrame({"unit": [1, 1], "rater": ["a", "b"], "value": [0, 2]})
+    with pytest.raises(ValueError, match="ratio weights need positive category values"):
+        rating_statistics(zero, weights="ratio")
+    with pytest.raises(ValueError, match="ratio weights need positive"):
+        fleiss_kappa(zero.assign(value=[1, 2]), weights="ratio", categories=[0, 1, 2])
     neg = pd.DataFrame({"unit": [1, 1], "rater": ["a", "b"], "value": [-1, 2]})
     with pytest.raises(ValueError, match="non-negative"):
         krippendorff_alpha(neg, level="ratio")
@@ -693,21 +790,71 @@ def test_weight_matrix() -> None:
     q = weight_matrix("quadratic", [0, 1, 3])
     np.testing.assert_allclose(q, [[1, 8 / 9, 0], [8 / 9, 1, 5 / 9], [0, 5 / 9, 1]])
     np.testing.assert_array_equal(weight_matrix(None, ["a", "b"]), np.eye(2))
+    five = [1, 2, 3, 4, 5]
+    # ordinal: 1 − C(|k−l|+1, 2)/C(5, 2) on the ranks: gaps 0..4 -> 0, 1, 3, 6, 10 pairs
+    np.testing.assert_allclose(weight_matrix("ordinal", five)[0], [1, 0.9, 0.7, 0.4, 0])
+    np.testing.assert_array_equal(
+        weight_matrix("ordinal", [0, 10, 11]), weight_matrix("ordinal", five[:3])
+    )
+    # radical: 1 − sqrt(|x_k − x_l| / 4)
+    np.testing.assert_allclose(
+        weight_matrix("radical", five)[0], [1, 0.5, 1 - 0.5**0.5, 1 - 0.75**0.5, 0]
+    )
+    # bipolar (irrCAC's documented matrix): d(1,l) = (1−l)²/((l−1)(9−l)) = 1/7, 1/3, 3/5, 1
+    np.testing.assert_allclose(weight_matrix("bipolar", five)[0], [1, 6 / 7, 2 / 3, 2 / 5, 0])
+    np.testing.assert_allclose(weight_matrix("bipolar", five)[1, 2], 14 / 15)
+    # circular: sin²(π gap / 5) = s1, s2, s2, s1 with s2 the largest
+    s1, s2 = math.sin(math.pi / 5) ** 2, math.sin(2 * math.pi / 5) ** 2
+    np.testing.assert_allclose(
+        weight_matrix("circular", five)[0], [1, 1 - s1 / s2, 0, 0, 1 - s1 / s2], atol=1e-15
+    )
+    # ratio on 1, 2, 4: ((1−2)/3)² = 1/9 against the extremes' (3/5)² = 9/25 -> 56/81
+    np.testing.assert_allclose(
+        weight_matrix("ratio", [1, 2, 4]), [[1, 56 / 81, 0], [56 / 81, 1, 56 / 81], [0, 56 / 81, 1]]
+    )
+    # every family: symmetric, ones on the diagonal, 0 for the most distant pair,
+    # rows and columns in the order of the categories given
+    for scheme in co.WEIGHT_SCHEMES:
+        m = weight_matrix(scheme, [3, 1, 8, 2])
+        np.testing.assert_allclose(m, m.T, atol=1e-15)
+        np.testing.assert_array_equal(np.diag(m), 1.0)
+        assert m.min() >= -1e-15
+        if scheme not in ("identity", "circular"):  # circular: the scale wraps around
+            assert m[1, 2] == pytest.approx(0.0, abs=1e-15)  # the extremes 1 and 8
+        assert scheme == "identity" or m.min() == pytest.approx(0.0, abs=1e-15)
+        sorted_m = weight_matrix(scheme, [1, 2, 3, 8])
+        np.testing.assert_allclose(m[np.ix_([1, 3, 0, 2], [1, 3, 0, 2])], sorted_m, atol=1e-15)
+        np.testing.assert_array_equal(weight_matrix(scheme, [4]), np.eye(1))
 
 
 def test_rating_statistics_keys() -> None:
-    assert list(rating_statistics(KRIPP_LONG)) == [
+    unweighted = [
         "percent_agreement",
         "cohen_kappa",
         "scott_pi",
+        "conger_kappa",
+        "light_kappa",
         "bennett_s",
         "fleiss_kappa",
         "krippendorff_alpha",
         "gwet_ac1",
     ]
+    assert list(rating_statistics(KRIPP_LONG)) == unweighted
+    assert statistic_keys("nominal", "identity") == tuple(unweighted)
+    weighted = [
+        "weighted_percent_agreement",
+        "weighted_cohen_kappa",
+        "weighted_scott_pi",
+        "weighted_conger_kappa",
+        "weighted_fleiss_kappa",
+        "weighted_bennett_s",
+        "gwet_ac2",
+        "weighted_krippendorff_alpha",
+    ]
+    assert list(co.WEIGHTED_KEYS) == weighted
+    for scheme in co.WEIGHT_SCHEMES[1:]:
+        assert statistic_keys("nominal", scheme) == (*unweighted, *weighted)
     keys = statistic_keys("interval", "linear")
-    assert keys[:2] == ("percent_agreement", "weighted_percent_agreement")
-    assert "gwet_ac2" in keys
     assert {"icc1", "icc2", "icc3", "icc1k", "icc2k", "icc3k", "pearson_r"} <= set(keys)
     assert set(statistic_keys("ordinal")) >= {"spearman_rho", "kendall_tau"}
     assert "pearson_r" not in statistic_keys("ordinal")
@@ -743,9 +890,19 @@ def ratings_frames(
 @given(ratings_frames(max_raters=2, complete=True))
 def test_two_rater_coefficients_bounded_on_complete_data(df: pd.DataFrame) -> None:
     for weights in (None, "linear", "quadratic"):
-        for stat in (cohen_kappa(df, weights=weights), scott_pi(df)):  # type: ignore[arg-type]
+        for stat in (
+            cohen_kappa(df, weights=weights),
+            scott_pi(df, weights=weights),
+            light_kappa(df),
+        ):
             if stat.value is not None:
                 assert -1.0 - 1e-12 <= stat.value <= 1.0 + 1e-12
+    # every family: at most 1 (the lower bound −1 is not claimed for every weighting)
+    positive = df.assign(value=df["value"] + 1.0)  # ratio weights need positive values
+    for family in co.WEIGHT_SCHEMES:
+        w: Any = family
+        for stat in (cohen_kappa(positive, weights=w), scott_pi(positive, weights=w)):
+            assert stat.value is None or stat.value <= 1.0 + 1e-12
 
 
 def test_missing_ratings_can_push_kappa_below_minus_one() -> None:
@@ -777,9 +934,19 @@ def test_multi_rater_coefficients_bounded(df: pd.DataFrame) -> None:
         "gwet_ac2",
         "bennett_s",
         "krippendorff_alpha",
+        "conger_kappa",
+        "weighted_cohen_kappa",
+        "weighted_scott_pi",
+        "weighted_conger_kappa",
+        "weighted_fleiss_kappa",
+        "weighted_bennett_s",
+        "weighted_krippendorff_alpha",
     ):
         v = res[key].value
         assert v is None or v <= 1.0 + 1e-12
+    # Light's kappa is a mean of two-rater kappas; with two raters it is Cohen's
+    if df["rater"].nunique() == 2:
+        assert res["light_kappa"] == res["cohen_kappa"]
     # AC1's chance agreement is at most 1/q, so AC1 >= -1/(q-1) even with missing data
     v = res["gwet_ac1"].value
     assert v is None or v >= -1.0 / 3.0 - 1e-12

@@ -1,8 +1,9 @@
 """Agreement statistics: inter-rater coefficients and their cluster bootstrap.
 
 :mod:`gradercal.stats.coefficients` computes percent agreement, Cohen's kappa, Scott's
-pi, Bennett's S, Fleiss' kappa, Krippendorff's alpha, Gwet's AC1/AC2, the Shrout &
-Fleiss ICCs and correlations from long-format ratings (``unit``, ``rater``, ``value``);
+pi, Conger's and Light's kappas, Bennett's S, Fleiss' kappa, Krippendorff's alpha, Gwet's
+AC1/AC2 (the irrCAC family, with its eight weight families), the Shrout & Fleiss ICCs and
+correlations from long-format ratings (``unit``, ``rater``, ``value``);
 :mod:`gradercal.stats.bootstrap` attaches task-clustered bootstrap intervals. See
 ``docs/statistics.md`` for definitions and conventions.
 
@@ -25,6 +26,7 @@ from gradercal.stats.coefficients import (
     LEVELS,
     RATING_COLUMNS,
     WEIGHT_SCHEMES,
+    WEIGHTED_KEYS,
     IccKind,
     Level,
     Ratings,
@@ -34,6 +36,7 @@ from gradercal.stats.coefficients import (
     balanced_f1,
     bennett_s,
     cohen_kappa,
+    conger_kappa,
     fleiss_kappa,
     gwet_ac1,
     gwet_ac2,
@@ -41,6 +44,7 @@ from gradercal.stats.coefficients import (
     intraclass_correlations,
     kendall_tau,
     krippendorff_alpha,
+    light_kappa,
     pearson_r,
     percent_agreement,
     rating_statistics,
@@ -48,6 +52,7 @@ from gradercal.stats.coefficients import (
     spearman_rho,
     statistic_keys,
     weight_matrix,
+    weighted_krippendorff_alpha,
 )
 
 __all__ = [
@@ -56,6 +61,7 @@ __all__ = [
     "ICC_KINDS",
     "LEVELS",
     "RATING_COLUMNS",
+    "WEIGHTED_KEYS",
     "WEIGHT_SCHEMES",
     "BootResult",
     "IccKind",
@@ -70,6 +76,7 @@ __all__ = [
     "cluster_labels",
     "clustered_bootstrap",
     "cohen_kappa",
+    "conger_kappa",
     "fleiss_kappa",
     "gwet_ac1",
     "gwet_ac2",
@@ -77,6 +84,7 @@ __all__ = [
     "intraclass_correlations",
     "kendall_tau",
     "krippendorff_alpha",
+    "light_kappa",
     "pearson_r",
     "percent_agreement",
     "rating_statistics",
@@ -85,4 +93,5 @@ __all__ = [
     "spearman_rho",
     "statistic_keys",
     "weight_matrix",
+    "weighted_krippendorff_alpha",
 ]

@@ -26,6 +26,7 @@ This module imports only numpy, pandas, scipy and the ``krippendorff`` package.
 
 from __future__ import annotations
 
+import itertools
 import math
 import numbers
 from collections.abc import Sequence
@@ -42,6 +43,7 @@ __all__ = [
     "ICC_KINDS",
     "LEVELS",
     "RATING_COLUMNS",
+    "WEIGHTED_KEYS",
     "WEIGHT_SCHEMES",
     "AnovaTable",
     "IccKind",
@@ -56,6 +58,7 @@ __all__ = [
     "bennett_s",
     "cohen_kappa",
     "coincidence_matrix",
+    "conger_kappa",
     "distance_matrix",
     "fleiss_kappa",
     "gwet_ac1",
@@ -65,6 +68,7 @@ __all__ = [
     "intraclass_correlations",
     "kendall_tau",
     "krippendorff_alpha",
+    "light_kappa",
     "ordinal_midranks",
     "pearson_r",
     "percent_agreement",
@@ -73,19 +77,35 @@ __all__ = [
     "spearman_rho",
     "statistic_keys",
     "weight_matrix",
+    "weighted_krippendorff_alpha",
 ]
 
 FloatArray: TypeAlias = npt.NDArray[np.float64]
 IntArray: TypeAlias = npt.NDArray[np.intp]
 
 Level = Literal["nominal", "ordinal", "interval", "ratio"]
-WeightScheme = Literal["identity", "linear", "quadratic"]
+WeightScheme = Literal[
+    "identity", "linear", "quadratic", "ordinal", "radical", "ratio", "circular", "bipolar"
+]
 IccKind = Literal["icc1", "icc2", "icc3", "icc1k", "icc2k", "icc3k"]
 
 #: Krippendorff's levels of measurement, in order.
 LEVELS: tuple[Level, ...] = get_args(Level)
-#: Agreement-weight schemes (``None`` means ``"identity"``, i.e. unweighted).
+#: Agreement-weight families of Gwet (2014, ch. 3) and ``irrCAC`` (``None`` means
+#: ``"identity"``, i.e. unweighted).
 WEIGHT_SCHEMES: tuple[WeightScheme, ...] = get_args(WeightScheme)
+#: Keys of :func:`rating_statistics` computed with the agreement weights (present only
+#: when weights other than identity are given). Every other key is unweighted.
+WEIGHTED_KEYS: tuple[str, ...] = (
+    "weighted_percent_agreement",
+    "weighted_cohen_kappa",
+    "weighted_scott_pi",
+    "weighted_conger_kappa",
+    "weighted_fleiss_kappa",
+    "weighted_bennett_s",
+    "gwet_ac2",
+    "weighted_krippendorff_alpha",
+)
 #: The six Shrout & Fleiss (1979) intraclass correlations.
 ICC_KINDS: tuple[IccKind, ...] = get_args(IccKind)
 #: Columns of a long-format ratings frame.
@@ -360,25 +380,42 @@ def _table(ratings: Ratings, categories: Sequence[Any] | None = None) -> RatingT
 
 
 def weight_matrix(scheme: WeightScheme | None, categories: npt.ArrayLike) -> FloatArray:
-    """Agreement weights ``w_kl`` between categories (Gwet 2014, §3; ``irrCAC``).
+    """Agreement weights ``w_kl`` between categories (Gwet 2014, ch. 3; ``irrCAC``).
+
+    With ``x_1 < … < x_q`` the numeric category values, ``k``, ``l`` their ranks
+    ``1 … q``, ``s = x_max − x_min``:
 
     * ``identity`` (or ``None``): ``w_kl = 1`` if ``k = l`` else 0 (unweighted).
-    * ``linear``: ``w_kl = 1 - |x_k - x_l| / (x_max - x_min)``.
-    * ``quadratic``: ``w_kl = 1 - (x_k - x_l)² / (x_max - x_min)²``.
+    * ``linear``: ``1 − |x_k − x_l| / s``.
+    * ``quadratic``: ``1 − (x_k − x_l)² / s²``.
+    * ``radical``: ``1 − √|x_k − x_l| / √s``.
+    * ``ordinal``: ``1 − m_kl / m_max`` with ``m_kl = C(|k − l| + 1, 2)``, the number
+      of pairs of ranks between ``k`` and ``l`` (ranks only, not values).
+    * ``ratio``: ``1 − ((x_k − x_l)/(x_k + x_l))² / ((x_max − x_min)/(x_max + x_min))²``
+      (needs positive values).
+    * ``circular``: ``1 − d_kl / d_max`` with ``d_kl = sin²(π (x_k − x_l) / (s + 1))``:
+      the scale wraps around (meant for consecutive integers, where ``s + 1 = q``).
+    * ``bipolar``: ``1 − d_kl / d_max`` with ``d_kl = (x_k − x_l)² /
+      ((x_k + x_l − 2 x_min)(2 x_max − x_k − x_l))`` for ``k ≠ l`` and 0 on the
+      diagonal: disagreements near either end of the scale cost more.
 
-    ``x`` are the numeric category values, so unequally spaced categories get
-    proportionally spaced weights; with equally spaced categories (e.g. levels 0…L-1)
-    these are Cohen's (1968) linear and quadratic weights on the category ranks.
+    ``d_max``/``m_max`` are the largest off-diagonal values, so every family has ones on
+    the diagonal and 0 for the most distant pair (for ``circular``, distant on the
+    circle). With equally spaced categories linear and quadratic are Cohen's (1968)
+    weights on the ranks.
 
     Args:
-        scheme: The weighting scheme.
-        categories: The category set (numbers for ``linear``/``quadratic``).
+        scheme: The weight family.
+        categories: The category set (numbers for every family but identity; rows and
+            columns follow its order).
 
     Returns:
-        A symmetric ``q × q`` matrix with ones on the diagonal.
+        A symmetric ``q × q`` matrix with ones on the diagonal (the identity when
+        ``q < 2``).
 
     Raises:
-        ValueError: Unknown scheme, or non-numeric categories with a non-identity scheme.
+        ValueError: Unknown scheme, non-numeric categories with a non-identity scheme,
+            or a category ≤ 0 with ``ratio`` weights.
     """
     cats = np.asarray(categories)
     q = len(cats)
@@ -389,11 +426,36 @@ def weight_matrix(scheme: WeightScheme | None, categories: npt.ArrayLike) -> Flo
     if cats.dtype.kind not in "biuf":
         raise ValueError(f"{scheme} weights need numeric categories")
     x = cats.astype(np.float64)
+    if scheme == "ratio" and q and float(x.min()) <= 0.0:
+        raise ValueError(f"ratio weights need positive category values (found {float(x.min()):g})")
     if q < 2:
         return np.eye(q)
-    span = float(x.max() - x.min())
-    diff = np.abs(x[:, None] - x[None, :]) / span
-    return 1.0 - (diff if scheme == "linear" else diff**2)
+    diff = x[:, None] - x[None, :]
+    lo, hi = float(x.min()), float(x.max())
+    span = hi - lo
+    if scheme == "linear":
+        return np.asarray(1.0 - np.abs(diff) / span, dtype=np.float64)
+    if scheme == "quadratic":
+        return np.asarray(1.0 - (diff / span) ** 2, dtype=np.float64)
+    if scheme == "radical":
+        return np.asarray(1.0 - np.sqrt(np.abs(diff) / span), dtype=np.float64)
+    if scheme == "ratio":
+        total = x[:, None] + x[None, :]
+        scale = (span / (hi + lo)) ** 2
+        return np.asarray(1.0 - (diff / total) ** 2 / scale, dtype=np.float64)
+    if scheme == "ordinal":
+        rank = np.argsort(np.argsort(x)).astype(np.float64)
+        gap = np.abs(rank[:, None] - rank[None, :])
+        d = gap * (gap + 1.0) / 2.0
+    elif scheme == "circular":
+        d = np.sin(np.pi * diff / (span + 1.0)) ** 2
+    else:  # bipolar
+        off = ~np.eye(q, dtype=bool)
+        den = (x[:, None] + x[None, :] - 2.0 * lo) * (2.0 * hi - x[:, None] - x[None, :])
+        d = np.zeros((q, q))
+        d[off] = diff[off] ** 2 / den[off]
+    np.fill_diagonal(d, 0.0)
+    return np.asarray(1.0 - d / float(d.max()), dtype=np.float64)
 
 
 def _check_scheme(weights: WeightScheme | None) -> WeightScheme:
@@ -462,8 +524,9 @@ def percent_agreement(
 
     Args:
         ratings: Long-format ratings (or a :class:`RatingTable`).
-        weights: ``None``/``"identity"`` (plain agreement), ``"linear"``, ``"quadratic"``.
-        categories: The category set (only matters for the span of the weights).
+        weights: ``None``/``"identity"`` (plain agreement) or a family of
+            :func:`weight_matrix`.
+        categories: The category set (only matters for the weights).
 
     Returns:
         In [0, 1]; undefined with one rater or when no unit has two ratings.
@@ -473,26 +536,33 @@ def percent_agreement(
     return parts if isinstance(parts, Stat) else Stat.of(parts.pa)
 
 
-def fleiss_kappa(ratings: Ratings, *, categories: Sequence[Any] | None = None) -> Stat:
-    """Fleiss' kappa (Fleiss 1971), with Gwet's handling of missing ratings.
+def fleiss_kappa(
+    ratings: Ratings,
+    *,
+    weights: WeightScheme | None = None,
+    categories: Sequence[Any] | None = None,
+) -> Stat:
+    """Fleiss' kappa (Fleiss 1971), weighted on request, Gwet's handling of missing ratings.
 
-    ``κ_F = (pa − pe) / (1 − pe)`` with ``pa`` the percent agreement of
-    :func:`percent_agreement` and ``pe = Σ_k π_k²``, ``π_k = (1/n) Σ_i r_ik / r_i`` over
-    all ``n`` units (units rated once contribute to ``π`` but not to ``pa``). With
-    complete data this is exactly Fleiss' (1971) formula.
+    ``κ_F = (pa − pe) / (1 − pe)`` with ``pa`` the (weighted) percent agreement of
+    :func:`percent_agreement` and ``pe = Σ_kl w_kl π_k π_l`` (unweighted: ``Σ_k π_k²``),
+    ``π_k = (1/n) Σ_i r_ik / r_i`` over all ``n`` units (units rated once contribute to
+    ``π`` but not to ``pa``). Unweighted and with complete data this is exactly Fleiss'
+    (1971) formula.
 
-    Reference: Fleiss (1971), Psychological Bulletin 76:378; Gwet (2014), §2.5;
-    ``irrCAC.fleiss.kappa.raw``.
+    Reference: Fleiss (1971), Psychological Bulletin 76:378; Gwet (2014), §2.5 and ch. 3;
+    ``irrCAC.fleiss.kappa.raw`` (with ``weights``).
 
     Returns:
-        In [−1, 1]; undefined with one rater, no unit rated twice, or a single category
+        At most 1; undefined with one rater, no unit rated twice, or a single category
         used by everyone (``pe = 1``: "no variation").
     """
     t = _table(ratings, categories)
-    parts = _multi_parts(t, np.eye(t.q))
+    w = weight_matrix(_check_scheme(weights), t.categories)
+    parts = _multi_parts(t, w)
     if isinstance(parts, Stat):
         return parts
-    return _chance_corrected(parts.pa, float(np.sum(parts.pi**2)))
+    return _chance_corrected(parts.pa, float(parts.pi @ w @ parts.pi))
 
 
 def _gwet(t: RatingTable, w: FloatArray) -> Stat:
@@ -549,22 +619,31 @@ def gwet_ac2(
     return _gwet(t, weight_matrix(_check_scheme(weights), t.categories))
 
 
-def bennett_s(ratings: Ratings, *, categories: Sequence[Any] | None = None) -> Stat:
-    """Bennett, Alpert & Goldstein's S (the Brennan–Prediger coefficient).
+def bennett_s(
+    ratings: Ratings,
+    *,
+    weights: WeightScheme | None = None,
+    categories: Sequence[Any] | None = None,
+) -> Stat:
+    """Bennett, Alpert & Goldstein's S (the Brennan–Prediger coefficient), weighted on request.
 
-    ``S = (pa − 1/q) / (1 − 1/q)``: chance agreement assumes a rater picks each of the
-    ``q`` categories with equal probability. ``pa`` is the multi-rater percent agreement
-    (missing ratings allowed), ``q`` the size of the category set — pass
-    ``categories`` when a possible category went unused.
+    ``S = (pa − pe) / (1 − pe)`` with ``pe = T_w / q²`` (unweighted: ``1/q``): chance
+    agreement assumes a rater picks each of the ``q`` categories with equal probability.
+    ``pa`` is the (weighted) multi-rater percent agreement (missing ratings allowed),
+    ``q`` the size of the category set — pass ``categories`` when a possible category
+    went unused.
 
     Reference: Bennett, Alpert & Goldstein (1954), Public Opinion Quarterly 18:303;
-    Brennan & Prediger (1981), Educ Psychol Meas 41:687; ``irrCAC.bp.coeff.raw``.
+    Brennan & Prediger (1981), Educ Psychol Meas 41:687; Gwet (2014), ch. 3;
+    ``irrCAC.bp.coeff.raw`` (with ``weights``).
 
     Returns:
-        In [−1/(q−1), 1]; undefined with one rater, no unit rated twice, or ``q < 2``.
+        At most 1 (unweighted: in [−1/(q−1), 1]); undefined with one rater, no unit
+        rated twice, or ``q < 2``.
     """
     t = _table(ratings, categories)
-    parts = _multi_parts(t, np.eye(t.q))
+    w = weight_matrix(_check_scheme(weights), t.categories)
+    parts = _multi_parts(t, w)
     if isinstance(parts, Stat):
         return parts
     if t.q < 2:
@@ -572,7 +651,7 @@ def bennett_s(ratings: Ratings, *, categories: Sequence[Any] | None = None) -> S
             "only one category in the category set: S needs the number of possible "
             "categories (pass categories=…)"
         )
-    return _chance_corrected(parts.pa, 1.0 / t.q)
+    return _chance_corrected(parts.pa, float(w.sum()) / (t.q * t.q))
 
 
 # ---------------------------------------------------------------------------------------
@@ -604,11 +683,14 @@ def _pair_parts(t: RatingTable, raters: tuple[Any, Any] | None) -> _PairParts | 
     codes = _pair_codes(t, raters)
     if isinstance(codes, Stat):
         return codes
-    a, b = codes
+    return _pair_parts_of(codes[0], codes[1], t.q)
+
+
+def _pair_parts_of(a: IntArray, b: IntArray, q: int) -> _PairParts | Stat:
+    """Joint table and marginals of two raters' codes (``-1`` = missing)."""
     both = (a >= 0) & (b >= 0)
     if not both.any():
         return Stat.undefined("no unit was rated by both raters")
-    q = t.q
     table = np.bincount(a[both] * q + b[both], minlength=q * q).reshape(q, q).astype(np.float64)
     n_a = np.bincount(a[a >= 0], minlength=q).astype(np.float64)
     n_b = np.bincount(b[b >= 0], minlength=q).astype(np.float64)
@@ -631,14 +713,16 @@ def cohen_kappa(
     formula, and equals scikit-learn's ``cohen_kappa_score`` for equally spaced
     categories).
 
+    For two raters this is Conger's kappa (:func:`conger_kappa`), which is how
+    ``irrCAC`` computes it from raw ratings (``conger.kappa.raw``).
+
     Reference: Cohen (1960), Educ Psychol Meas 20:37; Cohen (1968), Psychol Bull 70:213;
     Gwet (2014), §2.4 and §3.
 
     Args:
         ratings: Long-format ratings.
-        weights: ``None``/``"identity"``, ``"linear"`` or ``"quadratic"`` (see
-            :func:`weight_matrix`).
-        categories: The category set (fixes the span of the weights).
+        weights: ``None``/``"identity"`` or a family of :func:`weight_matrix`.
+        categories: The category set (fixes the weights).
         raters: The two raters to compare; by default the data must have exactly two.
 
     Returns:
@@ -651,6 +735,10 @@ def cohen_kappa(
     parts = _pair_parts(t, raters)
     if isinstance(parts, Stat):
         return parts
+    return _cohen_from_parts(parts, w)
+
+
+def _cohen_from_parts(parts: _PairParts, w: FloatArray) -> Stat:
     pa = float(np.sum(w * parts.table) / parts.table.sum())
     pe = float(parts.p_a @ w @ parts.p_b)
     return _chance_corrected(pa, pe)
@@ -659,30 +747,157 @@ def cohen_kappa(
 def scott_pi(
     ratings: Ratings,
     *,
+    weights: WeightScheme | None = None,
     categories: Sequence[Any] | None = None,
     raters: tuple[Any, Any] | None = None,
 ) -> Stat:
-    """Scott's pi (Scott 1955) for two raters.
+    """Scott's pi (Scott 1955) for two raters, weighted on request.
 
-    ``π = (pa − pe) / (1 − pe)`` with ``pa`` the share of agreeing units among those
-    rated by both and ``pe = Σ_k π_k²``, ``π_k = (p_A,k + p_B,k) / 2`` the average of the
-    two raters' marginals (each over all that rater's ratings, as for
-    :func:`cohen_kappa`). With complete data this equals Fleiss' kappa for two raters.
-    For three or more raters use :func:`fleiss_kappa`, Scott's pi generalised.
+    ``π = (pa − pe) / (1 − pe)`` with ``pa = Σ_kl w_kl p_kl`` over the units rated by
+    both (unweighted: the share of agreeing units) and ``pe = Σ_kl w_kl π_k π_l``,
+    ``π_k = (p_A,k + p_B,k) / 2`` the average of the two raters' marginals (each over all
+    that rater's ratings, as for :func:`cohen_kappa`). With complete data this equals
+    (weighted) Fleiss' kappa for two raters and ``irrCAC``'s ``scott2.table`` on the
+    raters' contingency table. For three or more raters use :func:`fleiss_kappa`.
 
-    Reference: Scott (1955), Public Opinion Quarterly 19:321; Gwet (2014), §2.4.
+    Reference: Scott (1955), Public Opinion Quarterly 19:321; Gwet (2014), §2.4 and ch. 3.
 
     Returns:
         In [−1, 1]; undefined unless there are exactly two raters (or ``raters``), when
         no unit was rated by both, or with a single category used ("no variation").
     """
     t = _table(ratings, categories)
+    w = weight_matrix(_check_scheme(weights), t.categories)
     parts = _pair_parts(t, raters)
     if isinstance(parts, Stat):
         return parts
-    pa = float(np.trace(parts.table) / parts.table.sum())
+    pa = float(np.sum(w * parts.table) / parts.table.sum())
     pi = (parts.p_a + parts.p_b) / 2.0
-    return _chance_corrected(pa, float(np.sum(pi**2)))
+    return _chance_corrected(pa, float(pi @ w @ pi))
+
+
+def conger_kappa(
+    ratings: Ratings,
+    *,
+    weights: WeightScheme | None = None,
+    categories: Sequence[Any] | None = None,
+) -> Stat:
+    """Conger's kappa (Conger 1980): Cohen's kappa generalised to any number of raters.
+
+    ``κ_C = (pa − pe) / (1 − pe)`` with ``pa`` the (weighted) multi-rater percent
+    agreement of :func:`percent_agreement` and ``pe`` the average, over all ordered pairs
+    of distinct raters ``g ≠ h``, of Cohen's chance agreement ``Σ_kl w_kl p_gk p_hl``:
+    ``pe = Σ_kl w_kl (p̄_k p̄_l − s²_kl / r)``, where ``p_gk`` is the share of rater
+    ``g``'s ratings in category ``k`` (over *all* of ``g``'s ratings), ``p̄_k`` its mean
+    over the ``r`` raters and ``s²_kl`` the sample covariance over raters of ``p_gk`` and
+    ``p_gl``. With two raters it equals :func:`cohen_kappa` (also with missing ratings
+    and weights).
+
+    Missing ratings (as ``irrCAC.conger.kappa.raw``): ``pa`` averages over the units
+    rated at least twice; each rater's ``p_gk`` uses all that rater's ratings, so a unit
+    rated once counts in ``pe`` but not in ``pa``.
+
+    Reference: Conger (1980), Psychol Bull 88:322; Gwet (2014), §2.5 and ch. 3;
+    ``irrCAC.conger.kappa.raw``.
+
+    Returns:
+        At most 1; undefined with one rater, no unit rated twice, or when every rater
+        used one and the same single category (``pe = 1``: "no variation").
+    """
+    t = _table(ratings, categories)
+    w = weight_matrix(_check_scheme(weights), t.categories)
+    parts = _multi_parts(t, w)
+    if isinstance(parts, Stat):
+        return parts
+    r = t.n_raters
+    per_rater = np.bincount(t.rater * t.q + t.cat, minlength=r * t.q).reshape(r, t.q)
+    p = per_rater / per_rater.sum(axis=1, keepdims=True)
+    total = p.sum(axis=0)
+    same = float(np.einsum("gk,kl,gl->", p, w, p))
+    pe = (float(total @ w @ total) - same) / (r * (r - 1.0))
+    return _chance_corrected(parts.pa, pe)
+
+
+def light_kappa(ratings: Ratings, *, categories: Sequence[Any] | None = None) -> Stat:
+    """Light's kappa (Light 1971): the mean of Cohen's kappa over all pairs of raters.
+
+    Each pair's kappa is :func:`cohen_kappa` (unweighted) on the units that pair rated in
+    common, with each rater's marginal over all that rater's ratings; the ``r(r − 1)/2``
+    pairwise kappas are averaged with equal weight. With two raters this is Cohen's
+    kappa. (``irrCAC`` has no Light's kappa; ``irr::kappam.light`` in R first drops every
+    unit with a missing rating, which this function does not.)
+
+    Reference: Light (1971), Psychol Bull 76:365; Conger (1980).
+
+    Returns:
+        In [−1, 1] with complete data; undefined with one rater, or when the kappa of
+        some pair is undefined (the pair and the reason are named) — a mean over the
+        remaining pairs would silently describe different raters.
+    """
+    t = _table(ratings, categories)
+    few = _too_few_raters(t)
+    if few is not None:
+        return few
+    wide = t.wide_codes()
+    eye = np.eye(t.q)
+    kappas: list[float] = []
+    for g, h in itertools.combinations(range(t.n_raters), 2):
+        parts = _pair_parts_of(wide[:, g], wide[:, h], t.q)
+        kappa = parts if isinstance(parts, Stat) else _cohen_from_parts(parts, eye)
+        if kappa.value is None:
+            if t.n_raters == 2:
+                return kappa  # Light's kappa of two raters is their Cohen's kappa
+            names = f"{t.rater_labels[g]!r} and {t.rater_labels[h]!r}"
+            return Stat.undefined(f"Cohen's kappa of raters {names} is undefined: {kappa.note}")
+        kappas.append(kappa.value)
+    return Stat.of(math.fsum(kappas) / len(kappas))
+
+
+def weighted_krippendorff_alpha(
+    ratings: Ratings,
+    *,
+    weights: WeightScheme | None,
+    categories: Sequence[Any] | None = None,
+) -> Stat:
+    """Krippendorff's alpha with agreement weights, as ``irrCAC.krippen.alpha.raw``.
+
+    On the ``n′`` units rated at least twice (the others are not pairable), with
+    ``r̄`` their mean number of ratings and ``ε = 1 / Σ r_i``:
+    ``pa′ = (1/n′) Σ_i Σ_k r_ik (r*_ik − 1) / (r̄ (r_i − 1))``, ``pa = (1 − ε) pa′ + ε``,
+    ``π_k = Σ_i r_ik / Σ_i r_i``, ``pe = Σ_kl w_kl π_k π_l`` and
+    ``α = (pa − pe) / (1 − pe)``. For weights of the form ``1 − δ²/δ²_max`` this is
+    Krippendorff's ``1 − D_o/D_e`` with distance ``δ²``: identity weights give the
+    nominal alpha, quadratic weights the interval alpha and ratio weights the ratio
+    alpha of :func:`krippendorff_alpha` (not so for ``ordinal``: Krippendorff's ordinal
+    metric depends on the observed marginals, irrCAC's ordinal weights on ranks only).
+
+    Reference: Krippendorff (2011); Gwet (2014), ch. 3 and §2.5;
+    ``irrCAC.krippen.alpha.raw`` (with ``weights``).
+
+    Returns:
+        At most 1; undefined with one rater, no unit rated twice, or when all pairable
+        ratings are in one category (``pe = 1``: "no variation").
+    """
+    t = _table(ratings, categories)
+    w = weight_matrix(_check_scheme(weights), t.categories)
+    few = _too_few_raters(t)
+    if few is not None:
+        return few
+    counts = t.counts()
+    m = counts.sum(axis=1)
+    pairable = m >= 2
+    if not pairable.any():
+        return Stat.undefined("no unit was rated by two or more raters")
+    c, mp = counts[pairable], m[pairable]
+    r_bar = float(mp.mean())
+    eps = 1.0 / float(mp.sum())
+    agree = (c * (c @ w.T - 1.0)).sum(axis=1)
+    pa = (1.0 - eps) * float(np.mean(agree / (r_bar * (mp - 1.0)))) + eps
+    pi = c.sum(axis=0) / float(mp.sum())
+    pe = float(pi @ w @ pi)
+    if 1.0 - pe <= _PE_TOLERANCE:
+        return Stat.undefined("no variation: all pairable values are identical")
+    return Stat.of((pa - pe) / (1.0 - pe))
 
 
 def _category_code(t: RatingTable, label: Any) -> int | None:
@@ -1214,13 +1429,19 @@ def statistic_keys(
     """The keys :func:`rating_statistics` returns for a level and weighting, in order."""
     lv = _check_level(level)
     weighted = _check_scheme(weights) != "identity"
-    keys = ["percent_agreement"]
+    keys = [
+        "percent_agreement",
+        "cohen_kappa",
+        "scott_pi",
+        "conger_kappa",
+        "light_kappa",
+        "bennett_s",
+        "fleiss_kappa",
+        "krippendorff_alpha",
+        "gwet_ac1",
+    ]
     if weighted:
-        keys.append("weighted_percent_agreement")
-    keys += ["cohen_kappa", "scott_pi", "bennett_s", "fleiss_kappa", "krippendorff_alpha"]
-    keys.append("gwet_ac1")
-    if weighted:
-        keys.append("gwet_ac2")
+        keys += WEIGHTED_KEYS
     if lv in ("interval", "ratio"):
         keys += list(ICC_KINDS)
         keys.append("pearson_r")
@@ -1238,10 +1459,14 @@ def rating_statistics(
 ) -> dict[str, Stat]:
     """Every applicable agreement statistic of long-format ratings.
 
-    Keys (see :func:`statistic_keys`): ``percent_agreement``, ``cohen_kappa`` (weighted
-    by ``weights``; needs exactly two raters), ``scott_pi`` (two raters), ``bennett_s``,
-    ``fleiss_kappa``, ``krippendorff_alpha`` (at ``level``), ``gwet_ac1``; with
-    ``weights`` also ``weighted_percent_agreement`` and ``gwet_ac2``; at the interval and
+    Keys (see :func:`statistic_keys`), always **unweighted**: ``percent_agreement``,
+    ``cohen_kappa`` and ``scott_pi`` (need exactly two raters), ``conger_kappa``,
+    ``light_kappa``, ``bennett_s``, ``fleiss_kappa``, ``krippendorff_alpha`` (at
+    ``level``), ``gwet_ac1``. With ``weights`` (other than identity) also the
+    :data:`WEIGHTED_KEYS`, computed with those weights: ``weighted_percent_agreement``,
+    ``weighted_cohen_kappa`` and ``weighted_scott_pi`` (two raters),
+    ``weighted_conger_kappa``, ``weighted_fleiss_kappa``, ``weighted_bennett_s``,
+    ``gwet_ac2`` and ``weighted_krippendorff_alpha`` (irrCAC's). At the interval and
     ratio levels ``icc1`` … ``icc3k`` and ``pearson_r``; at the ordinal, interval and
     ratio levels ``spearman_rho`` and ``kendall_tau`` (two raters). A key is present
     whenever the options make the statistic applicable; data that leave it undefined
@@ -1251,13 +1476,13 @@ def rating_statistics(
     Args:
         df: Long-format ratings (``unit``, ``rater``, ``value``) or a RatingTable.
         level: Krippendorff's level of measurement; also selects ICC and correlations.
-        weights: ``None``, ``"identity"``, ``"linear"`` or ``"quadratic"``: applies to
-            Cohen's kappa, Gwet's AC2 and the weighted percent agreement.
+        weights: ``None``/``"identity"`` or one of :data:`WEIGHT_SCHEMES`: adds the
+            weighted keys (the unweighted keys never change with it).
         categories: The full category set (see :class:`RatingTable`).
 
     Raises:
         ValueError: Malformed ratings, unknown options, text values at a numeric level
-            or with linear/quadratic weights.
+            or with weights, a category ≤ 0 with ratio weights.
     """
     lv = _check_level(level)
     scheme = _check_scheme(weights)
@@ -1265,18 +1490,26 @@ def rating_statistics(
     _check_level_values(t, lv)
     w = weight_matrix(scheme, t.categories)
     keys = statistic_keys(lv, weights)
-    out: dict[str, Stat] = {}
-    out["percent_agreement"] = percent_agreement(t)
-    if "weighted_percent_agreement" in keys:
+    out: dict[str, Stat] = {
+        "percent_agreement": percent_agreement(t),
+        "cohen_kappa": cohen_kappa(t),
+        "scott_pi": scott_pi(t),
+        "conger_kappa": conger_kappa(t),
+        "light_kappa": light_kappa(t),
+        "bennett_s": bennett_s(t),
+        "fleiss_kappa": fleiss_kappa(t),
+        "krippendorff_alpha": krippendorff_alpha(t, level=lv),
+        "gwet_ac1": gwet_ac1(t),
+    }
+    if scheme != "identity":
         out["weighted_percent_agreement"] = percent_agreement(t, weights=scheme)
-    out["cohen_kappa"] = cohen_kappa(t, weights=scheme)
-    out["scott_pi"] = scott_pi(t)
-    out["bennett_s"] = bennett_s(t)
-    out["fleiss_kappa"] = fleiss_kappa(t)
-    out["krippendorff_alpha"] = krippendorff_alpha(t, level=lv)
-    out["gwet_ac1"] = gwet_ac1(t)
-    if "gwet_ac2" in keys:
+        out["weighted_cohen_kappa"] = cohen_kappa(t, weights=scheme)
+        out["weighted_scott_pi"] = scott_pi(t, weights=scheme)
+        out["weighted_conger_kappa"] = conger_kappa(t, weights=scheme)
+        out["weighted_fleiss_kappa"] = fleiss_kappa(t, weights=scheme)
+        out["weighted_bennett_s"] = bennett_s(t, weights=scheme)
         out["gwet_ac2"] = _gwet(t, w)
+        out["weighted_krippendorff_alpha"] = weighted_krippendorff_alpha(t, weights=scheme)
     if "icc1" in keys:
         out.update(intraclass_correlations(t))
     if "pearson_r" in keys:
