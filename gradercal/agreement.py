@@ -10,10 +10,13 @@ response. Definitions:
   top level — the rule of :mod:`gradercal.scoring`, so a "partial" verdict on a 3-level
   criterion is *not met*. A verdict with neither level nor met is a missing rating. A
   grader's duplicate verdicts on one unit keep the last.
-* **Human consensus** (the reference): :func:`gradercal.scoring.consensus` — the
-  adjudication when there is one, else the majority of the human verdicts. Units whose
-  human votes tie, or with no human verdict, are *undecided* and left out of every
-  judge–human comparison (their count is reported).
+* **Human consensus** (the reference): :func:`consensus_verdicts`, the met / not met of
+  :func:`gradercal.scoring.consensus` — the adjudication when there is one, else the
+  strict majority of the human met / not-met verdicts (a "partial" counts as not met,
+  so "not met, not met, partial, met" is a decided *not met* even though its median
+  level is tied). Units where exactly half the humans say met, or with no human
+  verdict, are *undecided* and left out of every judge–human comparison (their count
+  is reported).
 * **Human–human agreement** of a set of units: percent agreement, Fleiss' kappa, Gwet's
   AC1 and Krippendorff's alpha (nominal) of :mod:`gradercal.stats` on the human
   verdicts, category set ``{0, 1}``, missing ratings handled as Gwet does.
@@ -47,8 +50,10 @@ response. Definitions:
 :mod:`gradercal.stats.bootstrap`: whole tasks are resampled with the multinomial weights
 of :func:`~gradercal.stats.bootstrap.resampling_weights` (same seed → same resamples),
 every comparison figure being a function of per-task confusion counts, so resample
-``b`` has counts ``W[b] @ S``. Percentile intervals; resamples on which a figure is
-undefined are excluded and counted in the note; fewer than 20 tasks give a warning.
+``b`` has counts ``W[b] @ S``. Expanded percentile intervals (:func:`percentile_interval`:
+the percentile interval widened for few tasks, Hesterberg 2015); resamples on which a
+figure is undefined are excluded and counted in the note; fewer than
+:data:`~gradercal.stats.bootstrap.FEW_CLUSTERS` (10) tasks give a warning.
 
 This module imports pandas, numpy and gradercal's core only (no SQL, no Qt).
 """
@@ -67,7 +72,14 @@ import pandas as pd
 
 from gradercal.frames import Frames
 from gradercal.scoring import _human_levels, consensus
-from gradercal.stats.bootstrap import FEW_CLUSTERS, BootResult, clustered_bootstrap
+from gradercal.stats.bootstrap import (
+    DEFAULT_CI_METHOD,
+    FEW_CLUSTERS,
+    BootResult,
+    CiMethod,
+    clustered_bootstrap,
+    interval_levels,
+)
 from gradercal.stats.bootstrap import resampling_weights as _resampling_weights
 from gradercal.stats.coefficients import (
     fleiss_kappa,
@@ -261,10 +273,16 @@ def consensus_verdicts(
         memo: A dict shared by calls on the same frames (e.g. within one report) to
             build each consensus once (read-only tables); None: compute afresh.
 
+    The one rule every engine uses (agreement, calibration, health, dashboard, prompt
+    package): a unit is decided when :func:`gradercal.scoring.consensus` gives it a
+    ``met`` — an adjudication, or a strict majority of met / not-met verdicts (also when
+    the median *level* is tied between two levels below the top).
+
     Returns:
         ``response_id``, ``criterion_id``, ``met`` (bool), ``source``
-        (``"adjudication"`` | ``"majority"``), ``n_raters``; only decided units (ties
-        and units without a human verdict are left out).
+        (``"adjudication"`` | ``"majority"``), ``n_raters``; only decided units (units
+        where exactly half the verdicts say met, and units without a human verdict, are
+        left out).
     """
     if memo is not None:
         key = ("consensus", None if humans is None else tuple(humans))
@@ -274,21 +292,32 @@ def consensus_verdicts(
             base = _human_levels(frames, memo)
             if base is not None and len(c) == len(base["units"]):
                 # The consensus rows are the judgment units in order: keep the positions.
-                decided = c["source"].isin(["adjudication", "majority"]).to_numpy(bool)
+                decided = _decided(c)
                 _register(memo, memo[key], np.flatnonzero(decided), len(c))
         out: pd.DataFrame = memo[key]
         return out
     return _consensus_verdicts(consensus(frames, humans))
 
 
+def _decided(c: pd.DataFrame) -> npt.NDArray[np.bool_]:
+    """Consensus rows with a met / not met: adjudicated or a strict majority."""
+    return np.asarray(c["met"].notna().to_numpy(dtype=bool), dtype=np.bool_)
+
+
 def _consensus_verdicts(c: pd.DataFrame) -> pd.DataFrame:
-    decided = c.loc[c["source"].isin(["adjudication", "majority"])]
+    decided = c.loc[_decided(c)]
+    source = decided["source"].to_numpy(object)
     return pd.DataFrame(
         {
             "response_id": decided["response_id"].astype(object),
             "criterion_id": decided["criterion_id"].astype(object),
             "met": decided["met"].astype(bool),
-            "source": decided["source"].astype(object),
+            # a level tie with a decided met / not met is a majority of those votes
+            "source": pd.Series(
+                np.where(source == "adjudication", "adjudication", "majority"),
+                index=decided.index,
+                dtype=object,
+            ),
             "n_raters": decided["n_raters"].astype("int64"),
         }
     ).reset_index(drop=True)
@@ -308,13 +337,16 @@ def percentile_interval(
     ci: float,
     note: str | None = None,
     quantiles: tuple[float, float] | None = None,
+    method: CiMethod = DEFAULT_CI_METHOD,
 ) -> BootResult:
     """A :class:`BootResult` from bootstrap replicates, as :mod:`gradercal.stats` reports it.
 
-    Percentile interval of the finite replicates (``numpy.quantile``, linear
-    interpolation); non-finite replicates are undefined resamples, excluded and counted
-    in the note; fewer than :data:`~gradercal.stats.bootstrap.FEW_CLUSTERS` clusters add
-    a warning.
+    The interval of ``method`` from the finite replicates: by default the expanded
+    percentile interval, i.e. their quantiles (``numpy.quantile``, linear interpolation)
+    at the levels :func:`~gradercal.stats.bootstrap.interval_levels` gives for
+    ``n_clusters`` (``"percentile"``: the plain ``(1 ∓ ci)/2`` quantiles). Non-finite
+    replicates are undefined resamples, excluded and counted in the note; fewer than
+    :data:`~gradercal.stats.bootstrap.FEW_CLUSTERS` clusters add a warning.
 
     Args:
         point: The estimate on the original data, or None (then no interval).
@@ -323,24 +355,24 @@ def percentile_interval(
         n_clusters: Clusters resampled.
         ci: Confidence level.
         note: Why ``point`` is None (required then).
-        quantiles: The two quantiles when already computed (all replicates finite).
+        quantiles: The bounds when already computed for all-finite replicates by
+            :func:`percentile_bounds` with the same ``n_clusters``, ``ci`` and ``method``.
+        method: ``"expanded_percentile"`` or ``"percentile"``.
     """
+    if method not in ("expanded_percentile", "percentile"):
+        raise ValueError(f"percentile_interval cannot form a {method!r} interval")
+
+    def result(
+        value: float | None, lo: float | None, hi: float | None, k: int, why: str | None
+    ) -> BootResult:
+        return BootResult(value, lo, hi, n_boot, n_clusters, k, ci, method, why)
+
     if point is None or not math.isfinite(point):
-        return BootResult(None, None, None, n_boot, n_clusters, 0, ci, "percentile", note)
+        return result(None, None, None, 0, note)
     if n_boot == 0:
-        return BootResult(float(point), None, None, 0, n_clusters, 0, ci, "percentile", None)
+        return BootResult(float(point), None, None, 0, n_clusters, 0, ci, method, None)
     if n_clusters < 2:
-        return BootResult(
-            float(point),
-            None,
-            None,
-            n_boot,
-            n_clusters,
-            0,
-            ci,
-            "percentile",
-            "no interval: needs at least two clusters",
-        )
+        return result(float(point), None, None, 0, "no interval: needs at least two clusters")
     valid = replicates[np.isfinite(replicates)]
     notes: list[str] = []
     if n_clusters < FEW_CLUSTERS:
@@ -349,32 +381,12 @@ def percentile_interval(
         notes.append(f"{n_boot - len(valid)} of {n_boot} resamples undefined and excluded")
     if len(valid) < 2:
         notes.insert(0, "no interval: fewer than two resamples defined")
-        return BootResult(
-            float(point),
-            None,
-            None,
-            n_boot,
-            n_clusters,
-            len(valid),
-            ci,
-            "percentile",
-            "; ".join(notes),
-        )
+        return result(float(point), None, None, len(valid), "; ".join(notes))
     if quantiles is not None and len(valid) == len(replicates):
         lo, hi = quantiles
     else:
-        lo, hi = np.quantile(valid, [(1.0 - ci) / 2.0, (1.0 + ci) / 2.0])
-    return BootResult(
-        float(point),
-        float(lo),
-        float(hi),
-        n_boot,
-        n_clusters,
-        len(valid),
-        ci,
-        "percentile",
-        "; ".join(notes) or None,
-    )
+        lo, hi = np.quantile(valid, interval_levels(n_clusters, ci, method))
+    return result(float(point), float(lo), float(hi), len(valid), "; ".join(notes) or None)
 
 
 def boot_json(b: BootResult) -> dict[str, Any]:
@@ -654,7 +666,7 @@ def compare(
     point = comparison_metrics(total)
     w = _weights(len(labels), n_boot, seed)
     reps = comparison_metrics(w @ per_task) if len(w) else {}
-    pre = percentile_bounds(reps, ci)
+    pre = percentile_bounds(reps, ci, len(labels))
     metrics: dict[str, BootResult] = {}
     for name in COMPARISON_METRICS:
         value = float(point[name])
@@ -679,14 +691,28 @@ def compare(
     )
 
 
-def percentile_bounds(reps: dict[str, FloatArray], ci: float) -> dict[str, tuple[float, float]]:
-    """Percentile bounds of every replicate series without undefined values, at once."""
+def percentile_bounds(
+    reps: dict[str, FloatArray],
+    ci: float,
+    n_clusters: int | None = None,
+    method: CiMethod = DEFAULT_CI_METHOD,
+) -> dict[str, tuple[float, float]]:
+    """The bounds of every replicate series without undefined values, at once.
+
+    The quantiles at :func:`~gradercal.stats.bootstrap.interval_levels` of ``n_clusters``,
+    ``ci`` and ``method`` — what :func:`percentile_interval` computes one series at a
+    time (``n_clusters`` None: the plain percentile levels). Pass them to it as
+    ``quantiles`` with the same ``n_clusters``, ``ci`` and ``method``.
+    """
     names = [n for n, r in reps.items() if len(r) and bool(np.isfinite(r).all())]
     if not names:
         return {}
-    q = np.quantile(
-        np.stack([reps[n] for n in names]), [(1.0 - ci) / 2.0, (1.0 + ci) / 2.0], axis=1
+    levels = (
+        interval_levels(n_clusters, ci, method)
+        if n_clusters is not None and n_clusters >= 2
+        else ((1.0 - ci) / 2.0, (1.0 + ci) / 2.0)
     )
+    q = np.quantile(np.stack([reps[n] for n in names]), levels, axis=1)
     return {n: (float(q[0, i]), float(q[1, i])) for i, n in enumerate(names)}
 
 
@@ -1626,7 +1652,13 @@ def agreement_report(
         "humans": names,
         "judge": judge,
         "bootstrap": (
-            {"n_boot": n_boot, "ci": ci, "seed": seed, "cluster": "task", "method": "percentile"}
+            {
+                "n_boot": n_boot,
+                "ci": ci,
+                "seed": seed,
+                "cluster": "task",
+                "method": "expanded_percentile",
+            }
             if n_boot > 0
             else None
         ),

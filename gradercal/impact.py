@@ -170,7 +170,7 @@ def _summaries(
         n_clusters = int(present.sum())
         point = _figures(S.sum(axis=0, keepdims=True), graders)
         reps = _figures(flat[:, gi * m : (gi + 1) * m], graders) if flat is not None else {}
-        pre = percentile_bounds(reps, ci)
+        pre = percentile_bounds(reps, ci, n_clusters)
         row: dict[str, Any] = dict(
             zip(keys, label if isinstance(label, tuple) else (label,), strict=True)
         )
@@ -389,7 +389,13 @@ def impact_report(
         "n_paired": len(t),
         "n_unpaired": n_unpaired,
         "bootstrap": (
-            {"n_boot": n_boot, "ci": ci, "seed": seed, "cluster": "task", "method": "percentile"}
+            {
+                "n_boot": n_boot,
+                "ci": ci,
+                "seed": seed,
+                "cluster": "task",
+                "method": "expanded_percentile",
+            }
             if w is not None
             else None
         ),

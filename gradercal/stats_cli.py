@@ -480,10 +480,12 @@ def _fmt(x: float | None) -> str:
 )
 @click.option(
     "--ci-method",
-    type=click.Choice(["percentile", "bca"]),
-    default="percentile",
+    type=click.Choice(["expanded_percentile", "percentile", "bca"]),
+    default="expanded_percentile",
     show_default=True,
-    help="Bootstrap interval: percentile or bias-corrected and accelerated (needs --bootstrap).",
+    help="Bootstrap interval: the percentile interval widened for few clusters (Hesterberg "
+    "2015; the default, see docs/statistics.md), the plain percentile interval, or "
+    "bias-corrected and accelerated (needs --bootstrap).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 def stats(

@@ -1,8 +1,11 @@
 """Cluster bootstrap: exact point estimates, per-resample equality with naive
-recomputation, seeding, interval methods, coverage."""
+recomputation, seeding, interval methods (the expanded percentile by hand), BCa's
+jackknife without an n × n matrix, coverage."""
 
 from __future__ import annotations
 
+import math
+import tracemalloc
 from typing import Any
 
 import numpy as np
@@ -10,6 +13,7 @@ import pandas as pd
 import pytest
 from scipy.special import ndtr, ndtri
 
+from gradercal.agreement import percentile_interval
 from gradercal.stats import (
     BOOTSTRAP_STATISTICS,
     LEVELS,
@@ -20,8 +24,9 @@ from gradercal.stats import (
     rating_statistics,
     resampling_weights,
 )
+from gradercal.stats import bootstrap as bs
 from gradercal.stats import coefficients as co
-from gradercal.stats.bootstrap import _design, _estimator, _options
+from gradercal.stats.bootstrap import _design, _estimator, _options, interval_levels
 
 
 def synthetic(
@@ -135,7 +140,7 @@ def test_point_estimate_identical_to_direct_computation(level: str, weights: str
 
 def test_point_estimates_match_rating_statistics_without_clusters() -> None:
     df = synthetic(seed=2).drop(columns="task")
-    keys = list(co.statistic_keys("ordinal", "quadratic"))
+    keys = [k for k in co.statistic_keys("ordinal", "quadratic") if k in BOOTSTRAP_STATISTICS]
     keys.remove("cohen_kappa")  # needs two raters
     keys.remove("scott_pi")
     for k in ("spearman_rho", "kendall_tau"):
@@ -281,19 +286,113 @@ def test_same_seed_same_intervals_different_seed_different() -> None:
     assert res.ci_low is not None
     assert res.ci_high is not None
     assert res.ci_low < res.value < res.ci_high  # type: ignore[operator]
-    assert res.note == "only 12 clusters: bootstrap intervals are unreliable"
+    assert res.note is None  # 12 clusters: no warning since FEW_CLUSTERS = 10
+    few = clustered_bootstrap(synthetic(n_tasks=9, seed=7), "task", n_boot=300, seed=5)
+    assert few["fleiss_kappa"].note == "only 9 clusters: bootstrap intervals are unreliable"
 
 
 def test_percentile_interval_is_quantile_of_replicates() -> None:
     df = synthetic(n_tasks=25, seed=8)
     n_c = len(cluster_labels(df, "task"))
-    res = clustered_bootstrap(df, "task", ["gwet_ac1"], n_boot=400, ci=0.9, seed=3)["gwet_ac1"]
+    res = clustered_bootstrap(
+        df, "task", ["gwet_ac1"], n_boot=400, ci=0.9, seed=3, method="percentile"
+    )["gwet_ac1"]
     reps = bootstrap_replicates(
         df, ["gwet_ac1"], resampling_weights(n_c, 400, 3), cluster_col="task"
     )
     lo, hi = np.quantile(reps["gwet_ac1"], [(1 - 0.9) / 2, (1 + 0.9) / 2])
     assert (res.ci_low, res.ci_high) == (lo, hi)
+    assert res.method == "percentile"
     assert res.note is None
+
+
+def test_interval_levels_by_hand() -> None:
+    # z = √(n/(n−1)) · t_{n−1}((1 + ci)/2) with t from printed tables, Φ(−z) from math.erfc.
+    def phi_minus(z: float) -> float:
+        return 0.5 * math.erfc(z / math.sqrt(2.0))
+
+    # 95 %, 40 clusters: t_{39; 0.975} = 2.02269, √(40/39) = 1.012739, z = 2.048458,
+    # Φ(−z) = 0.020258 (the plain percentile's 0.025 widened to about a 95.9 % interval)
+    lo, hi = interval_levels(40, 0.95)
+    assert lo == pytest.approx(phi_minus(2.02269 * math.sqrt(40 / 39)), abs=2e-6)
+    assert lo == pytest.approx(0.020258, abs=1e-6)
+    assert hi == pytest.approx(1 - lo, abs=1e-15)
+    # 10 clusters: t_{9; 0.975} = 2.262157, z = 2.384523, Φ(−z) = 0.008551
+    assert interval_levels(10, 0.95)[0] == pytest.approx(0.008551, abs=1e-6)
+    # 90 %, 25 clusters: t_{24; 0.95} = 1.710882, z = 1.746162, Φ(−z) = 0.040391
+    assert interval_levels(25, 0.90)[0] == pytest.approx(0.040391, abs=1e-6)
+    # the plain percentile levels, and convergence to them as clusters grow
+    assert interval_levels(40, 0.95, "percentile") == ((1 - 0.95) / 2, (1 + 0.95) / 2)
+    lows = [interval_levels(n, 0.95)[0] for n in (2, 5, 10, 20, 40, 150, 10_000)]
+    assert lows == sorted(lows)
+    assert lows[-1] == pytest.approx(0.025, abs=2e-5)
+    with pytest.raises(ValueError, match="at least two clusters"):
+        interval_levels(1, 0.95)
+    with pytest.raises(ValueError, match="no fixed quantile levels"):
+        interval_levels(40, 0.95, "bca")
+
+
+def test_default_interval_is_the_expanded_percentile() -> None:
+    df = synthetic(n_tasks=25, seed=8)
+    reps = bootstrap_replicates(
+        df, ["gwet_ac1"], resampling_weights(25, 400, 3), cluster_col="task"
+    )["gwet_ac1"]
+    res = clustered_bootstrap(df, "task", ["gwet_ac1"], n_boot=400, ci=0.9, seed=3)["gwet_ac1"]
+    assert res.method == "expanded_percentile" == bs.DEFAULT_CI_METHOD
+    lo, hi = np.quantile(reps, interval_levels(25, 0.9))
+    assert (res.ci_low, res.ci_high) == (lo, hi)
+    plain = np.quantile(reps, [0.05, 0.95])
+    assert res.ci_low < plain[0] and res.ci_high > plain[1]  # type: ignore[operator]
+    # gradercal.agreement.percentile_interval gives the same interval from the same
+    # replicates (the agreement, impact, calibration and survey engines)
+    theirs = percentile_interval(res.value, reps, n_boot=400, n_clusters=25, ci=0.9)
+    assert (theirs.ci_low, theirs.ci_high, theirs.method) == (lo, hi, "expanded_percentile")
+
+
+def test_agreement_interval_by_hand() -> None:
+    # Replicates 0, 0.001, …, 1: numpy's linear quantile at level p is p itself, so the
+    # interval is the pair of levels.
+    reps = np.linspace(0.0, 1.0, 1001)
+    b = percentile_interval(0.5, reps, n_boot=1001, n_clusters=40, ci=0.95)
+    assert b.ci_low == pytest.approx(0.020258, abs=1e-6)
+    assert b.ci_high == pytest.approx(0.979742, abs=1e-6)
+    assert (b.method, b.note) == ("expanded_percentile", None)
+    # precomputed plain bounds are used by the plain percentile only
+    plain = percentile_interval(
+        0.5, reps, n_boot=1001, n_clusters=40, ci=0.95, method="percentile", quantiles=(0.1, 0.9)
+    )
+    assert (plain.ci_low, plain.ci_high, plain.method) == (0.1, 0.9, "percentile")
+    again = percentile_interval(
+        0.5, reps, n_boot=1001, n_clusters=40, ci=0.95, quantiles=(0.1, 0.9)
+    )
+    assert (again.ci_low, again.ci_high) == (b.ci_low, b.ci_high)
+    few = percentile_interval(0.5, reps, n_boot=1001, n_clusters=bs.FEW_CLUSTERS - 1, ci=0.95)
+    assert few.note == f"only {bs.FEW_CLUSTERS - 1} clusters: bootstrap intervals are unreliable"
+    with pytest.raises(ValueError, match="cannot form a 'bca' interval"):
+        percentile_interval(0.5, reps, n_boot=1001, n_clusters=40, ci=0.95, method="bca")
+
+
+def test_expanded_interval_stays_inside_the_resample_values() -> None:
+    # Three tasks: the expanded levels (0.0013 / 0.9987 at 95 %) reach past most of the
+    # resamples, yet the interval is made of resample values: kappa ≤ 1, shares in [0, 1].
+    rng = np.random.default_rng(12)
+    rows = []
+    for t in range(3):
+        for u in range(8):
+            v = float(rng.random() < 0.5)
+            w = v if rng.random() < 0.9 else 1.0 - v
+            rows += [(f"{t}/{u}", "A", v, t), (f"{t}/{u}", "B", w, t)]
+    df = pd.DataFrame(rows, columns=["unit", "rater", "value", "task"])
+    names = ["percent_agreement", "cohen_kappa"]
+    res = clustered_bootstrap(df, "task", names, n_boot=500, seed=4)
+    reps = bootstrap_replicates(df, names, resampling_weights(3, 500, 4), cluster_col="task")
+    for name in names:
+        valid = reps[name][np.isfinite(reps[name])]
+        b = res[name]
+        assert b.ci_low is not None and b.ci_high is not None
+        assert valid.min() <= b.ci_low <= b.ci_high <= valid.max()
+        assert b.ci_high <= 1.0
+        assert "only 3 clusters" in (b.note or "")
 
 
 def test_bca_interval_transcribes_efron() -> None:
@@ -324,6 +423,63 @@ def test_bca_interval_transcribes_efron() -> None:
         res.ci_low,
         res.ci_high,
     )
+
+
+@pytest.mark.parametrize("statistic", ["fleiss_kappa", "cohen_kappa", "spearman_rho", "icc2"])
+def test_jackknife_leaves_out_one_cluster(statistic: str) -> None:
+    df = synthetic(n_tasks=9, units_per_task=4, raters=("a", "b"), missing=0.0, seed=13)
+    d = _design(df, "task", None)
+    est = _estimator(d, statistic, _options("interval", None, None, None, True))
+    naive = est.evaluate(np.ones((9, 9)) - np.eye(9))
+    np.testing.assert_allclose(est.jackknife(9), naive, rtol=1e-12, atol=1e-14)
+
+
+def test_bca_without_clusters_needs_no_n_by_n_matrix() -> None:
+    # 12,000 units, each its own cluster: the jackknife's n × n weights alone would be
+    # 12,000² × 8 B = 1.15 GB (and as much again for np.eye). The sums total − S[c] need
+    # O(n) memory: the peak is the resampling weights (200 × 12,000 integers and floats,
+    # 38 MB) and the blocks of their products.
+    rng = np.random.default_rng(14)
+    n = 12_000
+    truth = rng.random(n) < 0.6
+    values = np.stack([truth ^ (rng.random(n) < 0.15) for _ in range(3)], axis=1)
+    df = pd.DataFrame(
+        {
+            "unit": np.repeat(np.arange(n), 3),
+            "rater": np.tile(["a", "b", "c"], n),
+            "value": values.reshape(-1).astype(float),
+        }
+    )
+    tracemalloc.start()
+    try:
+        res = clustered_bootstrap(df, None, n_boot=200, method="bca", categories=[0.0, 1.0])
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 200e6, peak
+    for b in res.values():
+        assert b.method == "bca" and b.n_clusters == n
+        assert b.ci_low is not None and b.ci_high is not None
+        assert b.ci_low < b.value < b.ci_high  # type: ignore[operator]
+
+
+def test_bca_refused_when_the_jackknife_would_recompute_too_often(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    df = synthetic(n_tasks=6, units_per_task=5, raters=("a", "b"), missing=0.0, seed=15)
+    monkeypatch.setattr(bs, "MAX_RECOMPUTED_JACKKNIFE", 20)
+    names = ["spearman_rho", "percent_agreement"]
+    by_unit = clustered_bootstrap(df, None, names, n_boot=100, method="bca", level="ordinal")
+    rho = by_unit["spearman_rho"]
+    assert rho.value is not None and rho.ci_low is None
+    assert rho.note is not None
+    assert rho.note.startswith(
+        "no BCa interval: its jackknife would recompute the statistic 30 times"
+    )
+    assert "--cluster" in rho.note
+    assert by_unit["percent_agreement"].ci_low is not None  # sum-based: no limit
+    by_task = clustered_bootstrap(df, "task", names, n_boot=100, method="bca", level="ordinal")
+    assert by_task["spearman_rho"].ci_low is not None  # 6 clusters: recomputed 6 times
 
 
 def test_undefined_resamples_are_excluded_and_counted() -> None:
@@ -406,10 +562,10 @@ def _coverage_data(rng: np.random.Generator, n_clusters: int, m: int) -> pd.Data
 
 @pytest.mark.slow
 def test_coverage_cluster_vs_unit_bootstrap() -> None:
-    # 200 simulated studies, 40 clusters × 10 units: the 95 % task-clustered percentile
-    # interval should cover the true 0.8 about 95 % of the time (a little less with 40
-    # clusters); resampling units ignores the within-task correlation (design effect
-    # ≈ 1 + 9 × 0.09 ≈ 1.8) and under-covers (≈ 85 %).
+    # 200 simulated studies, 40 clusters × 10 units: the 95 % task-clustered (expanded
+    # percentile) interval should cover the true 0.8 about 95 % of the time; resampling
+    # units ignores the within-task correlation (design effect ≈ 1 + 9 × 0.09 ≈ 1.8) and
+    # under-covers (≈ 85 %). tests/test_bootstrap_coverage.py checks coverage closely.
     rng = np.random.default_rng(2024)
     cluster_hits = unit_hits = 0
     reps = 200

@@ -153,7 +153,7 @@ def test_bootstrap_json(tmp_path: Path) -> None:
     assert data["bootstrap"] == {
         "n_boot": 400,
         "ci": 0.95,
-        "method": "percentile",
+        "method": "expanded_percentile",
         "seed": 3,
         "cluster": "task",
         "n_clusters": 4,
@@ -185,7 +185,9 @@ def test_table_output(tmp_path: Path) -> None:
     assert "0.7434" in out  # alpha nominal, 113/152
     assert "90% CI" in out
     assert "needs exactly two raters (found 4)" in out
-    assert "percentile intervals from 200 bootstrap resamples of 4 clusters of 'task'" in out
+    assert (
+        "expanded_percentile intervals from 200 bootstrap resamples of 4 clusters of 'task'" in out
+    )
     assert "Conger's kappa" in out
     assert "Light's kappa" in out
 
@@ -426,7 +428,7 @@ def test_weighted_bootstrap_intervals_are_the_bootstraps(tmp_path: Path) -> None
     args = ["--json", "--weights", "linear", "--bootstrap", "400", "--cluster", "task"]
     data = json.loads(run(path, *args).stdout)
     frame = read_ratings_csv(path, weighted=True, cluster_col="task").frame
-    common: dict[str, Any] = {"n_boot": 400, "seed": 0, "method": "percentile"}
+    common: dict[str, Any] = {"n_boot": 400, "seed": 0, "method": "expanded_percentile"}
     plain = clustered_bootstrap(frame, "task", ["cohen_kappa", "gwet_ac1"], **common)
     weighted = clustered_bootstrap(
         frame,
