@@ -555,7 +555,17 @@ def alttest(
     type=click.IntRange(min=0),
     default=1000,
     show_default=True,
-    help="Bootstrap resamples for the intervals of the held-out figures (0: none).",
+    help="Task bootstrap resamples for the intervals (0: none). The out-of-fold figures' "
+    "intervals redo the whole cross-fit on every resample (see --oof-interval).",
+)
+@click.option(
+    "--oof-interval",
+    type=click.Choice(["refit", "fixed"]),
+    default="refit",
+    show_default=True,
+    help="refit: every task resample repeats the fold split and the fits, so the "
+    "interval accounts for the fitting; fixed: the fitted calibrators are held fixed "
+    "(faster, too narrow: 77-90% coverage at nominal 95% in docs/agreement.md).",
 )
 @click.option(
     "--seed",
@@ -581,6 +591,7 @@ def calibrate(
     save: bool,
     humans: str | None,
     n_boot: int,
+    oof_interval: str,
     seed: int,
     ci: float,
     as_json: bool,
@@ -610,6 +621,7 @@ def calibrate(
             metric=metric,  # type: ignore[arg-type]
             tag_prefix=tag_prefix,
             n_boot=n_boot,
+            oof_interval=oof_interval,  # type: ignore[arg-type]
             seed=seed,
             ci=ci,
             benchmark=name,
@@ -775,9 +787,20 @@ def estimate(
 
     console = _console()
     for fig, label in (("mean_score", "Mean rubric score"), ("pass_rate", "Pass rate")):
+        methods = dict.fromkeys(
+            str(m) for row in rep["models"] for m in (row[fig].get("method"),) if m
+        )
+        classical = dict.fromkeys(
+            str(m) for row in rep["models"] for m in (row[fig].get("classical_method"),) if m
+        )
+        how = ""
+        if methods:
+            how = f"; PPI++: {', '.join(methods)}"
+            if classical:
+                how += f"; experts only: {', '.join(classical)}"
         t = Table(
             title=f"{label} by model: PPI++{' stratified by ' + stratify if stratify else ''} "
-            f"(judge {judge}, {ci:.0%} intervals)",
+            f"(judge {judge}, {ci:.0%} intervals{how})",
             title_justify="left",
         )
         for col in (
@@ -816,7 +839,12 @@ def estimate(
             _num(r["sensitivity"]),
             _num(r["specificity"]),
         )
-        notes += [r["note"] or "", *row["notes"], row["mean_score"]["note"] or ""]
+        notes += [
+            r["note"] or "",
+            *row["notes"],
+            row["mean_score"]["note"] or "",
+            row["pass_rate"]["note"] or "",
+        ]
     console.print(rg)
     _notes(console, notes)
 

@@ -366,7 +366,8 @@ class Dashboard:
             ``judge_calibrated`` are on the responses scored by all three
             (:func:`gradercal.impact.impact_report`, task-bootstrap intervals);
             ``estimate`` is PPI++ over every judge-scored response
-            (:func:`gradercal.estimate.estimate_report`, Wald intervals).
+            (:func:`gradercal.estimate.estimate_report`, small-sample intervals named by
+            each figure's ``method``).
         alt_test: The primary judge's alt-test (:meth:`AltTestResult.to_dict`), or None.
         flips: Responses whose pass/fail differs between the experts and the judge:
             ``response_id``, ``task_id``, ``model``, ``source`` (``judge_raw`` |

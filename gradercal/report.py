@@ -537,7 +537,8 @@ def _models(d: Dashboard, images: Mapping[str, str]) -> str:
     parts.append(
         '<p class="meta">Experts, raw and calibrated judge: on the responses all three scored, '
         "task-bootstrap intervals. Bias-corrected: PPI++ over every judge-scored response, "
-        "Wald intervals.</p>"
+        "small-sample intervals (t with n−1 df; Agresti–Coull-type for pass rates), "
+        "clipped to [0, 1].</p>"
     )
     return "\n".join(parts)
 

@@ -228,11 +228,16 @@ def test_estimate(demo_db: Path) -> None:
     assert row["mean_score"]["estimate"] == pytest.approx(row["mean_score"]["classical"])
     assert row["mean_score"]["lambda"] == 0.0
     strat = run_json("estimate", "--db", demo_db, "--judge", "judge-gpt", "--stratify", "workflow")
-    # ten responses per model over seven workflows: some strata have a single response
-    assert strat["models"][0]["mean_score"]["estimate"] is None
-    assert "fewer than two" in strat["models"][0]["mean_score"]["note"]
+    # ten responses per model over seven workflows: no two strata of 10 labels, so
+    # stratification is refused and the figures are plain PPI++ (here the experts' mean)
+    ms = strat["models"][0]["mean_score"]
+    assert ms["strata"] == {} and "stratification refused" in ms["note"]
+    assert ms["estimate"] == pytest.approx(row["mean_score"]["estimate"])
     text = run("estimate", "--db", demo_db, "--judge", "judge-gpt")
     assert text.exit_code == 0 and "Rogan–Gladen" in text.output
+    # the interval method is named, and the small-sample note of the pass rate is shown
+    assert "agresti-coull" in text.output
+    assert "below 10 the intervals may cover less" in text.output
 
 
 def test_health(demo_db: Path) -> None:
@@ -304,7 +309,11 @@ def test_mini_benchmark_commands(tmp_path: Path) -> None:
     assert (
         CliRunner().invoke(main, ["import", str(DATA / "mini"), "--db", str(path)]).exit_code == 0
     )
-    out = run_json("alttest", "--db", path, "--judge", "judge-x")
+    # two tasks: the task-clustered default cannot test anyone and says why
+    refused = run("alttest", "--db", path, "--judge", "judge-x")
+    assert refused.exit_code == 1 and "only 2 tasks" in refused.output
+    out = run_json("alttest", "--db", path, "--judge", "judge-x", "--cluster", "none")
+    assert out["test"] == "exact score" and out["n_tested"] == 2
     assert any("only two human graders" in w for w in out["warnings"])
     agr = run_json("agreement", "--db", path, "--judge", "judge-x", "--bootstrap", 0)
     assert agr["human_judge"]["confusion"] == {"tp": 3, "fp": 2, "fn": 1, "tn": 2}

@@ -26,10 +26,12 @@ Z95 = 1.959963984540054
 
 
 def test_ppi_hand_worked() -> None:
+    # the textbook Wald interval (interval="wald"; the small-sample default is checked in
+    # tests/test_estimate_coverage.py)
     # λ = 1 (plain PPI): Y = [1, 0, 1, 1], Ŷ = [1, 1, 1, 0], Ỹ = [1, 1, 0, 1, 1, 1]
     # θ = mean(Y − Ŷ) + mean(Ỹ) = (0 − 1 + 0 + 1)/4 + 5/6 = 5/6
     # se² = Var(Ỹ)/6 + Var(Y − Ŷ)/4 = (5/36)/6 + (2/4)/4 = 5/216 + 1/8
-    r = ppi_mean([1, 0, 1, 1], [1, 1, 1, 0], [1, 1, 0, 1, 1, 1], lam=1.0)
+    r = ppi_mean([1, 0, 1, 1], [1, 1, 1, 0], [1, 1, 0, 1, 1, 1], lam=1.0, interval="wald")
     assert r.estimate == pytest.approx(5 / 6)
     se = math.sqrt(5 / 216 + 1 / 8)
     assert r.se == pytest.approx(se)
@@ -38,8 +40,9 @@ def test_ppi_hand_worked() -> None:
     assert r.judge_only == pytest.approx(8 / 10)  # Ŷ ∪ Ỹ: 3 + 5 ones of 10
     # n_eff = Var(Y)/se² = (3/16)/se²
     assert r.n_effective == pytest.approx((3 / 16) / se**2)
+    assert r.method == "ppi++ wald (z)"
     # λ = 0 is the classical mean, se² = Var(Y)/n with divisor n
-    c = ppi_mean([1, 0, 1, 1], [1, 1, 1, 0], [1, 1, 0, 1, 1, 1], lam=0.0)
+    c = ppi_mean([1, 0, 1, 1], [1, 1, 1, 0], [1, 1, 0, 1, 1, 1], lam=0.0, interval="wald")
     assert c.estimate == pytest.approx(0.75)
     assert c.se == pytest.approx(math.sqrt((3 / 16) / 4))
     assert c.n_effective == pytest.approx(4.0)
@@ -63,7 +66,7 @@ def test_ppi_equals_ppi_python() -> None:
         y = rng.normal(0.5, 0.2, n)
         yhat = y + 0.1 + rng.normal(0, 0.1, n)
         yu = rng.normal(0.6, 0.22, N)
-        mine = ppi_mean(y, yhat, yu, ci=0.9)
+        mine = ppi_mean(y, yhat, yu, ci=0.9, interval="wald")
         lo, hi = ppi.ppi_mean_ci(y, yhat, yu, alpha=0.1)
         assert mine.ci_low == pytest.approx(float(lo[0]), abs=1e-12)
         assert mine.ci_high == pytest.approx(float(hi[0]), abs=1e-12)
@@ -87,8 +90,14 @@ def test_ppi_edge_cases() -> None:
     everyone = ppi_mean([0.2, 0.4, 0.9], [0.3, 0.4, 0.8], [])
     assert everyone.lam == 0.0 and everyone.estimate == pytest.approx(0.5)
     assert "human-only" in (everyone.note or "")
+    # all-equal labels: the Wald interval has zero width, the default a floored variance
+    flat_wald = ppi_mean([0.5, 0.5], [0.5, 0.5], [0.5, 0.5], interval="wald")
+    assert flat_wald.se == 0.0 and flat_wald.n_effective is None
     flat = ppi_mean([0.5, 0.5], [0.5, 0.5], [0.5, 0.5])
-    assert flat.se == 0.0 and flat.n_effective is None
+    assert flat.se is not None and flat.se > 0.0 and flat.n_effective == pytest.approx(2.0)
+    assert flat.ci_low is not None and flat.ci_high is not None
+    assert 0.0 <= flat.ci_low < 0.5 < flat.ci_high <= 1.0
+    assert "only 2 human-graded" in (flat.note or "")
 
 
 def _simulate(rng: np.random.Generator, n: int, N: int) -> tuple[np.ndarray, ...]:
@@ -158,9 +167,25 @@ def test_stratified_ppi_fixes_unequal_labelling_rates() -> None:
     assert set(r.strata or {}) == {"A", "B"}
 
 
-def test_stratified_needs_two_labels_per_stratum() -> None:
+def test_stratified_pools_small_strata() -> None:
+    # below MIN_STRATUM_LABELS (10) labels a stratum is pooled; one group left → plain PPI++
     r = stratified_ppi_mean([0.1, 0.2, 0.9], [0.1, 0.3, 0.8], ["A", "A", "B"], [0.5], ["B"])
-    assert r.estimate is None and "B" in (r.note or "")
+    plain = ppi_mean([0.1, 0.2, 0.9], [0.1, 0.3, 0.8], [0.5])
+    assert r.estimate == pytest.approx(plain.estimate) and r.ci_low == pytest.approx(plain.ci_low)
+    assert r.strata == {} and "stratification refused" in (r.note or "")
+    # min_labels=2: C (one label) is pooled and, still short, absorbs the smallest
+    # other stratum (A and B tie at two labels; the first name wins)
+    two = stratified_ppi_mean(
+        [0.1, 0.2, 0.9, 0.7, 0.4],
+        [0.1, 0.3, 0.8, 0.9, 0.5],
+        ["A", "A", "B", "B", "C"],
+        [0.5, 0.6],
+        ["B", "C"],
+        min_labels=2,
+    )
+    assert set(two.strata or {}) == {"B", "(pooled) A + C"}
+    assert "fewer than 2 human-graded responses pooled: C" in (two.note or "")
+    assert two.strata is not None and two.strata["(pooled) A + C"].n_labelled == 3
 
 
 def test_rogan_gladen_hand_worked() -> None:
@@ -174,9 +199,23 @@ def test_rogan_gladen_hand_worked() -> None:
     assert r.sensitivity == pytest.approx(0.9) and r.specificity == pytest.approx(0.8)
     pi = 0.3 / 0.7
     assert r.estimate == pytest.approx(pi)
+    # the raw-proportion (Wald) variance
+    w = rogan_gladen(judge_all, jl, hl, interval="wald")
     var = (0.25 / 100 + pi**2 * 0.09 / 10 + (1 - pi) ** 2 * 0.16 / 20) / 0.7**2
-    assert r.ci_low == pytest.approx(max(pi - Z95 * math.sqrt(var), 0.0))
-    assert r.ci_high == pytest.approx(min(pi + Z95 * math.sqrt(var), 1.0))
+    assert w.ci_low == pytest.approx(max(pi - Z95 * math.sqrt(var), 0.0))
+    assert w.ci_high == pytest.approx(min(pi + Z95 * math.sqrt(var), 1.0))
+    # the default: each binomial variance at the Agresti–Coull-adjusted proportion
+    # (x + z²/2)/(m + z²) over m + z²; e.g. Se: (9 + 1.92)/(10 + 3.84)
+    z2 = Z95**2
+
+    def adj(x: float, m: int) -> float:
+        q = (x + z2 / 2) / (m + z2)
+        return q * (1 - q) / (m + z2)
+
+    var_ac = (adj(50, 100) + pi**2 * adj(9, 10) + (1 - pi) ** 2 * adj(16, 20)) / 0.7**2
+    assert r.ci_low == pytest.approx(max(pi - Z95 * math.sqrt(var_ac), 0.0))
+    assert r.ci_high == pytest.approx(min(pi + Z95 * math.sqrt(var_ac), 1.0))
+    assert var_ac > var and r.method is not None and "agresti-coull" in r.method
     # a judge no better than chance: undefined, with the reason
     bad = rogan_gladen(judge_all, np.array([True, False]), np.array([False, True]))
     assert bad.estimate is None and "no information" in (bad.note or "")
@@ -190,7 +229,9 @@ def test_rogan_gladen_hand_worked() -> None:
 def test_rogan_gladen_coverage_roughly_nominal() -> None:
     """The delta-method interval, calibration-set uncertainty included, covers the true
     pass rate in about 95% of 1000 simulations (the ratio makes it slightly conservative
-    or liberal; 92–98% accepted)."""
+    or liberal; 92–98.5% accepted: the Agresti–Coull-adjusted variances add a few
+    tenths of a point here, the raw-proportion interval covers 97.7%, the default
+    98.1%; Monte-Carlo standard error ≈ 0.45 points)."""
     rng = np.random.default_rng(3)
     truth, se, sp = 0.35, 0.85, 0.9
     hits = 0
@@ -202,7 +243,7 @@ def test_rogan_gladen_coverage_roughly_nominal() -> None:
         r = rogan_gladen(j, j[lab], h[lab])
         assert r.ci_low is not None and r.ci_high is not None
         hits += r.ci_low <= truth <= r.ci_high
-    assert 0.92 <= hits / 1000 <= 0.98, hits / 1000
+    assert 0.92 <= hits / 1000 <= 0.985, hits / 1000
 
 
 @pytest.fixture(scope="module")
@@ -261,6 +302,15 @@ def test_report_on_a_partly_graded_benchmark(partly_graded: tuple[Frames, Frames
     assert abs(b["estimate"] - target_b) < abs(raw_b - target_b) / 4
     strat = estimate_report(part, "judge", stratify="workflow")
     assert strat["stratify"] == "workflow"
-    assert set(strat["models"][0]["mean_score"]["strata"]) <= set(full.tasks["workflow"])
+    for row in strat["models"]:
+        # strata with fewer than 10 labels are pooled ("(pooled) a + b"), every workflow
+        # appears once; no two strata of 10 labels: plain PPI++ and an empty dict
+        ms = row["mean_score"]
+        names = [w for k in ms["strata"] for w in k.removeprefix("(pooled) ").split(" + ")]
+        assert sorted(names) == sorted(set(names)) and set(names) <= set(full.tasks["workflow"])
+        assert all(s["n_labelled"] >= 10 for s in ms["strata"].values())
+        if not ms["strata"]:
+            assert "stratification refused" in ms["note"]
+        assert ms["ci"][0] <= ms["estimate"] <= ms["ci"][1]
     t = estimate_table(part, "judge")
     assert t["human_score"].notna().sum() == rep["n_human_graded"]
