@@ -47,20 +47,23 @@ score ``mean((p − y)²)`` and the expected calibration error ``ECE = Σ_b (n_b
 (every method) the mean score bias ``mean(ŝ − s)``, MAE, RMSE, Brier (= mean squared
 error with soft targets), ECE and the pass-rate bias and Cohen's kappa of pass/fail at
 the benchmark's threshold. Intervals: task-clustered bootstrap (percentile) — every
-figure is a function of per-task sums. The saved calibrator is then fitted on all the
+figure is a function of per-task sums. For the out-of-fold figures the whole cross-fit
+(folds, fits, predictions) is redone on every task resample (``oof_interval="refit"``),
+so the interval includes the variability of the fitting; the test figures resample the
+held-out tasks under the one final calibrator. The saved calibrator is then fitted on all the
 calibration tasks; its reported metrics are the cross-validated ones and, with a
 held-out split, the test ones.
 
 Calibrators follow scikit-learn's estimator conventions (``__init__`` stores arguments,
 ``fit`` returns ``self``, learned attributes end in ``_``). This module imports pandas,
-numpy, scikit-learn and gradercal's core only.
+numpy, scikit-learn (and scipy, which it requires) and gradercal's core only.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Literal, get_args
 
@@ -79,23 +82,26 @@ from gradercal.agreement import (
 )
 from gradercal.frames import Frames, object_frame
 from gradercal.scoring import PASS_EPSILON, auto_verdicts, response_scores
-from gradercal.stats.bootstrap import resampling_weights
+from gradercal.stats.bootstrap import BootResult, resampling_weights
 
 __all__ = [
     "CRITERION_METHODS",
     "METHODS",
     "MIN_HOLDOUT_TASKS",
+    "OOF_INTERVALS",
     "RESPONSE_METHODS",
     "CalibrationResult",
     "CrossFit",
     "LeniencyCalibrator",
     "Method",
+    "OofInterval",
     "ScoreCalibrator",
     "ThresholdCalibrator",
     "apply_calibration",
     "brier_score",
     "calibrated_response_scores",
     "calibrator_from_params",
+    "criterion_cross_fit",
     "cross_fit",
     "expected_calibration_error",
     "fit_calibration",
@@ -275,6 +281,38 @@ def calibrated_response_scores(
         docstring for the formula).
     """
     p = np.asarray(probability, dtype=np.float64)
+    resp, auto_credit, need, pos = _credit_parts(frames, memo)
+    credit = items["points"].to_numpy(np.float64) * (
+        p + (1.0 - p) * items["judge_partial"].to_numpy(np.float64)
+    )
+    it = object_frame({"response_id": items["response_id"].to_numpy(object), "credit": credit})
+    per = it.groupby("response_id").agg(credit=("credit", "sum"), n=("credit", "size"))
+    rid = resp["response_id"]
+    earned = rid.map(per["credit"]).fillna(0.0).to_numpy(np.float64) + auto_credit
+    n_items = rid.map(per["n"]).fillna(0).to_numpy(np.float64)
+    ok = (pos > 0) & (n_items == need)
+    score = np.full(len(resp), np.nan)
+    score[ok] = np.clip(earned[ok] / pos[ok], 0.0, 1.0)
+    return pd.DataFrame(
+        {
+            "response_id": rid.to_numpy(object),
+            "task_id": resp["task_id"].to_numpy(object),
+            "model": resp["model"].to_numpy(object),
+            "score": score,
+        }
+    )
+
+
+def _credit_parts(
+    frames: Frames, memo: dict[Any, Any] | None = None
+) -> tuple[pd.DataFrame, FloatArray, FloatArray, FloatArray]:
+    """The parts of a response score that do not depend on the judged criteria.
+
+    Returns:
+        The responses (``response_id``, ``task_id``, ``model``; one row each), and per
+        response its auto credit, its number of judgment criteria and the positive
+        points of its task.
+    """
     crit = frames.criteria.drop_duplicates(["task_id", "criterion_id"], keep="last")
     resp = frames.responses.drop_duplicates("response_id").loc[
         :, ["response_id", "task_id", "model"]
@@ -292,28 +330,12 @@ def calibrated_response_scores(
     auto_credit = (
         (auto["points"] * auto["met"].astype(np.float64)).groupby(auto["response_id"]).sum()
     )
-    credit = items["points"].to_numpy(np.float64) * (
-        p + (1.0 - p) * items["judge_partial"].to_numpy(np.float64)
-    )
-    it = object_frame({"response_id": items["response_id"].to_numpy(object), "credit": credit})
-    per = it.groupby("response_id").agg(credit=("credit", "sum"), n=("credit", "size"))
     rid = resp["response_id"]
-    earned = rid.map(per["credit"]).fillna(0.0).to_numpy(np.float64) + rid.map(auto_credit).fillna(
-        0.0
-    ).to_numpy(np.float64)
-    n_items = rid.map(per["n"]).fillna(0).to_numpy(np.float64)
-    need = resp["task_id"].map(n_judged).fillna(0).to_numpy(np.float64)
-    pos = resp["task_id"].map(positive).fillna(0.0).to_numpy(np.float64)
-    ok = (pos > 0) & (n_items == need)
-    score = np.full(len(resp), np.nan)
-    score[ok] = np.clip(earned[ok] / pos[ok], 0.0, 1.0)
-    return pd.DataFrame(
-        {
-            "response_id": rid.to_numpy(object),
-            "task_id": resp["task_id"].to_numpy(object),
-            "model": resp["model"].to_numpy(object),
-            "score": score,
-        }
+    return (
+        resp,
+        np.asarray(rid.map(auto_credit).fillna(0.0).to_numpy(np.float64), np.float64),
+        np.asarray(resp["task_id"].map(n_judged).fillna(0).to_numpy(np.float64), np.float64),
+        np.asarray(resp["task_id"].map(positive).fillna(0.0).to_numpy(np.float64), np.float64),
     )
 
 
@@ -329,7 +351,8 @@ def brier_score(p: npt.ArrayLike, y: npt.ArrayLike) -> float | None:
 
 
 def _bin_index(p: FloatArray, n_bins: int = N_BINS) -> npt.NDArray[np.intp]:
-    return np.minimum(np.floor(np.clip(p, 0.0, 1.0) * n_bins), n_bins - 1).astype(np.intp)
+    b = np.minimum(np.floor(np.clip(p, 0.0, 1.0) * n_bins), n_bins - 1)
+    return np.asarray(b, dtype=np.intp)
 
 
 def reliability_table(
@@ -436,21 +459,71 @@ def _threshold_curve(
     suffix = np.concatenate([np.cumsum(y_sorted[::-1])[::-1], [0.0]])
     n = float(len(score))
     idx = np.searchsorted(s_sorted, cands, side="left")
-    pred_pos = n - idx
+    return _best_candidate(cands, n - idx, suffix[idx], n, float(y.sum()), metric)
+
+
+def _threshold_from_counts(
+    values: FloatArray, count: FloatArray, positive: FloatArray, metric: str
+) -> float:
+    """:func:`_threshold_curve` from (weighted) counts per distinct score.
+
+    ``count[j]`` items score ``values[j]`` (sorted, distinct), ``positive[j]`` of them
+    labelled met; values with ``count == 0`` are absent. With integer counts (copies of
+    items) the result is exactly that of :func:`_threshold_curve` on the copies.
+    """
+    return _thresholds_from_counts(values, count[None, :], positive[None, :], metric)[0]
+
+
+def _thresholds_from_counts(
+    values: FloatArray, count: FloatArray, positive: FloatArray, metric: str
+) -> list[float]:
+    """:func:`_threshold_from_counts` of every row of ``count`` and ``positive`` (one
+    figure evaluation for all rows)."""
+    segs = []
+    for c_row, p_row in zip(count, positive, strict=True):
+        present = c_row > 0
+        u, c, pos = values[present], c_row[present], p_row[present]
+        cands = np.concatenate([[u[0]], (u[:-1] + u[1:]) / 2.0, [np.nextafter(u[-1], np.inf)]])
+        pred_pos = np.concatenate([np.cumsum(c[::-1])[::-1], [0.0]])
+        tp = np.concatenate([np.cumsum(pos[::-1])[::-1], [0.0]])
+        segs.append(
+            (cands, pred_pos, tp, np.full(len(cands), pred_pos[0]), np.full(len(cands), tp[0]))
+        )
+    cands, pred_pos, tp, n, n_met = (np.concatenate(z) for z in zip(*segs, strict=True))
+    values_all = _candidate_values(pred_pos, tp, n, n_met, metric)
+    out, start = [], 0
+    for seg in segs:
+        stop = start + len(seg[0])
+        out.append(_pick(cands[start:stop], values_all[start:stop])[0])
+        start = stop
+    return out
+
+
+def _candidate_values(pred_pos: Any, tp: Any, n: Any, n_met: Any, metric: str) -> FloatArray:
+    """The objective at each candidate from the counts of ``s ≥ t`` (−inf: undefined)."""
     if metric == "rate":
-        values = -np.abs(pred_pos / n - float(np.mean(y)))
-    else:
-        tp = suffix[idx]
-        fp = pred_pos - tp
-        fn = float(y.sum()) - tp
-        tn = n - pred_pos - fn
-        m = comparison_metrics(np.stack([tp, fp, fn, tn], axis=1))
-        key = {"kappa": "cohen_kappa", "f1": "f1_met", "balanced_f1": "balanced_f1"}[metric]
-        values = np.where(np.isfinite(m[key]), m[key], -np.inf)
+        return np.asarray(-np.abs(pred_pos / n - n_met / n), np.float64)
+    fp = pred_pos - tp
+    fn = n_met - tp
+    tn = n - pred_pos - fn
+    m = comparison_metrics(np.stack([tp, fp, fn, tn], axis=1))
+    key = {"kappa": "cohen_kappa", "f1": "f1_met", "balanced_f1": "balanced_f1"}[metric]
+    return np.asarray(np.where(np.isfinite(m[key]), m[key], -np.inf), np.float64)
+
+
+def _pick(cands: FloatArray, values: FloatArray) -> tuple[float, float]:
+    """The best candidate; ties go to the one closest to 0.5 (then the lowest)."""
     best = np.max(values)
     ties = np.flatnonzero(values == best)
     pick = ties[np.argmin(np.abs(cands[ties] - 0.5))]
     return float(cands[pick]), float(best)
+
+
+def _best_candidate(
+    cands: FloatArray, pred_pos: Any, tp: Any, n: float, n_met: float, metric: str
+) -> tuple[float, float]:
+    """The best candidate threshold given, per candidate, the counts of ``s ≥ t``."""
+    return _pick(cands, _candidate_values(pred_pos, tp, n, n_met, metric))
 
 
 class _ThresholdBase(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
@@ -736,6 +809,8 @@ class CrossFit:
         estimator: The calibrator fitted on every labelled item (criterion level) or
             response (response level) of the calibration tasks.
         n_train: How many items or responses it was fitted on.
+        design: What the bootstrap of the whole cross-fit needs to redo it on task
+            resamples (internal).
     """
 
     method: Method
@@ -747,6 +822,7 @@ class CrossFit:
     held_out: list[str] = field(default_factory=list)
     estimator: BaseEstimator | None = None
     n_train: int = 0
+    design: _Design | None = field(default=None, repr=False)
 
 
 #: Fewest labelled tasks that allow a held-out split (at least one held out and two
@@ -919,7 +995,21 @@ def cross_fit(
         )
     else:
         resp = resp.assign(oof=oof, test=test_p)
-    return CrossFit(method, level, folds, items, resp, groups, held, final, int(calib.sum()))
+    design = _make_design(
+        method,
+        pg,
+        metric,
+        n_splits,
+        tasks,
+        X,
+        y,
+        calib,
+        items["judge_met"].to_numpy(bool) if items is not None else None,
+    )
+    _add_responses(design, frames, items, resp, memo)
+    return CrossFit(
+        method, level, folds, items, resp, groups, held, final, int(calib.sum()), design
+    )
 
 
 def _scores_within(
@@ -935,6 +1025,406 @@ def _scores_within(
     inside = np.isin(scored["task_id"].to_numpy(object), tasks)
     by_id = dict(zip(scored["response_id"], scored["score"].where(inside), strict=True))
     return np.asarray(resp["response_id"].map(by_id).to_numpy(np.float64), np.float64)
+
+
+# ---------------------------------------------------------------------------------------
+# The bootstrap of the whole cross-fit
+# ---------------------------------------------------------------------------------------
+
+IntArray = npt.NDArray[np.intp]
+BoolArray = npt.NDArray[np.bool_]
+#: How the out-of-fold figures get their interval: ``"refit"`` redoes the cross-fit
+#: (folds, fits, out-of-fold predictions) on every task resample; ``"fixed"`` resamples
+#: the out-of-fold predictions of the data with the fitted calibrators held fixed (the
+#: behaviour before gradercal 0.1.1: it ignores the variability of the fitting and
+#: undercovers, see docs/agreement.md).
+OofInterval = Literal["refit", "fixed"]
+OOF_INTERVALS: tuple[OofInterval, ...] = get_args(OofInterval)
+
+
+@dataclass
+class _Design:
+    """What a task resample needs to redo the cross-fit, as plain arrays.
+
+    *Rows* are items (criterion level) or responses (response level); *tasks* are the
+    calibration tasks, indexed in the order of the bootstrap weights. ``lab`` marks the
+    labelled rows of the calibration tasks: they are fitted on and evaluated. Response
+    scores of the criterion-level methods are ``clip((Σ a·p + b + const) / pos, 0, 1)``
+    over the items of a response (``item_resp``), evaluated where ``resp_eval``.
+    """
+
+    method: Method
+    per_group: bool
+    metric: str
+    min_group_size: int
+    n_splits: int
+    task_names: list[str]
+    fold_order: IntArray
+    fold_size: FloatArray
+    row_task: IntArray
+    x: FloatArray
+    group: IntArray
+    y: FloatArray
+    lab: BoolArray
+    judge_met: BoolArray
+    resp_task: IntArray
+    resp_judge: FloatArray
+    resp_human: FloatArray
+    resp_eval: BoolArray
+    pass_cut: float
+    item_resp: IntArray | None = None
+    credit_a: FloatArray | None = None
+    credit_b: FloatArray | None = None
+    resp_const: FloatArray | None = None
+    resp_pos: FloatArray | None = None
+
+    @property
+    def n_tasks(self) -> int:
+        return len(self.task_names)
+
+    @property
+    def level(self) -> Literal["criterion", "response"]:
+        return _level(self.method)
+
+
+def _task_index(tasks: npt.NDArray[Any], lab: BoolArray) -> tuple[list[str], IntArray]:
+    """Calibration tasks in order of first appearance among the ``lab`` rows, and the
+    index of every row's task among them (−1 outside)."""
+    names = [str(t) for t in pd.unique(pd.Series(tasks[lab], dtype=object))]
+    code = {t: k for k, t in enumerate(names)}
+    return names, np.array([code.get(str(t), -1) for t in tasks], dtype=np.intp)
+
+
+def _make_design(
+    method: Method,
+    per_group: bool,
+    metric: ThresholdMetric,
+    n_splits: int,
+    tasks: npt.NDArray[Any],
+    X: FloatArray,
+    y: FloatArray,
+    lab: BoolArray,
+    judge_met: BoolArray | None = None,
+) -> _Design:
+    """The design of rows ``X``/``y``/``tasks`` (no response part; see
+    :func:`_add_responses`)."""
+    names, row_task = _task_index(tasks, lab)
+    fold_order = np.asarray(sorted(range(len(names)), key=lambda k: names[k]), dtype=np.intp)
+    fold_size = np.bincount(row_task[lab], minlength=len(names)).astype(np.float64)
+    est = _make(method, per_group, metric)
+    level = _level(method)
+    group = (
+        np.asarray(np.rint(X[:, 1]), dtype=np.intp)
+        if level == "criterion" and per_group
+        else np.full(len(X), -1, dtype=np.intp)
+    )
+    empty_i, empty_f = np.zeros(0, np.intp), np.zeros(0)
+    return _Design(
+        method=method,
+        per_group=per_group and level == "criterion",
+        metric="rate" if method == "leniency" else metric,
+        min_group_size=int(getattr(est, "min_group_size", 0)),
+        n_splits=n_splits,
+        task_names=names,
+        fold_order=fold_order,
+        fold_size=fold_size,
+        row_task=row_task,
+        x=np.asarray(X[:, 0], np.float64),
+        group=group,
+        y=np.asarray(y, np.float64),
+        lab=np.asarray(lab, bool),
+        judge_met=(
+            np.asarray(judge_met, bool) if judge_met is not None else np.zeros(len(X), bool)
+        ),
+        resp_task=empty_i,
+        resp_judge=empty_f,
+        resp_human=empty_f,
+        resp_eval=np.zeros(0, bool),
+        pass_cut=0.0,
+    )
+
+
+def _group_folds(sizes: FloatArray, k: int) -> IntArray:
+    """scikit-learn's ``GroupKFold(k)`` (no shuffle) assignment of groups to folds.
+
+    ``sizes`` are the groups' sizes in the order of their sorted ids; the largest group
+    goes first (ties: the later one), each to the currently lightest fold (ties: the
+    first one). ``tests/test_calibration.py`` checks it against ``GroupKFold``.
+    """
+    order = np.argsort(sizes, kind="stable")[::-1]
+    load = [0.0] * k
+    fold = np.empty(len(sizes), dtype=np.intp)
+    for g in order.tolist():
+        j = load.index(min(load))
+        load[j] += float(sizes[g])
+        fold[g] = j
+    return fold
+
+
+def _refit_oof(d: _Design, w: FloatArray) -> tuple[FloatArray, FloatArray] | None:
+    """The cross-fit redone on the tasks drawn ``w`` times each (copies stay together).
+
+    Returns the out-of-fold predictions of every row of a drawn task (NaN elsewhere) and
+    the rows' weights (their task's multiplicity), or None when fewer than two tasks are
+    drawn. With ``w = 1`` this is exactly :func:`cross_fit`'s procedure.
+    """
+    drawn = w > 0
+    n_drawn = int(drawn.sum())
+    if n_drawn < 2:
+        return None
+    k = max(2, min(d.n_splits, n_drawn))
+    order = d.fold_order[drawn[d.fold_order]]
+    tfold = np.full(d.n_tasks, -1, dtype=np.intp)
+    tfold[order] = _group_folds(d.fold_size[order] * w[order], k)
+    inside = d.row_task >= 0
+    rfold = np.where(inside, tfold[d.row_task], -1)
+    rw = np.where(inside, w[d.row_task], 0.0)
+    p = np.full(len(d.x), np.nan)
+    if d.level == "criterion":
+        _refit_thresholds(d, rfold, rw, k, p)
+        return p, rw
+    usable = np.isfinite(d.x)
+    for f in range(k):
+        train = d.lab & (rfold >= 0) & (rfold != f)
+        test = (rfold == f) & usable
+        if test.any():
+            p[test] = _weighted_score_map(d.method, d.x[train], d.y[train], rw[train], d.x[test])
+    return p, rw
+
+
+def _weighted_score_map(
+    method: Method, x: FloatArray, y: FloatArray, w: FloatArray, x_new: FloatArray
+) -> FloatArray:
+    """:class:`ScoreCalibrator` (bounds (0, 1)) fitted on ``w[i]`` copies of each row,
+    predicting ``x_new`` — without the estimator's validation, for speed.
+
+    Isotonic: the weighted isotonic regression (``scipy.optimize.isotonic_regression``,
+    which scikit-learn's ``IsotonicRegression`` calls) of the weighted mean target per
+    distinct ``x``, clipped to (0, 1), interpolated linearly and constant beyond the ends. Platt: Newton's method on the weighted cross-entropy (the
+    unpenalised maximum-likelihood fit of ``LogisticRegression``); when it does not
+    converge, the estimator itself fits the copies.
+    """
+    if method == "isotonic":
+        from scipy.optimize import isotonic_regression  # type: ignore[import-untyped, unused-ignore]
+
+        ux, inv = np.unique(x, return_inverse=True)
+        wu = np.bincount(inv, weights=w, minlength=len(ux))
+        yu = np.bincount(inv, weights=w * y, minlength=len(ux)) / wu
+        if len(ux) == 1:
+            return np.full(len(x_new), float(np.clip(yu[0], 0.0, 1.0)))
+        fitted = np.clip(isotonic_regression(yu, weights=wu, increasing=True).x, 0.0, 1.0)
+        return np.asarray(np.interp(x_new, ux, fitted), np.float64)
+    z = np.clip(y, 0.0, 1.0)
+    if np.all(z == z[0]):
+        return np.full(len(x_new), float(z[0]))
+    A = np.column_stack([x, np.ones(len(x))])
+    beta = np.zeros(2)
+    for _ in range(100):
+        q = 1.0 / (1.0 + np.exp(-(A @ beta)))
+        grad = A.T @ (w * (q - z))
+        hess = (A * (w * q * (1.0 - q))[:, None]).T @ A
+        try:
+            step = np.linalg.solve(hess, grad)
+        except np.linalg.LinAlgError:
+            break
+        beta = beta - step
+        if float(np.max(np.abs(step))) < 1e-10:
+            return np.asarray(1.0 / (1.0 + np.exp(-(beta[0] * x_new + beta[1]))), np.float64)
+    idx = np.repeat(np.arange(len(x)), w.astype(np.intp))
+    est = ScoreCalibrator(method="platt").fit(x[idx][:, None], y[idx])
+    return np.asarray(est.predict(x_new[:, None]), np.float64)
+
+
+def _refit_thresholds(d: _Design, rfold: IntArray, rw: FloatArray, k: int, out: FloatArray) -> None:
+    """Threshold-type fits of every fold from weighted counts per distinct score."""
+    lab = np.flatnonzero(d.lab & (rfold >= 0))
+    s, yl, fl, wl, gl = d.x[lab], d.y[lab] == 1.0, rfold[lab], rw[lab], d.group[lab]
+    values, vcode = np.unique(s, return_inverse=True)
+    nv = len(values)
+    cnt = np.bincount(fl * nv + vcode, weights=wl, minlength=k * nv).reshape(k, nv)
+    pos = np.bincount(fl * nv + vcode, weights=wl * yl, minlength=k * nv).reshape(k, nv)
+    tot_c, tot_p = cnt.sum(axis=0), pos.sum(axis=0)
+    codes = np.unique(gl) if d.per_group else np.zeros(0, np.intp)
+    per_group = []
+    for code in codes.tolist():
+        sel = gl == code
+        gc = np.bincount(fl[sel] * nv + vcode[sel], weights=wl[sel], minlength=k * nv)
+        gp = np.bincount(fl[sel] * nv + vcode[sel], weights=(wl * yl)[sel], minlength=k * nv)
+        gc, gp = gc.reshape(k, nv), gp.reshape(k, nv)
+        per_group.append((code, gc.sum(axis=0) - gc, gp.sum(axis=0) - gp))
+    # Every fold's fits (overall, then per group) in one evaluation of the objective.
+    train_c, train_p = tot_c[None, :] - cnt, tot_p[None, :] - pos
+    rows: list[tuple[int, int]] = []  # (fold, group code or -1)
+    fits_c, fits_p = [], []
+    for f in range(k):
+        n, n_met = float(train_c[f].sum()), float(train_p[f].sum())
+        if n_met in (0.0, n):  # one class in the training folds: predict it
+            out[rfold == f] = 1.0 if n_met == n else 0.0
+            continue
+        rows.append((f, -1))
+        fits_c.append(train_c[f])
+        fits_p.append(train_p[f])
+        for code, gc, gp in per_group:
+            gn, gm = float(gc[f].sum()), float(gp[f].sum())
+            if gn > 0 and gn >= d.min_group_size and 0 < gm < gn:
+                rows.append((f, code))
+                fits_c.append(gc[f])
+                fits_p.append(gp[f])
+    if not rows:
+        return
+    found = _thresholds_from_counts(values, np.stack(fits_c), np.stack(fits_p), d.metric)
+    t = np.full(len(d.x), np.nan)
+    for (f, code), value in zip(rows, found, strict=True):
+        if code == -1:
+            t[rfold == f] = value
+        else:
+            t[(rfold == f) & (d.group == code)] = value
+    for f in {f for f, _ in rows}:
+        test = rfold == f
+        out[test] = (d.x[test] >= t[test]).astype(np.float64)
+
+
+def _conf_sums(pred: BoolArray, y: BoolArray, w: FloatArray) -> FloatArray:
+    """Weighted TP, FP, FN, TN (the columns of :func:`_onehot_conf`)."""
+    cell = np.where(pred, np.where(y, 0, 1), np.where(y, 2, 3))
+    return np.bincount(cell, weights=w, minlength=4).astype(np.float64)
+
+
+def _bin_sums(p: FloatArray, y: FloatArray, w: FloatArray) -> FloatArray:
+    """Weighted sums of :func:`_bin_features` (per bin: count, Σp, Σy)."""
+    b = _bin_index(p)
+    out = np.empty(3 * N_BINS)
+    out[0::3] = np.bincount(b, weights=w, minlength=N_BINS)
+    out[1::3] = np.bincount(b, weights=w * p, minlength=N_BINS)
+    out[2::3] = np.bincount(b, weights=w * y, minlength=N_BINS)
+    return out
+
+
+def _criterion_sums(
+    y: BoolArray, before_v: BoolArray, before_p: FloatArray, after_p: FloatArray, w: FloatArray
+) -> FloatArray:
+    """The weighted column sums of :func:`_features_criterion`'s features."""
+    yf = y.astype(np.float64)
+    return np.concatenate(
+        [
+            _conf_sums(before_v, y, w),
+            _conf_sums(after_p >= 0.5, y, w),
+            [float(np.sum(w * (before_p - yf) ** 2)), float(np.sum(w * (after_p - yf) ** 2))],
+            _bin_sums(before_p, yf, w),
+            _bin_sums(after_p, yf, w),
+            [float(np.sum(w))],
+        ]
+    )
+
+
+def _response_sums(
+    before: FloatArray, after: FloatArray, y: FloatArray, w: FloatArray, cut: float
+) -> FloatArray:
+    """The weighted column sums of :func:`_features_response`'s features."""
+    parts: list[Any] = []
+    for pred in (before, after):
+        e = pred - y
+        parts += [
+            [float(np.sum(w * e)), float(np.sum(w * np.abs(e))), float(np.sum(w * e**2))],
+            _conf_sums(pred >= cut, y >= cut, w),
+            _bin_sums(pred, y, w),
+        ]
+    parts.append([float(np.sum(w))])
+    return np.concatenate(parts)
+
+
+_CRITERION_WIDTH = 4 + 4 + 2 + 6 * N_BINS + 1
+_RESPONSE_WIDTH = 2 * (3 + 4 + 3 * N_BINS) + 1
+
+
+def _replicate_sums(d: _Design, w: FloatArray) -> tuple[FloatArray, FloatArray] | None:
+    """Criterion and response feature sums of the cross-fit redone on resample ``w``
+    (the criterion part is empty at the response level, the response part when the
+    design has no responses)."""
+    fit = _refit_oof(d, w)
+    if fit is None:
+        return None
+    p, rw = fit
+    crit, resp = np.zeros(0), np.zeros(0)
+    if d.level == "criterion":
+        sel = d.lab & (rw > 0)
+        crit = _criterion_sums(d.y[sel] == 1.0, d.judge_met[sel], d.x[sel], p[sel], rw[sel])
+        if d.item_resp is None:
+            return crit, resp
+        assert d.credit_a is not None and d.credit_b is not None
+        assert d.resp_const is not None and d.resp_pos is not None
+        ok = (rw > 0) & (d.item_resp >= 0)
+        earned = d.resp_const + np.bincount(
+            d.item_resp[ok],
+            weights=d.credit_a[ok] * p[ok] + d.credit_b[ok],
+            minlength=len(d.resp_task),
+        )
+        pos = np.where(d.resp_pos > 0, d.resp_pos, 1.0)
+        score = np.clip(earned / pos, 0.0, 1.0)
+    else:
+        score = p
+    wr = np.where(d.resp_task >= 0, w[d.resp_task], 0.0)
+    rsel = d.resp_eval & (wr > 0)
+    resp = _response_sums(d.resp_judge[rsel], score[rsel], d.resp_human[rsel], wr[rsel], d.pass_cut)
+    return crit, resp
+
+
+def _refit_replicates(
+    d: _Design, n_boot: int, seed: int
+) -> tuple[FloatArray | None, FloatArray | None]:
+    """Feature sums (one row per resample; NaN where undefined) of the cross-fit redone
+    on each of the ``n_boot`` task resamples of :func:`resampling_weights`."""
+    if n_boot <= 0 or d.n_tasks < 2:
+        return None, None
+    W = resampling_weights(d.n_tasks, n_boot, seed).astype(np.float64)
+    crit = np.full((n_boot, _CRITERION_WIDTH), np.nan) if d.level == "criterion" else None
+    has_resp = d.level == "response" or d.item_resp is not None
+    resp = np.full((n_boot, _RESPONSE_WIDTH), np.nan) if has_resp else None
+    for b in range(n_boot):
+        out = _replicate_sums(d, W[b])
+        if out is None:
+            continue
+        if crit is not None:
+            crit[b] = out[0]
+        if resp is not None:
+            resp[b] = out[1]
+    return crit, resp
+
+
+def _add_responses(
+    d: _Design,
+    frames: Frames,
+    items: pd.DataFrame | None,
+    resp: pd.DataFrame,
+    memo: dict[Any, Any] | None,
+) -> None:
+    """Attach the response part of the design (rows of :func:`response_table`)."""
+    rtask = resp["task_id"].to_numpy(object)
+    code = {t: k for k, t in enumerate(d.task_names)}
+    d.resp_task = np.array([code.get(str(t), -1) for t in rtask], dtype=np.intp)
+    d.resp_judge = resp["judge_score"].to_numpy(np.float64)
+    d.resp_human = resp["human_score"].to_numpy(np.float64)
+    d.pass_cut = float(frames.pass_threshold) - PASS_EPSILON
+    finite = np.isfinite(d.resp_judge) & np.isfinite(d.resp_human) & (d.resp_task >= 0)
+    if items is None:
+        d.resp_eval = finite & d.lab
+        return
+    parts, auto, need, pos = _credit_parts(frames, memo)
+    row_of = {r: k for k, r in enumerate(resp["response_id"].to_numpy(object))}
+    at = np.array([row_of.get(r, -1) for r in parts["response_id"].to_numpy(object)], np.intp)
+    keep = at >= 0
+    n_resp = len(resp)
+    const, rpos, rneed = np.zeros(n_resp), np.zeros(n_resp), np.zeros(n_resp)
+    const[at[keep]], rpos[at[keep]], rneed[at[keep]] = auto[keep], pos[keep], need[keep]
+    d.item_resp = np.array(
+        [row_of.get(r, -1) for r in items["response_id"].to_numpy(object)], dtype=np.intp
+    )
+    n_items = np.bincount(d.item_resp[d.item_resp >= 0], minlength=n_resp)
+    points = items["points"].to_numpy(np.float64)
+    partial = items["judge_partial"].to_numpy(np.float64)
+    d.credit_a, d.credit_b = points * (1.0 - partial), points * partial
+    d.resp_const, d.resp_pos = const, rpos
+    d.resp_eval = finite & (rpos > 0) & (n_items == rneed)
 
 
 def _features_criterion(items: pd.DataFrame) -> tuple[list[Any], FloatArray]:
@@ -963,7 +1453,7 @@ def _features_criterion(items: pd.DataFrame) -> tuple[list[Any], FloatArray]:
 
 def _onehot_conf(pred: npt.NDArray[np.bool_], y: npt.NDArray[np.bool_]) -> FloatArray:
     cell = np.where(pred, np.where(y, 0, 1), np.where(y, 2, 3))
-    return np.eye(4)[cell]
+    return np.asarray(np.eye(4)[cell], np.float64)
 
 
 def _bin_features(p: FloatArray, y: FloatArray) -> FloatArray:
@@ -1047,47 +1537,83 @@ def _response_figures(s: FloatArray) -> dict[str, FloatArray]:
     return out
 
 
+#: The range of every figure (intervals are kept inside it; a change lies within
+#: ``[lo − hi, hi − lo]``).
+_RANGES: dict[str, tuple[float, float]] = {
+    "cohen_kappa": (-1.0, 1.0),
+    "balanced_f1": (0.0, 1.0),
+    "percent_agreement": (0.0, 1.0),
+    "leniency_bias": (-1.0, 1.0),
+    "brier": (0.0, 1.0),
+    "ece": (0.0, 1.0),
+    "mean_score_bias": (-1.0, 1.0),
+    "mae": (0.0, 1.0),
+    "rmse": (0.0, 1.0),
+    "pass_rate_bias": (-1.0, 1.0),
+    "pass_kappa": (-1.0, 1.0),
+    "pass_agreement": (0.0, 1.0),
+}
+
+
+def _within(b: BootResult, lo: float, hi: float) -> BootResult:
+    if b.ci_low is None or b.ci_high is None:
+        return b
+    return replace(b, ci_low=min(max(b.ci_low, lo), hi), ci_high=max(min(b.ci_high, hi), lo))
+
+
 def _evaluate(
-    tasks: list[Any], feats: FloatArray, figures: Any, n_boot: int, seed: int, ci: float
+    tasks: list[Any],
+    feats: FloatArray,
+    figures: Any,
+    n_boot: int,
+    seed: int,
+    ci: float,
+    replicates: FloatArray | None = None,
+    n_clusters: int | None = None,
 ) -> dict[str, dict[str, Any]]:
+    """Before/after/change figures with their percentile intervals.
+
+    The point estimates are the figures of the feature sums of all rows. The intervals
+    come from ``replicates`` (feature sums, one row per resample, e.g. of the cross-fit
+    redone on each resample: :func:`_refit_replicates`) over ``n_clusters`` tasks when
+    given, else from the task bootstrap of the rows' features as they are.
+    """
     codes, labels = pd.factorize(pd.Series(tasks, dtype=object), sort=False)
     per_task = np.zeros((len(labels), feats.shape[1]))
     np.add.at(per_task, np.asarray(codes, dtype=np.intp), feats)
     point = figures(per_task.sum(axis=0, keepdims=True))
     reps: dict[str, FloatArray] = {}
-    if n_boot > 0 and len(labels) >= 2:
+    clusters = len(labels) if n_clusters is None else n_clusters
+    if replicates is not None:
+        if len(replicates):
+            reps = figures(replicates)
+    elif n_boot > 0 and len(labels) >= 2:
         w = resampling_weights(len(labels), n_boot, seed).astype(np.float64)
         reps = figures(w @ per_task)
     names = sorted(
         {k.split(":", 1)[1] for k in point}, key=lambda k: list(point).index(f"before:{k}")
     )
+
+    def interval(v: float, rep: FloatArray, lo: float, hi: float) -> dict[str, Any]:
+        b = percentile_interval(
+            v if math.isfinite(v) else None,
+            rep,
+            n_boot=n_boot,
+            n_clusters=clusters,
+            ci=ci,
+            note="undefined on the held-out data",
+        )
+        return boot_json(_within(b, lo, hi))
+
     out: dict[str, dict[str, Any]] = {"before": {}, "after": {}, "change": {}}
     for name in names:
+        lo, hi = _RANGES.get(name, (-math.inf, math.inf))
         for tag in ("before", "after"):
             key = f"{tag}:{name}"
-            v = float(point[key][0])
-            out[tag][name] = boot_json(
-                percentile_interval(
-                    v if math.isfinite(v) else None,
-                    reps.get(key, np.zeros(0)),
-                    n_boot=n_boot,
-                    n_clusters=len(labels),
-                    ci=ci,
-                    note="undefined on the held-out data",
-                )
-            )
+            out[tag][name] = interval(float(point[key][0]), reps.get(key, np.zeros(0)), lo, hi)
         d = float(point[f"after:{name}"][0] - point[f"before:{name}"][0])
         drep = reps[f"after:{name}"] - reps[f"before:{name}"] if reps else np.zeros(0)
-        out["change"][name] = boot_json(
-            percentile_interval(
-                d if math.isfinite(d) else None,
-                drep,
-                n_boot=n_boot,
-                n_clusters=len(labels),
-                ci=ci,
-                note="undefined on the held-out data",
-            )
-        )
+        out["change"][name] = interval(d, drep, lo - hi, hi - lo)
     return out
 
 
@@ -1220,17 +1746,29 @@ def _figures(
     n_boot: int,
     seed: int,
     ci: float,
+    interval: OofInterval = "fixed",
 ) -> dict[str, Any]:
     """Before/after figures of the predictions in ``column`` (NaN rows are left out).
 
-    The same features, sums and bootstrap serve the out-of-fold figures (``oof``, the
-    calibration tasks) and the test figures (``test``, the held-out tasks).
+    The same features and sums serve the out-of-fold figures (``oof``, the calibration
+    tasks) and the test figures (``test``, the held-out tasks). The intervals of the
+    test figures resample the held-out tasks under the one final calibrator; those of
+    the out-of-fold figures redo the whole cross-fit on every resample of the
+    calibration tasks with ``interval="refit"`` (:func:`_refit_replicates`).
     """
     out: dict[str, Any] = {}
+    crit_reps: FloatArray | None = None
+    resp_reps: FloatArray | None = None
+    clusters: int | None = None
+    if column == "oof" and interval == "refit" and cf.design is not None and n_boot > 0:
+        crit_reps, resp_reps = _refit_replicates(cf.design, n_boot, seed)
+        clusters = cf.design.n_tasks
     if cf.items is not None:
         items = cf.items.assign(oof=cf.items[column])
         t, f = _features_criterion(items)
-        out["criterion"] = _evaluate(t, f, _criterion_figures, n_boot, seed, ci)
+        out["criterion"] = _evaluate(
+            t, f, _criterion_figures, n_boot, seed, ci, crit_reps, clusters
+        )
         sel = np.isfinite(items["oof"]) & np.isfinite(items["human_met"])
         it = items.loc[sel]
         out["n_items"] = len(it)
@@ -1240,7 +1778,7 @@ def _figures(
         }
     resp = cf.responses.assign(oof=cf.responses[column])
     t, f = _features_response(resp, frames.pass_threshold)
-    out["response"] = _evaluate(t, f, _response_figures, n_boot, seed, ci)
+    out["response"] = _evaluate(t, f, _response_figures, n_boot, seed, ci, resp_reps, clusters)
     rsel = (
         np.isfinite(resp["oof"])
         & np.isfinite(resp["human_score"])
@@ -1272,6 +1810,7 @@ def fit_calibration(
     benchmark: str | None = None,
     holdout: float = 0.0,
     strict_holdout: bool = True,
+    oof_interval: OofInterval = "refit",
 ) -> CalibrationResult:
     """Fit a calibration of ``judge`` and evaluate it on held-out tasks.
 
@@ -1298,6 +1837,12 @@ def fit_calibration(
             every labelled task is a calibration task, as before held-out splits).
         strict_holdout: With too few tasks for the held-out split, raise (True) or
             hold nothing out and say so in :attr:`CalibrationResult.warnings` (False).
+        oof_interval: Interval of the out-of-fold figures: ``"refit"`` (default) the
+            task bootstrap of the whole cross-fit — every resample of the calibration
+            tasks is split into folds, fitted and predicted out of fold again — so the
+            interval includes the variability of the fitting; ``"fixed"`` resamples the
+            out-of-fold predictions with the fits held fixed (faster; it undercovers:
+            see docs/agreement.md).
 
     Returns:
         The calibrator fitted on all calibration tasks with the cross-validated
@@ -1326,11 +1871,22 @@ def fit_calibration(
             raise
         warnings.append(f"nothing held out: {exc}")
         cf = cross_fit(frames, judge, method, names, holdout=0.0, **options)
+    if oof_interval not in OOF_INTERVALS:
+        raise ValueError(f"oof_interval must be one of {OOF_INTERVALS}, not {oof_interval!r}")
     metrics: dict[str, Any] = {"level": cf.level}
-    metrics |= _figures(frames, cf, "oof", n_boot, seed, ci)
+    metrics |= _figures(frames, cf, "oof", n_boot, seed, ci, oof_interval)
     metrics["n_tasks"] = len(cf.folds)
     metrics["bootstrap"] = (
-        {"n_boot": n_boot, "seed": seed, "ci": ci, "cluster": "task"} if n_boot > 0 else None
+        {
+            "n_boot": n_boot,
+            "seed": seed,
+            "ci": ci,
+            "cluster": "task",
+            "oof_interval": oof_interval,
+            "test_interval": "fixed",
+        }
+        if n_boot > 0
+        else None
     )
     metrics["test"] = (
         {"n_tasks": len(cf.held_out)} | _figures(frames, cf, "test", n_boot, seed, ci)
@@ -1370,6 +1926,63 @@ def fit_calibration(
         },
         warnings=warnings,
     )
+
+
+def criterion_cross_fit(
+    score: npt.ArrayLike,
+    y: npt.ArrayLike,
+    tasks: Sequence[Any],
+    *,
+    method: Literal["threshold", "leniency"] = "threshold",
+    groups: npt.ArrayLike | None = None,
+    n_splits: int = 5,
+    metric: ThresholdMetric = "kappa",
+    n_boot: int = 1000,
+    seed: int = 0,
+    ci: float = 0.95,
+    oof_interval: OofInterval = "refit",
+) -> dict[str, dict[str, Any]]:
+    """The out-of-fold criterion figures of :func:`fit_calibration` from plain arrays.
+
+    The judge's probability of met ``score``, the experts' verdicts ``y`` (0/1) and the
+    items' ``tasks``: split by ``GroupKFold(n_splits)`` by task, each fold predicted by
+    the calibrator fitted on the others (per group when ``groups`` holds integer group
+    codes), figures and intervals as in :func:`fit_calibration` (the raw verdict is
+    ``score ≥ 0.5``). For simulations with a known truth.
+
+    Returns:
+        ``{"before", "after", "change"}`` → figure → ``{"value", "ci", "note"}``.
+    """
+    s = np.asarray(score, np.float64)
+    yy = np.asarray(y, np.float64)
+    tk = np.asarray([str(t) for t in tasks], dtype=object)
+    per_group = groups is not None
+    g = np.asarray(groups, np.float64) if groups is not None else np.full(len(s), -1.0)
+    if oof_interval not in OOF_INTERVALS:
+        raise ValueError(f"oof_interval must be one of {OOF_INTERVALS}, not {oof_interval!r}")
+    d = _make_design(
+        method,
+        per_group,
+        metric,
+        n_splits,
+        tk,
+        np.column_stack([s, g]),
+        yy,
+        np.isfinite(yy),
+        s >= 0.5,
+    )
+    if d.n_tasks < 2:
+        raise ValueError("needs labelled items on at least two tasks")
+    fit = _refit_oof(d, np.ones(d.n_tasks))
+    assert fit is not None
+    items = pd.DataFrame(
+        {"task_id": tk, "oof": fit[0], "human_met": yy, "judge_met": s >= 0.5, "judge_score": s}
+    )
+    t, f = _features_criterion(items)
+    if oof_interval == "fixed":
+        return _evaluate(t, f, _criterion_figures, n_boot, seed, ci)
+    reps, _ = _refit_replicates(d, n_boot, seed)
+    return _evaluate(t, f, _criterion_figures, n_boot, seed, ci, reps, d.n_tasks)
 
 
 def apply_calibration(

@@ -418,3 +418,117 @@ def test_too_few_tasks_for_a_held_out_split(demo: Frames) -> None:
         with pytest.raises(ValueError, match=r"in \[0, 1\)"):
             cal.holdout_tasks(["a", "b", "c", "d"], bad)
     assert cal.holdout_tasks(["a", "b", "c", "d"], 0.01) != []  # at least one task
+
+
+# ------------------------------------------------- the bootstrap of the whole cross-fit
+
+
+def test_group_folds_are_those_of_group_kfold() -> None:
+    from sklearn.model_selection import GroupKFold
+
+    rng = np.random.default_rng(3)
+    for _ in range(30):
+        n, k = int(rng.integers(2, 40)), int(rng.integers(2, 7))
+        k = min(k, n)
+        sizes = rng.integers(1, 6, n)  # ties on purpose
+        names = np.array([f"t{i:02d}" for i in range(n)])
+        groups = np.repeat(names, sizes)
+        ref = np.empty(n, dtype=int)
+        for f, (_, test) in enumerate(GroupKFold(k).split(groups, groups=groups)):
+            ref[np.isin(names, groups[test])] = f
+        np.testing.assert_array_equal(cal._group_folds(sizes.astype(float), k), ref)
+
+
+@pytest.mark.parametrize("metric", ["kappa", "f1", "balanced_f1", "rate"])
+def test_thresholds_from_counts_equal_the_fit_on_copies(metric: str) -> None:
+    rng = np.random.default_rng(8)
+    for _ in range(20):
+        s = np.round(rng.random(40), 1)
+        y = rng.random(40) < s
+        w = rng.integers(0, 4, 40)
+        if w.sum() == 0:
+            continue
+        values, code = np.unique(s, return_inverse=True)
+        cnt = np.bincount(code, weights=w, minlength=len(values))
+        pos = np.bincount(code, weights=w * y, minlength=len(values))
+        copies = np.repeat(np.arange(40), w)
+        expected = cal._threshold_curve(s[copies], y[copies], metric)[0]
+        assert cal._threshold_from_counts(values, cnt, pos, metric) == expected
+
+
+@pytest.mark.parametrize("method", cal.METHODS)
+def test_the_resampled_cross_fit_with_unit_weights_is_the_cross_fit(
+    demo: Frames, method: cal.Method
+) -> None:
+    """Redoing the cross-fit with every task drawn once gives the cross-fit's own
+    out-of-fold predictions and feature sums (Platt: Newton's optimum against
+    LogisticRegression's, to the latter's tolerance)."""
+    cf = cal.cross_fit(demo, "judge-gpt", method, holdout=0.3, seed=4, tag_prefix="axis:")
+    d = cf.design
+    assert d is not None and d.n_tasks == 7
+    fit = cal._refit_oof(d, np.ones(d.n_tasks))
+    assert fit is not None
+    ref = (cf.items if cf.items is not None else cf.responses)["oof"].to_numpy(float)
+    np.testing.assert_array_equal(np.isnan(fit[0]), np.isnan(ref))
+    tol = 1e-3 if method == "platt" else 0.0
+    np.testing.assert_allclose(fit[0][~np.isnan(ref)], ref[~np.isnan(ref)], atol=tol, rtol=0)
+    sums = cal._replicate_sums(d, np.ones(d.n_tasks))
+    assert sums is not None
+    if cf.items is not None:
+        np.testing.assert_allclose(sums[0], cal._features_criterion(cf.items)[1].sum(0))
+    resp = cal._features_response(cf.responses, demo.pass_threshold)[1].sum(0)
+    np.testing.assert_allclose(sums[1], resp, atol=2e-3 if method == "platt" else 1e-9)
+
+
+def test_a_resample_is_the_cross_fit_of_the_copied_tasks() -> None:
+    """Weights w are w copies of a task (kept in one fold): the same predictions as
+    scikit-learn's GroupKFold and ThresholdCalibrator on explicitly copied rows."""
+    from sklearn.model_selection import GroupKFold
+
+    rng = np.random.default_rng(11)
+    s = np.round(rng.random(120), 2)
+    y = (rng.random(120) < 0.3 + 0.4 * s).astype(float)
+    task = np.repeat([f"T{i}" for i in range(12)], 10)
+    d = cal._make_design(
+        "threshold", False, "kappa", 5, task.astype(object), s[:, None], y, np.ones(120, bool)
+    )
+    for _ in range(5):
+        w = rng.multinomial(12, np.full(12, 1 / 12)).astype(float)
+        fit = cal._refit_oof(d, w)
+        assert fit is not None
+        rows = np.repeat(np.arange(120), w[d.row_task].astype(int))
+        expected = np.full(120, np.nan)
+        for train, test in GroupKFold(5).split(rows, groups=task[rows]):
+            est = cal.ThresholdCalibrator().fit(s[rows[train], None], y[rows[train]].astype(int))
+            expected[rows[test]] = cal._item_p(est, s[rows[test], None])
+        np.testing.assert_array_equal(fit[0], expected)
+
+
+def test_calibrate_reports_the_refit_interval(demo: Frames) -> None:
+    refit = cal.fit_calibration(demo, "judge-gpt", "threshold", n_boot=200, holdout=0.3)
+    fixed = cal.fit_calibration(
+        demo, "judge-gpt", "threshold", n_boot=200, holdout=0.3, oof_interval="fixed"
+    )
+    boot = refit.metrics["bootstrap"]
+    assert boot["oof_interval"] == "refit" and boot["test_interval"] == "fixed"
+    assert fixed.metrics["bootstrap"]["oof_interval"] == "fixed"
+    # same point estimates, and the raw judge's intervals (nothing fitted) are the same
+    # task bootstrap; the calibrated figures' intervals now include the refitting
+    for level in ("criterion", "response"):
+        a, b = refit.metrics[level], fixed.metrics[level]
+        for tag in ("before", "after", "change"):
+            for key in a[tag]:
+                assert a[tag][key]["value"] == b[tag][key]["value"]
+        for key in a["before"]:
+            np.testing.assert_allclose(a["before"][key]["ci"], b["before"][key]["ci"], atol=1e-12)
+    assert refit.metrics["criterion"]["after"] != fixed.metrics["criterion"]["after"]
+    assert refit.metrics["test"] == fixed.metrics["test"]
+    for level in ("criterion", "response"):
+        for tag in ("before", "after", "change"):
+            for key, fig in refit.metrics[level][tag].items():
+                lo, hi = cal._RANGES[key]
+                if tag == "change":
+                    lo, hi = lo - hi, hi - lo
+                assert fig["ci"] is None or lo <= fig["ci"][0] <= fig["ci"][1] <= hi
+    with pytest.raises(ValueError, match="oof_interval"):
+        cal.fit_calibration(demo, "judge-gpt", n_boot=0, oof_interval="nested")  # type: ignore[arg-type]
