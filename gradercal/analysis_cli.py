@@ -795,7 +795,7 @@ def estimate(
         )
         how = ""
         if methods:
-            how = f"; PPI++: {', '.join(methods)}"
+            how = f": {', '.join(methods)}"
             if classical:
                 how += f"; experts only: {', '.join(classical)}"
         t = Table(

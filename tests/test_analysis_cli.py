@@ -235,9 +235,10 @@ def test_estimate(demo_db: Path) -> None:
     assert ms["estimate"] == pytest.approx(row["mean_score"]["estimate"])
     text = run("estimate", "--db", demo_db, "--judge", "judge-gpt")
     assert text.exit_code == 0 and "Rogan–Gladen" in text.output
-    # the interval method is named, and the small-sample note of the pass rate is shown
-    assert "agresti-coull" in text.output
-    assert "below 10 the intervals may cover less" in text.output
+    # the interval methods are named; ten labels per model give no zero-width interval
+    assert "agresti-coull" in " ".join(text.output.split())
+    assert row["pass_rate"]["method"] == "ppi++ agresti-coull (t, n-1 df)"
+    assert all(m["pass_rate"]["ci"][1] > m["pass_rate"]["ci"][0] for m in out["models"])
 
 
 def test_health(demo_db: Path) -> None:
