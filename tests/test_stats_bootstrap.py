@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 from scipy.special import ndtr, ndtri
 
-from gradercal.agreement import percentile_interval
+from gradercal.agreement import percentile_bounds, percentile_interval
 from gradercal.stats import (
     BOOTSTRAP_STATISTICS,
     LEVELS,
@@ -357,15 +357,25 @@ def test_agreement_interval_by_hand() -> None:
     assert b.ci_low == pytest.approx(0.020258, abs=1e-6)
     assert b.ci_high == pytest.approx(0.979742, abs=1e-6)
     assert (b.method, b.note) == ("expanded_percentile", None)
-    # precomputed plain bounds are used by the plain percentile only
-    plain = percentile_interval(
-        0.5, reps, n_boot=1001, n_clusters=40, ci=0.95, method="percentile", quantiles=(0.1, 0.9)
-    )
-    assert (plain.ci_low, plain.ci_high, plain.method) == (0.1, 0.9, "percentile")
-    again = percentile_interval(
-        0.5, reps, n_boot=1001, n_clusters=40, ci=0.95, quantiles=(0.1, 0.9)
-    )
+    # bounds precomputed for many series at once (percentile_bounds, same n_clusters, ci and
+    # method) are the ones percentile_interval computes one series at a time
+    pre = percentile_bounds({"x": reps}, 0.95, 40)["x"]
+    assert pre == (b.ci_low, b.ci_high)
+    again = percentile_interval(0.5, reps, n_boot=1001, n_clusters=40, ci=0.95, quantiles=pre)
     assert (again.ci_low, again.ci_high) == (b.ci_low, b.ci_high)
+    plain_pre = percentile_bounds({"x": reps}, 0.95, 40, "percentile")["x"]
+    plain = percentile_interval(
+        0.5, reps, n_boot=1001, n_clusters=40, ci=0.95, method="percentile", quantiles=plain_pre
+    )
+    assert (plain.ci_low, plain.ci_high, plain.method) == (
+        pytest.approx(0.025),
+        pytest.approx(0.975),
+        "percentile",
+    )
+    direct = percentile_interval(
+        0.5, reps, n_boot=1001, n_clusters=40, ci=0.95, method="percentile"
+    )
+    assert (direct.ci_low, direct.ci_high) == (plain.ci_low, plain.ci_high)
     few = percentile_interval(0.5, reps, n_boot=1001, n_clusters=bs.FEW_CLUSTERS - 1, ci=0.95)
     assert few.note == f"only {bs.FEW_CLUSTERS - 1} clusters: bootstrap intervals are unreliable"
     with pytest.raises(ValueError, match="cannot form a 'bca' interval"):
