@@ -136,7 +136,7 @@ class AnnotatorTest:
         human: The excluded annotator ``h_j``.
         n_items: Items ``h_j`` rated (with the judge and at least one other human).
         n_clusters: Tasks those items belong to (None when items are not clustered).
-        test: ``"exact"`` (items independent), ``"clustered"`` (task-clustered t-test)
+        test: ``"exact"`` (items independent), ``"clustered"`` (task-clustered bootstrap-t)
             or ``"not tested"`` (too few tasks; see ``note``).
         rho_judge: ``ρ^f_j``, the judge's advantage probability.
         rho_human: ``ρ^h_j``, the human's advantage probability.
@@ -228,7 +228,7 @@ class AltTestResult:
             "epsilon": self.epsilon,
             "alpha": self.alpha,
             "scoring": "accuracy",
-            "test": "task-clustered t" if self.clustering == "task" else "exact score",
+            "test": "task-clustered bootstrap-t" if self.clustering == "task" else "exact score",
             "clustering": self.clustering,
             "correction": "benjamini-yekutieli",
             "n_items": self.n_items,

@@ -282,7 +282,12 @@ _SCHEMES: dict[str, WeightScheme | None] = {
 _BOOT_WEIGHTED: dict[str, str] = {
     "weighted_percent_agreement": "weighted_percent_agreement",
     "weighted_cohen_kappa": "cohen_kappa",
+    "weighted_scott_pi": "weighted_scott_pi",
+    "weighted_conger_kappa": "weighted_conger_kappa",
+    "weighted_fleiss_kappa": "weighted_fleiss_kappa",
+    "weighted_bennett_s": "weighted_bennett_s",
     "gwet_ac2": "gwet_ac2",
+    "weighted_krippendorff_alpha": "weighted_krippendorff_alpha",
 }
 #: The note on a statistic that has a value but no bootstrap interval in this version.
 NO_BOOTSTRAP_NOTE = "no interval: the bootstrap does not resample this statistic yet"

@@ -165,10 +165,10 @@ def test_bootstrap_json(tmp_path: Path) -> None:
     assert "only 4 clusters" in alpha["ci_note"]
     assert data["cohen_kappa"]["ci"] is None
     assert "ci_note" not in data["cohen_kappa"]  # undefined: the note says why
-    # statistics the bootstrap cannot resample say so instead of a silent null
+    # Conger's and Light's kappas are resampled too (recomputed on each resample)
     for key in ("conger_kappa", "light_kappa"):
-        assert data[key]["ci"] is None
-        assert data[key]["ci_note"] == NO_BOOTSTRAP_NOTE
+        assert data[key]["ci"] is not None, key
+        assert data[key]["ci"][0] <= data[key]["value"] <= data[key]["ci"][1], key
     # same seed, same output; every unit its own cluster without --cluster
     assert run(*args).stdout == result.stdout
     unclustered = json.loads(run(path, "--json", "--bootstrap", "400").stdout)
@@ -448,15 +448,20 @@ def test_weighted_bootstrap_intervals_are_the_bootstraps(tmp_path: Path) -> None
     assert data["weighted_cohen_kappa"]["ci"] != data["cohen_kappa"]["ci"]
     assert data["weighted_cohen_kappa"]["value"] == weighted["cohen_kappa"].value
     assert data["cohen_kappa"]["value"] == plain["cohen_kappa"].value
-    for key in (
+    # every other key of §6 has its interval, resampled under that key's own weights
+    rest_weighted = [
         "weighted_scott_pi",
         "weighted_conger_kappa",
         "weighted_fleiss_kappa",
         "weighted_bennett_s",
         "weighted_krippendorff_alpha",
-        "conger_kappa",
-        "light_kappa",
-    ):
-        assert data[key]["value"] is not None, key
-        assert data[key]["ci"] is None, key
-        assert data[key]["ci_note"] == NO_BOOTSTRAP_NOTE, key
+    ]
+    more = clustered_bootstrap(frame, "task", rest_weighted, weights="linear", **common)
+    rest_plain = clustered_bootstrap(frame, "task", ["conger_kappa", "light_kappa"], **common)
+    for key, boot in [*((k, more[k]) for k in rest_weighted), *rest_plain.items()]:
+        assert data[key]["value"] == boot.value, key
+        assert data[key]["ci"] == [boot.ci_low, boot.ci_high], key
+        assert data[key].get("ci_note") != NO_BOOTSTRAP_NOTE, key
+    # the weighted ones differ from their unweighted namesakes
+    assert data["weighted_fleiss_kappa"]["ci"] != data["fleiss_kappa"]["ci"]
+    assert data["weighted_conger_kappa"]["value"] != data["conger_kappa"]["value"]

@@ -971,3 +971,26 @@ def test_invariant_to_order_and_names(df: pd.DataFrame, rnd: Any) -> None:
             assert other.value is None, key
         else:
             assert other.value == pytest.approx(stat.value, abs=1e-12), key
+
+
+def test_a_rater_without_ratings_takes_no_part_in_conger_and_light() -> None:
+    """A bootstrap resample can keep a rater label none of whose units were drawn."""
+    t = co.RatingTable.from_frame(KRIPP_LONG)
+    extra = co.RatingTable(
+        unit=t.unit,
+        rater=t.rater,
+        cat=t.cat,
+        unit_labels=t.unit_labels,
+        rater_labels=np.array([*t.rater_labels, "nobody"], dtype=object),
+        categories=t.categories,
+        numeric=t.numeric,
+    )
+    for fn in (co.conger_kappa, co.light_kappa):
+        assert fn(extra).value == fn(t).value
+    assert (
+        co.conger_kappa(extra, weights="quadratic").value
+        == co.conger_kappa(t, weights="quadratic").value
+    )
+    # one rater with ratings left: undefined, with the reason
+    only_a = co.RatingTable.from_frame(KRIPP_LONG[KRIPP_LONG["rater"] == "A"])
+    assert co.conger_kappa(only_a).value is None

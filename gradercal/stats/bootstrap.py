@@ -102,6 +102,13 @@ BOOTSTRAP_STATISTICS: tuple[str, ...] = (
     "krippendorff_alpha",
     "gwet_ac1",
     "gwet_ac2",
+    "conger_kappa",
+    "light_kappa",
+    "weighted_scott_pi",
+    "weighted_conger_kappa",
+    "weighted_fleiss_kappa",
+    "weighted_bennett_s",
+    "weighted_krippendorff_alpha",
     *co.ICC_KINDS,
     "pearson_r",
     "spearman_rho",
@@ -442,6 +449,12 @@ def _multi_estimator(d: _Design, kind: str, w: FloatArray) -> _SumEstimator:
         pi = s[:, 2 : 2 + q] / s[:, [2 + q]]
         if kind == "fleiss_kappa":
             pe = np.sum(pi * pi, axis=1)
+        elif kind == "weighted_fleiss_kappa":
+            pe = np.einsum("bk,kl,bl->b", pi, w, pi)
+        elif kind == "weighted_bennett_s":
+            if q < 2:
+                return np.full(len(s), np.nan)
+            pe = np.full(len(s), t_w / (q * q))
         elif kind == "gwet":
             if q < 2:
                 return np.full(len(s), np.nan)
@@ -492,6 +505,10 @@ def _pair_estimator(
         if kind == "cohen_kappa":
             pa = _safe_div(tab @ w_flat, tab.sum(axis=1))
             pe = np.einsum("bk,kl,bl->b", p_a, w, p_b)
+        elif kind == "weighted_scott_pi":
+            pa = _safe_div(tab @ w_flat, tab.sum(axis=1))
+            pi = (p_a + p_b) / 2.0
+            pe = np.einsum("bk,kl,bl->b", pi, w, pi)
         else:  # scott_pi
             pa = _safe_div(tab @ np.eye(q).reshape(-1), tab.sum(axis=1))
             pi = (p_a + p_b) / 2.0
@@ -692,6 +709,20 @@ def _point(t: RatingTable, name: str, o: _Options) -> Stat:
         return co.gwet_ac1(t)
     if name == "gwet_ac2":
         return co.gwet_ac2(t, weights=o.weights)
+    if name == "conger_kappa":
+        return co.conger_kappa(t)
+    if name == "light_kappa":
+        return co.light_kappa(t)
+    if name == "weighted_scott_pi":
+        return co.scott_pi(t, weights=o.weights, raters=pair)
+    if name == "weighted_conger_kappa":
+        return co.conger_kappa(t, weights=o.weights)
+    if name == "weighted_fleiss_kappa":
+        return co.fleiss_kappa(t, weights=o.weights)
+    if name == "weighted_bennett_s":
+        return co.bennett_s(t, weights=o.weights)
+    if name == "weighted_krippendorff_alpha":
+        return co.weighted_krippendorff_alpha(t, weights=o.weights)
     if name in co.ICC_KINDS:
         return co.intraclass_correlations(t)[name]
     if name == "pearson_r":
@@ -724,6 +755,23 @@ def _estimator(d: _Design, name: str, o: _Options) -> _Estimator:
         return _multi_estimator(d, "gwet", w)
     if name == "bennett_s":
         return _multi_estimator(d, "bennett_s", eye)
+    if name == "weighted_fleiss_kappa":
+        return _multi_estimator(d, "weighted_fleiss_kappa", w)
+    if name == "weighted_bennett_s":
+        return _multi_estimator(d, "weighted_bennett_s", w)
+    if name == "weighted_scott_pi":
+        return _pair_estimator(d, "weighted_scott_pi", w, pair)
+    if name in ("conger_kappa", "light_kappa", "weighted_conger_kappa"):
+        # Conger's pe needs each rater's category shares and Light's every pair's table:
+        # recomputed on each resample (slow path, same results)
+        scheme = o.weights if name == "weighted_conger_kappa" else None
+        if name == "light_kappa":
+            return _RecomputeEstimator(d, co.light_kappa)
+        return _RecomputeEstimator(d, lambda tb: co.conger_kappa(tb, weights=scheme))
+    if name == "weighted_krippendorff_alpha":
+        return _RecomputeEstimator(
+            d, lambda tb: co.weighted_krippendorff_alpha(tb, weights=o.weights)
+        )
     if name == "cohen_kappa":
         return _pair_estimator(d, "cohen_kappa", w, pair)
     if name == "scott_pi":

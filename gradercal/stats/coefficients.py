@@ -809,8 +809,14 @@ def conger_kappa(
     parts = _multi_parts(t, w)
     if isinstance(parts, Stat):
         return parts
-    r = t.n_raters
-    per_rater = np.bincount(t.rater * t.q + t.cat, minlength=r * t.q).reshape(r, t.q)
+    per_rater = np.bincount(t.rater * t.q + t.cat, minlength=t.n_raters * t.q).reshape(
+        t.n_raters, t.q
+    )
+    # raters with no rating (possible in a bootstrap resample of the units) take no part
+    per_rater = per_rater[per_rater.sum(axis=1) > 0]
+    r = len(per_rater)
+    if r < 2:
+        return Stat.undefined("needs at least two raters with ratings")
     p = per_rater / per_rater.sum(axis=1, keepdims=True)
     total = p.sum(axis=0)
     same = float(np.einsum("gk,kl,gl->", p, w, p))
@@ -841,11 +847,15 @@ def light_kappa(ratings: Ratings, *, categories: Sequence[Any] | None = None) ->
     wide = t.wide_codes()
     eye = np.eye(t.q)
     kappas: list[float] = []
-    for g, h in itertools.combinations(range(t.n_raters), 2):
+    # raters with no rating (possible in a bootstrap resample of the units) take no part
+    present = np.flatnonzero(np.bincount(t.rater, minlength=t.n_raters) > 0)
+    if len(present) < 2:
+        return Stat.undefined("needs at least two raters with ratings")
+    for g, h in itertools.combinations(present.tolist(), 2):
         parts = _pair_parts_of(wide[:, g], wide[:, h], t.q)
         kappa = parts if isinstance(parts, Stat) else _cohen_from_parts(parts, eye)
         if kappa.value is None:
-            if t.n_raters == 2:
+            if len(present) == 2:
                 return kappa  # Light's kappa of two raters is their Cohen's kappa
             names = f"{t.rater_labels[g]!r} and {t.rater_labels[h]!r}"
             return Stat.undefined(f"Cohen's kappa of raters {names} is undefined: {kappa.note}")
