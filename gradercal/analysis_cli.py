@@ -443,6 +443,22 @@ def alttest(
         seed=seed,
     )
     out = {"benchmark": name, **res.to_dict()}
+    if res.clustering == "none":
+        # options of the task-clustered test, typed by the user, that did nothing
+        from click.core import ParameterSource
+
+        ctx = click.get_current_context()
+        idle = [
+            flag
+            for param, flag in (("seed", "--seed"), ("min_tasks", "--min-tasks"))
+            if ctx.get_parameter_source(param) == ParameterSource.COMMANDLINE
+        ]
+        if idle:
+            out["warnings"] = [
+                *out["warnings"],
+                f"{', '.join(idle)} only {'affects' if len(idle) == 1 else 'affect'} the "
+                "task-clustered test; the exact test was used (items independent)",
+            ]
     if as_json:
         _emit(out)
         return
@@ -490,7 +506,7 @@ def alttest(
         f"{'s' if tested != 1 else ''}, average advantage probability "
         f"ρ = {res.advantage_probability:.3f}: the judge {verdict} (ω ≥ 0.5 needed)"
     )
-    _notes(console, [*res.warnings, *(f"{a.human}: {a.note}" for a in res.annotators if a.note)])
+    _notes(console, [*out["warnings"], *(f"{a.human}: {a.note}" for a in res.annotators if a.note)])
 
 
 # ---------------------------------------------------------------------------- calibrate

@@ -316,6 +316,11 @@ def test_mini_benchmark_commands(tmp_path: Path) -> None:
     out = run_json("alttest", "--db", path, "--judge", "judge-x", "--cluster", "none")
     assert out["test"] == "exact score" and out["n_tested"] == 2
     assert any("only two human graders" in w for w in out["warnings"])
+    assert not any("--seed" in w for w in out["warnings"])
+    seeded = run_json(
+        "alttest", "--db", path, "--judge", "judge-x", "--cluster", "none", "--seed", 3
+    )
+    assert any("--seed only affects the task-clustered test" in w for w in seeded["warnings"])
     agr = run_json("agreement", "--db", path, "--judge", "judge-x", "--bootstrap", 0)
     assert agr["human_judge"]["confusion"] == {"tp": 3, "fp": 2, "fn": 1, "tn": 2}
     assert agr["bootstrap"] is None
