@@ -301,7 +301,7 @@ def consensus_verdicts(
 
 def _decided(c: pd.DataFrame) -> npt.NDArray[np.bool_]:
     """Consensus rows with a met / not met: adjudicated or a strict majority."""
-    return np.asarray(c["met"].notna().to_numpy(dtype=bool), dtype=np.bool_)
+    return c["met"].notna().to_numpy(dtype=np.bool_)
 
 
 def _consensus_verdicts(c: pd.DataFrame) -> pd.DataFrame:

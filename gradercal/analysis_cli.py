@@ -803,11 +803,9 @@ def estimate(
 
     console = _console()
     for fig, label in (("mean_score", "Mean rubric score"), ("pass_rate", "Pass rate")):
-        methods = dict.fromkeys(
-            str(m) for row in rep["models"] for m in (row[fig].get("method"),) if m
-        )
+        methods = dict.fromkeys(r[fig]["method"] for r in rep["models"] if r[fig].get("method"))
         classical = dict.fromkeys(
-            str(m) for row in rep["models"] for m in (row[fig].get("classical_method"),) if m
+            r[fig]["classical_method"] for r in rep["models"] if r[fig].get("classical_method")
         )
         how = ""
         if methods:

@@ -761,13 +761,14 @@ def _estimator(d: _Design, name: str, o: _Options) -> _Estimator:
         return _multi_estimator(d, "weighted_bennett_s", w)
     if name == "weighted_scott_pi":
         return _pair_estimator(d, "weighted_scott_pi", w, pair)
-    if name in ("conger_kappa", "light_kappa", "weighted_conger_kappa"):
-        # Conger's pe needs each rater's category shares and Light's every pair's table:
-        # recomputed on each resample (slow path, same results)
-        scheme = o.weights if name == "weighted_conger_kappa" else None
-        if name == "light_kappa":
-            return _RecomputeEstimator(d, co.light_kappa)
-        return _RecomputeEstimator(d, lambda tb: co.conger_kappa(tb, weights=scheme))
+    # Conger's pe needs each rater's category shares, Light's every pair's table: these
+    # and the weighted alpha are recomputed on each resample (slow path, same results).
+    if name == "conger_kappa":
+        return _RecomputeEstimator(d, co.conger_kappa)
+    if name == "weighted_conger_kappa":
+        return _RecomputeEstimator(d, lambda tb: co.conger_kappa(tb, weights=o.weights))
+    if name == "light_kappa":
+        return _RecomputeEstimator(d, co.light_kappa)
     if name == "weighted_krippendorff_alpha":
         return _RecomputeEstimator(
             d, lambda tb: co.weighted_krippendorff_alpha(tb, weights=o.weights)
