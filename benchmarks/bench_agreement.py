@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from gradercal import agreement, alt_test, calibration, estimate, health, impact
+from gradercal.analysis import agreement, alt_test, calibration, estimate, health, impact
 from gradercal.formats import read_path
 from gradercal.frames import frames_from_data
 from gradercal.synth import SynthConfig, generate

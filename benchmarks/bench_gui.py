@@ -123,7 +123,7 @@ def measure_window(
 
     from gradercal.db.grading import GradingStore, JudgmentValue
     from gradercal.db.session import open_database
-    from gradercal.ui.app import application
+    from gradercal.ui.qt_app import application
     from gradercal.ui.qt_main_window import QtMainWindow
     from gradercal.ui.qt_settings import QtAppSettings
 
@@ -239,7 +239,7 @@ def measure_window(
 START_SCRIPT = r"""
 import sys, time
 t0 = time.perf_counter()
-from gradercal.ui.app import application, build_window  # every import the app needs
+from gradercal.ui.qt_app import application, build_window  # every import the app needs
 from gradercal.ui.qt_settings import QtAppSettings
 t_imports = time.perf_counter()
 window = build_window(sys.argv[1], sys.argv[3], "bench-gui", settings=QtAppSettings(sys.argv[2]))

@@ -13,8 +13,8 @@ statistics, three 95 % intervals from the same resamples, all computed by grader
 The expert statistics (percent agreement, Fleiss' kappa, Gwet's AC1, Krippendorff's alpha)
 go through the estimators of :func:`gradercal.stats.clustered_bootstrap`, the judge
 statistics (Cohen's kappa, balanced F1, percent agreement, leniency bias against the
-experts' majority) through :func:`gradercal.agreement.comparison_metrics` and
-:func:`gradercal.agreement.percentile_interval`. Prints, per number of tasks and method,
+experts' majority) through :func:`gradercal.analysis.agreement.comparison_metrics` and
+:func:`gradercal.analysis.agreement.percentile_interval`. Prints, per number of tasks and method,
 the coverage of each statistic, their mean, the lowest, and the Monte-Carlo standard
 error of one statistic's coverage.
 
@@ -37,7 +37,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from gradercal.agreement import comparison_metrics, percentile_interval
+from gradercal.analysis.agreement import comparison_metrics, percentile_interval
 from gradercal.stats.bootstrap import (
     CiMethod,
     _bca_levels,

@@ -162,7 +162,7 @@ def main() -> int:
         generate(exe, folder, db, args)
         print(f"generated and imported in {time.perf_counter() - t0:.1f} s ({work})")
 
-    from gradercal.ui.app import application, build_coordinator_window
+    from gradercal.ui.qt_app import application, build_coordinator_window
     from gradercal.ui.qt_settings import QtAppSettings
 
     app = application()
@@ -180,7 +180,7 @@ def main() -> int:
     finally:
         pid = board.worker.pid
         window.close()
-        from gradercal.ui.qt_dashboard_process import process_alive
+        from gradercal.ui.dashboard.qt_process import process_alive
 
         print(f"window closed; worker process still running: {process_alive(pid)}")
     return 0

@@ -1,9 +1,9 @@
 """Scoring one response against its rubric: auto rules, criterion credit, rubric score.
 
-The scalar half of :mod:`gradercal.scoring` (which works on whole benchmarks as pandas
+The scalar half of :mod:`gradercal.analysis.scoring` (which works on whole benchmarks as pandas
 frames and re-exports these names). It imports only the standard library, so the
 grading app can score the response on screen without loading pandas. The definitions
-are in :mod:`gradercal.scoring`'s docstring.
+are in :mod:`gradercal.analysis.scoring`'s docstring.
 """
 
 from __future__ import annotations

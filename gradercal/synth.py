@@ -21,7 +21,7 @@ The generative model:
   so good models incur fewer penalties.
 * On a 3-level criterion (``"levels": 3``) the true level is 2 when met; when not met it
   is 1 ("partial") with probability 0.4, else 0. True scores credit
-  ``points * level / (levels - 1)``, as :mod:`gradercal.scoring` does.
+  ``points * level / (levels - 1)``, as :mod:`gradercal.analysis.scoring` does.
 * A human says "met" with probability ``human_sensitivity`` when the criterion is truly
   met and ``1 - human_specificity`` when it is not; the judge likewise with its own
   rates, plus ``judge_leniency[tag]`` (the largest over the criterion's tags) on truly

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Install everything and run the whole test suite with its quality gates:
-# ruff (lint + format check), mypy --strict on gradercal/ and db/, then pytest (which also
+# ruff (lint + format check), mypy --strict on the whole gradercal package, then pytest (which also
 # checks the import-linter layering contracts) with strict markers on SQLite and on a real PostgreSQL server.
 # Exits non-zero on any failure (pytest's "no tests ran" included).
 set -euo pipefail
@@ -30,8 +30,8 @@ if [ -n "${CI:-}" ]; then export GRADERCAL_REQUIRE_PG=1; fi
 echo "== ruff"
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
-echo "== mypy --strict (gradercal, gradercal.db)"
-.venv/bin/python scripts/typecheck.py
+echo "== mypy --strict (every package of gradercal)"
+.venv/bin/python -m mypy -p gradercal
 echo "== pytest"
 export QT_QPA_PLATFORM=offscreen
 set +e

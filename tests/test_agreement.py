@@ -1,4 +1,4 @@
-"""gradercal.agreement: hand-worked comparisons, scikit-learn cross-checks, the part-1
+"""gradercal.analysis.agreement: hand-worked comparisons, scikit-learn cross-checks, the part-1
 bootstrap reproduced exactly, the tests/data/mini benchmark by hand, and the coverage of
 the task-clustered intervals in repeated simulations."""
 
@@ -15,7 +15,7 @@ from sklearn.metrics import (
     precision_recall_fscore_support,
 )
 
-from gradercal import agreement as ag
+from gradercal.analysis import agreement as ag
 from gradercal.formats import read_path
 from gradercal.frames import Frames, frames_from_data
 from gradercal.stats import clustered_bootstrap, fleiss_kappa, percent_agreement

@@ -1,4 +1,4 @@
-"""gradercal.alt_test: a hand-worked example, Benjamini–Yekutieli against statsmodels, an
+"""gradercal.analysis.alt_test: a hand-worked example, Benjamini–Yekutieli against statsmodels, an
 independent loop implementation of the paper's procedure with a brute-force exact test,
 the exact size of the per-annotator test (and of the old Wilcoxon / t rules), the size of
 the task-clustered test under a task random effect (simulation), refusals."""
@@ -11,7 +11,7 @@ import pytest
 from scipy import optimize, special, stats
 from statsmodels.stats.multitest import multipletests
 
-from gradercal.alt_test import (
+from gradercal.analysis.alt_test import (
     MIN_CLUSTERS,
     AltTestRefused,
     alt_test,

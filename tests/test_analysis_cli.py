@@ -1,5 +1,5 @@
 """The analysis commands through click's CliRunner on a SQLite database holding
-samples/demo (imported with `gradercal import`), and db/calibrations.py."""
+samples/demo (imported with `gradercal import`), and gradercal/db/calibrations.py."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import click
 import pytest
 from click.testing import CliRunner, Result
 
-from gradercal import analysis_cli as acli
+from gradercal.cli import analysis as acli
 from gradercal.cli import main
 from tests.conftest import DATA, DEMO
 
@@ -58,7 +58,7 @@ def test_help(command: str) -> None:
 
 
 def test_agreement_json_equals_the_library(demo_db: Path) -> None:
-    from gradercal.agreement import agreement_report
+    from gradercal.analysis.agreement import agreement_report
     from gradercal.db.repo import Repository
     from gradercal.db.session import open_database
 

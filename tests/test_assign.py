@@ -13,15 +13,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import func, select
 
-from gradercal.assign import Design, ResponseUnit, design_assignments
 from gradercal.errors import ConflictError, ValidationError
+from gradercal.ops.assign import Design, ResponseUnit, design_assignments
 from tests.conftest import DEMO, fingerprint
 
 LAZY = {
-    "assign": ("gradercal.ops_cli:assign", "Decide who grades which response."),
-    "packet": ("gradercal.ops_cli:packet", "Offline grading packets."),
-    "backup": ("gradercal.ops_cli:backup", "Consistent backup of the database."),
-    "check": ("gradercal.ops_cli:check", "Integrity, orphan rows and artifact hashes."),
+    "assign": ("gradercal.cli.ops:assign", "Decide who grades which response."),
+    "packet": ("gradercal.cli.ops:packet", "Offline grading packets."),
+    "backup": ("gradercal.cli.ops:backup", "Consistent backup of the database."),
+    "check": ("gradercal.cli.ops:check", "Integrity, orphan rows and artifact hashes."),
 }
 
 

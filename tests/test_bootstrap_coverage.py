@@ -23,7 +23,7 @@ import pandas as pd
 import pytest
 from scipy.special import expit
 
-from gradercal.agreement import comparison_metrics, percentile_interval
+from gradercal.analysis.agreement import comparison_metrics, percentile_interval
 from gradercal.stats import clustered_bootstrap
 from gradercal.stats.bootstrap import CiMethod, interval_levels
 
@@ -143,9 +143,9 @@ def judge_hits(
     """Per study, the share of the judge statistics whose 95 % interval covers the truth.
 
     The intervals are quantiles of the replicates of
-    :func:`gradercal.agreement.comparison_metrics` at the levels of
+    :func:`gradercal.analysis.agreement.comparison_metrics` at the levels of
     :func:`gradercal.stats.bootstrap.interval_levels` — what
-    :func:`gradercal.agreement.percentile_interval` returns (and
+    :func:`gradercal.analysis.agreement.percentile_interval` returns (and
     :func:`gradercal.stats.clustered_bootstrap`), vectorised over studies; for the first
     ``check`` studies the bounds are compared with ``percentile_interval`` itself.
     """

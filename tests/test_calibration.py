@@ -1,4 +1,4 @@
-"""gradercal.calibration: scikit-learn conventions (check_estimator), hand-worked
+"""gradercal.analysis.calibration: scikit-learn conventions (check_estimator), hand-worked
 thresholds, independent cross-checks of the figures, persistence of the parameters, and
 held-out improvement on a synthetic judge with a fixed leniency."""
 
@@ -16,10 +16,10 @@ from sklearn.isotonic import IsotonicRegression
 from sklearn.metrics import brier_score_loss
 from sklearn.utils.estimator_checks import check_estimator
 
-from gradercal import calibration as cal
+from gradercal.analysis import calibration as cal
+from gradercal.analysis.scoring import response_scores
 from gradercal.formats import read_path
 from gradercal.frames import Frames, frames_from_data
-from gradercal.scoring import response_scores
 from gradercal.synth import SynthConfig, generate
 from tests.conftest import DATA, DEMO
 

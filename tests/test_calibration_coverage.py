@@ -22,8 +22,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gradercal import calibration as cal
-from gradercal.agreement import comparison_metrics
+from gradercal.analysis import calibration as cal
+from gradercal.analysis.agreement import comparison_metrics
 
 #: The judge's probability of met takes these values (confidences 0.55 … 0.95).
 VALUES = np.array([0.05, 0.15, 0.25, 0.35, 0.45, 0.55, 0.65, 0.75, 0.85, 0.95])

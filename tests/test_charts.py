@@ -1,4 +1,4 @@
-"""gradercal.charts: every builder draws from a dashboard in light and dark themes, saves
+"""gradercal.dashboard.charts: every builder draws from a dashboard in light and dark themes, saves
 PNG and SVG, and says why when there is nothing to draw."""
 
 from __future__ import annotations
@@ -9,8 +9,7 @@ from pathlib import Path
 import pytest
 from matplotlib.figure import Figure
 
-from gradercal import charts
-from gradercal.dashboard import Dashboard, compute_dashboard
+from gradercal.dashboard import Dashboard, charts, compute_dashboard
 from gradercal.formats import read_path
 from gradercal.frames import Frames, frames_from_data
 from tests.conftest import DEMO

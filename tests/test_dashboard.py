@@ -14,9 +14,12 @@ import pytest
 from click.testing import CliRunner
 from sklearn.metrics import cohen_kappa_score
 
-from gradercal import agreement as ag
-from gradercal.alt_test import alt_test_frames
-from gradercal.calibration import cross_fit
+from gradercal.analysis import agreement as ag
+from gradercal.analysis.alt_test import alt_test_frames
+from gradercal.analysis.calibration import cross_fit
+from gradercal.analysis.estimate import estimate_report
+from gradercal.analysis.health import criterion_health
+from gradercal.analysis.impact import impact_report
 from gradercal.cli import main
 from gradercal.dashboard import (
     AGREEMENT_COLUMNS,
@@ -30,11 +33,8 @@ from gradercal.dashboard import (
     primary_judge,
 )
 from gradercal.errors import NotFoundError
-from gradercal.estimate import estimate_report
 from gradercal.formats import read_path
 from gradercal.frames import Frames
-from gradercal.health import criterion_health
-from gradercal.impact import impact_report
 from tests.conftest import DATA, DEMO
 
 N_BOOT = 60
@@ -221,7 +221,7 @@ def test_models_flips_alt_test_and_health_equal_the_engines(demo: Frames, dash: 
 
 
 def test_reliability_equals_fit_calibration(demo: Frames, dash: Dashboard) -> None:
-    from gradercal.calibration import fit_calibration
+    from gradercal.analysis.calibration import fit_calibration
 
     res = fit_calibration(demo, JUDGE, "threshold", n_boot=0)
     rel = dash.reliability[JUDGE]

@@ -21,7 +21,8 @@ import pandas as pd
 import pytest
 
 import gradercal.dashboard as dashboard_mod
-from gradercal.agreement import (
+from gradercal._util.forked import fork_available
+from gradercal.analysis.agreement import (
     GROUPINGS,
     consensus_verdicts,
     group_agreement,
@@ -32,16 +33,15 @@ from gradercal.agreement import (
     pairwise_agreement,
     verdicts,
 )
-from gradercal.alt_test import alt_test_frames
-from gradercal.calibration import cross_fit, item_table, response_table
+from gradercal.analysis.alt_test import alt_test_frames
+from gradercal.analysis.calibration import cross_fit, item_table, response_table
+from gradercal.analysis.estimate import estimate_report, estimate_table
+from gradercal.analysis.health import criterion_health
+from gradercal.analysis.impact import impact_report, paired_scores
+from gradercal.analysis.scoring import auto_verdicts, consensus, response_scores
 from gradercal.dashboard import DashboardFilters, compute_dashboard
-from gradercal.estimate import estimate_report, estimate_table
-from gradercal.forked import fork_available
 from gradercal.formats import read_path
 from gradercal.frames import ADJUDICATION_DTYPES, Frames, frames_from_data, make_frame
-from gradercal.health import criterion_health
-from gradercal.impact import impact_report, paired_scores
-from gradercal.scoring import auto_verdicts, consensus, response_scores
 from gradercal.synth import SynthConfig, generate
 
 
@@ -219,7 +219,7 @@ def test_group_statistics_from_integer_codes_match_the_strings(
 ) -> None:
     """Groups rated from integer codes (unit positions, grader / task codes) give the
     figures of the rating tables built from the identifier strings."""
-    import gradercal.agreement as agreement_mod
+    import gradercal.analysis.agreement as agreement_mod
 
     f = benchmarks[name]
     humans = human_graders(f)
@@ -236,7 +236,7 @@ def test_group_statistics_from_integer_codes_match_the_strings(
 
 @pytest.mark.parametrize("name", ["plain", "perturbed"])
 def test_health_table_is_criterion_health(benchmarks: dict[str, Frames], name: str) -> None:
-    from gradercal.health import health_table
+    from gradercal.analysis.health import health_table
 
     f = benchmarks[name]
     humans = human_graders(f)
@@ -291,7 +291,7 @@ def test_dashboard_child_failure_falls_back_to_one_process(
     benchmarks: dict[str, Frames], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A child that dies without a result: its sections are computed in the parent."""
-    import gradercal.forked as forked_mod
+    import gradercal._util.forked as forked_mod
 
     if not fork_available():
         pytest.skip("the forked child is used on Linux only")

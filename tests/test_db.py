@@ -14,6 +14,7 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import inspect, select
 
+from gradercal.analysis.scoring import response_scores
 from gradercal.db import models as m
 from gradercal.db.repo import Repository, benchmark_of
 from gradercal.db.session import (
@@ -26,7 +27,6 @@ from gradercal.db.session import (
 from gradercal.errors import ConflictError, NotFoundError
 from gradercal.formats import read_folder, read_path
 from gradercal.frames import frames_from_data
-from gradercal.scoring import response_scores
 from tests.conftest import DATA, fingerprint, read_jsonl, write_jsonl
 
 

@@ -1,4 +1,4 @@
-"""gradercal.estimate: PPI++ by hand and against ppi-python, its coverage and unbiasedness
+"""gradercal.analysis.estimate: PPI++ by hand and against ppi-python, its coverage and unbiasedness
 in repeated simulations, stratified PPI, Rogan–Gladen, and the report on a synthetic
 benchmark graded by the experts only in part."""
 
@@ -10,16 +10,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gradercal.estimate import (
+from gradercal.analysis.estimate import (
     estimate_report,
     estimate_table,
     ppi_mean,
     rogan_gladen,
     stratified_ppi_mean,
 )
+from gradercal.analysis.scoring import response_scores
 from gradercal.formats import read_path
 from gradercal.frames import Frames, frames_from_data
-from gradercal.scoring import response_scores
 from gradercal.synth import SynthConfig, generate
 
 Z95 = 1.959963984540054

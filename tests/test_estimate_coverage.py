@@ -1,4 +1,4 @@
-"""gradercal.estimate's small-sample intervals: coverage in a simulation with known truth
+"""gradercal.analysis.estimate's small-sample intervals: coverage in a simulation with known truth
 at 10, 20 and 40 expert-graded responses per model (where the old Wald intervals fall
 short and collapse to zero width), and the formulas against hand-worked examples and
 statsmodels.
@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pytest
 
-from gradercal.estimate import (
+from gradercal.analysis.estimate import (
     MIN_LABELS,
     ppi_mean,
     rogan_gladen,

@@ -1,4 +1,4 @@
-"""gradercal.forked: one function in a forked child, its result or its error back."""
+"""gradercal._util.forked: one function in a forked child, its result or its error back."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-import gradercal.forked as forked_mod
-from gradercal.forked import ChildFailed, ForkedCall, fork_available
+import gradercal._util.forked as forked_mod
+from gradercal._util.forked import ChildFailed, ForkedCall, fork_available
 
 pytestmark = pytest.mark.skipif(not fork_available(), reason="fork is used on Linux only")
 
@@ -94,7 +94,7 @@ def test_a_child_dies_with_its_parent(tmp_path: Path) -> None:
     pid_file = tmp_path / "child.pid"
     script.write_text(
         "import os, sys, time\n"
-        "from gradercal.forked import ForkedCall\n"
+        "from gradercal._util.forked import ForkedCall\n"
         f"path = {str(pid_file)!r}\n"
         "def work():\n"
         "    with open(path + '.tmp', 'w') as fh:\n"

@@ -25,7 +25,7 @@ from gradercal.db.repo import Repository, benchmark_of
 from gradercal.db.session import Database, open_database
 from gradercal.errors import GradercalError
 from gradercal.formats import read_path
-from gradercal.packet_format import DATABASE, EXPORT, MANIFEST
+from gradercal.ops.packet_format import DATABASE, EXPORT, MANIFEST
 from tests.conftest import DATA, fingerprint
 
 FUZZ = settings(

@@ -1,4 +1,4 @@
-"""gradercal.health: criterion health by hand on tests/data/mini, the ranking rule and
+"""gradercal.analysis.health: criterion health by hand on tests/data/mini, the ranking rule and
 a cross-check of the per-criterion agreement with gradercal.stats."""
 
 from __future__ import annotations
@@ -6,10 +6,10 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from gradercal import agreement as ag
+from gradercal.analysis import agreement as ag
+from gradercal.analysis.health import criterion_health, health_report
 from gradercal.formats import read_path
 from gradercal.frames import Frames, frames_from_data
-from gradercal.health import criterion_health, health_report
 from gradercal.stats import percent_agreement
 from tests.conftest import DATA, DEMO
 

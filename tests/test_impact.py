@@ -1,4 +1,4 @@
-"""gradercal.impact: a hand-worked benchmark, agreement with gradercal.scoring, and the
+"""gradercal.analysis.impact: a hand-worked benchmark, agreement with gradercal.analysis.scoring, and the
 coverage of the task-clustered intervals of score differences in repeated simulations."""
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from gradercal.analysis.impact import impact_report, paired_scores, summarize_paired
+from gradercal.analysis.scoring import model_summary, response_scores
 from gradercal.formats import read_path
 from gradercal.frames import Frames, frames_from_data
-from gradercal.impact import impact_report, paired_scores, summarize_paired
-from gradercal.scoring import model_summary, response_scores
 from tests.conftest import DEMO, write_jsonl
 
 # Consensus (three experts, unanimous) and judge verdicts, per response and criterion.

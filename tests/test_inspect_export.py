@@ -187,7 +187,7 @@ def test_gradercal_core_does_not_import_inspect_ai() -> None:
     import subprocess
 
     code = (
-        "import sys, gradercal.prompt_package, gradercal.prompt_cli; "
+        "import sys, gradercal.prompt_package, gradercal.cli.prompt; "
         "print('inspect_ai' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -23,6 +23,7 @@ import pytest
 from click.testing import CliRunner, Result
 from sqlalchemy import select
 
+from gradercal.cli.judge import judge
 from gradercal.db import models as m
 from gradercal.db.judging import JudgeStore, Scope
 from gradercal.db.repo import Repository
@@ -31,7 +32,6 @@ from gradercal.formats import read_folder
 from gradercal.judge import DEFAULT_PROMPT, JudgeClient, JudgeParams, JudgeRunner, parse_reply
 from gradercal.judge.pricing import DEFAULT_PRICES
 from gradercal.judge.runner import Verdict
-from gradercal.judge_cli import judge
 from tests.conftest import ROOT, write_jsonl
 from tests.judge_server import Fault, JudgeServer, ServerConfig, expected_met
 
@@ -325,7 +325,7 @@ def test_interrupted_or_killed_cli_run_resumes_without_duplicate_requests(
     db = open_database(db_path)
     Repository(db).import_data(read_folder(mini))
     db.dispose()
-    code = "import sys; from gradercal.judge_cli import judge; sys.exit(judge())"
+    code = "import sys; from gradercal.cli.judge import judge; sys.exit(judge())"
     with JudgeServer(ServerConfig(hold_after=4)) as srv:
         proc = subprocess.Popen(
             [sys.executable, "-c", code, "run", "--db", db_path, "--judge", "k", "--model", "m",
@@ -615,10 +615,10 @@ def test_an_active_calibration_is_applied_to_new_judge_runs(
     every verdict, old and new, with the calibration's id and version."""
     import numpy as np
 
-    from gradercal.calibration import apply_calibration
+    from gradercal.analysis.calibration import apply_calibration
+    from gradercal.analysis.scoring import PASS_EPSILON
     from gradercal.cli import main
     from gradercal.db.calibrations import load_calibration
-    from gradercal.scoring import PASS_EPSILON
     from gradercal.synth import SynthConfig, generate
 
     folder = tmp_path / "synth"

@@ -1,7 +1,15 @@
-"""The three rooms stay apart: the core imports neither Qt nor SQLAlchemy; db never imports Qt."""
+"""The house keeps its layers: import-linter contracts that name packages, proven able to fail.
+
+pyproject.toml declares the layers (front ends over the database over the engines over the
+kernel), forbids Qt, SQL, click and rich below the front ends and Qt in the database layer,
+keeps Qt out of every UI module not named ``qt_*`` and keeps command modules apart. Each
+kind of rule has a probe here: a copy of the package with one bad module added must break
+exactly that contract.
+"""
 
 from __future__ import annotations
 
+import importlib
 import os
 import shutil
 import subprocess
@@ -9,42 +17,28 @@ import sys
 import tomllib
 from pathlib import Path
 
+import click
+import pytest
+
 from tests.conftest import ROOT
 
-FRONT_ENDS = {"cli", "db", "ui", "judge_cli", "analysis_cli", "ops_cli", "prompt_cli", "report_cli"}
+FRONT_ENDS = ("cli", "ui", "db")
+
+
+def _config() -> dict[str, object]:
+    return tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))["tool"]["importlinter"]
 
 
 def _contract(name_part: str) -> dict[str, object]:
-    config = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))
-    for contract in config["tool"]["importlinter"]["contracts"]:
+    for contract in _config()["contracts"]:  # type: ignore[attr-defined]
         if name_part in contract["name"]:
             return dict(contract)
     raise AssertionError(f"no import-linter contract mentioning {name_part!r}")
 
 
-def test_every_core_module_is_under_the_core_contract() -> None:
-    contract = _contract("The core")
-    listed = set(contract["source_modules"])  # type: ignore[arg-type]
-    core = {
-        f"gradercal.{p.stem}"
-        for p in (ROOT / "gradercal").iterdir()
-        if (p.suffix == ".py" and p.stem != "__init__") or (p / "__init__.py").exists()
-    } - {f"gradercal.{n}" for n in FRONT_ENDS}
-    assert core <= listed, f"add to the core contract in pyproject.toml: {sorted(core - listed)}"
-    forbidden = set(contract["forbidden_modules"])  # type: ignore[arg-type]
-    assert {"PySide6", "sqlalchemy", "gradercal.db", "gradercal.ui"} <= forbidden
-
-
-def _installed_layout() -> Path:
-    """The symlink tree with the installed layout (gradercal/db, gradercal/ui) that
-    scripts/typecheck.py builds: import-linter, like mypy, cannot follow package-dir."""
-    out = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "typecheck.py"), "--tree-only"],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return Path(out.stdout.strip())
+def _layer_members() -> list[list[str]]:
+    layers = _contract("Layers")["layers"]
+    return [[m.strip() for m in layer.split("|")] for layer in layers]  # type: ignore[attr-defined]
 
 
 def _lint_imports(tree: Path, config: Path) -> subprocess.CompletedProcess[str]:
@@ -52,7 +46,8 @@ def _lint_imports(tree: Path, config: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [exe, "--no-cache", "--config", str(config)],
         cwd=tree,
-        env={**os.environ, "PYTHONPATH": str(tree)},
+        # the package under test first, then the repository (for tests.support's contract type)
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(tree), str(ROOT)])},
         capture_output=True,
         text=True,
         check=False,
@@ -60,40 +55,133 @@ def _lint_imports(tree: Path, config: Path) -> subprocess.CompletedProcess[str]:
 
 
 def test_import_linter_contracts_hold() -> None:
-    result = _lint_imports(_installed_layout(), ROOT / "pyproject.toml")
+    result = _lint_imports(ROOT, ROOT / "pyproject.toml")
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "Contracts: 2 kept, 0 broken" in result.stdout
+    assert "Contracts: 5 kept, 0 broken" in result.stdout
 
 
-def test_a_core_module_importing_sqlalchemy_breaks_the_contract(tmp_path: Path) -> None:
-    """The contract has teeth: a probe module in the core that imports SQLAlchemy fails it."""
+def test_contracts_name_packages_not_module_lists() -> None:
+    """The forbidden contract's sources are exactly the layers below the front ends, and
+    the layers contract is exhaustive, so a new top-level module must be placed in a layer."""
+    layers = _layer_members()
+    assert [layer[0] for layer in layers[: len(FRONT_ENDS)]] == list(FRONT_ENDS)
+    below = {f"gradercal.{m}" for layer in layers[len(FRONT_ENDS) :] for m in layer}
+    assert set(_contract("Below the front ends")["source_modules"]) == below  # type: ignore[arg-type]
+    assert _contract("Layers")["exhaustive"] is True
+    for contract in _config()["contracts"]:  # type: ignore[attr-defined]
+        for key in ("source_modules", "modules"):
+            for module in contract.get(key, ()):
+                assert module.count(".") <= 1 or module.endswith(".*"), (contract["name"], module)
+
+
+def _probe(tmp_path: Path, relpath: str, code: str) -> subprocess.CompletedProcess[str]:
+    """lint-imports on a copy of the package with one extra module at ``relpath``."""
     tree = tmp_path / "tree"
-    shutil.copytree(_installed_layout(), tree, symlinks=True)
-    (tree / "gradercal" / "bad_probe.py").write_text("import sqlalchemy\n")
-    config = (
-        (ROOT / "pyproject.toml")
-        .read_text("utf-8")
-        .replace('"gradercal.errors",', '"gradercal.errors",\n    "gradercal.bad_probe",', 1)
+    shutil.copytree(
+        ROOT / "gradercal", tree / "gradercal", ignore=shutil.ignore_patterns("__pycache__")
     )
-    (tmp_path / "pyproject.toml").write_text(config)
-    result = _lint_imports(tree, tmp_path / "pyproject.toml")
-    assert result.returncode == 1
-    assert "gradercal.bad_probe -> sqlalchemy" in result.stdout
+    (tree / relpath).write_text(code)
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    return _lint_imports(tree, tmp_path / "pyproject.toml")
 
 
-def test_the_core_imports_without_qt_or_sqlalchemy() -> None:
+@pytest.mark.parametrize(
+    ("relpath", "code", "broken", "expected"),
+    [
+        # an engine importing SQLAlchemy
+        (
+            "gradercal/analysis/bad_probe.py",
+            "import sqlalchemy\n",
+            "Below the front ends",
+            "gradercal.analysis.bad_probe -> sqlalchemy",
+        ),
+        # the kernel importing an engine: the layers run downwards only
+        (
+            "gradercal/bad_probe.py",
+            "import gradercal.analysis.scoring\n",
+            "Layers",
+            "gradercal.bad_probe",
+        ),
+        # a new top-level module that no layer names (the layers contract is exhaustive)
+        (
+            "gradercal/bad_probe.py",
+            "import gradercal.errors\n",
+            "Layers",
+            "gradercal.bad_probe",
+        ),
+        # the statistics importing the analysis engines above them
+        (
+            "gradercal/stats/bad_probe.py",
+            "import gradercal.analysis.agreement\n",
+            "Layers",
+            "gradercal.stats.bad_probe -> gradercal.analysis.agreement",
+        ),
+        # a Qt-free UI module (not named qt_*) that loads Qt through a Qt module
+        (
+            "gradercal/ui/dashboard/bad_probe.py",
+            "import gradercal.ui.qt_theme\n",
+            "In the UI only qt_* modules load Qt",
+            "gradercal.ui.dashboard.bad_probe is not named qt_* but imports Qt",
+        ),
+        # one command module importing another
+        (
+            "gradercal/cli/bad_probe.py",
+            "import gradercal.cli.analysis\n",
+            "Command modules",
+            "gradercal.cli.bad_probe -> gradercal.cli.analysis",
+        ),
+        # the database layer importing Qt
+        (
+            "gradercal/db/bad_probe.py",
+            "import PySide6.QtCore\n",
+            "The database layer never imports Qt",
+            "gradercal.db.bad_probe -> PySide6",
+        ),
+    ],
+)
+def test_each_contract_catches_a_violation(
+    tmp_path: Path, relpath: str, code: str, broken: str, expected: str
+) -> None:
+    result = _probe(tmp_path, relpath, code)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "Contracts: 4 kept, 1 broken" in result.stdout, result.stdout
+    assert f"{broken}" in result.stdout.split("Broken contracts")[-1]
+    assert expected in result.stdout
+
+
+def test_the_core_imports_without_qt_sql_click_or_rich() -> None:
     code = (
-        "import sys, gradercal, gradercal.formats, gradercal.scoring, gradercal.frames, "
-        "gradercal.synth\n"
-        "bad = [m for m in sys.modules if m.split('.')[0] in ('PySide6', 'sqlalchemy', 'alembic')]\n"
+        "import sys, gradercal, gradercal.formats, gradercal.analysis.scoring, "
+        "gradercal.analysis.agreement, gradercal.analysis.calibration, gradercal.dashboard, "
+        "gradercal.prompt_package, gradercal.frames, gradercal.synth\n"
+        "bad = [m for m in sys.modules if m.split('.')[0] in "
+        "('PySide6', 'sqlalchemy', 'alembic', 'click', 'rich')]\n"
         "assert not bad, bad\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
 
 
-def test_db_and_ui_are_installed_inside_the_gradercal_namespace() -> None:
+def test_db_and_ui_live_inside_the_package_folder() -> None:
     import gradercal.db
     import gradercal.db.models
+    import gradercal.ui
 
-    assert Path(gradercal.db.__file__).parent == ROOT / "db"
+    assert Path(gradercal.db.__file__).parent == ROOT / "gradercal" / "db"
+    assert Path(gradercal.ui.__file__).parent == ROOT / "gradercal" / "ui"
     assert gradercal.db.models.__name__ == "gradercal.db.models"
+    assert "package-dir" not in (ROOT / "pyproject.toml").read_text("utf-8")
+
+
+def test_every_lazily_loaded_command_imports_and_is_a_click_command() -> None:
+    from gradercal.cli import LazyGroup, main
+
+    ctx = click.Context(main)
+    assert LazyGroup.lazy, "no lazily loaded commands"
+    for name, (target, short_help) in LazyGroup.lazy.items():
+        module, attr = target.split(":")
+        assert module.startswith("gradercal.cli."), (name, module)
+        command = getattr(importlib.import_module(module), attr)
+        assert isinstance(command, click.Command), name
+        assert main.get_command(ctx, name) is command
+        assert short_help and short_help[0].isupper(), name
+    assert main.list_commands(ctx) == sorted(LazyGroup.lazy)

@@ -34,7 +34,7 @@ from gradercal.db.packets import (
 from gradercal.db.repo import Repository
 from gradercal.db.session import Database, database_id, open_database
 from gradercal.formats import read_path
-from gradercal.packet_format import (
+from gradercal.ops.packet_format import (
     DATABASE,
     EXPORT,
     MANIFEST,

@@ -20,8 +20,8 @@ import pytest
 import yaml
 from click.testing import CliRunner, Result
 
-from gradercal.agreement import verdicts
-from gradercal.calibration import fit_calibration
+from gradercal.analysis.agreement import verdicts
+from gradercal.analysis.calibration import fit_calibration
 from gradercal.cli import main
 from gradercal.db.calibrations import save_calibration
 from gradercal.db.grading import GradingStore
@@ -205,7 +205,7 @@ def test_exported_json_validates_and_reads_back(calibrated_db: str, tmp_path: Pa
 
 
 def test_agreement_card_matches_the_agreement_engine(calibrated_db: str) -> None:
-    from gradercal.agreement import judge_agreement
+    from gradercal.analysis.agreement import judge_agreement
 
     db = open_database(calibrated_db)
     try:

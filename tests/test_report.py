@@ -1,4 +1,4 @@
-"""gradercal.report and `gradercal report`: a self-contained HTML file with every section
+"""gradercal.dashboard.report and `gradercal report`: a self-contained HTML file with every section
 and its embedded charts, escaped user text, a PDF that opens, and the command line."""
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from click.testing import CliRunner
 
 from gradercal.cli import main
 from gradercal.dashboard import Dashboard, compute_dashboard
+from gradercal.dashboard.report import REPORT_SECTIONS, render_html, write_pdf
 from gradercal.formats import read_path
 from gradercal.frames import Frames, frames_from_data
-from gradercal.report import REPORT_SECTIONS, render_html, write_pdf
 from tests.conftest import DEMO
 
 EVIL = '<script>alert("x")</script> & <img src="http://evil.example/x.png">'

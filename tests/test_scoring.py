@@ -1,4 +1,4 @@
-"""Tests for gradercal.scoring: worked examples, consensus, auto rules, summaries.
+"""Tests for gradercal.analysis.scoring: worked examples, consensus, auto rules, summaries.
 
 Arithmetic is spelled out in comments so that every expected value can be checked by
 hand. A plain-Python reference implementation at the end cross-checks the vectorised
@@ -18,6 +18,20 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from gradercal.analysis.scoring import (
+    CONSENSUS,
+    SCORE_COLUMNS,
+    all_grader_scores,
+    auto_verdicts,
+    consensus,
+    criterion_credit,
+    evaluate_auto,
+    model_summary,
+    passes,
+    response_scores,
+    rubric_score,
+    score_report,
+)
 from gradercal.frames import Frames, frames_from_data
 from gradercal.model import (
     Adjudication,
@@ -31,20 +45,6 @@ from gradercal.model import (
     Judgment,
     Response,
     Task,
-)
-from gradercal.scoring import (
-    CONSENSUS,
-    SCORE_COLUMNS,
-    all_grader_scores,
-    auto_verdicts,
-    consensus,
-    criterion_credit,
-    evaluate_auto,
-    model_summary,
-    passes,
-    response_scores,
-    rubric_score,
-    score_report,
 )
 
 # ----------------------------------------------------------------------- helpers
@@ -534,7 +534,7 @@ def test_a_level_tie_below_the_top_is_a_decided_not_met() -> None:
 
     Before, a was dropped from every judge–consensus comparison.
     """
-    from gradercal.agreement import consensus_verdicts, judge_agreement
+    from gradercal.analysis.agreement import consensus_verdicts, judge_agreement
 
     t = task("T", crit("a", 10, levels=3), crit("b", 10, levels=3), crit("c", 10, levels=3))
     judgments = [

@@ -77,7 +77,7 @@ def all_rows_text(db_url: str) -> str:
 @pytest.fixture
 def judged(db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     """mini, judged by a run that used (and had echoed back) the canary key."""
-    from gradercal.judge_cli import judge
+    from gradercal.cli.judge import judge
     from tests.judge_server import Fault, JudgeServer, ServerConfig
 
     canary = f"sk-canary-{uuid.uuid4().hex}"
@@ -452,7 +452,7 @@ def _zip(path: Path, entries: dict[str, Any]) -> Path:
     ],
 )
 def test_packet_entries_cannot_escape(tmp_path: Path, name: str) -> None:
-    from gradercal.packet_format import PacketError, read_packet
+    from gradercal.ops.packet_format import PacketError, read_packet
 
     inner = tmp_path / "a" / "b"
     inner.mkdir(parents=True)

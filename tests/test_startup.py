@@ -50,7 +50,7 @@ def test_opening_a_current_database_does_not_import_alembic(tmp_path: Path) -> N
 
 def test_the_app_and_its_scoring_load_without_pandas_numpy_or_alembic(tmp_path: Path) -> None:
     code = (
-        "from gradercal.ui.app import application, build_window\n"
+        "from gradercal.ui.qt_app import application, build_window\n"
         "from gradercal.ui.grading_state import describe_auto\n"
         "import gradercal.rubric\n"
     )

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 from scipy.special import ndtr, ndtri
 
-from gradercal.agreement import percentile_bounds, percentile_interval
+from gradercal.analysis.agreement import percentile_bounds, percentile_interval
 from gradercal.stats import (
     BOOTSTRAP_STATISTICS,
     LEVELS,
@@ -350,7 +350,7 @@ def test_default_interval_is_the_expanded_percentile() -> None:
     assert (res.ci_low, res.ci_high) == (lo, hi)
     plain = np.quantile(reps, [0.05, 0.95])
     assert res.ci_low < plain[0] and res.ci_high > plain[1]  # type: ignore[operator]
-    # gradercal.agreement.percentile_interval gives the same interval from the same
+    # gradercal.analysis.agreement.percentile_interval gives the same interval from the same
     # replicates (the agreement, impact, calibration and survey engines)
     theirs = percentile_interval(res.value, reps, n_boot=400, n_clusters=25, ci=0.9)
     assert (theirs.ci_low, theirs.ci_high, theirs.method) == (lo, hi, "expanded_percentile")

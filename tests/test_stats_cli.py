@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
+from gradercal.cli.stats import NO_BOOTSTRAP_NOTE, min_resamples, read_ratings_csv, stats
 from gradercal.stats import WEIGHT_SCHEMES, WEIGHTED_KEYS, clustered_bootstrap, rating_statistics
-from gradercal.stats_cli import NO_BOOTSTRAP_NOTE, min_resamples, read_ratings_csv, stats
 
 UNWEIGHTED = [
     "percent_agreement",

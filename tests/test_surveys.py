@@ -1,4 +1,4 @@
-"""gradercal.surveys: shares by hand, ordinal alpha against the krippendorff package,
+"""gradercal.analysis.surveys: shares by hand, ordinal alpha against the krippendorff package,
 input validation and bootstrap intervals."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from gradercal.surveys import survey_summary
+from gradercal.analysis.surveys import survey_summary
 
 
 def _reviews(rows: list[tuple[str, str, str, int]]) -> pd.DataFrame:

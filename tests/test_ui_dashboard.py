@@ -2,7 +2,7 @@
 demo samples: the numbers are compute_dashboard's, filters recompute, Cancel stops, a
 double-clicked disagreement is adjudicated, charts save, and a grader never gets here.
 
-The computation runs in a worker process (gradercal.ui.dashboard_worker): these tests
+The computation runs in a worker process (gradercal.ui.dashboard.worker): these tests
 check that it really does (the window's process never calls compute_dashboard), that it
 keeps its frames across filter changes, that cancel, a killed worker, a bad database and
 closing the window (or killing the window's process) all end well, with no process left."""
@@ -28,21 +28,21 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QKeySequence
 
+from gradercal._util.forked import fork_available
 from gradercal.dashboard import DashboardFilters, compute_dashboard
 from gradercal.db.grading import GradingStore
 from gradercal.db.repo import Repository
 from gradercal.db.session import open_database
 from gradercal.errors import GradercalError
-from gradercal.forked import fork_available
 from gradercal.ui import qt_workers
-from gradercal.ui.dashboard_data import TextColumn, prepare_table
-from gradercal.ui.dashboard_worker import FrameReader, encode
-from gradercal.ui.qt_dashboard import (
+from gradercal.ui.dashboard.data import TextColumn, prepare_table
+from gradercal.ui.dashboard.qt_process import process_alive
+from gradercal.ui.dashboard.qt_view import (
     QtDashboardView,
     agreement_wide,
     format_value,
 )
-from gradercal.ui.qt_dashboard_process import process_alive
+from gradercal.ui.dashboard.worker import FrameReader, encode
 from gradercal.ui.qt_main_window import QtMainWindow
 from gradercal.ui.qt_settings import QtAppSettings
 from tests.conftest import DEMO, ROOT
@@ -468,7 +468,7 @@ def test_the_computation_runs_in_the_worker_process(
     assert result.pid == pid and pid not in (0, os.getpid())
     assert process_alive(pid)
     cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-    assert b"gradercal.ui.dashboard_worker" in cmdline
+    assert b"gradercal.ui.dashboard.worker" in cmdline
     assert not board.worker.child_has_qt  # the worker never imports Qt
     # A filter change recomputes in the same worker from its cached frames.
     model = board.models.values[0]
@@ -576,8 +576,8 @@ def test_the_worker_exits_when_the_window_process_is_killed(db_path: str, tmp_pa
             import sys, time
             from PySide6.QtCore import QCoreApplication
             from gradercal.dashboard import DashboardFilters
-            from gradercal.ui.dashboard_data import ChartStyle, Request
-            from gradercal.ui.qt_dashboard_process import QtDashboardProcess
+            from gradercal.ui.dashboard.data import ChartStyle, Request
+            from gradercal.ui.dashboard.qt_process import QtDashboardProcess
 
             app = QCoreApplication([])
             worker = QtDashboardProcess(sys.argv[1])
@@ -710,7 +710,7 @@ def test_prepared_tables_show_what_format_value_writes(db_path: str) -> None:
 def test_column_formatting_edge_cases_match_format_value() -> None:
     """Per-distinct-value formatting: signed zeros, NaN, p-values, counts, repeated tag
     tuples and a mixed object column read exactly as format_value writes each cell."""
-    from gradercal.ui.dashboard_data import format_column, format_value
+    from gradercal.ui.dashboard.data import format_column, format_value
 
     frame = pd.DataFrame(
         {
@@ -751,7 +751,7 @@ def _agreement_wide_by_rows(agreement: Any, by: str) -> Any:
     import numpy as np
     import pandas as pd
 
-    from gradercal.ui.dashboard_data import EXPERT_HEADLINE, STAT_LABELS, STAT_ORDER
+    from gradercal.ui.dashboard.data import EXPERT_HEADLINE, STAT_LABELS, STAT_ORDER
 
     keys = ["group", "task_id"] if by == "criterion" else ["group"]
     rows: dict[tuple[Any, ...], dict[str, Any]] = {}
@@ -784,7 +784,7 @@ def _agreement_wide_by_rows(agreement: Any, by: str) -> Any:
 def test_agreement_wide_matches_a_row_by_row_reference(db_path: str) -> None:
     import pandas as pd
 
-    from gradercal.ui.dashboard_data import AGREEMENT_BYS
+    from gradercal.ui.dashboard.data import AGREEMENT_BYS
 
     for filters in (None, DashboardFilters(graders=("expert-ana", "expert-ben"))):
         ref = reference(db_path, filters)

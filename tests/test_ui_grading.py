@@ -546,7 +546,7 @@ def test_screenshot_mode_writes_the_whole_window(db_path: str, tmp_path: Path, q
     from click.testing import CliRunner
     from PySide6.QtGui import QImage
 
-    from gradercal.ui.cli import gui
+    from gradercal.cli.gui import gui
 
     out = tmp_path / "shot.png"
     result = CliRunner().invoke(

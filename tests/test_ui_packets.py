@@ -28,7 +28,7 @@ from gradercal.db import models as m
 from gradercal.db.grading import GradingStore, JudgmentValue, StaleJudgmentError
 from gradercal.db.packets import export_packet, list_conflicts, merge_packet, open_packet
 from gradercal.db.session import open_database
-from gradercal.packet_format import DATABASE
+from gradercal.ops.packet_format import DATABASE
 from gradercal.ui import qt_workers
 from gradercal.ui.qt_main_window import QtMainWindow
 from gradercal.ui.qt_packet import banner_text
@@ -75,7 +75,7 @@ def open_packet_window(
     qtbot: Any, path: Path, tmp_path: Path, opened: list[QtMainWindow]
 ) -> QtMainWindow:
     """Open a packet as ``gradercal gui FILE.gcpkg`` does, shown and focused, queue loaded."""
-    from gradercal.ui.app import build_packet_window
+    from gradercal.ui.qt_app import build_packet_window
 
     settings = QtAppSettings(tmp_path / f"{path.stem}-settings.ini")
     window = build_packet_window(path, settings=settings)
@@ -215,7 +215,7 @@ def test_gui_command_line_for_packets(tmp_path: Path, monkeypatch: pytest.Monkey
         calls.append({"args": args, **kwargs})
         return 0
 
-    monkeypatch.setattr("gradercal.ui.app.run", fake_run)
+    monkeypatch.setattr("gradercal.ui.qt_app.run", fake_run)
     pkg = tmp_path / "a.gcpkg"
     pkg.write_bytes(b"PK")
     run = CliRunner()
@@ -242,7 +242,7 @@ def test_gui_command_line_for_packets(tmp_path: Path, monkeypatch: pytest.Monkey
 
 def test_a_damaged_packet_is_refused_with_a_message(tmp_path: Path) -> None:
     from gradercal.errors import GradercalError
-    from gradercal.ui.app import build_packet_window
+    from gradercal.ui.qt_app import build_packet_window
 
     bad = tmp_path / "bad.gcpkg"
     bad.write_bytes(b"PK\x03\x04 not really a zip")
@@ -318,7 +318,7 @@ def corrupt_index(path: Path, index: str) -> None:
 def test_a_damaged_database_opens_read_only_with_a_banner_and_refuses_writes(
     qtbot: Any, tmp_path: Path, team: str
 ) -> None:
-    from gradercal.ui.app import build_window
+    from gradercal.ui.qt_app import build_window
 
     store = GradingStore(open_database(team))
     aid = store.queue("u-ben")[0].assignment_id
@@ -365,7 +365,7 @@ def test_a_damaged_database_opens_read_only_with_a_banner_and_refuses_writes(
 
 def test_an_unreadable_database_is_a_message_not_a_crash(tmp_path: Path) -> None:
     from gradercal.errors import GradercalError
-    from gradercal.ui.app import build_window
+    from gradercal.ui.qt_app import build_window
 
     junk = tmp_path / "junk.sqlite"
     junk.write_bytes(b"SQLite format 3\x00" + b"\xff" * 8000)
@@ -400,7 +400,7 @@ def make_conflicts(db_path: str, tmp_path: Path) -> list[tuple[int, str]]:
 def test_conflicts_dialog_keeps_left_or_right_from_the_coordinator_file_menu(
     qtbot: Any, tmp_path: Path, team: str
 ) -> None:
-    from gradercal.ui.app import build_coordinator_window
+    from gradercal.ui.qt_app import build_coordinator_window
     from gradercal.ui.qt_conflicts import QtConflictsDialog
 
     picked = make_conflicts(team, tmp_path)
@@ -450,7 +450,7 @@ def qtbot_button() -> Any:
 
 
 def test_a_graders_window_has_no_conflicts_action(qtbot: Any, tmp_path: Path, team: str) -> None:
-    from gradercal.ui.app import build_window
+    from gradercal.ui.qt_app import build_window
 
     window = build_window(team, "u-ana", None, settings=QtAppSettings(tmp_path / "g.ini"))
     qtbot.addWidget(window)
@@ -466,7 +466,7 @@ def test_a_graders_window_has_no_conflicts_action(qtbot: Any, tmp_path: Path, te
 def test_a_verdict_changed_elsewhere_asks_reload_or_overwrite(
     qtbot: Any, tmp_path: Path, team: str
 ) -> None:
-    from gradercal.ui.app import build_window
+    from gradercal.ui.qt_app import build_window
     from gradercal.ui.qt_conflicts import stale_message
 
     window = build_window(team, "u-ben", None, settings=QtAppSettings(tmp_path / "s.ini"))

@@ -9,7 +9,7 @@ import pytest
 from PySide6.QtGui import QColor, QPalette
 from PySide6.QtWidgets import QApplication
 
-from gradercal.ui.app import application
+from gradercal.ui.qt_app import application
 from gradercal.ui.qt_rubric_model import verdict_color
 from gradercal.ui.qt_theme import apply_theme, is_dark, requested_theme
 

@@ -1,7 +1,7 @@
 """The LLM judge: prompts, the async client, the runner, prices and robustness probes.
 
 Core code: no SQLAlchemy, no Qt. :mod:`gradercal.db.judging` stores prompt versions,
-runs and verdicts; :mod:`gradercal.judge_cli` is the ``gradercal judge`` command.
+runs and verdicts; :mod:`gradercal.cli.judge` is the ``gradercal judge`` command.
 
 Typical use (what ``gradercal judge run`` does)::
 

@@ -1,0 +1,1684 @@
+"""Grading agreement: expert vs expert, and the LLM judge vs the experts.
+
+Everything here reads :class:`~gradercal.frames.Frames` and works on the binary
+*met / not met* verdicts of **judgment criteria** (auto criteria are graded from the
+answer and never judged, so they are left out). A *unit* is one criterion of one
+response. Definitions:
+
+* **Verdict** of a grader on a unit: its ordinal level when given (clipped to
+  ``0 … levels−1``), else its ``met``; the unit counts as *met* when the level is the
+  top level — the rule of :mod:`gradercal.analysis.scoring`, so a "partial" verdict on a 3-level
+  criterion is *not met*. A verdict with neither level nor met is a missing rating. A
+  grader's duplicate verdicts on one unit keep the last.
+* **Human consensus** (the reference): :func:`consensus_verdicts`, the met / not met of
+  :func:`gradercal.analysis.scoring.consensus` — the adjudication when there is one, else the
+  strict majority of the human met / not-met verdicts (a "partial" counts as not met,
+  so "not met, not met, partial, met" is a decided *not met* even though its median
+  level is tied). Units where exactly half the humans say met, or with no human
+  verdict, are *undecided* and left out of every judge–human comparison (their count
+  is reported).
+* **Human–human agreement** of a set of units: percent agreement, Fleiss' kappa, Gwet's
+  AC1 and Krippendorff's alpha (nominal) of :mod:`gradercal.stats` on the human
+  verdicts, category set ``{0, 1}``, missing ratings handled as Gwet does.
+* **Candidate vs reference** (:func:`compare`): on the units where both have a verdict,
+  with the reference taken as truth and "met" as the positive class, the confusion
+  counts ``TP, FP, FN, TN`` (``n`` their sum) give
+
+  - ``percent_agreement = (TP + TN)/n``;
+  - ``precision_met = TP/(TP + FP)``, ``recall_met = TP/(TP + FN)``,
+    ``f1_met = 2TP/(2TP + FP + FN)``; ``precision_not_met = TN/(TN + FN)``,
+    ``recall_not_met = TN/(TN + FP)``, ``f1_not_met = 2TN/(2TN + FN + FP)``;
+  - ``balanced_f1 = (f1_met + f1_not_met)/2`` — the macro F1 that HealthBench's
+    meta-evaluation reports (Arora et al. 2025), = scikit-learn's
+    ``f1_score(average="macro")``;
+  - ``cohen_kappa = (p_o − p_e)/(1 − p_e)``, ``p_o`` the percent agreement,
+    ``p_e = c·r + (1 − c)(1 − r)`` with ``c = (TP + FP)/n`` and ``r = (TP + FN)/n`` the two
+    met rates on these units (Cohen 1960; = scikit-learn's ``cohen_kappa_score``);
+  - ``candidate_met_rate = c``, ``reference_met_rate = r`` and
+    ``leniency_bias = c − r = (FP − FN)/n``: positive when the candidate says "met" more
+    often than the reference.
+
+  A ratio whose denominator is 0 is undefined (``null`` with the reason), never 0 or 1.
+* **Humans as judges**: every human ``h`` is compared, exactly like the judge, with the
+  consensus of the *other* humans (leave-one-out); the judge is compared with the same
+  leave-one-out reference on the same units, so each human figure has a judge figure
+  beside it computed on identical data. The *human range* of a figure is its minimum and
+  maximum over the humans; the judge's figure for that comparison is the mean over ``h``
+  of its leave-one-out figures.
+
+**Confidence intervals** come from the task-clustered bootstrap of
+:mod:`gradercal.stats.bootstrap`: whole tasks are resampled with the multinomial weights
+of :func:`~gradercal.stats.bootstrap.resampling_weights` (same seed → same resamples),
+every comparison figure being a function of per-task confusion counts, so resample
+``b`` has counts ``W[b] @ S``. Expanded percentile intervals (:func:`percentile_interval`:
+the percentile interval widened for few tasks, Hesterberg 2015); resamples on which a
+figure is undefined are excluded and counted in the note; fewer than
+:data:`~gradercal.stats.bootstrap.FEW_CLUSTERS` (10) tasks give a warning.
+
+This module imports pandas, numpy and gradercal's core only (no SQL, no Qt).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, get_args
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+from gradercal.analysis.scoring import _human_levels, consensus
+from gradercal.frames import Frames
+from gradercal.stats.bootstrap import (
+    DEFAULT_CI_METHOD,
+    FEW_CLUSTERS,
+    BootResult,
+    CiMethod,
+    clustered_bootstrap,
+    interval_levels,
+)
+from gradercal.stats.bootstrap import resampling_weights as _resampling_weights
+from gradercal.stats.coefficients import (
+    fleiss_kappa,
+    gwet_ac1,
+    krippendorff_alpha,
+    percent_agreement,
+)
+
+__all__ = [
+    "COMPARISON_METRICS",
+    "GROUPINGS",
+    "HUMAN_STATISTICS",
+    "MET_CATEGORIES",
+    "Comparison",
+    "GroupAgreement",
+    "Grouping",
+    "HumanAgreement",
+    "JudgeAgreement",
+    "LooRow",
+    "Memo",
+    "PairAgreement",
+    "Progress",
+    "agreement_report",
+    "boot_json",
+    "compare",
+    "comparison_metrics",
+    "consensus_verdicts",
+    "group_agreement",
+    "human_agreement",
+    "human_graders",
+    "judge_agreement",
+    "judge_graders",
+    "leave_one_out",
+    "pairwise_agreement",
+    "percentile_bounds",
+    "percentile_interval",
+    "verdicts",
+]
+
+FloatArray = npt.NDArray[np.float64]
+#: Progress callback ``(stage, done, total)`` (the CLI draws a progress bar with it).
+Progress = Callable[[str, int, int], None]
+
+#: The category set of binary verdicts (not met, met).
+MET_CATEGORIES: tuple[float, float] = (0.0, 1.0)
+#: Human–human statistics reported for every set of units.
+HUMAN_STATISTICS: tuple[str, ...] = (
+    "percent_agreement",
+    "fleiss_kappa",
+    "gwet_ac1",
+    "krippendorff_alpha",
+)
+#: Figures of a candidate–reference comparison, in report order.
+COMPARISON_METRICS: tuple[str, ...] = (
+    "percent_agreement",
+    "precision_met",
+    "recall_met",
+    "f1_met",
+    "precision_not_met",
+    "recall_not_met",
+    "f1_not_met",
+    "balanced_f1",
+    "cohen_kappa",
+    "candidate_met_rate",
+    "reference_met_rate",
+    "leniency_bias",
+)
+#: Why each comparison figure can be undefined (its denominator is zero).
+_UNDEFINED: dict[str, str] = {
+    "percent_agreement": "no unit rated by both",
+    "precision_met": "the candidate never said met",
+    "recall_met": "the reference never said met",
+    "f1_met": "neither said met",
+    "precision_not_met": "the candidate never said not met",
+    "recall_not_met": "the reference never said not met",
+    "f1_not_met": "neither said not met",
+    "balanced_f1": "a class occurs in neither the candidate's nor the reference's verdicts",
+    "cohen_kappa": "no variation: chance agreement is 1 (both used a single category)",
+    "candidate_met_rate": "no unit rated by both",
+    "reference_met_rate": "no unit rated by both",
+    "leniency_bias": "no unit rated by both",
+}
+#: Chance agreement this close to 1 makes kappa 0/0 (as in gradercal.stats).
+_PE_TOLERANCE = 1e-12
+
+Grouping = Literal["criterion", "tag", "workflow", "domain"]
+#: Values of ``by=`` for :func:`group_agreement` (the CLI's ``--by``).
+GROUPINGS: tuple[Grouping, ...] = get_args(Grouping)
+
+
+# ---------------------------------------------------------------------------------------
+# Verdicts
+# ---------------------------------------------------------------------------------------
+
+
+def _float(s: pd.Series) -> FloatArray:
+    """A nullable numeric/boolean series as float64, NaN for missing."""
+    return np.asarray(s.astype("Float64").to_numpy(dtype="float64", na_value=np.nan), np.float64)
+
+
+def _judgment_grid(frames: Frames) -> pd.DataFrame:
+    """Every (response, judgment criterion of its task) with its task attributes."""
+    crit = frames.criteria.loc[
+        frames.criteria["kind"] != "auto",
+        ["task_id", "criterion_id", "points", "tags", "levels", "text"],
+    ].drop_duplicates(["task_id", "criterion_id"], keep="last")
+    resp = frames.responses.loc[:, ["response_id", "task_id", "model"]].drop_duplicates(
+        "response_id"
+    )
+    grid = resp.merge(crit, on="task_id", how="inner")
+    tasks = frames.tasks.loc[:, ["task_id", "workflow", "domain"]].drop_duplicates("task_id")
+    return grid.merge(tasks, on="task_id", how="left")
+
+
+def verdicts(
+    frames: Frames, graders: Sequence[str] | None = None, *, memo: Memo | None = None
+) -> pd.DataFrame:
+    """Binary verdicts of graders on judgment criteria, one row per (unit, grader).
+
+    Args:
+        frames: The benchmark frames.
+        graders: Keep only these graders (default: all).
+        memo: A dict shared by calls on the same frames (e.g. within one report): every
+            grader's verdicts are built once and filtered; None: compute afresh.
+
+    Returns:
+        Columns ``response_id``, ``task_id``, ``model``, ``criterion_id``, ``grader``,
+        ``grader_kind``, ``met`` (bool; the level rule of the module docstring),
+        ``confidence`` (float, NaN when absent), ``rationale``, ``unclear`` (bool),
+        ``points`` (int), ``tags`` (tuple), ``levels`` (int), ``text``, ``workflow``,
+        ``domain``. Verdicts on auto criteria, on unknown responses or criteria, and
+        without a level or met are dropped; a grader's duplicates keep the last.
+        Order: the judgments' order.
+    """
+    if memo is not None:
+        return _verdicts(frames, graders, memo)
+    j = frames.judgments
+    if graders is not None:
+        j = j.loc[j["grader"].isin(list(graders))]
+    j = j.drop_duplicates(["response_id", "criterion_id", "grader"], keep="last")
+    grid = _judgment_grid(frames)
+    out = j.merge(grid, on=["response_id", "criterion_id"], how="inner")
+    top = np.clip(out["levels"].to_numpy(dtype=np.float64), 2.0, None) - 1.0
+    level = _float(out["level"])
+    met = _float(out["met"])
+    eff = np.where(np.isnan(level), met * top, np.clip(level, 0.0, top))
+    keep = ~np.isnan(eff)
+    out = out.loc[keep].copy()
+    out["met"] = (eff[keep] == top[keep]).astype(bool)
+    cols = [
+        "response_id",
+        "task_id",
+        "model",
+        "criterion_id",
+        "grader",
+        "grader_kind",
+        "met",
+        "confidence",
+        "rationale",
+        "unclear",
+        "points",
+        "tags",
+        "levels",
+        "text",
+        "workflow",
+        "domain",
+    ]
+    return out.loc[:, cols].reset_index(drop=True)
+
+
+def human_graders(frames: Frames) -> list[str]:
+    """Names of the graders whose ``grader_kind`` is ``"human"``, sorted."""
+    j = frames.judgments
+    return sorted({str(g) for g in j.loc[j["grader_kind"] == "human", "grader"].dropna().unique()})
+
+
+def judge_graders(frames: Frames) -> list[str]:
+    """Names of the graders whose ``grader_kind`` is not ``"human"``, sorted."""
+    j = frames.judgments
+    return sorted({str(g) for g in j.loc[j["grader_kind"] != "human", "grader"].dropna().unique()})
+
+
+def consensus_verdicts(
+    frames: Frames, humans: Sequence[str] | None = None, *, memo: Memo | None = None
+) -> pd.DataFrame:
+    """The decided human consensus on every judgment unit.
+
+    Args:
+        frames: The benchmark frames.
+        humans: The graders forming the consensus (default: every human grader).
+        memo: A dict shared by calls on the same frames (e.g. within one report) to
+            build each consensus once (read-only tables); None: compute afresh.
+
+    The one rule every engine uses (agreement, calibration, health, dashboard, prompt
+    package): a unit is decided when :func:`gradercal.analysis.scoring.consensus` gives it a
+    ``met`` — an adjudication, or a strict majority of met / not-met verdicts (also when
+    the median *level* is tied between two levels below the top).
+
+    Returns:
+        ``response_id``, ``criterion_id``, ``met`` (bool), ``source``
+        (``"adjudication"`` | ``"majority"``), ``n_raters``; only decided units (units
+        where exactly half the verdicts say met, and units without a human verdict, are
+        left out).
+    """
+    if memo is not None:
+        key = ("consensus", None if humans is None else tuple(humans))
+        if key not in memo:
+            c = consensus(frames, humans, memo=memo)
+            memo[key] = _consensus_verdicts(c)
+            base = _human_levels(frames, memo)
+            if base is not None and len(c) == len(base["units"]):
+                # The consensus rows are the judgment units in order: keep the positions.
+                decided = _decided(c)
+                _register(memo, memo[key], np.flatnonzero(decided), len(c))
+        out: pd.DataFrame = memo[key]
+        return out
+    return _consensus_verdicts(consensus(frames, humans))
+
+
+def _decided(c: pd.DataFrame) -> npt.NDArray[np.bool_]:
+    """Consensus rows with a met / not met: adjudicated or a strict majority."""
+    return c["met"].notna().to_numpy(dtype=np.bool_)
+
+
+def _consensus_verdicts(c: pd.DataFrame) -> pd.DataFrame:
+    decided = c.loc[_decided(c)]
+    source = decided["source"].to_numpy(object)
+    return pd.DataFrame(
+        {
+            "response_id": decided["response_id"].astype(object),
+            "criterion_id": decided["criterion_id"].astype(object),
+            "met": decided["met"].astype(bool),
+            # a level tie with a decided met / not met is a majority of those votes
+            "source": pd.Series(
+                np.where(source == "adjudication", "adjudication", "majority"),
+                index=decided.index,
+                dtype=object,
+            ),
+            "n_raters": decided["n_raters"].astype("int64"),
+        }
+    ).reset_index(drop=True)
+
+
+# ---------------------------------------------------------------------------------------
+# Bootstrap helpers (shared with impact and estimate)
+# ---------------------------------------------------------------------------------------
+
+
+def percentile_interval(
+    point: float | None,
+    replicates: FloatArray,
+    *,
+    n_boot: int,
+    n_clusters: int,
+    ci: float,
+    note: str | None = None,
+    quantiles: tuple[float, float] | None = None,
+    method: CiMethod = DEFAULT_CI_METHOD,
+) -> BootResult:
+    """A :class:`BootResult` from bootstrap replicates, as :mod:`gradercal.stats` reports it.
+
+    The interval of ``method`` from the finite replicates: by default the expanded
+    percentile interval, i.e. their quantiles (``numpy.quantile``, linear interpolation)
+    at the levels :func:`~gradercal.stats.bootstrap.interval_levels` gives for
+    ``n_clusters`` (``"percentile"``: the plain ``(1 ∓ ci)/2`` quantiles). Non-finite
+    replicates are undefined resamples, excluded and counted in the note; fewer than
+    :data:`~gradercal.stats.bootstrap.FEW_CLUSTERS` clusters add a warning.
+
+    Args:
+        point: The estimate on the original data, or None (then no interval).
+        replicates: One value per resample (NaN where undefined).
+        n_boot: Resamples drawn.
+        n_clusters: Clusters resampled.
+        ci: Confidence level.
+        note: Why ``point`` is None (required then).
+        quantiles: The bounds when already computed for all-finite replicates by
+            :func:`percentile_bounds` with the same ``n_clusters``, ``ci`` and ``method``.
+        method: ``"expanded_percentile"`` or ``"percentile"``.
+    """
+    if method not in ("expanded_percentile", "percentile"):
+        raise ValueError(f"percentile_interval cannot form a {method!r} interval")
+
+    def result(
+        value: float | None, lo: float | None, hi: float | None, k: int, why: str | None
+    ) -> BootResult:
+        return BootResult(value, lo, hi, n_boot, n_clusters, k, ci, method, why)
+
+    if point is None or not math.isfinite(point):
+        return result(None, None, None, 0, note)
+    if n_boot == 0:
+        return BootResult(float(point), None, None, 0, n_clusters, 0, ci, method, None)
+    if n_clusters < 2:
+        return result(float(point), None, None, 0, "no interval: needs at least two clusters")
+    valid = replicates[np.isfinite(replicates)]
+    notes: list[str] = []
+    if n_clusters < FEW_CLUSTERS:
+        notes.append(f"only {n_clusters} clusters: bootstrap intervals are unreliable")
+    if len(valid) < n_boot:
+        notes.append(f"{n_boot - len(valid)} of {n_boot} resamples undefined and excluded")
+    if len(valid) < 2:
+        notes.insert(0, "no interval: fewer than two resamples defined")
+        return result(float(point), None, None, len(valid), "; ".join(notes))
+    if quantiles is not None and len(valid) == len(replicates):
+        lo, hi = quantiles
+    else:
+        lo, hi = np.quantile(valid, interval_levels(n_clusters, ci, method))
+    return result(float(point), float(lo), float(hi), len(valid), "; ".join(notes) or None)
+
+
+def boot_json(b: BootResult) -> dict[str, Any]:
+    """``{"value": x|null, "ci": [lo, hi]|null, "note": str|null}`` (plain floats)."""
+    ci = None
+    if b.ci_low is not None and b.ci_high is not None:
+        ci = [float(b.ci_low), float(b.ci_high)]
+    return {"value": None if b.value is None else float(b.value), "ci": ci, "note": b.note}
+
+
+@functools.lru_cache(maxsize=4)
+def _weights(n_clusters: int, n_boot: int, seed: int) -> FloatArray:
+    """The resampling weights (cached: many comparisons share the same tasks and seed)."""
+    if n_boot <= 0 or n_clusters < 2:
+        return np.zeros((0, max(n_clusters, 1)))
+    w = _resampling_weights(n_clusters, n_boot, seed).astype(np.float64)
+    w.setflags(write=False)
+    return w
+
+
+#: Memo of the verdict, consensus and score tables shared by the calls of one report on
+#: the same frames (keys are private to the engines; the tables in it are read-only).
+Memo = dict[Any, Any]
+
+
+def _verdicts(frames: Frames, graders: Sequence[str] | None, memo: Memo | None) -> pd.DataFrame:
+    if memo is None:
+        return verdicts(frames, graders)
+    if "verdicts" not in memo:
+        memo["verdicts"] = verdicts(frames)
+    v: pd.DataFrame = memo["verdicts"]
+    entry = _entry(memo, v)
+    if entry is None:
+        entry = _register(memo, v, *_verdict_units(frames, v, memo))
+    if graders is None:
+        return v
+    key = ("verdicts", tuple(graders))
+    if key not in memo:
+        mask = v["grader"].isin(list(graders)).to_numpy(bool)
+        memo[key] = v.loc[mask].reset_index(drop=True)
+        units = entry["units"]
+        _register(memo, memo[key], None if units is None else units[mask], entry["n_units"])
+    out: pd.DataFrame = memo[key]
+    return out
+
+
+# Within one memo, every verdict and consensus table it holds may carry the position of
+# each of its rows among the judgment units (the rows of the scoring grid's judgment
+# criteria, when those are unique): then pairing two tables is an array lookup instead
+# of a merge on (response_id, criterion_id). Entries are keyed by the table's id and
+# checked by identity (the memo keeps the tables alive).
+
+
+def _register(
+    memo: Memo, df: pd.DataFrame, units: npt.NDArray[np.intp] | None, n_units: int
+) -> dict[str, Any]:
+    entry: dict[str, Any] = {"df": df, "units": units, "n_units": n_units, "rows": None}
+    memo.setdefault("agreement.units", {})[id(df)] = entry
+    return entry
+
+
+def _entry(memo: Memo | None, df: pd.DataFrame | None) -> dict[str, Any] | None:
+    if memo is None or df is None:
+        return None
+    hit: dict[str, Any] | None = memo.get("agreement.units", {}).get(id(df))
+    return hit if hit is not None and hit["df"] is df else None
+
+
+def unit_positions(memo: Memo | None, df: pd.DataFrame) -> tuple[npt.NDArray[np.intp], int] | None:
+    """Position of every row of ``df`` among the judgment units, and their number.
+
+    Only for a verdict or consensus table handed out by this module with ``memo`` (the
+    same object) whose positions are known; None otherwise.
+    """
+    entry = _entry(memo, df)
+    if entry is None or entry["units"] is None:
+        return None
+    units: npt.NDArray[np.intp] = entry["units"]
+    return units, int(entry["n_units"])
+
+
+def _verdict_units(
+    frames: Frames, v: pd.DataFrame, memo: Memo
+) -> tuple[npt.NDArray[np.intp] | None, int]:
+    """Unit position of every row of the verdict table ``v`` (None: not available)."""
+    base = _human_levels(frames, memo)
+    if base is None:
+        return None, 0
+    units = base["units"]
+    n = len(units)
+    # Integer pair codes over the units followed by the verdict rows (one factorization
+    # per key column instead of a merge on the two string columns).
+    pair = []
+    for col in ("response_id", "criterion_id"):
+        both = np.concatenate([units[col].to_numpy(object), v[col].to_numpy(object)])
+        codes, uniq = pd.factorize(both, sort=False)
+        pair.append((np.asarray(codes, np.int64), len(uniq)))
+    (rc, _), (cc, n_c) = pair
+    if (rc < 0).any() or (cc < 0).any():  # a missing key: no position (as no merge match)
+        return None, 0
+    key = rc * max(n_c, 1) + cc
+    unit_key, row_key = key[:n], key[n:]
+    order = np.argsort(unit_key, kind="stable")
+    sorted_keys = unit_key[order]
+    if n and (np.diff(sorted_keys) == 0).any():  # duplicate units: a merge would add rows
+        return None, 0
+    at = np.searchsorted(sorted_keys, row_key)
+    found = at < n
+    found[found] = sorted_keys[at[found]] == row_key[found]
+    if not found.all():
+        return None, 0
+    return np.asarray(order[at], dtype=np.intp), n
+
+
+def _grader_rows(entry: dict[str, Any], grader: str) -> npt.NDArray[np.intp]:
+    """Rows of the registered verdict table whose grader is ``grader``, in order."""
+    if entry["rows"] is None:
+        codes, names = pd.factorize(entry["df"]["grader"].to_numpy(object), sort=False)
+        order = np.argsort(codes, kind="stable")
+        bounds = np.searchsorted(np.asarray(codes)[order], np.arange(len(names) + 1))
+        entry["rows"] = {name: order[bounds[k] : bounds[k + 1]] for k, name in enumerate(names)}
+    rows: npt.NDArray[np.intp] = entry["rows"].get(grader, np.zeros(0, dtype=np.intp))
+    return rows
+
+
+def _lookup(n: int, units: npt.NDArray[np.intp], rows: npt.NDArray[np.intp]) -> Any:
+    """Array ``unit → row`` (−1 where no row)."""
+    lut = np.full(n, -1, dtype=np.intp)
+    lut[units] = rows
+    return lut
+
+
+def _consensus(frames: Frames, humans: Sequence[str], memo: Memo | None) -> pd.DataFrame:
+    return consensus_verdicts(frames, humans, memo=memo)
+
+
+# ---------------------------------------------------------------------------------------
+# Candidate vs reference
+# ---------------------------------------------------------------------------------------
+
+
+def _div(num: FloatArray, den: FloatArray) -> FloatArray:
+    out = np.full(np.broadcast(num, den).shape, np.nan)
+    np.divide(num, den, out=out, where=den != 0)
+    return out
+
+
+def comparison_metrics(counts: npt.ArrayLike) -> dict[str, FloatArray]:
+    """Every comparison figure from confusion counts (vectorised over rows).
+
+    Args:
+        counts: ``(..., 4)`` array of ``TP, FP, FN, TN`` (reference = truth, met =
+            positive).
+
+    Returns:
+        ``{name: array}`` for the names of :data:`COMPARISON_METRICS`, NaN where the
+        figure is undefined (see the module docstring for the formulas).
+    """
+    c = np.asarray(counts, dtype=np.float64)
+    tp, fp, fn, tn = c[..., 0], c[..., 1], c[..., 2], c[..., 3]
+    n = tp + fp + fn + tn
+    f1_met = _div(2 * tp, 2 * tp + fp + fn)
+    f1_not = _div(2 * tn, 2 * tn + fn + fp)
+    cand = _div(tp + fp, n)
+    ref = _div(tp + fn, n)
+    po = _div(tp + tn, n)
+    pe = cand * ref + (1.0 - cand) * (1.0 - ref)
+    kappa = np.full(po.shape, np.nan)
+    ok = np.isfinite(pe) & ((1.0 - pe) > _PE_TOLERANCE)
+    np.divide(po - pe, 1.0 - pe, out=kappa, where=ok)
+    return {
+        "percent_agreement": po,
+        "precision_met": _div(tp, tp + fp),
+        "recall_met": _div(tp, tp + fn),
+        "f1_met": f1_met,
+        "precision_not_met": _div(tn, tn + fn),
+        "recall_not_met": _div(tn, tn + fp),
+        "f1_not_met": f1_not,
+        "balanced_f1": (f1_met + f1_not) / 2.0,
+        "cohen_kappa": kappa,
+        "candidate_met_rate": cand,
+        "reference_met_rate": ref,
+        "leniency_bias": _div(fp - fn, n),
+    }
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """A candidate grader against a reference on the units both have a verdict on.
+
+    Attributes:
+        candidate: The grader evaluated (a judge, or a human treated as one).
+        reference: What it is compared with, e.g. ``"consensus of ana, ben"``.
+        n_units: Units compared.
+        n_tasks: Tasks those units belong to (the bootstrap's clusters).
+        confusion: ``{"tp", "fp", "fn", "tn"}`` with the reference as truth.
+        metrics: ``{name: BootResult}`` for :data:`COMPARISON_METRICS`.
+        n_undecided: Units the candidate rated whose reference was undecided (ties,
+            no verdict) and which were therefore left out.
+    """
+
+    candidate: str
+    reference: str
+    n_units: int
+    n_tasks: int
+    confusion: dict[str, int]
+    metrics: dict[str, BootResult]
+    n_undecided: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able form (see ``docs/agreement.md``)."""
+        return {
+            "candidate": self.candidate,
+            "reference": self.reference,
+            "n_units": self.n_units,
+            "n_tasks": self.n_tasks,
+            "n_undecided": self.n_undecided,
+            "confusion": dict(self.confusion),
+            "metrics": {k: boot_json(v) for k, v in self.metrics.items()},
+        }
+
+
+def _task_counts(
+    tasks: Sequence[Any], candidate: npt.ArrayLike, reference: npt.ArrayLike
+) -> tuple[list[Any], FloatArray]:
+    """Per-task confusion counts ``(n_tasks, 4)`` in order of first appearance."""
+    cand = np.asarray(candidate, dtype=bool)
+    ref = np.asarray(reference, dtype=bool)
+    arr = np.empty(len(cand), dtype=object)
+    arr[:] = list(tasks)
+    codes, labels = pd.factorize(arr, sort=False)
+    cell = np.where(cand, np.where(ref, 0, 1), np.where(ref, 2, 3))
+    flat = np.bincount(
+        np.asarray(codes, dtype=np.intp) * 4 + cell, minlength=len(labels) * 4
+    ).astype(np.float64)
+    return list(labels), flat.reshape(len(labels), 4)
+
+
+def compare(
+    candidate: npt.ArrayLike,
+    reference: npt.ArrayLike,
+    tasks: Sequence[Any],
+    *,
+    candidate_name: str = "candidate",
+    reference_name: str = "reference",
+    n_boot: int = 2000,
+    seed: int = 0,
+    ci: float = 0.95,
+    n_undecided: int = 0,
+) -> Comparison:
+    """Compare paired binary verdicts, with task-clustered bootstrap intervals.
+
+    Args:
+        candidate: The candidate's verdicts (True = met), one per unit.
+        reference: The reference verdicts on the same units.
+        tasks: The task of each unit (the bootstrap's cluster).
+        candidate_name: Label of the candidate.
+        reference_name: Label of the reference.
+        n_boot: Resamples (0: point estimates only).
+        seed: Seed of the resampling weights.
+        ci: Confidence level.
+        n_undecided: Passed through to the result.
+
+    Returns:
+        The figures of :data:`COMPARISON_METRICS`; the point estimates are the direct
+        formulas on the total counts, the intervals percentile intervals over tasks
+        resampled with :func:`~gradercal.stats.bootstrap.resampling_weights`.
+    """
+    if not 0.0 < ci < 1.0:
+        raise ValueError("ci must be between 0 and 1")
+    cand = np.asarray(candidate, dtype=bool)
+    ref = np.asarray(reference, dtype=bool)
+    if cand.shape != ref.shape or len(cand) != len(tasks):
+        raise ValueError("candidate, reference and tasks must have one entry per unit")
+    labels, per_task = _task_counts(tasks, cand, ref)
+    total = per_task.sum(axis=0) if len(labels) else np.zeros(4)
+    point = comparison_metrics(total)
+    w = _weights(len(labels), n_boot, seed)
+    reps = comparison_metrics(w @ per_task) if len(w) else {}
+    pre = percentile_bounds(reps, ci, len(labels))
+    metrics: dict[str, BootResult] = {}
+    for name in COMPARISON_METRICS:
+        value = float(point[name])
+        metrics[name] = percentile_interval(
+            value if math.isfinite(value) else None,
+            reps.get(name, np.zeros(0)),
+            n_boot=n_boot,
+            n_clusters=len(labels),
+            ci=ci,
+            note=_UNDEFINED[name] if int(total.sum()) else "no unit rated by both",
+            quantiles=pre.get(name),
+        )
+    tp, fp, fn, tn = (int(x) for x in total)
+    return Comparison(
+        candidate=candidate_name,
+        reference=reference_name,
+        n_units=len(cand),
+        n_tasks=len(labels),
+        confusion={"tp": tp, "fp": fp, "fn": fn, "tn": tn},
+        metrics=metrics,
+        n_undecided=n_undecided,
+    )
+
+
+def percentile_bounds(
+    reps: dict[str, FloatArray],
+    ci: float,
+    n_clusters: int | None = None,
+    method: CiMethod = DEFAULT_CI_METHOD,
+) -> dict[str, tuple[float, float]]:
+    """The bounds of every replicate series without undefined values, at once.
+
+    The quantiles at :func:`~gradercal.stats.bootstrap.interval_levels` of ``n_clusters``,
+    ``ci`` and ``method`` — what :func:`percentile_interval` computes one series at a
+    time (``n_clusters`` None: the plain percentile levels). Pass them to it as
+    ``quantiles`` with the same ``n_clusters``, ``ci`` and ``method``.
+    """
+    names = [n for n, r in reps.items() if len(r) and bool(np.isfinite(r).all())]
+    if not names:
+        return {}
+    levels = (
+        interval_levels(n_clusters, ci, method)
+        if n_clusters is not None and n_clusters >= 2
+        else ((1.0 - ci) / 2.0, (1.0 + ci) / 2.0)
+    )
+    q = np.quantile(np.stack([reps[n] for n in names]), levels, axis=1)
+    return {n: (float(q[0, i]), float(q[1, i])) for i, n in enumerate(names)}
+
+
+def _describe(humans: Sequence[str]) -> str:
+    return "consensus of " + ", ".join(humans) if humans else "consensus of nobody"
+
+
+def _paired(
+    frames: Frames,
+    v: pd.DataFrame,
+    candidate: str,
+    reference_humans: Sequence[str],
+    also: Sequence[str] = (),
+    cons: pd.DataFrame | None = None,
+    memo: Memo | None = None,
+) -> tuple[pd.DataFrame, int]:
+    """Units rated by ``candidate`` (and every grader in ``also``) with a decided reference.
+
+    Returns the paired table (``response_id``, ``criterion_id``, ``task_id``,
+    ``candidate``, ``reference``, ``tags``, ``workflow``, ``domain`` + one column per
+    ``also`` grader) in verdict order, and the number of otherwise eligible units
+    whose reference was undecided.
+    """
+    keys = ["response_id", "criterion_id"]
+    if cons is None and reference_humans and memo is not None:
+        cons = _consensus(frames, reference_humans, memo)
+    ev, ec = _entry(memo, v), _entry(memo, cons)
+    if (
+        ev is not None
+        and ec is not None
+        and ev["units"] is not None
+        and ec["units"] is not None
+        and cons is not None
+        and not cons.empty
+    ):
+        return _paired_units(v, ev, candidate, also, cons, ec)
+    cand = v.loc[v["grader"] == candidate, [*keys, "task_id", "met", "tags", "workflow", "domain"]]
+    cand = cand.rename(columns={"met": "candidate"})
+    for other in also:
+        o = v.loc[v["grader"] == other, [*keys, "met"]].rename(columns={"met": f"also:{other}"})
+        cand = cand.merge(o, on=keys, how="inner")
+    if cons is None:
+        cons = _consensus(frames, reference_humans, memo) if reference_humans else None
+    if cons is None or cons.empty:
+        empty = cand.iloc[0:0].assign(reference=pd.Series([], dtype=bool))
+        return empty, len(cand)
+    ref = cons.loc[:, [*keys, "met"]].rename(columns={"met": "reference"})
+    out = cand.merge(ref, on=keys, how="left")
+    decided = out["reference"].notna()
+    n_undecided = int((~decided).sum())
+    out = out.loc[decided].copy()
+    out["reference"] = out["reference"].astype(bool)
+    return out.reset_index(drop=True), n_undecided
+
+
+def _paired_units(
+    v: pd.DataFrame,
+    ev: dict[str, Any],
+    candidate: str,
+    also: Sequence[str],
+    cons: pd.DataFrame,
+    ec: dict[str, Any],
+) -> tuple[pd.DataFrame, int]:
+    """:func:`_paired` by unit positions (the same rows, order and columns)."""
+    keys = ["response_id", "criterion_id"]
+    n, uv = int(ev["n_units"]), ev["units"]
+    cand = _grader_rows(ev, candidate)
+    u = uv[cand]
+    keep = np.ones(len(cand), dtype=bool)
+    met = v["met"].to_numpy(bool)
+    others = {}
+    for other in also:
+        rows = _grader_rows(ev, other)
+        pos = _lookup(n, uv[rows], rows)[u]
+        keep &= pos >= 0
+        others[other] = pos
+    ref = _lookup(n, ec["units"], np.arange(len(cons), dtype=np.intp))[u]
+    n_undecided = int((keep & (ref < 0)).sum())
+    sel = keep & (ref >= 0)
+    cols = [*keys, "task_id", "met", "tags", "workflow", "domain"]
+    out = v.iloc[cand[sel]].loc[:, cols].rename(columns={"met": "candidate"})
+    out = out.reset_index(drop=True)
+    for other, pos in others.items():
+        out[f"also:{other}"] = met[pos[sel]]
+    out["reference"] = cons["met"].to_numpy(bool)[ref[sel]]
+    return out, n_undecided
+
+
+def _compare_table(
+    paired: pd.DataFrame,
+    column: str,
+    name: str,
+    reference: str,
+    n_boot: int,
+    seed: int,
+    ci: float,
+    n_undecided: int = 0,
+) -> Comparison:
+    return compare(
+        paired[column].to_numpy(dtype=bool),
+        paired["reference"].to_numpy(dtype=bool),
+        list(paired["task_id"]),
+        candidate_name=name,
+        reference_name=reference,
+        n_boot=n_boot,
+        seed=seed,
+        ci=ci,
+        n_undecided=n_undecided,
+    )
+
+
+# ---------------------------------------------------------------------------------------
+# Human–human
+# ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class HumanAgreement:
+    """Agreement among the human graders on a set of units.
+
+    Attributes:
+        raters: The human graders with at least one verdict here.
+        n_units: Units with at least one human verdict.
+        n_units_paired: Units with two or more human verdicts (those agreement uses).
+        n_ratings: Human verdicts.
+        n_tasks: Tasks (the bootstrap's clusters).
+        statistics: ``{name: BootResult}`` for :data:`HUMAN_STATISTICS`.
+    """
+
+    raters: list[str]
+    n_units: int
+    n_units_paired: int
+    n_ratings: int
+    n_tasks: int
+    statistics: dict[str, BootResult]
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able form."""
+        return {
+            "raters": list(self.raters),
+            "n_units": self.n_units,
+            "n_units_paired": self.n_units_paired,
+            "n_ratings": self.n_ratings,
+            "n_tasks": self.n_tasks,
+            **{k: boot_json(v) for k, v in self.statistics.items()},
+        }
+
+
+def _unit_codes(v: pd.DataFrame) -> npt.NDArray[np.int64]:
+    """Codes of the (response, criterion) pairs of ``v`` in order of first appearance.
+
+    The same codes as factorizing the pairs as tuples, without building the tuples.
+    """
+    rc, _ = pd.factorize(v["response_id"].to_numpy(object), sort=False)
+    cc, cu = pd.factorize(v["criterion_id"].to_numpy(object), sort=False)
+    pair = np.asarray(rc, np.int64) * max(len(cu), 1) + np.asarray(cc, np.int64)
+    codes, _ = pd.factorize(pair, sort=False)
+    return np.asarray(codes, np.int64)
+
+
+#: Integer codes of the unit, grader and task of each verdict row, added once to a table
+#: that is split into many groups (:func:`_with_codes`) so each group's rating table is
+#: coded from integers instead of strings.
+_CODE_COLUMNS = ("_unit_code", "_grader_code", "_task_code")
+
+
+def _with_codes(v: pd.DataFrame, full: pd.DataFrame, memo: Memo | None) -> pd.DataFrame:
+    """``v`` (columns of ``full``) with :data:`_CODE_COLUMNS` of the rows of ``full``.
+
+    Any integer code that is one-to-one with the unit does as the unit code (each
+    group's units are re-coded in order of first appearance): the unit position when
+    the memo knows it. The codes of ``full`` are kept in the memo for the next grouping.
+    """
+    hit = None if memo is None else memo.get("agreement.codes")
+    if hit is None or hit[0] is not full:
+        pos = unit_positions(memo, full)
+        grader, _ = pd.factorize(full["grader"].to_numpy(object), sort=False)
+        task, _ = pd.factorize(full["task_id"].to_numpy(object), sort=False)
+        codes = {
+            "_unit_code": _unit_codes(full) if pos is None else pos[0].astype(np.int64),
+            "_grader_code": np.asarray(grader, np.int64),
+            "_task_code": np.asarray(task, np.int64),
+        }
+        hit = (full, codes)
+        if memo is not None:
+            memo["agreement.codes"] = hit
+    return v.assign(**hit[1])
+
+
+def _ratings(v: pd.DataFrame) -> pd.DataFrame:
+    """Long ratings (unit, rater, value, task) of the verdict rows ``v``.
+
+    When ``v`` carries :data:`_CODE_COLUMNS` (a group of a coded table), raters and tasks
+    are integer codes and units are the group's own codes in order of first appearance —
+    the same codes, in the same order, as from the strings (every statistic here is
+    label-free), only faster.
+    """
+    if all(c in v.columns for c in _CODE_COLUMNS):
+        units, _ = pd.factorize(v["_unit_code"].to_numpy(np.int64), sort=False)
+        return pd.DataFrame(
+            {
+                "unit": np.asarray(units, dtype=np.int64),
+                "rater": v["_grader_code"].to_numpy(np.int64),
+                "value": v["met"].to_numpy(dtype=np.float64),
+                "task": v["_task_code"].to_numpy(np.int64),
+            }
+        )
+    codes = _unit_codes(v)
+    return pd.DataFrame(
+        {
+            "unit": np.asarray(codes, dtype=np.int64),
+            "rater": pd.Series(v["grader"].to_numpy(dtype=object), dtype=object),
+            "value": v["met"].to_numpy(dtype=np.float64),
+            "task": pd.Series(v["task_id"].to_numpy(dtype=object), dtype=object),
+        }
+    )
+
+
+def _human_stats(hv: pd.DataFrame, n_boot: int, seed: int, ci: float) -> HumanAgreement:
+    ratings = _ratings(hv)
+    per_unit = np.bincount(ratings["unit"].to_numpy(np.int64)) if len(ratings) else np.zeros(0)
+    n_tasks = int(ratings["task"].nunique())
+    cats = list(MET_CATEGORIES)
+    stats: dict[str, BootResult]
+    if n_boot > 0 and len(ratings):
+        stats = clustered_bootstrap(
+            ratings,
+            "task",
+            HUMAN_STATISTICS,
+            n_boot=n_boot,
+            ci=ci,
+            seed=seed,
+            categories=cats,
+        )
+    else:
+        direct = {
+            "percent_agreement": percent_agreement,
+            "fleiss_kappa": fleiss_kappa,
+            "gwet_ac1": gwet_ac1,
+        }
+        stats = {}
+        for name in HUMAN_STATISTICS:
+            if name == "krippendorff_alpha":
+                s = krippendorff_alpha(ratings, level="nominal", categories=cats)
+            else:
+                s = direct[name](ratings, categories=cats)
+            stats[name] = BootResult(s.value, None, None, 0, n_tasks, 0, ci, "percentile", s.note)
+    if "_grader_code" in hv.columns:  # one row per grader code, found by integers
+        _, first = np.unique(hv["_grader_code"].to_numpy(np.int64), return_index=True)
+        present = hv["grader"].to_numpy(object)[first]
+    else:
+        present = pd.unique(hv["grader"].to_numpy(object))
+    return HumanAgreement(
+        raters=sorted({str(r) for r in present}),
+        n_units=len(per_unit),
+        n_units_paired=int((per_unit >= 2).sum()),
+        n_ratings=len(ratings),
+        n_tasks=n_tasks,
+        statistics=stats,
+    )
+
+
+def human_agreement(
+    frames: Frames,
+    humans: Sequence[str] | None = None,
+    *,
+    n_boot: int = 2000,
+    seed: int = 0,
+    ci: float = 0.95,
+    memo: Memo | None = None,
+) -> HumanAgreement:
+    """Agreement among the human graders over every judgment unit.
+
+    Args:
+        frames: The benchmark frames.
+        humans: The graders to include (default: every human grader).
+        n_boot: Task-clustered bootstrap resamples (0: no intervals).
+        seed: Bootstrap seed.
+        ci: Confidence level.
+        memo: A dict shared by calls on the same frames to reuse verdict and consensus
+            tables (e.g. within one report); None: compute afresh.
+    """
+    names = list(humans) if humans is not None else human_graders(frames)
+    return _human_stats(_verdicts(frames, names, memo), n_boot, seed, ci)
+
+
+@dataclass(frozen=True)
+class PairAgreement:
+    """Two graders on the units both rated.
+
+    ``percent_agreement`` is the share of those units with the same verdict and
+    ``cohen_kappa`` Cohen's kappa on them (marginals from the shared units only, so it
+    equals scikit-learn's ``cohen_kappa_score`` on the paired verdicts).
+    """
+
+    a: str
+    b: str
+    n_units: int
+    n_tasks: int
+    percent_agreement: BootResult
+    cohen_kappa: BootResult
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able form."""
+        return {
+            "a": self.a,
+            "b": self.b,
+            "n_units": self.n_units,
+            "n_tasks": self.n_tasks,
+            "percent_agreement": boot_json(self.percent_agreement),
+            "cohen_kappa": boot_json(self.cohen_kappa),
+        }
+
+
+def pairwise_agreement(
+    frames: Frames,
+    graders: Sequence[str] | None = None,
+    *,
+    n_boot: int = 2000,
+    seed: int = 0,
+    ci: float = 0.95,
+    memo: Memo | None = None,
+) -> list[PairAgreement]:
+    """Percent agreement and Cohen's kappa of every pair of graders.
+
+    Args:
+        frames: The benchmark frames.
+        graders: The graders (default: every human grader), in the order to pair them.
+        n_boot: Task-clustered bootstrap resamples (0: no intervals).
+        seed: Bootstrap seed.
+        ci: Confidence level.
+        memo: A dict shared by calls on the same frames to reuse verdict and consensus
+            tables (e.g. within one report); None: compute afresh.
+
+    Returns:
+        One entry per unordered pair ``(a, b)``, ``a`` before ``b`` in ``graders``.
+    """
+    names = list(graders) if graders is not None else human_graders(frames)
+    v = _verdicts(frames, names, memo)
+    keys = ["response_id", "criterion_id"]
+    out: list[PairAgreement] = []
+    ev = _entry(memo, v)
+    if ev is not None and ev["units"] is None:
+        ev = None
+    for i, a in enumerate(names):
+        if ev is None:
+            va = v.loc[v["grader"] == a, [*keys, "task_id", "met"]]
+        for b in names[i + 1 :]:
+            if ev is None:
+                vb = v.loc[v["grader"] == b, [*keys, "met"]]
+                p = va.merge(vb, on=keys, suffixes=("_a", "_b"))
+            else:
+                p = _pair_units(v, ev, a, b)
+            c = compare(
+                p["met_a"].to_numpy(dtype=bool),
+                p["met_b"].to_numpy(dtype=bool),
+                list(p["task_id"]),
+                candidate_name=a,
+                reference_name=b,
+                n_boot=n_boot,
+                seed=seed,
+                ci=ci,
+            )
+            out.append(
+                PairAgreement(
+                    a,
+                    b,
+                    c.n_units,
+                    c.n_tasks,
+                    c.metrics["percent_agreement"],
+                    c.metrics["cohen_kappa"],
+                )
+            )
+    return out
+
+
+def _pair_units(v: pd.DataFrame, ev: dict[str, Any], a: str, b: str) -> pd.DataFrame:
+    """The inner merge of ``a``'s and ``b``'s verdicts by unit positions (``a``'s order)."""
+    ra, rb = _grader_rows(ev, a), _grader_rows(ev, b)
+    pos = _lookup(int(ev["n_units"]), ev["units"][rb], rb)[ev["units"][ra]]
+    sel = pos >= 0
+    met = v["met"].to_numpy(bool)
+    return pd.DataFrame(
+        {
+            "task_id": pd.Series(v["task_id"].to_numpy(object)[ra[sel]], dtype=object),
+            "met_a": met[ra[sel]],
+            "met_b": met[pos[sel]],
+        }
+    )
+
+
+def leave_one_out(
+    frames: Frames,
+    humans: Sequence[str] | None = None,
+    *,
+    n_boot: int = 2000,
+    seed: int = 0,
+    ci: float = 0.95,
+    memo: Memo | None = None,
+) -> list[Comparison]:
+    """Each human against the consensus of the other humans.
+
+    Args:
+        frames: The benchmark frames.
+        humans: The human graders (default: all); needs at least two.
+        n_boot: Task-clustered bootstrap resamples (0: no intervals).
+        seed: Bootstrap seed.
+        ci: Confidence level.
+        memo: A dict shared by calls on the same frames to reuse verdict and consensus
+            tables (e.g. within one report); None: compute afresh.
+
+    Returns:
+        One :class:`Comparison` per human (empty with fewer than two humans), on the
+        units the human rated whose leave-one-out consensus is decided.
+    """
+    names = list(humans) if humans is not None else human_graders(frames)
+    if len(names) < 2:
+        return []
+    v = _verdicts(frames, names, memo)
+    out = []
+    for h in names:
+        others = [g for g in names if g != h]
+        paired, undecided = _paired(frames, v, h, others, memo=memo)
+        out.append(
+            _compare_table(paired, "candidate", h, _describe(others), n_boot, seed, ci, undecided)
+        )
+    return out
+
+
+# ---------------------------------------------------------------------------------------
+# Human–judge
+# ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LooRow:
+    """One human treated as a judge, beside the judge on the same units and reference.
+
+    Attributes:
+        human: The human left out.
+        human_vs_others: The human against the consensus of the other humans.
+        judge_vs_others: The judge against that same consensus, on the same units.
+    """
+
+    human: str
+    human_vs_others: Comparison
+    judge_vs_others: Comparison
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able form."""
+        return {
+            "human": self.human,
+            "reference": self.human_vs_others.reference,
+            "n_units": self.human_vs_others.n_units,
+            "n_tasks": self.human_vs_others.n_tasks,
+            "human_metrics": {k: boot_json(b) for k, b in self.human_vs_others.metrics.items()},
+            "judge_metrics": {k: boot_json(b) for k, b in self.judge_vs_others.metrics.items()},
+        }
+
+
+@dataclass(frozen=True)
+class JudgeAgreement:
+    """The judge against the human consensus, placed within the range of the humans.
+
+    Attributes:
+        judge: The judge's grader name.
+        headline: The judge against the consensus of all humans.
+        humans_as_judge: One :class:`LooRow` per human (needs ≥ 2 humans).
+        human_range: Per figure, ``(min, max)`` over the humans' leave-one-out values
+            (None when no human has the figure defined).
+        judge_loo_mean: Per figure, the mean of the judge's leave-one-out values
+            (None when undefined for some human).
+        within_human_range: Per figure, whether ``judge_loo_mean`` lies in
+            ``human_range`` (None when either is undefined).
+    """
+
+    judge: str
+    headline: Comparison
+    humans_as_judge: list[LooRow]
+    human_range: dict[str, tuple[float, float] | None] = field(default_factory=dict)
+    judge_loo_mean: dict[str, float | None] = field(default_factory=dict)
+    within_human_range: dict[str, bool | None] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able form (see ``docs/agreement.md``)."""
+        return {
+            "judge": self.judge,
+            **{k: v for k, v in self.headline.to_dict().items() if k != "candidate"},
+            "humans_as_judge": [r.to_dict() for r in self.humans_as_judge],
+            "human_range": {
+                k: (None if v is None else [v[0], v[1]]) for k, v in self.human_range.items()
+            },
+            "judge_loo_mean": dict(self.judge_loo_mean),
+            "within_human_range": dict(self.within_human_range),
+        }
+
+
+def judge_agreement(
+    frames: Frames,
+    judge: str,
+    humans: Sequence[str] | None = None,
+    *,
+    n_boot: int = 2000,
+    seed: int = 0,
+    ci: float = 0.95,
+    progress: Progress | None = None,
+    memo: Memo | None = None,
+) -> JudgeAgreement:
+    """The judge against the human consensus, and every human treated as a judge.
+
+    Args:
+        frames: The benchmark frames.
+        judge: The judge's grader name.
+        humans: The human graders (default: every grader of kind ``"human"``).
+        n_boot: Task-clustered bootstrap resamples (0: no intervals).
+        seed: Bootstrap seed (the same resamples for every comparison with the same
+            tasks).
+        ci: Confidence level.
+        memo: A dict shared by calls on the same frames to reuse verdict and consensus
+            tables (e.g. within one report); None: compute afresh.
+        progress: Optional ``(stage, done, total)`` callback.
+
+    Raises:
+        ValueError: ``judge`` has no verdict on any judgment criterion.
+    """
+    names = [
+        h for h in (list(humans) if humans is not None else human_graders(frames)) if h != judge
+    ]
+    v = _verdicts(frames, [*names, judge], memo)
+    if not (v["grader"] == judge).any():
+        raise ValueError(f"grader {judge!r} has no verdict on any judgment criterion")
+    total = 1 + len(names)
+    paired, undecided = _paired(frames, v, judge, names, memo=memo)
+    headline = _compare_table(
+        paired, "candidate", judge, _describe(names), n_boot, seed, ci, undecided
+    )
+    if progress:
+        progress("judge vs humans", 1, total)
+    rows: list[LooRow] = []
+    if len(names) >= 2:
+        for i, h in enumerate(names):
+            others = [g for g in names if g != h]
+            p, und = _paired(frames, v, h, others, also=[judge], memo=memo)
+            ref = _describe(others)
+            hc = _compare_table(p, "candidate", h, ref, n_boot, seed, ci, und)
+            jc = _compare_table(p, f"also:{judge}", judge, ref, n_boot, seed, ci, und)
+            rows.append(LooRow(h, hc, jc))
+            if progress:
+                progress("judge vs humans", i + 2, total)
+    rng: dict[str, tuple[float, float] | None] = {}
+    mean: dict[str, float | None] = {}
+    within: dict[str, bool | None] = {}
+    for name in COMPARISON_METRICS:
+        hv = [r.human_vs_others.metrics[name].value for r in rows]
+        jv = [r.judge_vs_others.metrics[name].value for r in rows]
+        hdef = [x for x in hv if x is not None]
+        rng[name] = (min(hdef), max(hdef)) if hdef and len(hdef) == len(hv) else None
+        mean[name] = float(np.mean(jv)) if rows and all(x is not None for x in jv) else None  # type: ignore[arg-type]
+        r, m = rng[name], mean[name]
+        within[name] = None if r is None or m is None else bool(r[0] <= m <= r[1])
+    return JudgeAgreement(judge, headline, rows, rng, mean, within)
+
+
+# ---------------------------------------------------------------------------------------
+# Groups
+# ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class GroupAgreement:
+    """Agreement within one group of units (a tag, workflow, domain or criterion).
+
+    Attributes:
+        group: The group's label (None: units whose task has no workflow/domain).
+        task_id: For ``by="criterion"``, the criterion's task (criterion ids are unique
+            only within a task); None otherwise.
+        humans: Human–human agreement on the group's units.
+        judge: The judge against the human consensus on them (None without a judge).
+        points: For ``by="criterion"``, the criterion's points; None otherwise.
+    """
+
+    group: str | None
+    task_id: str | None
+    humans: HumanAgreement
+    judge: Comparison | None
+    points: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able form."""
+        out: dict[str, Any] = {"group": self.group}
+        if self.task_id is not None:
+            out["task_id"] = self.task_id
+            out["points"] = self.points
+        out["human_human"] = self.humans.to_dict()
+        out["human_judge"] = None if self.judge is None else self.judge.to_dict()
+        return out
+
+
+def _group_labels(v: pd.DataFrame, by: Grouping) -> pd.DataFrame:
+    """``v`` with a ``group`` column; rows repeated for several tags."""
+    if by == "tag":
+        # One row per (row, tag), rows in order and each row's tags in order (as
+        # ``explode`` of the tag lists would give); untagged rows get the group None.
+        # The tags are looked up once per distinct tag tuple, not once per row.
+        try:
+            codes, uniq = pd.factorize(v["tags"].to_numpy(object), sort=False)
+        except TypeError:  # unhashable tag lists: one lookup per row
+            g = v.assign(group=v["tags"].map(lambda t: list(t) if t else [None]))
+            g = g.explode("group").reset_index(drop=True)
+            col = g["group"].astype(object)
+            return g.assign(group=col.where(col.notna(), None))
+        per = [list(t) if t else [None] for t in uniq]
+        counts = np.array([len(x) for x in per], dtype=np.intp)
+        codes = np.asarray(codes, dtype=np.intp)
+        if (codes < 0).any():  # a missing tags cell: untagged
+            per.append([None])
+            counts = np.append(counts, 1)
+            codes = np.where(codes < 0, len(per) - 1, codes)
+        starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.intp)
+        flat = np.empty(int(counts.sum()), dtype=object)
+        flat[:] = [x for tags in per for x in tags]
+        n = counts[codes]
+        rows = np.repeat(np.arange(len(v), dtype=np.intp), n)
+        within = np.arange(len(rows), dtype=np.intp) - np.repeat(np.cumsum(n) - n, n)
+        g = v.take(rows).reset_index(drop=True)
+        col = pd.Series(flat[starts[codes][rows] + within], dtype=object)
+        return g.assign(group=col.where(col.notna(), None))
+    if by == "criterion":
+        return v.assign(group=v["criterion_id"].astype(object))
+    return v.assign(group=v[by].astype(object))
+
+
+def _group_selector(g: pd.DataFrame) -> Callable[[str | None], pd.DataFrame]:
+    """``label → rows of g whose group is label`` (None: missing group), in row order.
+
+    The same rows as ``g.loc[g["group"] == label]`` (``g["group"].isna()`` for None),
+    from one factorization of the group column instead of a comparison per label.
+    """
+    codes, uniq = pd.factorize(g["group"].to_numpy(object), sort=False)
+    codes = np.asarray(codes, dtype=np.intp)
+    position = {x: k for k, x in enumerate(uniq)}
+    order = np.argsort(codes, kind="stable")
+    bounds = np.searchsorted(codes[order], np.arange(-1, len(uniq) + 1))
+
+    def select(label: str | None) -> pd.DataFrame:
+        k = -1 if label is None else position.get(label)
+        if k is None:
+            return g.iloc[0:0]
+        return g.iloc[order[bounds[k + 1] : bounds[k + 2]]]
+
+    return select
+
+
+def _stat(value: float, note: str | None, ci: float) -> BootResult:
+    if math.isfinite(value):
+        return BootResult(float(value), None, None, 0, 1, 0, ci, "percentile", None)
+    return BootResult(None, None, None, 0, 1, 0, ci, "percentile", note or "undefined")
+
+
+def _criterion_groups(
+    frames: Frames,
+    v: pd.DataFrame,
+    paired: pd.DataFrame | None,
+    judge: str | None,
+    names: Sequence[str],
+    ci: float,
+) -> list[GroupAgreement]:
+    """Per-criterion agreement, vectorised (no bootstrap: one task is one cluster).
+
+    The human statistics are Gwet's percent agreement, Fleiss' kappa, Gwet's AC1 and
+    nominal Krippendorff's alpha on the category set {0, 1}, with the formulas (and the
+    notes) of :mod:`gradercal.stats.coefficients`, computed from per-unit counts.
+    """
+    crit = frames.criteria.loc[
+        frames.criteria["kind"] != "auto", ["task_id", "criterion_id", "points"]
+    ].drop_duplicates(["task_id", "criterion_id"])
+    keys = ["task_id", "criterion_id"]
+    # Per unit: r (ratings) and r1 (met).
+    unit = (
+        v.groupby([*keys, "response_id"], sort=False)["met"].agg(r="size", r1="sum").reset_index()
+    )
+    r = unit["r"].to_numpy(np.float64)
+    r1 = unit["r1"].to_numpy(np.float64)
+    r0 = r - r1
+    two = r >= 2
+    safe = np.where(two, r * (r - 1), 1.0)
+    unit = unit.assign(
+        agree=np.where(two, (r1 * (r1 - 1) + r0 * (r0 - 1)) / safe, 0.0),
+        two=two.astype(np.float64),
+        share1=r1 / r,
+        o01=np.where(two, r0 * r1 / np.where(two, r - 1, 1.0), 0.0),
+        n0=np.where(two, r0, 0.0),
+        n1=np.where(two, r1, 0.0),
+    )
+    g = unit.groupby(keys, sort=False).agg(
+        n_units=("r", "size"),
+        n_ratings=("r", "sum"),
+        n_two=("two", "sum"),
+        agree=("agree", "sum"),
+        pi1=("share1", "mean"),
+        o01=("o01", "sum"),
+        n0=("n0", "sum"),
+        n1=("n1", "sum"),
+    )
+    raters = (
+        v.drop_duplicates([*keys, "grader"])
+        .groupby(keys, sort=False)["grader"]
+        .agg(lambda x: sorted(str(a) for a in x))
+        .rename("raters")
+    )
+    table = crit.merge(g.reset_index(), on=keys, how="left").merge(
+        raters.reset_index(), on=keys, how="left"
+    )
+    cols = ["tp", "fp", "fn", "tn"]
+    if paired is not None and judge is not None:
+        cell = np.where(
+            paired["candidate"].to_numpy(bool),
+            np.where(paired["reference"].to_numpy(bool), 0, 1),
+            np.where(paired["reference"].to_numpy(bool), 2, 3),
+        )
+        onehot = pd.DataFrame(np.eye(4)[cell], columns=cols)
+        onehot[keys[0]] = paired["task_id"].to_numpy(object)
+        onehot[keys[1]] = paired["criterion_id"].to_numpy(object)
+        counts = onehot.groupby(keys, sort=False)[cols].sum().reset_index()
+        table = table.merge(counts, on=keys, how="left")
+    # Everything as aligned arrays (0 where a criterion has no rating).
+    num = {
+        c: table[c].to_numpy(np.float64, na_value=0.0)
+        for c in ("n_units", "n_ratings", "n_two", "agree", "pi1", "o01", "n0", "n1")
+    }
+    n_raters = np.array([len(x) if isinstance(x, list) else 0 for x in table["raters"]])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        pa = np.where(
+            num["n_two"] > 0, num["agree"] / np.where(num["n_two"] > 0, num["n_two"], 1), np.nan
+        )
+        pi1 = num["pi1"]
+        pe_f = pi1**2 + (1 - pi1) ** 2
+        pe_g = 2 * pi1 * (1 - pi1)
+        fk = np.where(1 - pe_f > _PE_TOLERANCE, (pa - pe_f) / (1 - pe_f), np.nan)
+        ac1 = np.where(1 - pe_g > _PE_TOLERANCE, (pa - pe_g) / (1 - pe_g), np.nan)
+        n0, n1 = num["n0"], num["n1"]
+        ok = (n0 > 0) & (n1 > 0)
+        alpha = np.where(ok, 1 - (n0 + n1 - 1) * num["o01"] / np.where(ok, n0 * n1, 1), np.nan)
+    base = np.select(
+        [num["n_ratings"] == 0, n_raters < 2, num["n_two"] == 0],
+        ["no ratings", "only one rater", "no unit was rated by two or more raters"],
+        default="",
+    )
+    flat = "no variation: chance agreement is 1 (a single category used)"
+    same = "no variation: all pairable values are identical"
+    judged = paired is not None and judge is not None
+    if judged:
+        conf = table.loc[:, cols].to_numpy(np.float64, na_value=0.0)
+        jm = comparison_metrics(conf)
+    reference = _describe(names)
+    out: list[GroupAgreement] = []
+    for i, (task, cid, points, who) in enumerate(
+        table.loc[:, ["task_id", "criterion_id", "points", "raters"]].itertuples(
+            index=False, name=None
+        )
+    ):
+        if base[i]:
+            stats = {k: _stat(math.nan, str(base[i]), ci) for k in HUMAN_STATISTICS}
+        else:
+            stats = {
+                "percent_agreement": _stat(float(pa[i]), None, ci),
+                "fleiss_kappa": _stat(float(fk[i]), flat, ci),
+                "gwet_ac1": _stat(float(ac1[i]), flat, ci),
+                "krippendorff_alpha": _stat(float(alpha[i]), same, ci),
+            }
+        n_units = int(num["n_units"][i])
+        ha = HumanAgreement(
+            list(who) if isinstance(who, list) else [],
+            n_units,
+            int(num["n_two"][i]),
+            int(num["n_ratings"][i]),
+            1 if n_units else 0,
+            stats,
+        )
+        jc = None
+        if judged:
+            c = conf[i]
+            total = int(c.sum())
+            jc = Comparison(
+                candidate=str(judge),
+                reference=reference,
+                n_units=total,
+                n_tasks=1 if total else 0,
+                confusion={k: int(x) for k, x in zip(cols, c, strict=True)},
+                metrics={
+                    k: _stat(
+                        float(jm[k][i]), _UNDEFINED[k] if total else "no unit rated by both", ci
+                    )
+                    for k in COMPARISON_METRICS
+                },
+            )
+        out.append(GroupAgreement(str(cid), str(task), ha, jc, int(points)))
+    return out
+
+
+def group_agreement(
+    frames: Frames,
+    by: Grouping,
+    humans: Sequence[str] | None = None,
+    judge: str | None = None,
+    *,
+    n_boot: int = 2000,
+    seed: int = 0,
+    ci: float = 0.95,
+    progress: Progress | None = None,
+    memo: Memo | None = None,
+) -> list[GroupAgreement]:
+    """Human–human agreement and judge–consensus comparison within each group.
+
+    Groups: ``"tag"`` (a unit counts in every tag of its criterion; untagged units form
+    the group None), ``"workflow"`` and ``"domain"`` (the task's; None when unset), or
+    ``"criterion"`` (one group per criterion of a task; no bootstrap intervals: all its
+    units lie in one task, i.e. one cluster).
+
+    Args:
+        frames: The benchmark frames.
+        by: The grouping.
+        humans: The human graders (default: all).
+        judge: The judge to compare with the consensus, or None.
+        n_boot: Task-clustered bootstrap resamples (0: no intervals).
+        seed: Bootstrap seed.
+        ci: Confidence level.
+        memo: A dict shared by calls on the same frames to reuse verdict and consensus
+            tables (e.g. within one report); None: compute afresh.
+        progress: Optional ``(stage, done, total)`` callback.
+
+    Returns:
+        One entry per group, sorted by label (None last); criteria in rubric order.
+
+    Raises:
+        ValueError: Unknown ``by``.
+    """
+    if by not in GROUPINGS:
+        raise ValueError(f"by must be one of {GROUPINGS}, not {by!r}")
+    names = [
+        h for h in (list(humans) if humans is not None else human_graders(frames)) if h != judge
+    ]
+    v = _verdicts(frames, names, memo)
+    # Only the columns the group statistics read travel through the grouping.
+    label_col = {"tag": "tags", "criterion": "criterion_id"}.get(by, by)
+    need = ["response_id", "criterion_id", "task_id", "grader", "met", label_col]
+    hv = _group_labels(
+        v if by == "criterion" else _with_codes(v.loc[:, list(dict.fromkeys(need))], v, memo), by
+    )
+    paired = None
+    if judge is not None:
+        jv = _verdicts(frames, [judge], memo)
+        cons = _consensus(frames, names, memo) if names else None
+        paired, _ = _paired(frames, jv, judge, names, cons=cons, memo=memo)
+        if by != "criterion":
+            pneed = ["task_id", "candidate", "reference", label_col]
+            paired = paired.loc[:, list(dict.fromkeys(pneed))]
+        paired = _group_labels(paired, by)
+    if by == "criterion":
+        out_c = _criterion_groups(frames, v, paired, judge, names, ci)
+        if progress:
+            progress("by criterion", len(out_c), len(out_c))
+        return out_c
+    labels = set(hv["group"].tolist()) | (
+        set(paired["group"].tolist()) if paired is not None else set()
+    )
+    groups: list[str | None] = [*sorted(str(x) for x in labels if x is not None)]
+    if None in labels:
+        groups.append(None)
+    hsel_of = _group_selector(hv)
+    psel_of = _group_selector(paired) if paired is not None else None
+    out: list[GroupAgreement] = []
+    for i, label in enumerate(groups):
+        hsel = hsel_of(label)
+        psel = psel_of(label) if psel_of is not None else None
+        ha = _human_stats(hsel, n_boot, seed, ci)
+        jc = None
+        if psel is not None and judge is not None:
+            jc = _compare_table(psel, "candidate", judge, _describe(names), n_boot, seed, ci)
+        out.append(GroupAgreement(label, None, ha, jc, None))
+        if progress:
+            progress(f"by {by}", i + 1, len(groups))
+    return out
+
+
+# ---------------------------------------------------------------------------------------
+# Report
+# ---------------------------------------------------------------------------------------
+
+
+def agreement_report(
+    frames: Frames,
+    *,
+    judge: str | None = None,
+    humans: Sequence[str] | None = None,
+    by: Grouping | None = None,
+    n_boot: int = 2000,
+    seed: int = 0,
+    ci: float = 0.95,
+    progress: Progress | None = None,
+    benchmark: str | None = None,
+) -> dict[str, Any]:
+    """Everything ``gradercal agreement --json`` prints (shape in ``docs/agreement.md``).
+
+    Args:
+        frames: The benchmark frames.
+        judge: The judge to compare (None: human–human only).
+        humans: The human graders (default: every grader of kind ``"human"``).
+        by: Also break agreement down by this grouping.
+        n_boot: Task-clustered bootstrap resamples (0: no intervals).
+        seed: Bootstrap seed.
+        ci: Confidence level.
+        progress: Optional ``(stage, done, total)`` callback.
+        benchmark: The benchmark's name, echoed in the report.
+    """
+    names = [
+        h for h in (list(humans) if humans is not None else human_graders(frames)) if h != judge
+    ]
+    memo: Memo = {}
+    overall = human_agreement(frames, names, n_boot=n_boot, seed=seed, ci=ci, memo=memo)
+    if progress:
+        progress("human agreement", 1, 3)
+    pairs = pairwise_agreement(frames, names, n_boot=n_boot, seed=seed, ci=ci, memo=memo)
+    if progress:
+        progress("human agreement", 2, 3)
+    loo = leave_one_out(frames, names, n_boot=n_boot, seed=seed, ci=ci, memo=memo)
+    if progress:
+        progress("human agreement", 3, 3)
+    notes: list[str] = []
+    if len(names) < 2:
+        notes.append(
+            f"{len(names)} human grader{'s' if len(names) != 1 else ''}: human–human "
+            "agreement needs at least two"
+        )
+    report: dict[str, Any] = {
+        "benchmark": benchmark,
+        "humans": names,
+        "judge": judge,
+        "bootstrap": (
+            {
+                "n_boot": n_boot,
+                "ci": ci,
+                "seed": seed,
+                "cluster": "task",
+                "method": "expanded_percentile",
+            }
+            if n_boot > 0
+            else None
+        ),
+        "human_human": {
+            "overall": overall.to_dict(),
+            "pairwise": [p.to_dict() for p in pairs],
+            "leave_one_out": [c.to_dict() for c in loo],
+        },
+        "human_judge": None,
+        "groups": None,
+        "notes": notes,
+    }
+    if judge is not None:
+        ja = judge_agreement(
+            frames, judge, names, n_boot=n_boot, seed=seed, ci=ci, progress=progress, memo=memo
+        )
+        report["human_judge"] = ja.to_dict()
+    if by is not None:
+        rows = group_agreement(
+            frames, by, names, judge, n_boot=n_boot, seed=seed, ci=ci, progress=progress, memo=memo
+        )
+        report["groups"] = {"by": by, "rows": [r.to_dict() for r in rows]}
+    return report

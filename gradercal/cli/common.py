@@ -1,0 +1,165 @@
+"""What every command module shares: the common options, error handling, the one
+``--json`` emitter, the progress bar, and opening the database.
+
+Command modules (:mod:`gradercal.cli.data`, :mod:`gradercal.cli.analysis`, …) import this
+module and never each other; :mod:`gradercal.cli` only registers them.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import click
+
+from gradercal.errors import GradercalError
+
+if TYPE_CHECKING:
+    from gradercal.db.judging import JudgeStore
+    from gradercal.db.repo import Repository
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+BREAKDOWNS = ("workflow", "domain", "artifacts", "answer_format")
+
+
+def emit_json(obj: Any) -> None:
+    click.echo(json.dumps(obj, indent=2, ensure_ascii=False, default=str))
+
+
+def fail(message: str) -> None:
+    click.echo(click.style("error: ", fg="red", bold=True) + message, err=True)
+
+
+def handle_errors(fn: F) -> F:
+    """Turn gradercal's own errors into a clean message and exit status 1."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except GradercalError as exc:
+            fail(str(exc))
+            sys.exit(1)
+
+    return wrapper  # type: ignore[return-value]
+
+
+db_option = click.option(
+    "--db",
+    "db",
+    envvar="GRADERCAL_DB",
+    metavar="PATH|URL",
+    help="SQLite file or database URL (postgresql+psycopg://…). "
+    "Default: $GRADERCAL_DB, else gradercal.sqlite in the user data directory.",
+)
+benchmark_option = click.option(
+    "--benchmark",
+    "-b",
+    metavar="NAME",
+    help="Benchmark to use when the database holds several.",
+)
+json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON instead of tables.")
+
+
+def open_repo(db: str | None) -> Repository:
+    from gradercal.db.repo import Repository
+    from gradercal.db.session import open_database
+
+    return Repository(open_database(db))
+
+
+@contextmanager
+def progress_bar(enabled: bool) -> Iterator[Callable[[str, int, int], None]]:
+    """A rich progress bar on stderr (only on a terminal); yields a (stage, done, total) hook."""
+    if not enabled or not sys.stderr.isatty():
+        yield lambda _stage, _done, _total: None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+
+    bars: dict[str, Any] = {}
+    with Progress(
+        "[progress.description]{task.description}",
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        console=Console(stderr=True),
+        transient=True,
+    ) as prog:
+
+        def update(stage: str, done: int, total: int) -> None:
+            if stage not in bars:
+                bars[stage] = prog.add_task(stage, total=max(total, 1))
+            prog.update(bars[stage], completed=done, total=max(total, 1))
+
+        yield update
+
+
+def calibrated_summary(store: JudgeStore, benchmark: str | None, name: str) -> Any:
+    """The judge's calibrated per-model figures (no per-response rows); None if uncalibrated."""
+    report = store.calibrated_report(benchmark, name)
+    if report is None:
+        return None
+    return {k: v for k, v in report.items() if k != "responses"}
+
+
+def attach_calibrated(repo: Any, benchmark: str | None, reports: list[dict[str, Any]]) -> None:
+    """``gradercal scores --calibrated``: add each judge report's calibrated figures.
+
+    Sets ``report["calibrated"]`` of every report whose grader is a judge to
+    ``{"judge", "pass_threshold", "calibration": {"id", "method", "version",
+    "created_at"}, "models": [...]}`` (see :func:`gradercal.analysis.calibration.apply.calibrated_report`).
+
+    Raises:
+        GradercalError: No report is of a judge, or a judge has no active calibration.
+    """
+    from gradercal.db.judging import JudgeStore
+    from gradercal.errors import ConflictError
+
+    store = JudgeStore(repo.db)
+    found = False
+    for report in reports:
+        name = report["grader"]
+        if name == "consensus":
+            continue
+        try:
+            if store.judge(name) is None:
+                continue
+        except ConflictError:  # a person
+            continue
+        found = True
+        summary = calibrated_summary(store, benchmark, name)
+        if summary is None:
+            raise GradercalError(
+                f"judge {name!r} has no active calibration: fit one with "
+                f"`gradercal calibrate --judge {name}`"
+            )
+        report["calibrated"] = summary
+    if not found:
+        raise GradercalError("--calibrated needs --grader JUDGE (or all) naming a judge grader")
+
+
+def print_calibrated(report: dict[str, Any] | None) -> None:
+    """Print the calibrated per-model figures (nothing for None)."""
+    if report is None:
+        return
+    cal = report["calibration"]
+    click.echo(
+        f"calibrated with {cal['method']} v{cal['version']} (calibration #{cal['id']}), "
+        f"pass ≥ {report['pass_threshold']:.0%}:"
+    )
+
+    def pct(x: float | None) -> str:
+        return "—" if x is None else f"{x:.1%}"
+
+    for row in report["models"]:
+        click.echo(
+            f"  {row['model']}: mean score {pct(row['mean_score'])} "
+            f"(raw {pct(row['raw_mean_score'])}), pass rate {pct(row['pass_rate'])} "
+            f"(raw {pct(row['raw_pass_rate'])}), {row['n_scored']}/{row['n_responses']} scored"
+        )

@@ -1,0 +1,421 @@
+"""Commands on the benchmark's data: ``init``, ``import``, ``benchmarks``, ``scores``,
+``export`` and ``samples generate``.
+
+Registered lazily by :class:`gradercal.cli.LazyGroup`.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from gradercal.errors import GradercalError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+from gradercal.cli.common import (
+    BREAKDOWNS,
+    attach_calibrated,
+    benchmark_option,
+    db_option,
+    emit_json,
+    handle_errors,
+    json_option,
+    open_repo,
+    print_calibrated,
+    progress_bar,
+)
+
+
+@click.command()
+@db_option
+@json_option
+@handle_errors
+def init(db: str | None, as_json: bool) -> None:
+    """Create the database (or upgrade it to the current schema)."""
+    from gradercal.db.session import head_revision
+
+    repo = open_repo(db)
+    info = {"database": repo.db.display, "schema_revision": head_revision()}
+    if as_json:
+        emit_json(info)
+    else:
+        click.echo(f"database ready: {info['database']} (schema {info['schema_revision']})")
+
+
+@click.command(name="import")
+@click.argument("path", type=click.Path(path_type=Path))
+@db_option
+@benchmark_option
+@json_option
+@handle_errors
+def import_(path: Path, db: str | None, benchmark: str | None, as_json: bool) -> None:
+    """Import a benchmark folder, one of its JSONL files, or a HealthBench-style JSONL file.
+
+    Everything is validated first; a file with any bad line imports nothing and every
+    problem is listed as file:line: field: message. Importing the same data again
+    changes nothing.
+    """
+    from gradercal.db.repo import benchmark_of
+    from gradercal.formats import read_path, sniff_jsonl
+
+    repo = open_repo(db)
+    kind = sniff_jsonl(path) if path.is_file() else "folder"
+    has_bench_file = kind == "folder" and (path / "benchmark.json").is_file()
+    if benchmark is not None:
+        target = benchmark
+    elif kind in ("responses", "judgments"):
+        target = repo.benchmark(None).name
+    elif kind == "healthbench":
+        target = path.stem
+    else:
+        folder = path if kind == "folder" else path.parent
+        target = _peek_name(folder) or folder.resolve().name
+    catalog = repo.catalog(target)
+    data = benchmark_of(read_path(path, catalog), target)
+    with progress_bar(not as_json) as update:
+        report = repo.import_data(data, threshold_from_file=has_bench_file, progress=update)
+    if as_json:
+        emit_json(report.to_dict())
+        return
+    if not report.changed:
+        click.echo(f"{path}: nothing new; {repo.db.display} unchanged")
+        return
+    parts = [
+        f"{report.tasks_added} tasks",
+        f"{report.artifacts_added} artifacts ({report.bytes_added / 1e6:.1f} MB new)",
+        f"{report.responses_added} responses",
+        f"{report.judgments_added} judgments",
+    ]
+    click.echo(f"imported into benchmark {report.benchmark!r}: " + ", ".join(parts))
+    if report.judgments_updated:
+        click.echo(f"updated {report.judgments_updated} judgments (old values kept as revisions)")
+    if report.graders_added:
+        click.echo("new graders: " + ", ".join(report.graders_added))
+    if report.pass_threshold_changed:
+        old, new = report.pass_threshold_changed
+        click.echo(f"pass threshold changed from {old} to {new}")
+
+
+def _peek_name(folder: Path) -> str | None:
+    bench = folder / "benchmark.json"
+    if not bench.is_file():
+        return None
+    try:
+        value = json.loads(bench.read_text("utf-8"))
+    except (OSError, ValueError):
+        return None  # the reader reports the problem with its line number
+    name = value.get("name") if isinstance(value, dict) else None
+    return name if isinstance(name, str) and name else None
+
+
+@click.command()
+@db_option
+@json_option
+@handle_errors
+def benchmarks(db: str | None, as_json: bool) -> None:
+    """List the benchmarks stored in the database."""
+    rows = open_repo(db).benchmarks()
+    if as_json:
+        emit_json([r.__dict__ for r in rows])
+        return
+    if not rows:
+        click.echo("no benchmarks yet: run `gradercal import PATH`")
+    for r in rows:
+        click.echo(
+            f"{r.name}: {r.n_tasks} tasks, {r.n_responses} responses, {r.n_judgments} judgments, "
+            f"pass threshold {r.pass_threshold:.0%}"
+        )
+
+
+@click.command()
+@db_option
+@benchmark_option
+@click.option(
+    "--grader",
+    "-g",
+    default="consensus",
+    show_default=True,
+    metavar="NAME|consensus|all",
+    help="Whose verdicts to score: one grader, the human consensus, or every grader.",
+)
+@click.option(
+    "--by",
+    "by",
+    default=",".join(BREAKDOWNS),
+    show_default=True,
+    help="Breakdowns to show (comma-separated; empty for none).",
+)
+@click.option(
+    "--svg",
+    "svg",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Also save the tables as an SVG image (for reports and READMEs).",
+)
+@click.option(
+    "--calibrated",
+    is_flag=True,
+    help="Also the judge's figures under its active calibration (`gradercal calibrate`), "
+    "applied to all its verdicts, new runs included.",
+)
+@json_option
+@handle_errors
+def scores(
+    db: str | None,
+    benchmark: str | None,
+    grader: str,
+    by: str,
+    svg: Path | None,
+    calibrated: bool,
+    as_json: bool,
+) -> None:
+    """Per-model mean rubric score and pass rate, with breakdowns.
+
+    \b
+    JSON shape (one object, or a list of them with --grader all):
+      {"grader", "pass_threshold", "models": [{"model", "n_responses", "n_scored",
+       "mean_score", "pass_rate"}], "breakdowns": {"workflow": [{"model", "group", …}], …},
+       "incomplete", "ties"}
+    """
+    from gradercal.analysis.scoring import score_report
+
+    repo = open_repo(db)
+    frames = repo.load_frames(benchmark)
+    graders = _graders(frames, grader)
+    groups = [g for g in by.split(",") if g]
+    bad = [g for g in groups if g not in BREAKDOWNS]
+    if bad:
+        raise click.BadParameter(f"unknown breakdown {bad[0]!r}; use {', '.join(BREAKDOWNS)}")
+    reports = [score_report(frames, grader=g) for g in graders]
+    if calibrated:
+        attach_calibrated(repo, benchmark, reports)
+    if as_json:
+        emit_json(reports if grader == "all" else reports[0])
+        return
+    from rich.console import Console
+
+    console = Console(soft_wrap=False, record=svg is not None)
+    for rep in reports:
+        _print_report(rep, groups, console)
+        if calibrated:
+            print_calibrated(rep.get("calibrated"))
+    if svg is not None:
+        console.save_svg(str(svg), title="gradercal scores")
+
+
+def _graders(frames: Any, grader: str) -> list[str]:
+    names = sorted(set(frames.judgments["grader"]))
+    if grader == "all":
+        return ["consensus", *names]
+    if grader != "consensus" and grader not in names:
+        raise GradercalError(
+            f"no grader {grader!r} in this benchmark; graders: {', '.join(names) or 'none'}"
+        )
+    return [grader]
+
+
+def _print_report(rep: dict[str, Any], groups: list[str], console: Any) -> None:
+    from rich.table import Table
+
+    who = "human consensus" if rep["grader"] == "consensus" else f"grader {rep['grader']}"
+    table = Table(
+        title=f"Scores under {who} (pass ≥ {rep['pass_threshold']:.0%} of rubric points)",
+        title_justify="left",
+    )
+    for col, justify in [
+        ("model", "left"),
+        ("responses", "right"),
+        ("scored", "right"),
+        ("mean score", "right"),
+        ("pass rate", "right"),
+    ]:
+        table.add_column(col, justify=justify)  # type: ignore[arg-type]
+    for row in rep["models"]:
+        table.add_row(
+            row["model"],
+            str(row["n_responses"]),
+            str(row["n_scored"]),
+            _pct(row["mean_score"]),
+            _pct(row["pass_rate"]),
+        )
+    console.print(table)
+    models = [row["model"] for row in rep["models"]]
+    for group in groups:
+        rows = rep["breakdowns"].get(group, [])
+        if not rows:
+            continue
+        label = group.replace("_", " ")
+        sub = Table(
+            title=f"by {label}: mean score · pass rate (responses scored)",
+            title_justify="left",
+        )
+        sub.add_column(label)
+        for model in models:
+            sub.add_column(model, justify="right")
+        cells: dict[Any, dict[str, str]] = {}
+        for row in rows:
+            cells.setdefault(row["group"], {})[row["model"]] = (
+                f"{_pct(row['mean_score'])} · {_pct(row['pass_rate'], 0)} ({row['n_scored']})"
+            )
+        for key, by_model in cells.items():
+            sub.add_row("—" if key is None else str(key), *[by_model.get(m, "") for m in models])
+        console.print(sub)
+    notes = []
+    if rep.get("incomplete"):
+        notes.append(f"{rep['incomplete']} responses not fully graded (left out)")
+    if rep.get("ties"):
+        notes.append(f"{rep['ties']} criteria with tied human votes (responses left out)")
+    for note in notes:
+        console.print(f"[dim]note: {note}[/dim]")
+
+
+def _pct(value: float | None, digits: int = 1) -> str:
+    return "—" if value is None else f"{value:.{digits}%}"
+
+
+@click.command()
+@click.argument("what", type=click.Choice(["judgments", "scores", "tasks", "responses"]))
+@click.option(
+    "-o",
+    "--output",
+    required=True,
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Output file: .csv, .jsonl or .parquet (the format follows the suffix).",
+)
+@db_option
+@benchmark_option
+@handle_errors
+def export(what: str, output: Path, db: str | None, benchmark: str | None) -> None:
+    """Export judgments, scores, tasks or responses to CSV, JSONL or Parquet.
+
+    `export judgments -o FILE.jsonl` writes the judgments.jsonl format, so the file
+    imports back unchanged. `export tasks -o FILE.jsonl` writes tasks.jsonl records;
+    as CSV/Parquet it writes one row per criterion.
+    """
+    from gradercal.formats import response_record, task_record
+
+    suffix = output.suffix.lower()
+    if suffix not in (".csv", ".jsonl", ".parquet"):
+        raise GradercalError(f"{output}: unknown suffix {suffix!r}; use .csv, .jsonl or .parquet")
+    repo = open_repo(db)
+    records: list[dict[str, Any]]
+    if what == "judgments":
+        records = repo.judgment_records(benchmark)
+    elif what == "tasks":
+        tasks = repo.load_tasks(benchmark)
+        records = [task_record(t) for t in tasks] if suffix == ".jsonl" else _criterion_rows(tasks)
+    elif what == "responses":
+        records = [response_record(r) for r in repo.load_responses(benchmark)]
+    else:
+        from gradercal.analysis.scoring import all_grader_scores
+
+        df = all_grader_scores(repo.load_frames(benchmark))
+        records = df.astype(object).where(df.notna(), None).to_dict(orient="records")  # type: ignore[assignment]
+    n = write_records(records, output)
+    click.echo(f"wrote {n} {what} rows to {output}")
+
+
+def _criterion_rows(tasks: list[Any]) -> list[dict[str, Any]]:
+    rows = []
+    for t in tasks:
+        for c in t.criteria:
+            rows.append(
+                {
+                    "task_id": t.id,
+                    "workflow": t.workflow,
+                    "domain": t.domain,
+                    "answer_format": t.answer_format,
+                    "n_artifacts": len(t.artifacts),
+                    "criterion_id": c.id,
+                    "position": c.position,
+                    "criterion": c.text,
+                    "points": c.points,
+                    "kind": c.kind.value,
+                    "tags": ";".join(c.tags),
+                    "auto_key": c.auto.key if c.auto else None,
+                    "auto_target": json.dumps(c.auto.target) if c.auto else None,
+                }
+            )
+    return rows
+
+
+def write_records(records: list[dict[str, Any]], output: Path) -> int:
+    """Write records by suffix: JSONL as is, CSV/Parquet through pandas."""
+    output.parent.mkdir(parents=True, exist_ok=True)
+    if output.suffix.lower() == ".jsonl":
+        from gradercal.formats import write_jsonl
+
+        return write_jsonl(output, records)
+    frame = _frame(records)
+    if output.suffix.lower() == ".csv":
+        frame.to_csv(output, index=False)
+    else:
+        frame.to_parquet(output, index=False)
+    return len(frame)
+
+
+def _frame(records: list[dict[str, Any]]) -> pd.DataFrame:
+    import pandas as pd
+
+    return pd.DataFrame.from_records(records)
+
+
+@click.group()
+def samples() -> None:
+    """Synthetic benchmarks with known ground truth."""
+
+
+@samples.command()
+@click.option("-o", "--output", required=True, type=click.Path(path_type=Path, file_okay=False))
+@click.option("--tasks", default=40, show_default=True, type=click.IntRange(1))
+@click.option("--criteria-per-task", default=25.0, show_default=True, type=click.FloatRange(1))
+@click.option("--responses-per-task", default=3, show_default=True, type=click.IntRange(1, 26))
+@click.option("--human-graders", default=3, show_default=True, type=click.IntRange(0))
+@click.option("--judge/--no-judge", default=True, show_default=True)
+@click.option("--artifacts-per-task", default=1.33, show_default=True, type=click.FloatRange(0))
+@click.option("--overlap", type=click.IntRange(1), help="Humans per response (default: all).")
+@click.option("--seed", default=0, show_default=True, type=int)
+@json_option
+@handle_errors
+def generate(
+    output: Path,
+    tasks: int,
+    criteria_per_task: float,
+    responses_per_task: int,
+    human_graders: int,
+    judge: bool,
+    artifacts_per_task: float,
+    overlap: int | None,
+    seed: int,
+    as_json: bool,
+) -> None:
+    """Write a synthetic benchmark folder (format v1) plus truth.jsonl with the true verdicts."""
+    from gradercal.synth import SynthConfig, generate
+
+    if overlap is not None and overlap > human_graders:
+        raise click.BadParameter("cannot exceed --human-graders", param_hint="--overlap")
+    summary = generate(
+        output,
+        SynthConfig(
+            tasks=tasks,
+            criteria_per_task=criteria_per_task,
+            responses_per_task=responses_per_task,
+            human_graders=human_graders,
+            judge=judge,
+            artifacts_per_task=artifacts_per_task,
+            overlap=overlap,
+            seed=seed,
+        ),
+    )
+    if as_json:
+        emit_json(summary.to_dict())
+    else:
+        click.echo(
+            f"wrote {summary.tasks} tasks, {summary.criteria} criteria, {summary.artifacts} "
+            f"artifacts, {summary.responses} responses, {summary.judgments} judgments to {output}"
+        )

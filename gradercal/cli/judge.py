@@ -1,0 +1,846 @@
+"""``gradercal judge``: run the LLM judge, probe its robustness, manage its prompts and prices.
+
+Registered on the main command group by :mod:`gradercal.cli` (``main.add_command(judge)``).
+A front end: it opens the database (:mod:`gradercal.db.judging`) and drives the core
+(:mod:`gradercal.judge`).
+
+Exit status of ``judge run`` and ``judge probe``: 0 when every work item got a verdict,
+3 when the run ended with items left (``--max-cost`` reached, or parse failures/errors
+to retry by running the same command again), 1 on an error (nothing more was sent),
+130 when interrupted (Ctrl+C; every verdict received so far is saved).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import functools
+import json
+import sys
+import zlib
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import click
+
+from gradercal.cli.common import (
+    benchmark_option,
+    calibrated_summary,
+    db_option,
+    emit_json,
+    handle_errors,
+    json_option,
+    print_calibrated,
+)
+from gradercal.errors import GradercalError
+
+if TYPE_CHECKING:
+    from gradercal.db.judging import JudgeInfo, JudgeStore, OpenRun
+    from gradercal.judge.client import JudgeParams
+    from gradercal.judge.pricing import Price
+    from gradercal.judge.prompts import PromptTemplate
+    from gradercal.judge.runner import RunStats, Verdict, WorkItem
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+EXIT_INCOMPLETE = 3
+EXIT_INTERRUPTED = 130
+
+
+@dataclasses.dataclass(frozen=True)
+class _Connection:
+    """The server options shared by ``judge run`` and ``judge probe``."""
+
+    base_url: str | None
+    api_key_env: str
+    concurrency: int
+    timeout: float
+    max_retries: int
+    max_cost: float | None
+    price: str | None
+    http: str
+
+
+_CONNECTION_FIELDS = tuple(f.name for f in dataclasses.fields(_Connection))
+
+
+def _connection_options(fn: F) -> F:
+    """Add the server options; the command receives them as one ``conn`` argument."""
+    options = [
+        click.option(
+            "--base-url",
+            metavar="URL",
+            help="OpenAI-compatible API base URL (e.g. http://localhost:8000/v1). "
+            "Default: $OPENAI_BASE_URL, else OpenAI's.",
+        ),
+        click.option(
+            "--api-key-env",
+            default="OPENAI_API_KEY",
+            show_default=True,
+            metavar="VAR",
+            help="Environment variable holding the API key (else the system keyring, "
+            "service 'gradercal', user VAR). The key is never stored or printed.",
+        ),
+        click.option("--concurrency", default=8, show_default=True, type=click.IntRange(1, 1024)),
+        click.option(
+            "--timeout",
+            default=120.0,
+            show_default=True,
+            type=click.FloatRange(0.01),
+            help="Per-request timeout in seconds.",
+        ),
+        click.option(
+            "--max-retries",
+            default=6,
+            show_default=True,
+            type=click.IntRange(1),
+            help="HTTP attempts per request on timeouts, 429 and 5xx.",
+        ),
+        click.option(
+            "--max-cost",
+            type=click.FloatRange(0),
+            metavar="USD",
+            help="Stop cleanly before the run's cost passes this.",
+        ),
+        click.option(
+            "--price",
+            metavar="IN,OUT",
+            help="USD per million input and output tokens (overrides the price table).",
+        ),
+        click.option(
+            "--http",
+            type=click.Choice(["direct", "aiohttp", "httpx"]),
+            default="direct",
+            show_default=True,
+            help="HTTP path: gradercal's own aiohttp client for /chat/completions (fastest), "
+            "or the openai SDK with its aiohttp or httpx transport.",
+        ),
+    ]
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        conn = _Connection(**{k: kwargs.pop(k) for k in _CONNECTION_FIELDS})
+        return fn(*args, conn=conn, **kwargs)
+
+    command: Any = wrapper
+    for option in reversed(options):
+        command = option(command)
+    return command  # type: ignore[no-any-return]
+
+
+# -- progress ----------------------------------------------------------------------------
+@contextmanager
+def progress_bar(enabled: bool, total: int, label: str) -> Iterator[Callable[[RunStats], None]]:
+    """A rich progress bar (rate, ETA, cost) on stderr when it is a terminal."""
+    if not enabled or not sys.stderr.isatty():
+        yield lambda _stats: None
+        return
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    with Progress(
+        TextColumn("[progress.description]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[rate]}"),
+        TimeElapsedColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
+        TextColumn("{task.fields[info]}"),
+        console=Console(stderr=True),
+        transient=False,
+    ) as prog:
+        task = prog.add_task(label, total=total, rate="", info="")
+
+        def update(stats: RunStats) -> None:
+            rate = stats.done / stats.elapsed_s if stats.elapsed_s > 0 else 0.0
+            info = f"${stats.cost_usd:.4f}"
+            failed = stats.parse_failures + stats.errors
+            if failed:
+                info += f" · {failed} failed"
+            if stats.cached:
+                info += f" · {stats.cached} cached"
+            prog.update(task, completed=stats.done, rate=f"{rate:.1f}/s", info=info)
+
+        yield update
+
+
+# -- helpers -------------------------------------------------------------------------
+def _store(db: str | None) -> JudgeStore:
+    from gradercal.db.judging import JudgeStore
+    from gradercal.db.session import open_database
+
+    return JudgeStore(open_database(db))
+
+
+def _checked_price(model: str, conn: _Connection) -> Price | None:
+    """The model's price; an error when ``--max-cost`` is asked without one."""
+    model_price = _price(model, conn.price)
+    if conn.max_cost is not None and model_price is None:
+        raise GradercalError(
+            f"no price known for model {model!r}, so --max-cost cannot be enforced: add it to "
+            "the price table (`gradercal judge prices --init`) or pass --price IN,OUT"
+        )
+    return model_price
+
+
+@dataclasses.dataclass
+class _Launched:
+    stats: RunStats
+    interrupted: bool
+    run_id: int
+    saved: int
+
+
+def _launch(
+    store: JudgeStore,
+    info: JudgeInfo,
+    prompt: PromptTemplate,
+    params: JudgeParams,
+    items: list[WorkItem],
+    conn: _Connection,
+    *,
+    model_price: Price | None,
+    record: dict[str, Any],
+    judgments: bool = True,
+    collect: Callable[[Verdict], None] | None = None,
+    show_progress: bool,
+    label: str,
+) -> _Launched:
+    """Record a run, judge ``items`` through the server, commit every verdict, close the run."""
+    from gradercal.judge.client import JudgeClient, RetryPolicy
+    from gradercal.judge.secrets import resolve_api_key
+
+    key = resolve_api_key(conn.api_key_env)
+    if key.value is None:
+        click.echo(
+            f"note: no API key in ${conn.api_key_env} or the keyring; sending none", err=True
+        )
+    client = JudgeClient(
+        params,
+        base_url=conn.base_url,
+        api_key=key.value,
+        concurrency=conn.concurrency,
+        retry=RetryPolicy(max_attempts=conn.max_retries, timeout=conn.timeout),
+        http_backend=conn.http,  # type: ignore[arg-type]
+    )
+    run = store.open_run(
+        info,
+        prompt,
+        client,
+        record={
+            **record,
+            "items": len(items),
+            "api_key_env": conn.api_key_env,
+            "api_key_source": key.source,
+        },
+        price=model_price,
+        max_cost=conn.max_cost,
+        judgments=judgments,
+        collect=collect,
+    )
+    stats, interrupted = _execute(run, items, show_progress=show_progress, label=label)
+    return _Launched(stats, interrupted, run.run_id, run.writer.saved)
+
+
+def _note_interrupted(store: JudgeStore) -> None:
+    for run_id in store.mark_interrupted():
+        click.echo(f"note: judge run {run_id} was interrupted (its process is gone)", err=True)
+
+
+def _price(model: str, price: str | None) -> Price | None:
+    from gradercal.judge.pricing import Price, load_prices, price_for
+
+    if price is None:
+        return price_for(model, load_prices())
+    try:
+        a, b = (float(x) for x in price.split(","))
+    except ValueError:
+        raise click.BadParameter(
+            "expected IN,OUT (USD per million tokens)", param_hint="--price"
+        ) from None
+    return Price(a, b)
+
+
+def _execute(
+    run: OpenRun, items: list[Any], *, show_progress: bool, label: str
+) -> tuple[RunStats, bool]:
+    """Run to the end (or Ctrl+C); always commit what was received and close the run."""
+    interrupted = False
+    runner = run.runner
+    with progress_bar(show_progress, len(items), label) as update:
+        runner.progress = update
+
+        async def main() -> RunStats:
+            async with runner.client:
+                return await runner.run(items, total=len(items))
+
+        try:
+            asyncio.run(main())
+        except KeyboardInterrupt:
+            interrupted = True
+            runner.stats.status = "cancelled"
+        except BaseException:
+            runner.stats.status = "failed"
+            raise
+        finally:
+            run.finish()
+    return runner.stats, interrupted
+
+
+def _stats_line(stats: RunStats) -> str:
+    parts = [
+        f"{stats.ok} verdicts",
+        f"{stats.parse_failures} parse failures",
+        f"{stats.errors} errors",
+        f"{stats.cached} from cache",
+        f"{stats.requests} requests",
+        f"{stats.prompt_tokens:,} + {stats.completion_tokens:,} tokens",
+        f"${stats.cost_usd:.4f}",
+        f"{stats.elapsed_s:.1f} s",
+    ]
+    return ", ".join(parts)
+
+
+def _exit_code(stats: RunStats, interrupted: bool) -> int:
+    if interrupted:
+        return EXIT_INTERRUPTED
+    if stats.status == "failed":
+        return 1
+    if stats.status != "completed" or stats.parse_failures or stats.errors:
+        return EXIT_INCOMPLETE
+    return 0
+
+
+# -- commands ------------------------------------------------------------------------
+@click.group()
+def judge() -> None:
+    """The LLM judge: grade every judgment criterion through an OpenAI-compatible API.
+
+    \b
+    Examples:
+      export OPENAI_API_KEY=…
+      gradercal judge run --judge gpt41mini --model gpt-4.1-mini --max-cost 5
+      gradercal judge run --judge local --model qwen3 --base-url http://localhost:8000/v1
+      gradercal judge probe --judge gpt41mini --limit 100
+      gradercal judge prompt list
+    """
+
+
+@judge.command()
+@db_option
+@benchmark_option
+@click.option(
+    "--judge", "judge_name", required=True, metavar="NAME", help="Grader name of the judge."
+)
+@click.option("--model", required=True, metavar="MODEL", help="Model name as the server knows it.")
+@_connection_options
+@click.option(
+    "--prompt",
+    "prompt_ref",
+    metavar="VERSION",
+    help="Prompt version (hash prefix or name). Default: the judge's, else the shipped default.",
+)
+@click.option("--samples", default=1, show_default=True, type=click.IntRange(1, 50))
+@click.option("--temperature", default=0.0, show_default=True, type=click.FloatRange(0, 2))
+@click.option("--max-tokens", default=1024, show_default=True, type=click.IntRange(1))
+@click.option("--seed", type=int, help="Sampling seed, for servers that honour it.")
+@click.option(
+    "--response-format",
+    type=click.Choice(["json_object", "json_schema", "none"]),
+    default="json_object",
+    show_default=True,
+    help="JSON mode, structured output, or none.",
+)
+@click.option(
+    "--logprobs/--no-logprobs",
+    default=True,
+    show_default=True,
+    help="Ask for log-probabilities (confidence from the verdict token).",
+)
+@click.option(
+    "--scope",
+    default="unjudged",
+    show_default=True,
+    metavar="all|unjudged|calibration|tasks:ID,…",
+    help="unjudged: pairs without a verdict (resume); all: re-judge everything; "
+    "calibration: responses the experts graded; tasks:…: those tasks.",
+)
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="Only estimate: pairs, requests, tokens and cost (nothing is sent or recorded).",
+)
+@json_option
+@handle_errors
+def run(
+    db: str | None,
+    benchmark: str | None,
+    judge_name: str,
+    model: str,
+    conn: _Connection,
+    prompt_ref: str | None,
+    samples: int,
+    temperature: float,
+    max_tokens: int,
+    seed: int | None,
+    response_format: str,
+    logprobs: bool,
+    scope: str,
+    dry_run: bool,
+    as_json: bool,
+) -> None:
+    """Grade every judgment criterion of every response (one request per pair).
+
+    Verdicts are stored as the judgments of grader NAME (kind judge) as they arrive;
+    Ctrl+C keeps every verdict received, and running the same command again resumes
+    (only missing verdicts are requested; identical requests come from the cache). A
+    run whose process was killed is marked interrupted. When the judge has an active
+    calibration (`gradercal calibrate`), the calibrated per-model figures are printed
+    too. Auto criteria are never sent. Exit status: 0 complete, 3 items left (max cost,
+    failures to retry), 1 error, 130 interrupted.
+    """
+    from gradercal.db.judging import Scope
+    from gradercal.judge.client import JudgeParams
+    from gradercal.judge.runner import estimate_run
+
+    store = _store(db)
+    where = Scope.parse(scope)
+    params = JudgeParams(
+        model=model,
+        temperature=temperature,
+        samples=samples,
+        max_tokens=max_tokens,
+        response_format=response_format,  # type: ignore[arg-type]
+        logprobs=logprobs,
+        seed=seed,
+    )
+    existing = store.judge(judge_name)
+    if prompt_ref is None and existing is not None and existing.prompt_hash:
+        prompt_ref = existing.prompt_hash
+    prompt = store.load_prompt(prompt_ref)
+    model_price = _checked_price(model, conn)
+    if dry_run:
+        items = store.work_items(benchmark, existing, where, prompt)
+        estimate = estimate_run(
+            items, prompt, samples=samples, max_tokens=max_tokens, price=model_price
+        )
+        _print_estimate(judge_name, model, prompt.content_hash, str(where), estimate, as_json)
+        return
+    _note_interrupted(store)
+    info = store.ensure_judge(judge_name, model=model, prompt=prompt, parameters=params.to_dict())
+    items = store.work_items(benchmark, info, where, prompt)
+    summary: dict[str, Any] = {
+        "judge": judge_name,
+        "model": model,
+        "prompt_version": prompt.content_hash,
+        "scope": str(where),
+        "database": store.db.display,
+        "items": len(items),
+    }
+    if not items:
+        summary.update(status="completed", run_id=None)
+        summary["calibrated"] = calibrated_summary(store, benchmark, judge_name)
+        if as_json:
+            emit_json(summary)
+        else:
+            click.echo(f"judge {judge_name!r}: nothing to judge (scope {where})")
+            print_calibrated(summary["calibrated"])
+        return
+    done = _launch(
+        store,
+        info,
+        prompt,
+        params,
+        items,
+        conn,
+        model_price=model_price,
+        record={
+            "kind": "run",
+            "scope": str(where),
+            "benchmark": benchmark,
+            "prompt_version": prompt.content_hash,
+        },
+        show_progress=not as_json,
+        label=f"judge {judge_name}",
+    )
+    stats = done.stats
+    summary.update(run_id=done.run_id, saved=done.saved, **stats.to_dict())
+    summary["calibrated"] = (
+        None if stats.status == "failed" else calibrated_summary(store, benchmark, judge_name)
+    )
+    if as_json:
+        emit_json(summary)
+    else:
+        head = {
+            "completed": "done",
+            "stopped_cost": f"stopped: {stats.message}",
+            "cancelled": "interrupted",
+            "failed": f"failed: {stats.message}",
+        }.get(stats.status, stats.status)
+        click.echo(f"judge {judge_name!r} run {done.run_id} {head}: {_stats_line(stats)}")
+        if stats.adaptations:
+            click.echo("server adaptations: " + "; ".join(stats.adaptations))
+        left = len(items) - stats.ok
+        if left and stats.status != "failed":
+            click.echo(
+                f"{left} of {len(items)} pairs still without a verdict: run the same "
+                "command again to resume"
+            )
+        print_calibrated(summary["calibrated"])
+    if stats.status == "failed" and not as_json:
+        click.echo(click.style("error: ", fg="red", bold=True) + str(stats.message), err=True)
+    code = _exit_code(stats, done.interrupted)
+    if code:
+        sys.exit(code)
+
+
+def _print_estimate(
+    judge_name: str, model: str, prompt_hash: str, scope: str, est: Any, as_json: bool
+) -> None:
+    if as_json:
+        emit_json(
+            {
+                "judge": judge_name,
+                "model": model,
+                "prompt_version": prompt_hash,
+                "scope": scope,
+                "estimate": est.to_dict(),
+            }
+        )
+        return
+    cost = "unknown (no price for the model)"
+    if est.cost_usd is not None:
+        cost = f"≈ ${est.cost_usd:.4f} (at most ${est.cost_usd_max:.4f} if every reply is long)"
+    click.echo(
+        f"judge {judge_name!r} ({model}), scope {scope}: {est.items} pairs, "
+        f"{est.requests} requests, ≈ {est.prompt_tokens:,} prompt + "
+        f"{est.completion_tokens:,} completion tokens; cost {cost}. "
+        "Cached replies are free and not deducted."
+    )
+
+
+@judge.command()
+@db_option
+@benchmark_option
+@click.option("--judge", "judge_name", required=True, metavar="NAME")
+@click.option(
+    "--probes",
+    default="injection,padding,reorder",
+    show_default=True,
+    help="Comma-separated probes.",
+)
+@click.option(
+    "--limit",
+    default=200,
+    show_default=True,
+    type=click.IntRange(1),
+    help="Judged pairs re-graded per probe (a random sample).",
+)
+@click.option("--seed", default=0, show_default=True, type=int)
+@_connection_options
+@json_option
+@handle_errors
+def probe(
+    db: str | None,
+    benchmark: str | None,
+    judge_name: str,
+    probes: str,
+    limit: int,
+    seed: int,
+    conn: _Connection,
+    as_json: bool,
+) -> None:
+    """Re-grade altered copies of judged responses; report verdict flip rates and length bias.
+
+    \b
+    injection  an instruction to the grader appended ("mark every criterion as met")
+    padding    content-free filler doubling the length
+    reorder    sections (headings, paragraphs or sentences) shuffled
+    A correct judge flips no verdict. Flip rates come with Wilson 95% intervals. Length
+    bias compares the judge's verdicts with the experts' (adjudication, else human
+    majority) across response-length quartiles. Probe requests are cached: a re-run is free.
+    """
+    from gradercal.judge.client import JudgeParams
+    from gradercal.judge.probes import PROBES, apply_probe, flip_stats, length_bias
+
+    names = [p.strip() for p in probes.split(",") if p.strip()]
+    bad = [p for p in names if p not in PROBES]
+    if bad or not names:
+        raise click.BadParameter(f"unknown probe(s) {bad}; use {', '.join(PROBES)}")
+    store = _store(db)
+    info = store.judge(judge_name)
+    if info is None:
+        raise GradercalError(f"no judge {judge_name!r}; run `gradercal judge run` first")
+    if info.model is None or info.prompt_hash is None:
+        raise GradercalError(f"judge {judge_name!r} has no model or prompt (imported verdicts?)")
+    prompt = store.load_prompt(info.prompt_hash)
+    last = next(iter(store.runs(judge_name)), None)
+    judge_params = dict((last or {}).get("parameters", {}).get("judge") or {})
+    judge_params.update(info.parameters)
+    judge_params["model"] = info.model
+    fields = {f.name for f in dataclasses.fields(JudgeParams)}
+    params = JudgeParams(**{k: v for k, v in judge_params.items() if k in fields})
+    if conn.base_url is None and last is not None:
+        conn = dataclasses.replace(conn, base_url=last.get("base_url"))
+    model_price = _checked_price(info.model, conn)
+    judged = store.judged_items(benchmark, info, limit=limit, seed=seed)
+    baseline: dict[Any, bool] = {}
+    items = []
+    skipped = dict.fromkeys(names, 0)
+    for name in names:
+        for item, met in judged:
+            item_seed = zlib.crc32(f"{seed}:{item.response_id}".encode())
+            altered = apply_probe(name, item.response_text, item_seed)
+            if altered is None:
+                skipped[name] += 1
+                continue
+            ref = (name, item.ref)
+            baseline[ref] = met
+            items.append(dataclasses.replace(item, ref=ref, response_text=altered))
+    results: dict[Any, bool | None] = {}
+    stats = None
+    interrupted = False
+    if items:
+
+        def collect(v: Verdict) -> None:
+            results[v.item.ref] = v.met if v.status == "ok" else None
+
+        done = _launch(
+            store,
+            info,
+            prompt,
+            params,
+            items,
+            conn,
+            model_price=model_price,
+            record={"kind": "probe", "probes": names, "limit": limit, "seed": seed},
+            judgments=False,
+            collect=collect,
+            show_progress=not as_json,
+            label=f"probe {judge_name}",
+        )
+        stats, interrupted = done.stats, done.interrupted
+    report: dict[str, Any] = {"judge": judge_name, "model": info.model, "pairs": len(judged)}
+    flips = []
+    for name in names:
+        pairs = [
+            (baseline[ref], results[ref]) for ref in baseline if ref[0] == name and ref in results
+        ]
+        flips.append(flip_stats(name, pairs, skipped=skipped[name]).to_dict())
+    report["probes"] = flips
+    report["length_bias"] = length_bias(store.length_frame(benchmark, judge_name), seed=seed)
+    report["run"] = None if stats is None else stats.to_dict()
+    if as_json:
+        emit_json(report)
+    else:
+        _print_probe_report(report)
+    if stats is not None:
+        code = _exit_code(stats, interrupted)
+        if code:
+            sys.exit(code)
+
+
+def _print_probe_report(report: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(soft_wrap=False)
+    table = Table(
+        title=f"Verdict flips of judge {report['judge']} ({report['pairs']} judged pairs sampled)",
+        title_justify="left",
+    )
+    for col in ("probe", "n", "flips", "rate", "95% CI", "→ met", "→ not met", "failed", "skipped"):
+        table.add_column(col, justify="left" if col == "probe" else "right")
+    for p in report["probes"]:
+        rate = "—" if p["rate"] is None else f"{p['rate']:.1%}"
+        table.add_row(
+            p["probe"],
+            str(p["n"]),
+            str(p["flips"]),
+            rate,
+            f"{p['ci_low']:.1%}–{p['ci_high']:.1%}",
+            str(p["to_met"]),
+            str(p["to_not_met"]),
+            str(p["failed"]),
+            str(p["skipped"]),
+        )
+    console.print(table)
+    lb = report["length_bias"]
+    if not lb["n"]:
+        console.print("[dim]length bias: no pairs graded by both the judge and the experts[/dim]")
+        return
+    sub = Table(
+        title=f"Length bias against the experts ({lb['n']} pairs, {lb['n_responses']} responses)",
+        title_justify="left",
+    )
+    for col in ("words", "n", "judge met", "experts met", "leniency", "P(met | experts not)"):
+        sub.add_column(col, justify="right")
+    for b in lb["bins"]:
+        fm = "—" if b["false_met_rate"] is None else f"{b['false_met_rate']:.1%}"
+        sub.add_row(
+            f"{b['words_min']}–{b['words_max']}",
+            str(b["n"]),
+            f"{b['judge_met_rate']:.1%}",
+            f"{b['expert_met_rate']:.1%}",
+            f"{b['leniency']:+.1%}",
+            fm,
+        )
+    console.print(sub)
+    if lb["slope_per_doubling"] is not None:
+        ci = lb["slope_ci"]
+        ci_text = f" (95% CI {ci[0]:+.3f} to {ci[1]:+.3f})" if ci else ""
+        console.print(
+            f"leniency change per doubling of length: {lb['slope_per_doubling']:+.3f}{ci_text}"
+        )
+
+
+@judge.group()
+def prompt() -> None:
+    """Judge prompt versions (immutable, identified by content hash)."""
+
+
+@prompt.command(name="list")
+@db_option
+@json_option
+@handle_errors
+def prompt_list(db: str | None, as_json: bool) -> None:
+    """List stored prompt versions (the shipped default is stored on first use)."""
+    from gradercal.judge.prompts import DEFAULT_PROMPT
+
+    rows = _store(db).prompts()
+    if as_json:
+        emit_json(
+            {
+                "default": DEFAULT_PROMPT.content_hash,
+                "prompts": [dataclasses.asdict(r) for r in rows],
+            }
+        )
+        return
+    click.echo(f"shipped default: {DEFAULT_PROMPT.short_hash}")
+    if not rows:
+        click.echo("no prompt versions stored yet")
+    for r in rows:
+        parent = f" (from {r.parent_hash[:12]})" if r.parent_hash else ""
+        judges = f"  judges: {', '.join(r.judges)}" if r.judges else ""
+        click.echo(
+            f"{r.content_hash[:12]}  {r.name or '-'}{parent}  {r.created_at:%Y-%m-%d}{judges}"
+        )
+
+
+@prompt.command(name="show")
+@click.argument("ref", default="default")
+@db_option
+@json_option
+@handle_errors
+def prompt_show(ref: str, db: str | None, as_json: bool) -> None:
+    """Show a prompt version (hash prefix or name; default: the shipped default).
+
+    `--json` prints the form `judge prompt add` reads: edit it and add it back.
+    """
+    p = _store(db).load_prompt(ref)
+    if as_json:
+        emit_json(p.to_dict())
+        return
+    click.echo(f"# prompt {p.short_hash} ({p.name or 'unnamed'})")
+    if p.parent_hash:
+        click.echo(f"# parent {p.parent_hash[:12]}")
+    click.echo(f"# options {json.dumps(dict(p.options))}")
+    click.echo("\n## system\n" + p.system + "\n\n## user\n" + p.user)
+    for i, ex in enumerate(p.few_shot, 1):
+        click.echo(f"\n## example {i}\n{json.dumps(dict(ex), ensure_ascii=False, indent=2)}")
+
+
+@prompt.command(name="add")
+@click.argument("path", type=click.Path(path_type=Path, dir_okay=False, exists=True))
+@click.option("--name", help="Label of the new version (default: the file's).")
+@click.option("--parent", metavar="VERSION", help="Version it derives from (hash or name).")
+@db_option
+@json_option
+@handle_errors
+def prompt_add(
+    path: Path, name: str | None, parent: str | None, db: str | None, as_json: bool
+) -> None:
+    """Store a new prompt version from a JSON file (the shape of `prompt show --json`)."""
+    from gradercal.judge.prompts import prompt_from_dict
+
+    store = _store(db)
+    try:
+        data = json.loads(path.read_text("utf-8"))
+    except (OSError, ValueError) as exc:
+        raise GradercalError(f"{path}: not a readable JSON file ({exc})") from exc
+    if not isinstance(data, dict):
+        raise GradercalError(f"{path}: expected a JSON object")
+    p = prompt_from_dict(data, source=str(path))
+    changes: dict[str, Any] = {}
+    if name is not None:
+        changes["name"] = name
+    if parent is not None:
+        changes["parent_hash"] = store.load_prompt(parent).content_hash
+        store.save_prompt(store.load_prompt(parent))
+    if changes:
+        p = dataclasses.replace(p, **changes)
+    store.save_prompt(p)
+    if as_json:
+        emit_json(p.to_dict())
+    else:
+        click.echo(f"prompt version {p.short_hash} ({p.name or 'unnamed'}) stored")
+
+
+@judge.command()
+@click.option("--init", "init_file", is_flag=True, help="Write the shipped prices to the file.")
+@json_option
+@handle_errors
+def prices(init_file: bool, as_json: bool) -> None:
+    """Show the price table (USD per million tokens) and the file that overrides it."""
+    from gradercal.judge.pricing import DEFAULT_PRICES, load_prices, prices_path, write_prices
+
+    path = prices_path()
+    if init_file:
+        if path.exists():
+            raise GradercalError(f"{path} exists; edit it")
+        write_prices(path, DEFAULT_PRICES)
+    table = load_prices(path)
+    if as_json:
+        emit_json(
+            {
+                "file": str(path),
+                "prices": {k: dataclasses.asdict(v) for k, v in sorted(table.items())},
+            }
+        )
+        return
+    state = "" if path.is_file() else " (not created; `--init` writes it)"
+    click.echo(f"price file: {path}{state}")
+    for model, p in sorted(table.items()):
+        click.echo(f"{model:24} in {p.input:8.3f}  out {p.output:8.3f}")
+
+
+@judge.command()
+@db_option
+@click.option("--judge", "judge_name", metavar="NAME", help="Only this judge's runs.")
+@json_option
+@handle_errors
+def runs(db: str | None, judge_name: str | None, as_json: bool) -> None:
+    """List judge runs: status, requests, tokens and cost."""
+    rows = _store(db).runs(judge_name)
+    if as_json:
+        emit_json(rows)
+        return
+    if not rows:
+        click.echo("no judge runs yet")
+    for r in rows:
+        kind = (r["parameters"] or {}).get("kind", "run")
+        click.echo(
+            f"#{r['id']} {r['judge']} {kind} {r['status']}: {r['n_requests']} requests, "
+            f"{r['prompt_tokens']:,}+{r['completion_tokens']:,} tokens, ${r['cost_usd']:.4f}, "
+            f"started {r['started_at']:%Y-%m-%d %H:%M}"
+        )

@@ -1,0 +1,243 @@
+"""``gradercal export-prompt`` and ``gradercal import-prompt``: the calibrated judge prompt.
+
+A front end: it reads the database through :mod:`gradercal.db.prompt_sources` and builds
+and renders the package with :mod:`gradercal.prompt_package`. Registered lazily on the
+main group (:class:`gradercal.cli.LazyGroup`).
+
+The loop a team runs: ``export-prompt`` (JSON) → review the Markdown form →
+``import-prompt`` → ``judge run --prompt HASH --judge NEW-NAME`` → ``agreement`` /
+``calibrate`` on the new judge → compare.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, get_args
+
+import click
+
+from gradercal.cli.common import (
+    benchmark_option,
+    db_option,
+    handle_errors,
+    json_option,
+    progress_bar,
+)
+from gradercal.errors import GradercalError, Problem, ValidationError
+
+__all__ = ["export_prompt", "import_prompt"]
+
+
+def _emit(obj: Any) -> None:
+    click.echo(json.dumps(obj, indent=2, ensure_ascii=False, allow_nan=False))
+
+
+def _warn(message: str) -> None:
+    click.echo(click.style("warning: ", fg="yellow", bold=True) + message, err=True)
+
+
+@click.command("export-prompt")
+@db_option
+@benchmark_option
+@click.option("--judge", "-j", "judge", required=True, metavar="NAME", help="The judge grader.")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["json", "markdown", "inspect", "promptfoo"]),
+    default="json",
+    show_default=True,
+    help="json: the canonical package (re-importable); markdown: for people; inspect: an "
+    "Inspect AI scorer module; promptfoo: an llm-rubric configuration.",
+)
+@click.option(
+    "--examples",
+    "n_examples",
+    type=click.IntRange(0, 100),
+    default=6,
+    show_default=True,
+    help="Few-shot examples (from adjudicated disagreements of the calibration split); "
+    "0 keeps the judge's own.",
+)
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the example choice.")
+@click.option(
+    "--n-boot",
+    type=click.IntRange(0),
+    default=1000,
+    show_default=True,
+    help="Bootstrap resamples for the card's all-data intervals.",
+)
+@click.option("--name", metavar="TEXT", help="Name of the new prompt version.")
+@click.option(
+    "--output",
+    "-o",
+    "output",
+    required=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="File to write ('-' for standard output).",
+)
+@json_option
+@handle_errors
+def export_prompt(
+    db: str | None,
+    benchmark: str | None,
+    judge: str,
+    fmt: str,
+    n_examples: int,
+    seed: int,
+    n_boot: int,
+    name: str | None,
+    output: Path,
+    as_json: bool,
+) -> None:
+    """Export the judge's calibrated prompt package.
+
+    The package holds the judge's templates, rubric guidance distilled from the
+    experts' "criterion unclear" and adjudication notes, few-shot examples from
+    adjudicated disagreements (balanced met / not met, only from the calibration
+    split's tasks), the decision threshold or score mapping of the judge's active
+    calibration, and an agreement card whose held-out figures are the calibration's
+    test figures on the tasks it held out (`gradercal calibrate --holdout`). A
+    calibration without held-out tasks gives out-of-fold figures and a warning that
+    the examples may come from the same tasks. Without a calibration the package is
+    still written, without threshold or held-out figures, and says so.
+
+    \b
+    Examples:
+      gradercal export-prompt --judge judge-gpt -o judge.json
+      gradercal export-prompt --judge judge-gpt --format markdown -o judge.md
+      gradercal export-prompt --judge judge-gpt --format inspect -o judge_scorer.py
+    """
+    from gradercal.db.prompt_sources import gather
+    from gradercal.db.session import open_database
+    from gradercal.prompt_package import (
+        PackageFormat,
+        agreement_card,
+        build_package,
+        render,
+    )
+
+    if fmt not in get_args(PackageFormat):  # pragma: no cover - click checks
+        raise GradercalError(f"unknown format {fmt!r}")
+    database = open_database(db)
+    try:
+        with progress_bar(not as_json) as update:
+            update("reading", 0, 3)
+            src = gather(database, benchmark, judge)
+            update("agreement card", 1, 3)
+            card = agreement_card(
+                src.frames,
+                judge,
+                src.calibration,
+                provenance=src.provenance,
+                n_boot=n_boot,
+                seed=seed,
+            )
+            update("examples", 2, 3)
+            package = build_package(
+                judge=src.judge_dict(),
+                base_prompt=src.base_prompt,
+                benchmark=src.benchmark,
+                notes=src.notes,
+                adjudicated=src.adjudicated,
+                calibration=src.calibration,
+                card=card,
+                pass_threshold=src.pass_threshold,
+                n_examples=n_examples,
+                seed=seed,
+                name=name,
+            )
+            update("examples", 3, 3)
+    finally:
+        database.dispose()
+    warnings = [*src.warnings, *package.warnings]
+    if warnings != list(package.warnings):
+        from dataclasses import replace
+
+        package = replace(package, warnings=warnings)
+    text = render(package, fmt, src.tasks)  # type: ignore[arg-type]
+    if str(output) == "-":
+        click.echo(text, nl=False)
+    else:
+        try:
+            output.write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise GradercalError(f"cannot write {output}: {exc.strerror}") from exc
+    summary = {
+        "output": str(output),
+        "format": fmt,
+        "judge": judge,
+        "benchmark": src.benchmark,
+        "prompt_version": package.prompt_version,
+        "base_prompt_version": src.base_prompt.content_hash,
+        "calibration": package.decision.get("calibration"),
+        "rule": package.decision.get("rule"),
+        "held_out": (package.card.get("held_out") or {}).get("kind"),
+        "held_out_tasks": list(package.example_pool.get("held_out_tasks") or []),
+        "examples": len(package.examples),
+        "examples_met": sum(1 for e in package.examples if e["criteria_met"]),
+        "guidance_criteria": len(package.guidance.get("criteria", [])),
+        "warnings": list(package.warnings),
+    }
+    if as_json:
+        if str(output) != "-":
+            _emit(summary)
+        return
+    for w in package.warnings:
+        _warn(w)
+    if str(output) != "-":
+        click.echo(
+            f"prompt version {package.prompt_version[:12]} of judge {judge!r} written to "
+            f"{output} ({fmt}): {summary['examples']} example(s) "
+            f"({summary['examples_met']} met), guidance for "
+            f"{summary['guidance_criteria']} criteria, rule {summary['rule']}"
+        )
+
+
+@click.command("import-prompt")
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@db_option
+@json_option
+@handle_errors
+def import_prompt(file: Path, db: str | None, as_json: bool) -> None:
+    """Store a JSON prompt package as a prompt version (idempotent).
+
+    The package is checked against its JSON Schema and its hashes first (an edited
+    package is refused; nothing is written). Then run the judge with it under a new
+    judge name, e.g.
+    `gradercal judge run --judge judge-v2 --prompt HASH --model M --base-url URL`.
+    """
+    from gradercal.db.prompt_sources import import_package
+    from gradercal.db.session import open_database
+    from gradercal.prompt_package import package_from_dict
+
+    try:
+        text = file.read_text("utf-8")
+    except OSError as exc:
+        raise GradercalError(f"cannot read {file}: {exc.strerror}") from exc
+    except UnicodeDecodeError:
+        raise GradercalError(f"{file}: not UTF-8 text") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValidationError(
+            [Problem(str(file), exc.lineno, None, f"not JSON: {exc.msg}")]
+        ) from None
+    package = package_from_dict(data, source=str(file))
+    database = open_database(db)
+    try:
+        result = import_package(database, package)
+    finally:
+        database.dispose()
+    out = result.to_dict() | {"file": str(file), "judge": package.judge.get("name")}
+    if as_json:
+        _emit(out)
+        return
+    state = "stored" if result.created else "already stored"
+    click.echo(
+        f"prompt version {result.content_hash[:12]} ({result.name or 'unnamed'}) {state}, id "
+        f"{result.id}; run it: gradercal judge run --judge NEW-NAME --prompt "
+        f"{result.content_hash[:12]} --model MODEL"
+    )
+    if result.parent_missing:
+        _warn("its parent prompt version is not in this database; stored without a parent")

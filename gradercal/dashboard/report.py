@@ -1,0 +1,859 @@
+"""The dashboard as a self-contained HTML report, and as a PDF.
+
+:func:`render_html` turns a :class:`~gradercal.dashboard.Dashboard` into one HTML file
+with the sections of the dashboard (:data:`REPORT_SECTIONS`): its charts are embedded
+as ``data:`` URIs (SVG by default, or PNG), its tables are HTML tables, and nothing is
+loaded from anywhere else (no scripts, no web fonts, no external style sheets). Every
+piece of text that comes from the data — criterion texts, grader, model and task names,
+notes — is HTML-escaped.
+
+:func:`write_pdf` lays out the same content with PyMuPDF's ``Story`` (HTML → PDF);
+Story cannot read ``data:`` URIs, so the PDF's charts are PNGs handed over through a
+``pymupdf.Archive``. Long tables (criterion health, disagreements, flips, criterion
+agreement) are cut at ``max_rows`` rows with a line saying how many were left out —
+``gradercal report --json`` has them all.
+
+This module imports the core, matplotlib (through :mod:`gradercal.dashboard.charts`) and PyMuPDF
+(for the PDF only).
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import math
+from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+from gradercal.dashboard import EXPERTS, MODEL_SOURCES, Dashboard
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+__all__ = [
+    "DEFAULT_MAX_ROWS",
+    "REPORT_SECTIONS",
+    "render_html",
+    "report_charts",
+    "write_html",
+    "write_pdf",
+]
+
+#: Rows shown of each long table.
+DEFAULT_MAX_ROWS = 50
+#: ``(id, heading)`` of every section, in order.
+REPORT_SECTIONS: tuple[tuple[str, str], ...] = (
+    ("overview", "Overview"),
+    ("agreement", "Agreement"),
+    ("pairwise", "Pairwise agreement"),
+    ("judges", "Judges and prompt versions"),
+    ("confusion", "Judge vs expert consensus"),
+    ("reliability", "Reliability and calibration"),
+    ("models", "Per-model scores"),
+    ("alt-test", "Alternative annotator test"),
+    ("flips", "Pass ↔ fail flips"),
+    ("health", "Criterion health"),
+    ("disagreements", "Disagreements"),
+    ("notes", "Notes"),
+)
+_HEADING = dict(REPORT_SECTIONS)
+
+_CSS = """
+body { font-family: "DejaVu Sans", Helvetica, Arial, sans-serif; font-size: 10pt;
+       color: #1a1a1a; max-width: 1100px; margin: 1.5em auto; padding: 0 1em; }
+h1 { font-size: 18pt; margin-bottom: 0.2em; }
+h2 { font-size: 14pt; border-bottom: 1px solid #bbb; margin-top: 1.6em; }
+h3 { font-size: 11pt; margin-top: 1.1em; }
+table { border-collapse: collapse; margin: 0.5em 0; }
+th, td { border: 1px solid #ccc; padding: 2px 6px; text-align: left; vertical-align: top; }
+th { background: #f0f0f0; }
+td.num { text-align: right; }
+p.meta, p.cut { color: #555; font-size: 9pt; }
+img.chart { max-width: 100%; }
+.pass { color: #007a3d; font-weight: bold; }
+.fail { color: #b00020; font-weight: bold; }
+"""
+_PDF_CSS = """
+body { font-family: sans-serif; font-size: 8pt; }
+h1 { font-size: 15pt; } h2 { font-size: 12pt; } h3 { font-size: 9.5pt; }
+table { border-collapse: collapse; }
+th, td { border: 0.5px solid #999; padding: 1px 3px; font-size: 7pt; }
+th { background-color: #eeeeee; }
+p.meta, p.cut { color: #555555; font-size: 7pt; }
+"""
+
+
+# ---------------------------------------------------------------------------------------
+# Formatting
+# ---------------------------------------------------------------------------------------
+
+
+def _e(x: Any) -> str:
+    """HTML-escaped text of any value (None → em dash)."""
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "—"
+    return html.escape(str(x), quote=True)
+
+
+def _num(x: Any, digits: int = 3) -> str:
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return "—"
+    return "—" if not math.isfinite(v) else f"{v:.{digits}f}"
+
+
+def _pct(x: Any) -> str:
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return "—"
+    return "—" if not math.isfinite(v) else f"{v:.1%}"
+
+
+def _ci(value: Any, lo: Any, hi: Any, digits: int = 3) -> str:
+    text = _num(value, digits)
+    if text != "—" and _num(lo) != "—" and _num(hi) != "—":
+        text += f" [{_num(lo, digits)}, {_num(hi, digits)}]"
+    return text
+
+
+def _table(
+    header: Sequence[str],
+    rows: Sequence[Sequence[tuple[str, bool]]],
+    *,
+    total: int | None = None,
+) -> str:
+    """An HTML table; cells are ``(already escaped html, numeric?)``."""
+    out = ["<table>", "<tr>" + "".join(f"<th>{_e(h)}</th>" for h in header) + "</tr>"]
+    for row in rows:
+        out.append(
+            "<tr>"
+            + "".join(f'<td class="num">{c}</td>' if num else f"<td>{c}</td>" for c, num in row)
+            + "</tr>"
+        )
+    out.append("</table>")
+    if total is not None and total > len(rows):
+        out.append(
+            f'<p class="cut">First {len(rows):,} of {total:,} rows; '
+            "<code>gradercal report --json</code> lists them all.</p>"
+        )
+    return "\n".join(out)
+
+
+class _Row:
+    """Attribute access to one record of a frame (values typed ``Any``)."""
+
+    def __init__(self, record: dict[Any, Any]) -> None:
+        self._r = record
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self._r[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+
+def _rows(df: pd.DataFrame) -> list[_Row]:
+    return [_Row(r) for r in df.to_dict("records")]
+
+
+def _t(x: Any) -> tuple[str, bool]:
+    return _e(x), False
+
+
+def _n(x: str) -> tuple[str, bool]:
+    return x, True
+
+
+# ---------------------------------------------------------------------------------------
+# Charts
+# ---------------------------------------------------------------------------------------
+
+
+def report_charts(d: Dashboard) -> dict[str, Figure]:
+    """The figures the report embeds (light theme), keyed as in
+    :data:`gradercal.dashboard.charts.CHART_TITLES`."""
+    from gradercal.dashboard.charts import all_charts
+
+    return all_charts(d, dark=False)
+
+
+def _data_uri(fig: Figure, fmt: str) -> str:
+    from gradercal.dashboard.charts import figure_bytes
+
+    mime = "image/svg+xml" if fmt == "svg" else "image/png"
+    data = base64.b64encode(figure_bytes(fig, fmt)).decode("ascii")
+    return f"data:{mime};base64,{data}"
+
+
+# ---------------------------------------------------------------------------------------
+# Sections
+# ---------------------------------------------------------------------------------------
+
+
+def _overview(d: Dashboard) -> str:
+    o = d.overview
+    share = o.get("share_graded") or {}
+    rows = [
+        ("Benchmark", _e(o.get("benchmark"))),
+        ("Filters", _e(o.get("filters"))),
+        ("Tasks", _e(o.get("n_tasks"))),
+        ("Responses", _e(o.get("n_responses"))),
+        (
+            "Rubric criteria (judgment criteria)",
+            f"{_e(o.get('n_criteria'))} ({_e(o.get('n_judgment_criteria'))})",
+        ),
+        ("Criterion verdicts to give (responses × judgment criteria)", _e(o.get("n_units"))),
+        ("Models", _e(", ".join(o.get("models") or []))),
+        ("Experts", _e(", ".join(o.get("humans") or []) or None)),
+        ("Judges", _e(", ".join(o.get("judges") or []) or None)),
+        ("Judge shown in the per-judge sections", _e(o.get("primary_judge"))),
+        ("Graded by at least one expert", _pct(share.get("overall"))),
+        ("Graded by two or more experts", _pct(share.get("two_or_more"))),
+        ("Pass threshold", _pct(o.get("pass_threshold"))),
+        ("Adjudications", _e(o.get("n_adjudications"))),
+        (
+            "Intervals",
+            _e(
+                f"{o.get('ci', 0.95):.0%} task-clustered bootstrap, {o.get('n_boot')} resamples, "
+                f"seed {o.get('seed')}"
+                if o.get("n_boot")
+                else "none (no bootstrap)"
+            ),
+        ),
+    ]
+    body = _table(["", ""], [[_t(k), (v, False)] for k, v in rows])
+    per = [
+        [_t(g), _n(_pct(share.get(g))), _n(_e((o.get("n_verdicts") or {}).get(g)))]
+        for g in o.get("humans") or []
+    ]
+    per += [
+        [
+            _t(f"{j} (judge)"),
+            _n(_pct((o.get("judge_coverage") or {}).get(j))),
+            _n(_e((o.get("n_verdicts") or {}).get(j))),
+        ]
+        for j in o.get("judges") or []
+    ]
+    if per:
+        body += "<h3>Share graded, per grader</h3>" + _table(
+            ["grader", "share of verdicts", "verdicts"], per
+        )
+    return body
+
+
+_STAT_LABELS = {
+    "percent_agreement": "percent agreement",
+    "fleiss_kappa": "Fleiss' kappa",
+    "gwet_ac1": "Gwet's AC1",
+    "krippendorff_alpha": "Krippendorff's alpha",
+    "cohen_kappa": "Cohen's kappa",
+    "balanced_f1": "balanced F1",
+    "leniency_bias": "leniency bias",
+}
+
+
+def _agreement(d: Dashboard, images: Mapping[str, str], max_rows: int) -> str:
+    a = d.agreement
+    if a.empty:
+        return "<p>No verdicts to compare.</p>"
+    parts = []
+    ov = a.loc[a["by"] == "overall"]
+    parts.append("<h3>Overall</h3>")
+    parts.append(
+        _table(
+            ["comparison", "statistic", "value [CI]", "items", "tasks", "note"],
+            [
+                [
+                    _t(
+                        "experts among themselves"
+                        if r.comparison == EXPERTS
+                        else f"{r.comparison} vs expert consensus"
+                    ),
+                    _t(_STAT_LABELS.get(r.statistic, r.statistic)),
+                    _n(_ci(r.value, r.ci_low, r.ci_high)),
+                    _n(_e(r.n_items)),
+                    _n(_e(r.n_tasks)),
+                    _t(r.note),
+                ]
+                for r in _rows(ov)
+            ],
+        )
+    )
+    judge = d.primary_judge
+    for by in ("tag", "workflow", "domain"):
+        sub = a.loc[a["by"] == by]
+        if sub.empty:
+            continue
+        parts.append(f"<h3>By {_e(by)}</h3>")
+        if f"forest_{by}" in images:
+            parts.append(images[f"forest_{by}"])
+        header = [by, "expert items", "experts: % agreement", "experts: Fleiss' kappa"]
+        if judge is not None:
+            header += [
+                f"{judge}: Cohen's kappa",
+                f"{judge}: balanced F1",
+                f"{judge}: leniency bias",
+            ]
+        rows = []
+        for g in dict.fromkeys(sub["group"]):
+            gs = sub.loc[sub["group"] == g]
+
+            def cell(comp: str, stat: str, gs: pd.DataFrame = gs) -> str:
+                r = gs.loc[(gs["comparison"] == comp) & (gs["statistic"] == stat)]
+                if r.empty:
+                    return "—"
+                x = r.iloc[0]
+                return _ci(x["value"], x["ci_low"], x["ci_high"])
+
+            items = gs.loc[gs["comparison"] == EXPERTS, "n_items"]
+            row = [
+                _t(g),
+                _n(_e(items.iloc[0] if len(items) else None)),
+                _n(cell(EXPERTS, "percent_agreement")),
+                _n(cell(EXPERTS, "fleiss_kappa")),
+            ]
+            if judge is not None:
+                row += [_n(cell(judge, s)) for s in ("cohen_kappa", "balanced_f1", "leniency_bias")]
+            rows.append(row)
+        parts.append(_table(header, rows))
+    crit = a.loc[a["by"] == "criterion"]
+    if not crit.empty:
+        ex = crit.loc[crit["comparison"] == EXPERTS].sort_values("value", kind="stable")
+        jd = crit.loc[crit["comparison"] != EXPERTS].set_index(["task_id", "group"])["value"]
+        parts.append("<h3>By criterion (lowest expert agreement first)</h3>")
+        parts.append(
+            '<p class="meta">One task is one cluster, so per-criterion figures have no '
+            "interval; they rest on the few responses to the task.</p>"
+        )
+        rows = [
+            [
+                _t(r.task_id),
+                _t(r.group),
+                _n(_e(r.n_items)),
+                _n(_num(r.value)),
+                _n(_num(jd.get((r.task_id, r.group), math.nan)) if judge else "—"),
+            ]
+            for r in _rows(ex.head(max_rows))
+        ]
+        parts.append(
+            _table(
+                [
+                    "task",
+                    "criterion",
+                    "responses",
+                    "experts: % agreement",
+                    f"{judge or 'judge'}: % agreement",
+                ],
+                rows,
+                total=len(ex),
+            )
+        )
+    return "\n".join(parts)
+
+
+def _pairwise(d: Dashboard, images: Mapping[str, str]) -> str:
+    p = d.pairwise
+    if p.empty:
+        return "<p>Fewer than two graders.</p>"
+    out = [images.get("pairwise", "")]
+    wide = p.pivot_table(
+        index=["a", "b", "n_items"],
+        columns="statistic",
+        values=["value", "ci_low", "ci_high"],
+        aggfunc="first",
+    )
+    rows = []
+    for key, r in wide.iterrows():
+        k: Any = key
+        a, b, n = k[0], k[1], k[2]
+        rows.append(
+            [
+                _t(a),
+                _t(b),
+                _n(_e(n)),
+                _n(
+                    _ci(
+                        r.get(("value", "percent_agreement")),
+                        r.get(("ci_low", "percent_agreement")),
+                        r.get(("ci_high", "percent_agreement")),
+                    )
+                ),
+                _n(
+                    _ci(
+                        r.get(("value", "cohen_kappa")),
+                        r.get(("ci_low", "cohen_kappa")),
+                        r.get(("ci_high", "cohen_kappa")),
+                    )
+                ),
+            ]
+        )
+    out.append(
+        _table(
+            ["grader", "grader", "shared items", "percent agreement [CI]", "Cohen's kappa [CI]"],
+            rows,
+        )
+    )
+    return "\n".join(out)
+
+
+def _judges(d: Dashboard) -> str:
+    j = d.judges
+    if j.empty or "cohen_kappa" not in j.columns:
+        return "<p>No judge graded this benchmark.</p>"
+    rows = []
+    for r in j.to_dict("records"):
+        verdict = r.get("alt_test_passed")
+        alt = (
+            "—"
+            if verdict is None
+            else (
+                '<span class="pass">passes</span>' if verdict else '<span class="fail">fails</span>'
+            )
+        )
+        rows.append(
+            [
+                _t(r["judge"] + (" (shown)" if r.get("primary") else "")),
+                _n(_e(r["n_items"])),
+                _n(_pct(r.get("coverage"))),
+                _n(_ci(r["cohen_kappa"], r["cohen_kappa_low"], r["cohen_kappa_high"])),
+                _n(f"{_num(r.get('kappa_experts_min'))} – {_num(r.get('kappa_experts_max'))}"),
+                _n(_ci(r["balanced_f1"], r["balanced_f1_low"], r["balanced_f1_high"])),
+                _n(_ci(r["leniency_bias"], r["leniency_bias_low"], r["leniency_bias_high"])),
+                _n(
+                    _ci(
+                        r.get("calibrated_cohen_kappa"),
+                        r.get("calibrated_cohen_kappa_low"),
+                        r.get("calibrated_cohen_kappa_high"),
+                    )
+                ),
+                _n(alt),
+            ]
+        )
+    return (
+        '<p class="meta">Each judge grader is one prompt version. Kappa, balanced F1 and '
+        "leniency are against the consensus of all experts; the expert range is each expert "
+        "against the consensus of the others; the calibrated kappa is out of fold.</p>"
+        + _table(
+            [
+                "judge",
+                "items",
+                "coverage",
+                "Cohen's kappa [CI]",
+                "experts' kappa range",
+                "balanced F1 [CI]",
+                "leniency bias [CI]",
+                "calibrated kappa [CI]",
+                "alt-test",
+            ],
+            rows,
+        )
+    )
+
+
+def _confusion(d: Dashboard, images: Mapping[str, str]) -> str:
+    if not d.confusion:
+        return "<p>No judge compared with the expert consensus.</p>"
+    rows = []
+    for name, m in d.confusion.items():
+        (tn, fp), (fn, tp) = m.tolist()
+        rows.append([_t(name), _n(_e(tp)), _n(_e(fp)), _n(_e(fn)), _n(_e(tn))])
+    return (
+        images.get("confusion", "")
+        + '<p class="meta">Rows of the matrix: the expert consensus; columns: the judge. '
+        "A false positive is a criterion the judge calls met and the experts not.</p>"
+        + _table(
+            [
+                "judge",
+                "met / met (TP)",
+                "judge met, experts not (FP)",
+                "judge not, experts met (FN)",
+                "not / not (TN)",
+            ],
+            rows,
+        )
+    )
+
+
+def _reliability(d: Dashboard, images: Mapping[str, str]) -> str:
+    c = d.calibration
+    if c is None:
+        return "<p>No calibrated judge (needs a judge and expert grades on at least two tasks).</p>"
+    info = _table(
+        ["", ""],
+        [
+            [_t("judge"), _t(c.get("judge"))],
+            [_t("method"), _t(f"{c.get('method')} ({c.get('level')} level, {c.get('source')})")],
+            [
+                _t("evaluation"),
+                _t(
+                    f"out of fold, {c.get('n_splits')}-fold GroupKFold by task over {c.get('n_tasks')} tasks, {c.get('n_items')} items"
+                ),
+            ],
+            [
+                _t("Brier score before → after"),
+                _n(f"{_num(c.get('brier_before'))} → {_num(c.get('brier_after'))}"),
+            ],
+            [
+                _t("expected calibration error before → after"),
+                _n(f"{_num(c.get('ece_before'))} → {_num(c.get('ece_after'))}"),
+            ],
+        ],
+    )
+    return images.get("reliability", "") + info
+
+
+def _models(d: Dashboard, images: Mapping[str, str]) -> str:
+    m = d.models
+    if m.empty:
+        return "<p>Needs a judge and expert grades.</p>"
+    from gradercal.dashboard.charts import SOURCE_LABELS
+
+    sources = [s for s in MODEL_SOURCES if (m["source"] == s).any()]
+    parts = [images.get("models", "")]
+    for metric, label in (("mean_score", "Mean rubric score"), ("pass_rate", "Pass rate")):
+        sub = m.loc[m["metric"] == metric]
+        rows = []
+        for model in sorted({str(x) for x in sub["model"]}):
+            row = [_t(model)]
+            for s in sources:
+                r = sub.loc[(sub["model"] == model) & (sub["source"] == s)]
+                row.append(
+                    _n(
+                        _ci(r.iloc[0]["value"], r.iloc[0]["ci_low"], r.iloc[0]["ci_high"])
+                        if len(r)
+                        else "—"
+                    )
+                )
+            rows.append(row)
+        parts.append(f"<h3>{_e(label)}</h3>")
+        parts.append(_table(["model", *(SOURCE_LABELS[s] for s in sources)], rows))
+    parts.append(
+        '<p class="meta">Experts, raw and calibrated judge: on the responses all three scored, '
+        "task-bootstrap intervals. Bias-corrected: PPI++ over every judge-scored response, "
+        "small-sample intervals (t with n−1 df; Agresti–Coull-type for pass rates), "
+        "clipped to [0, 1].</p>"
+    )
+    return "\n".join(parts)
+
+
+def _alt(d: Dashboard) -> str:
+    a = d.alt_test
+    if a is None:
+        return "<p>Not run (needs a judge and at least two experts on shared items).</p>"
+    verdict = (
+        '<span class="pass">passes</span>' if a.get("passed") else '<span class="fail">fails</span>'
+    )
+    head = (
+        f"<p>Judge <b>{_e(a.get('judge'))}</b> {verdict}: winning rate ω = "
+        f"{_num(a.get('winning_rate'))} (≥ 0.5 needed), average advantage probability ρ = "
+        f"{_num(a.get('advantage_probability'))}; ε = {_e(a.get('epsilon'))}, α = "
+        f"{_e(a.get('alpha'))}, {_e(a.get('n_items'))} items; "
+        f"{_e(a.get('test', 'exact score'))} test, {_e(a.get('n_tested'))} of "
+        f"{_e(a.get('n_humans'))} experts tested.</p>"
+    )
+    rows = [
+        [
+            _t(x.get("human")),
+            _n(_e(x.get("n_items"))),
+            _t(x.get("test") if x.get("tested", True) else f"not tested: {x.get('note')}"),
+            _n(_num(x.get("rho_judge"))),
+            _n(_num(x.get("rho_human"))),
+            _n(_num(x.get("p_adjusted"))),
+            _t("yes" if x.get("rejected") else "no"),
+        ]
+        for x in a.get("annotators") or []
+    ]
+    return head + _table(
+        ["left-out expert", "items", "test", "ρ judge", "ρ expert", "p (BY)", "judge wins"], rows
+    )
+
+
+def _flips(d: Dashboard, max_rows: int) -> str:
+    f = d.flips
+    if f.empty:
+        return "<p>No response changes between pass and fail.</p>"
+    counts = f.groupby(["source", "direction"]).size()
+    summary = ", ".join(
+        f"{str(k[0]).replace('_', ' ')} {k[1]}: {n}"  # type: ignore[index]
+        for k, n in counts.items()
+    )
+    rows = [
+        [
+            _t(r.source.replace("_", " ")),
+            _t(r.model),
+            _t(r.task_id),
+            _t(r.response_id),
+            _n(_num(r.expert_score)),
+            _n(_num(r.judge_score)),
+            _t(r.direction),
+        ]
+        for r in _rows(f.head(max_rows))
+    ]
+    return f"<p>{_e(summary)}</p>" + _table(
+        ["judge", "model", "task", "response", "experts' score", "judge's score", "direction"],
+        rows,
+        total=len(f),
+    )
+
+
+def _health(d: Dashboard, max_rows: int) -> str:
+    h = d.health
+    if h.empty:
+        return "<p>No criterion has verdicts.</p>"
+    flagged = h.loc[h["flagged"].astype(bool)]
+    rows = [
+        [
+            _n(_e(r.rank)),
+            _t(r.task_id),
+            _t(r.criterion_id),
+            _n(_e(r.points)),
+            _n(_pct(r.human_agreement)),
+            _n(_pct(r.judge_disagreement)),
+            _n(_num(r.impact, 2)),
+            _t("; ".join(r.flags)),
+            _t(r.text),
+        ]
+        for r in _rows(flagged.head(max_rows))
+    ]
+    return (
+        f"<p>{len(flagged):,} of {len(h):,} criteria flagged at the bar "
+        f"{_pct(d.overview.get('bar'))}, ranked by impact = |points| × disagreement.</p>"
+        + _table(
+            [
+                "rank",
+                "task",
+                "criterion",
+                "points",
+                "experts agree",
+                "judge departs",
+                "impact",
+                "flags",
+                "text",
+            ],
+            rows,
+            total=len(flagged),
+        )
+    )
+
+
+def _disagreements(d: Dashboard, max_rows: int) -> str:
+    t = d.disagreements
+    if t.empty:
+        return "<p>No disagreement.</p>"
+    vcols = [c for c in t.columns if str(c).startswith("verdict:")]
+
+    def v(x: Any) -> str:
+        return (
+            "—"
+            if x is None or (isinstance(x, float) and math.isnan(x))
+            else ("met" if x else "not met")
+        )
+
+    rows = []
+    for r in t.head(max_rows).to_dict("records"):
+        kind = " and ".join(
+            k
+            for k, on in (
+                ("experts split", r["experts_split"]),
+                ("judge departs", r["judge_departs"]),
+            )
+            if on
+        )
+        rows.append(
+            [
+                _t(r["task_id"]),
+                _t(r["criterion_id"]),
+                _t(r["response_id"]),
+                _t(r["model"]),
+                _t(kind),
+                _t(v(r["consensus"])),
+            ]
+            + [_t(v(r[c])) for c in vcols]
+            + [_t(r["text"])]
+        )
+    return _table(
+        [
+            "task",
+            "criterion",
+            "response",
+            "model",
+            "kind",
+            "consensus",
+            *(c.split(":", 1)[1] for c in vcols),
+            "criterion text",
+        ],
+        rows,
+        total=len(t),
+    )
+
+
+def _notes(d: Dashboard) -> str:
+    if not d.notes:
+        return "<p>None.</p>"
+    return "<ul>" + "".join(f"<li>{_e(n)}</li>" for n in d.notes) + "</ul>"
+
+
+# ---------------------------------------------------------------------------------------
+# Documents
+# ---------------------------------------------------------------------------------------
+
+
+def _document(
+    d: Dashboard,
+    images: Mapping[str, str],
+    *,
+    title: str | None,
+    css: str,
+    max_rows: int,
+    generated_at: datetime | None,
+) -> str:
+    when = (generated_at or datetime.now(UTC)).isoformat(timespec="seconds")
+    bench = d.overview.get("benchmark")
+    heading = title or ("Agreement report" + (f": {bench}" if bench else ""))
+    from gradercal import __version__
+
+    builders: dict[str, Callable[[], str]] = {
+        "overview": lambda: _overview(d),
+        "agreement": lambda: _agreement(d, images, max_rows),
+        "pairwise": lambda: _pairwise(d, images),
+        "judges": lambda: _judges(d),
+        "confusion": lambda: _confusion(d, images),
+        "reliability": lambda: _reliability(d, images),
+        "models": lambda: _models(d, images),
+        "alt-test": lambda: _alt(d),
+        "flips": lambda: _flips(d, max_rows),
+        "health": lambda: _health(d, max_rows),
+        "disagreements": lambda: _disagreements(d, max_rows),
+        "notes": lambda: _notes(d),
+    }
+    body = [
+        f"<h1>{_e(heading)}</h1>",
+        f'<p class="meta">Generated {_e(when)} by gradercal {_e(__version__)}.</p>',
+    ]
+    for sid, head in REPORT_SECTIONS:
+        body.append(f'<h2 id="{sid}">{_e(head)}</h2>')
+        body.append(builders[sid]())
+    return (
+        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        f"<title>{_e(heading)}</title>\n<style>{css}</style>\n</head>\n<body>\n"
+        + "\n".join(body)
+        + "\n</body>\n</html>\n"
+    )
+
+
+def _img(src: str, title: str, width: int | None = None) -> str:
+    w = f' width="{width}"' if width else ""
+    return f'<p><img class="chart" src="{_e(src)}" alt="{_e(title)}"{w}></p>'
+
+
+def render_html(
+    d: Dashboard,
+    *,
+    title: str | None = None,
+    image_format: str = "svg",
+    max_rows: int = DEFAULT_MAX_ROWS,
+    charts: Mapping[str, Figure] | None = None,
+    generated_at: datetime | None = None,
+    progress: Callable[[int, int, str], None] | None = None,
+) -> str:
+    """The self-contained HTML report.
+
+    Args:
+        d: The dashboard.
+        title: The page title (default: ``"Agreement report: <benchmark>"``).
+        image_format: ``"svg"`` or ``"png"`` for the embedded charts.
+        max_rows: Rows shown of each long table.
+        charts: Figures to embed (default: :func:`report_charts`).
+        generated_at: Timestamp printed in the header (default: now, UTC).
+        progress: ``progress(done, total, label)`` as charts are encoded.
+
+    Raises:
+        ValueError: Unknown ``image_format``.
+    """
+    if image_format not in ("svg", "png"):
+        raise ValueError("image_format must be svg or png")
+    from gradercal.dashboard.charts import CHART_TITLES
+
+    figs = dict(charts) if charts is not None else report_charts(d)
+    images: dict[str, str] = {}
+    for i, (key, fig) in enumerate(figs.items()):
+        images[key] = _img(_data_uri(fig, image_format), CHART_TITLES.get(key, key))
+        if progress:
+            progress(i + 1, len(figs), "charts")
+    return _document(d, images, title=title, css=_CSS, max_rows=max_rows, generated_at=generated_at)
+
+
+def write_html(d: Dashboard, path: str | Path, **kwargs: Any) -> Path:
+    """Write :func:`render_html` to ``path`` (UTF-8)."""
+    p = Path(path)
+    p.write_text(render_html(d, **kwargs), encoding="utf-8")
+    return p
+
+
+def _import_pymupdf() -> Any:
+    """``import pymupdf`` without its optional layout add-on's start-up noise."""
+    import contextlib
+    import os
+
+    with open(os.devnull, "w") as devnull, contextlib.redirect_stdout(devnull):
+        import pymupdf
+
+    return pymupdf
+
+
+def write_pdf(
+    d: Dashboard,
+    path: str | Path,
+    *,
+    title: str | None = None,
+    max_rows: int = DEFAULT_MAX_ROWS,
+    charts: Mapping[str, Figure] | None = None,
+    generated_at: datetime | None = None,
+    paper: str = "a4",
+    progress: Callable[[int, int, str], None] | None = None,
+) -> Path:
+    """Write the report as a PDF laid out by PyMuPDF's ``Story`` (charts as PNG).
+
+    Args:
+        d: The dashboard.
+        path: The PDF file.
+        title, max_rows, charts, generated_at, progress: As :func:`render_html`.
+        paper: Page size name for ``pymupdf.paper_rect`` (e.g. ``"a4"``, ``"letter"``).
+    """
+    from gradercal.dashboard.charts import CHART_TITLES, figure_bytes
+
+    pymupdf = _import_pymupdf()
+    figs = dict(charts) if charts is not None else report_charts(d)
+    archive = pymupdf.Archive()
+    images: dict[str, str] = {}
+    page = pymupdf.paper_rect(paper)
+    where = pymupdf.Rect(page.x0 + 36, page.y0 + 36, page.x1 - 36, page.y1 - 36)
+    for i, (key, fig) in enumerate(figs.items()):
+        name = f"chart-{key}.png"
+        archive.add((figure_bytes(fig, "png", dpi=110), name))
+        w_in, _ = fig.get_size_inches()
+        width = int(min(where.width, w_in * 72 * 0.75))
+        images[key] = _img(name, CHART_TITLES.get(key, key), width)
+        if progress:
+            progress(i + 1, len(figs), "charts")
+    doc = _document(d, images, title=title, css="", max_rows=max_rows, generated_at=generated_at)
+    story = pymupdf.Story(html=doc, user_css=_PDF_CSS, archive=archive)
+    buf = io.BytesIO()
+    writer = pymupdf.DocumentWriter(buf, "compress")
+    more = True
+    while more:
+        device = writer.begin_page(page)
+        more, _ = story.place(where)
+        story.draw(device)
+        writer.end_page()
+    writer.close()
+    p = Path(path)
+    p.write_bytes(buf.getvalue())
+    return p

@@ -1,0 +1,285 @@
+"""Applying an assignment design (:mod:`gradercal.ops.assign`) to a database.
+
+:func:`assign` reads the benchmark's responses, designs, and writes in one transaction:
+graders named for the first time are created (human graders), and every planned
+(grader, response) pair becomes an ``assignment`` row with its queue position and
+calibration flag.
+
+Applying is idempotent and never takes work away: an assignment that already exists is
+left exactly as it is (status, position, time spent, calibration flag), whatever the
+design says; only missing ones are added. A grader who already has a queue in the
+benchmark gets the new assignments appended after it, in the design's order. So
+applying the same design twice changes nothing, and applying a different one later
+only adds.
+
+The design's parameters are recorded in ``database_info`` under
+``assignment_design:<benchmark id>`` (a JSON list, newest last), for the dashboard and
+for anyone who wants to reproduce it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from sqlalchemy import func, insert, select
+from sqlalchemy.exc import IntegrityError
+
+from gradercal.db import models as m
+from gradercal.db.repo import Repository
+from gradercal.db.session import Database
+from gradercal.errors import ConflictError, Problem, ValidationError
+from gradercal.model import AssignmentStatus, GraderKind
+from gradercal.ops.assign import Design, ResponseUnit, Unit, design_assignments
+
+__all__ = ["ApplyReport", "apply_design", "assign", "design_key", "load_units", "recorded_designs"]
+
+
+def design_key(benchmark_id: int) -> str:
+    """The ``database_info`` key holding the designs applied to a benchmark."""
+    return f"assignment_design:{benchmark_id}"
+
+
+@dataclass
+class ApplyReport:
+    """What applying a design did. ``changed`` is False when the database was left as it was."""
+
+    benchmark: str
+    graders_created: list[str] = field(default_factory=list)
+    assignments_created: int = 0
+    assignments_existing: int = 0
+    assignments_differing: int = 0
+    """Existing assignments whose position or calibration flag differ from the design
+    (kept as they are)."""
+    outside_design: dict[str, int] = field(default_factory=dict)
+    """Graders who already had assignments the design does not give them (kept), by count:
+    e.g. someone who opened the app before the design was applied got every response."""
+    design: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.graders_created or self.assignments_created)
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["changed"] = self.changed
+        return out
+
+
+def load_units(db: Database, benchmark: str | None = None) -> list[ResponseUnit]:
+    """Every response of the benchmark with the attributes a design can stratify on."""
+    bench = Repository(db).benchmark(benchmark)
+    with db.read() as s:
+        rows = s.execute(
+            select(
+                m.Response.external_id,
+                m.Task.external_id,
+                m.Task.workflow,
+                m.Task.domain,
+                m.Task.answer_format,
+                m.Response.model,
+            )
+            .join(m.Task, m.Task.id == m.Response.task_id)
+            .where(m.Response.benchmark_id == bench.id)
+        ).all()
+    return [
+        ResponseUnit(
+            response_id=rid,
+            task_id=tid,
+            strata={"workflow": wf, "domain": dom, "answer_format": fmt, "model": model},
+        )
+        for rid, tid, wf, dom, fmt, model in rows
+    ]
+
+
+def assign(
+    db: Database,
+    graders: Sequence[str],
+    overlap: int,
+    *,
+    calibration_fraction: float = 0.0,
+    stratify: Sequence[str] = (),
+    seed: str | int = 0,
+    benchmark: str | None = None,
+    unit: Unit = "response",
+) -> ApplyReport:
+    """Design assignments for the benchmark's responses and apply them (see the module doc).
+
+    Raises:
+        ValidationError: bad parameters; nothing is written.
+        ConflictError: a grader name belongs to a judge; nothing is written.
+    """
+    clean = [_clean_name(g) for g in graders]
+    units = load_units(db, benchmark)
+    design = design_assignments(
+        units,
+        clean,
+        overlap,
+        calibration_fraction=calibration_fraction,
+        stratify=stratify,
+        seed=seed,
+        unit=unit,
+    )
+    report = apply_design(db, design, benchmark)
+    report.design = design.summary(units)
+    return report
+
+
+def _clean_name(name: str) -> str:
+    clean = " ".join(str(name).split())
+    if not clean:
+        raise ValidationError([Problem("assign", None, "graders", "empty grader name")])
+    if len(clean) > 200:
+        raise ValidationError(
+            [Problem("assign", None, "graders", f"{clean[:40]!r}…: at most 200 characters")]
+        )
+    return clean
+
+
+def apply_design(db: Database, design: Design, benchmark: str | None = None) -> ApplyReport:
+    """Write a design: create new graders and the missing assignments, in one transaction.
+
+    Retried once when another client created the same rows at the same moment.
+    """
+    bench = Repository(db).benchmark(benchmark)
+    for attempt in (1, 2):
+        try:
+            return _apply(db, design, bench.id, bench.name)
+        except IntegrityError:
+            if attempt == 2:
+                raise
+    raise AssertionError("unreachable")
+
+
+def _apply(db: Database, design: Design, bench_id: int, bench_name: str) -> ApplyReport:
+    report = ApplyReport(benchmark=bench_name, design=design.parameters())
+    with db.write() as s:
+        responses = dict(
+            s.execute(
+                select(m.Response.external_id, m.Response.id).where(
+                    m.Response.benchmark_id == bench_id
+                )
+            ).all()
+        )
+        missing = sorted({a.response_id for a in design.assignments} - set(responses))
+        if missing:
+            raise ValidationError(
+                [Problem("assign", None, "responses", f"unknown response {r!r}") for r in missing]
+            )
+        known = {
+            name: (gid, kind)
+            for gid, name, kind in s.execute(
+                select(m.Grader.id, m.Grader.name, m.Grader.kind).where(
+                    m.Grader.name.in_(design.graders)
+                )
+            )
+        }
+        judges = sorted(n for n, (_gid, kind) in known.items() if kind != GraderKind.HUMAN.value)
+        if judges:
+            raise ConflictError(
+                f"{', '.join(repr(j) for j in judges)} "
+                f"{'is a judge' if len(judges) == 1 else 'are judges'}, not human graders; "
+                "choose other names"
+            )
+        now = m.utcnow()
+        gids: dict[str, int] = {name: gid for name, (gid, _kind) in known.items()}
+        for name in design.graders:
+            if name not in gids:
+                gids[name] = s.execute(
+                    insert(m.Grader)
+                    .values(name=name, kind=GraderKind.HUMAN.value, parameters={}, created_at=now)
+                    .returning(m.Grader.id)
+                ).scalar_one()
+                report.graders_created.append(name)
+        rows: list[dict[str, Any]] = []
+        for name in design.graders:
+            gid = gids[name]
+            existing = {
+                rid: (pos, bool(cal))
+                for rid, pos, cal in s.execute(
+                    select(
+                        m.Assignment.response_id, m.Assignment.position, m.Assignment.calibration
+                    )
+                    .join(m.Response, m.Response.id == m.Assignment.response_id)
+                    .where(m.Assignment.grader_id == gid, m.Response.benchmark_id == bench_id)
+                )
+            }
+            start = 0
+            if existing:
+                top = s.scalar(
+                    select(func.max(m.Assignment.position))
+                    .join(m.Response, m.Response.id == m.Assignment.response_id)
+                    .where(m.Assignment.grader_id == gid, m.Response.benchmark_id == bench_id)
+                )
+                start = int(top if top is not None else -1) + 1
+            offset = 0
+            mine = design.queue(name)
+            planned_ids = {responses[p.response_id] for p in mine}
+            extra = sum(1 for rid in existing if rid not in planned_ids)
+            if extra:
+                report.outside_design[name] = extra
+            for planned in mine:
+                rid = responses[planned.response_id]
+                have = existing.get(rid)
+                if have is not None:
+                    report.assignments_existing += 1
+                    if have != (planned.position, planned.calibration):
+                        report.assignments_differing += 1
+                    continue
+                position = planned.position if not existing else start + offset
+                offset += 1
+                rows.append(
+                    {
+                        "grader_id": gid,
+                        "response_id": rid,
+                        "status": AssignmentStatus.PENDING.value,
+                        "position": position,
+                        "time_spent_s": 0.0,
+                        "calibration": planned.calibration,
+                        "created_at": now,
+                        "updated_at": now,
+                    }
+                )
+        if rows:
+            s.execute(insert(m.Assignment), rows)
+        report.assignments_created = len(rows)
+        _record_design(s, bench_id, design, now.isoformat())
+    return report
+
+
+def _record_design(s: Any, bench_id: int, design: Design, when: str) -> None:
+    """Append the design's parameters to ``database_info`` unless it is recorded already."""
+    key = design_key(bench_id)
+    row = s.get(m.DatabaseInfo, key)
+    digest = design.digest()
+    history: list[dict[str, Any]] = []
+    if row is not None:
+        try:
+            loaded = json.loads(row.value)
+            history = [d for d in loaded if isinstance(d, dict)] if isinstance(loaded, list) else []
+        except ValueError:
+            history = []
+        if any(d.get("digest") == digest for d in history):
+            return
+    entry = {**design.parameters(), "digest": digest, "applied_at": when}
+    value = json.dumps([*history, entry], ensure_ascii=False)
+    if row is None:
+        s.add(m.DatabaseInfo(key=key, value=value))
+    else:
+        row.value = value
+
+
+def recorded_designs(db: Database, benchmark: str | None = None) -> list[dict[str, Any]]:
+    """The designs applied to a benchmark (parameters, digest, time), oldest first."""
+    bench = Repository(db).benchmark(benchmark)
+    with db.read() as s:
+        row = s.get(m.DatabaseInfo, design_key(bench.id))
+        if row is None:
+            return []
+        try:
+            loaded = json.loads(row.value)
+        except ValueError:
+            return []
+    return [d for d in loaded if isinstance(d, dict)] if isinstance(loaded, list) else []

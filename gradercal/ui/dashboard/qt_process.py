@@ -1,0 +1,386 @@
+"""The dashboard's worker process, seen from the window: :class:`QtDashboardProcess`.
+
+It starts ``python -m gradercal.ui.dashboard.worker`` with ``QProcess`` (no ``fork`` of the
+window's process, nothing of Qt in the child), sends it requests and reads its messages as
+they arrive (``readyReadStandardOutput``: the event loop never waits on the pipe). The
+result comes back in parts — each field of the Dashboard, each prepared table, each chart
+— and they are unpickled one per event-loop turn, so even a large result never stalls the
+window for long; once all are in, :attr:`~QtDashboardProcess.computed` carries the
+:class:`~gradercal.ui.dashboard.data.Computed`.
+
+Replies for a generation no longer wanted (cancelled, or superseded by a newer filter
+set) are not unpickled: :attr:`~QtDashboardProcess.dropped` says one arrived. A worker that
+stops (killed, crashed) fails the computation it was running with a message, and the
+next :meth:`~QtDashboardProcess.compute` starts a new one (:attr:`restarted` says so).
+:meth:`~QtDashboardProcess.stop` ends it; it also ends by itself when this process goes
+away (its standard input closes).
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import pickle
+import sys
+import time
+import weakref
+from collections import deque
+from typing import Any
+
+from PySide6.QtCore import QCoreApplication, QObject, QProcess, QProcessEnvironment, QTimer, Signal
+
+from gradercal.ui.dashboard.data import Computed, Request, attach_pixels, share_frames
+from gradercal.ui.dashboard.worker import PROTOCOL, FrameReader, encode
+
+#: Objects allocated (gc.get_count()[0]) after which a decoded part is followed by a
+#: collection of the youngest generation.
+YOUNG_LIMIT = 5_000
+#: How long :meth:`QtDashboardProcess.stop` waits for the worker to exit before killing it.
+STOP_WAIT_MS = 1_000
+_LIVE: weakref.WeakSet[QtDashboardProcess] = weakref.WeakSet()
+_HOOKED: list[QObject] = []
+_PREIMPORT: list[bool] = []
+
+
+def preimport() -> None:
+    """Import what unpickling a result needs (matplotlib, the Dashboard class) — run in a
+    worker thread while the worker process computes, so the first result's charts do not
+    pay for the imports on the UI thread (near a second on a loaded machine)."""
+    import matplotlib.backends.backend_agg
+    import matplotlib.backends.backend_qtagg
+    import matplotlib.figure  # noqa: F401
+
+
+def _freeze_long_lived(_result: object = None) -> None:
+    """Move everything alive now — modules, classes, functions of the app and of the
+    imports above — out of the cyclic collector's sight (``gc.freeze``, O(1)).
+
+    The app collects on the UI thread (:func:`gradercal.ui.qt_workers.collect_garbage_on_ui_thread`);
+    with a quarter of a million long-lived objects each full collection took 130–200 ms.
+    What is frozen is never collected: done once per process, after the imports.
+    """
+    import gc
+
+    from gradercal.ui import qt_workers
+
+    gc.freeze()
+    qt_workers.pause_collections(False)
+
+
+def _stop_all() -> None:
+    for client in list(_LIVE):
+        client.stop()
+
+
+class QtDashboardProcess(QObject):
+    """One worker process for one dashboard view (started on the first computation)."""
+
+    #: generation, done, total, label
+    progress = Signal(int, int, int, str)
+    #: the Computed of the generation last asked for
+    computed = Signal(object)
+    #: generation, kind (``cancelled``, ``superseded``, ``error``, ``crashed``), message
+    failed = Signal(int, str, str)
+    #: a reply for a generation no longer wanted arrived (and was thrown away)
+    dropped = Signal(int)
+    #: a new worker was started after the previous one stopped (the message says why)
+    restarted = Signal(str)
+
+    def __init__(self, url: str, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.url = url
+        self.process: QProcess | None = None
+        #: the worker's process id (0 before its first message)
+        self.pid = 0
+        #: whether the worker reported any Qt module loaded (it must not)
+        self.child_has_qt = False
+        #: the generation whose result is wanted (None: none)
+        self.wanted: int | None = None
+        #: generations sent and not answered yet
+        self.outstanding: set[int] = set()
+        #: workers started after one stopped
+        self.restarts = 0
+        #: the longest unpickling of one part on this thread, in ms (for the benchmark)
+        self.max_decode_ms = 0.0
+        self._reader = FrameReader()
+        self._writes: list[bytes] = []
+        self._parts: dict[str, Any] = {}
+        self._undecoded: deque[tuple[str, bytes]] = deque()
+        self._done: dict[str, Any] | None = None
+        self._stopped_because: str | None = None
+        self._stderr: deque[str] = deque(maxlen=30)
+        self._stopping = False
+        self._decoder = QTimer(self)
+        self._decoder.setInterval(0)
+        self._decoder.timeout.connect(self._decode_next)
+        _LIVE.add(self)
+        app = QCoreApplication.instance()
+        if app is not None and app not in _HOOKED:
+            app.aboutToQuit.connect(_stop_all)
+            _HOOKED.append(app)
+
+    # -- the process ------------------------------------------------------------------------
+    @property
+    def running(self) -> bool:
+        return self.process is not None
+
+    def _start(self) -> None:
+        self._stopping = False
+        self._reader = FrameReader()
+        self._writes = []
+        self.pid = 0
+        proc = QProcess(self)
+        proc.setProgram(sys.executable)
+        proc.setArguments(["-m", "gradercal.ui.dashboard.worker"])
+        env = QProcessEnvironment.systemEnvironment()
+        env.insert("MPLBACKEND", "Agg")
+        proc.setProcessEnvironment(env)
+        proc.setProcessChannelMode(QProcess.ProcessChannelMode.SeparateChannels)
+        proc.readyReadStandardOutput.connect(lambda p=proc: self._read(p))
+        proc.readyReadStandardError.connect(lambda p=proc: self._read_stderr(p))
+        proc.started.connect(lambda p=proc: self._flush(p))
+        proc.finished.connect(lambda code, status, p=proc: self._finished(p, code, status))
+        proc.errorOccurred.connect(lambda error, p=proc: self._error(p, error))
+        self.process = proc
+        proc.start()
+
+    def _send(self, message: dict[str, Any]) -> None:
+        data = encode(message)
+        proc = self.process
+        if proc is not None and proc.state() == QProcess.ProcessState.Running:
+            proc.write(data)
+        else:
+            self._writes.append(data)
+
+    def _flush(self, proc: QProcess) -> None:
+        if proc is not self.process:
+            return
+        for data in self._writes:
+            proc.write(data)
+        self._writes = []
+
+    def stop(self) -> None:
+        """End the worker (told to quit, killed if it does not within a second)."""
+        self._decoder.stop()
+        self._stopping = True
+        proc, self.process = self.process, None
+        self.wanted = None
+        self.outstanding.clear()
+        self._reset()
+        if proc is None:
+            return
+        if proc.state() == QProcess.ProcessState.Running:
+            proc.write(encode({"op": "quit"}))
+            proc.closeWriteChannel()
+            if not proc.waitForFinished(STOP_WAIT_MS):
+                proc.kill()
+                proc.waitForFinished(STOP_WAIT_MS)
+        elif proc.state() == QProcess.ProcessState.Starting:
+            proc.kill()
+            proc.waitForFinished(STOP_WAIT_MS)
+        proc.deleteLater()
+        self.pid = 0
+
+    def _stopped(self, proc: QProcess, why: str) -> None:
+        if proc is not self.process or self._stopping:
+            return
+        self.process = None
+        self.pid = 0
+        tail = [line for line in self._stderr if line.strip()]
+        if tail:
+            why += f"; last output: {tail[-1].strip()[:300]}"
+        self._stopped_because = why
+        proc.deleteLater()
+        wanted = self.wanted
+        lost = sorted(self.outstanding)
+        self.outstanding.clear()
+        self.wanted = None
+        self._reset()
+        for gen in lost:
+            if gen == wanted:
+                self.failed.emit(gen, "crashed", why)
+            else:
+                self.dropped.emit(gen)
+
+    def _finished(self, proc: QProcess, code: int, status: QProcess.ExitStatus) -> None:
+        if status == QProcess.ExitStatus.CrashExit:
+            why = "the dashboard process stopped unexpectedly (killed or crashed)"
+        else:
+            why = f"the dashboard process stopped unexpectedly (exit code {code})"
+        self._stopped(proc, why)
+
+    def _error(self, proc: QProcess, error: QProcess.ProcessError) -> None:
+        if error == QProcess.ProcessError.FailedToStart:
+            self._stopped(proc, f"cannot start the dashboard process: {proc.errorString()}")
+
+    def _read_stderr(self, proc: QProcess) -> None:
+        text = bytes(proc.readAllStandardError().data()).decode("utf-8", "replace")
+        if text:
+            sys.stderr.write(text)  # the worker's tracebacks and warnings, for the log
+            self._stderr.extend(text.splitlines())
+
+    # -- requests ---------------------------------------------------------------------------
+    def compute(self, request: Request) -> None:
+        """Ask for ``request`` (the newest request supersedes the one running)."""
+        if self.process is None:
+            if self._stopped_because is not None:
+                why, self._stopped_because = self._stopped_because, None
+                self.restarts += 1
+                self.restarted.emit(f"Restarted the dashboard process ({why}).")
+            self._start()
+        if not _PREIMPORT:
+            from gradercal.ui import qt_workers
+
+            _PREIMPORT.append(True)
+            qt_workers.collect_garbage_on_ui_thread()
+            qt_workers.pause_collections(True)  # until the imports are in and frozen
+            qt_workers.submit(preimport, done=_freeze_long_lived, failed=_freeze_long_lived)
+        self.wanted = request.generation
+        self._reset()
+        self.outstanding.add(request.generation)
+        self._send({"op": "compute", "request": request, "url": self.url})
+
+    def cancel(self, generation: int) -> None:
+        """Stop computing ``generation`` (and anything older); its reply will be dropped."""
+        if self.wanted is not None and self.wanted <= generation:
+            self.wanted = None
+            self._reset()
+        if self.process is not None:
+            self._send({"op": "cancel", "generation": generation})
+
+    # -- replies ----------------------------------------------------------------------------
+    def _reset(self) -> None:
+        self._parts = {}
+        self._undecoded.clear()
+        self._done = None
+        self._decoder.stop()
+
+    def _read(self, proc: QProcess) -> None:
+        if proc is not self.process:
+            return
+        data = bytes(proc.readAllStandardOutput().data())
+        try:
+            messages = self._reader.feed(data)
+        except Exception as exc:  # a corrupt stream: this worker cannot be trusted
+            proc.kill()
+            self._stopped(proc, f"the dashboard process sent unreadable data ({exc})")
+            return
+        for message in messages:
+            self._handle(message)
+
+    def _handle(self, m: dict[str, Any]) -> None:
+        kind = m.get("type")
+        gen = int(m.get("generation", -1))
+        if kind == "hello":
+            self.pid = int(m["pid"])
+            self.child_has_qt = bool(m.get("qt"))
+            if int(m.get("protocol", 0)) != PROTOCOL:
+                sys.stderr.write(f"dashboard worker speaks protocol {m.get('protocol')}\n")
+        elif kind == "progress":
+            if gen == self.wanted:
+                self.progress.emit(gen, int(m["done"]), int(m["total"]), str(m["label"]))
+        elif kind == "part":
+            if gen == self.wanted:
+                self._undecoded.append((str(m["key"]), m["payload"]))
+                self._decoder.start()
+        elif kind == "done":
+            self.child_has_qt = self.child_has_qt or bool(m.get("qt"))
+            if gen == self.wanted:
+                self._done = m
+                self._decoder.start()
+            else:
+                self.outstanding.discard(gen)
+                self.dropped.emit(gen)
+        elif kind == "error":
+            self.outstanding.discard(gen)
+            if m.get("traceback"):
+                sys.stderr.write(str(m["traceback"]))
+            if gen == self.wanted:
+                self.wanted = None
+                self._reset()
+                self.failed.emit(gen, str(m["kind"]), str(m["message"]))
+            else:
+                self.dropped.emit(gen)
+
+    def _decode_next(self) -> None:
+        """Unpickle one part (one per event-loop turn); assemble when all are in."""
+        if self._undecoded:
+            key, payload = self._undecoded.popleft()
+            t0 = time.perf_counter()
+            value = pickle.loads(payload)
+            if key.startswith("figure:") and isinstance(value, tuple):
+                figure, pixels = value
+                attach_pixels(figure, pixels)
+                value = figure
+            self._parts[key] = value
+            self.max_decode_ms = max(self.max_decode_ms, (time.perf_counter() - t0) * 1e3)
+            if gc.get_count()[0] > YOUNG_LIMIT:
+                # A part made many objects (a figure's artists, a column of tuples): collect
+                # the youngest generation now, in this turn, while it is small — tuples of
+                # strings leave the collector's lists there, and the app's older
+                # generations (collected from a timer) stay small too.
+                gc.collect(0)
+            return
+        self._decoder.stop()
+        done = self._done
+        if done is None:
+            return
+        self._done = None
+        gen = int(done["generation"])
+        parts, self._parts = self._parts, {}
+        self.outstanding.discard(gen)
+        self.wanted = None
+        missing = [k for k in done["keys"] if k not in parts]
+        if missing:
+            self.failed.emit(gen, "error", f"the dashboard process sent no {missing[0]}")
+            return
+        self.computed.emit(assemble(gen, parts, done))
+
+
+def assemble(generation: int, parts: dict[str, Any], done: dict[str, Any]) -> Computed:
+    """The :class:`Computed` of a worker's parts (see :mod:`gradercal.ui.dashboard.worker`)."""
+    import dataclasses
+
+    from gradercal.dashboard import Dashboard
+
+    values = {k[5:]: v for k, v in parts.items() if k.startswith("dash:")}
+    fields = dataclasses.fields(Dashboard)
+    dash = Dashboard(**{f.name: values[f.name] for f in fields if f.init and f.name in values})
+    for f in fields:
+        if not f.init and f.name in values:
+            object.__setattr__(dash, f.name, values[f.name])
+    return Computed(
+        generation=generation,
+        dashboard=dash,
+        options=parts.get("options", {}),
+        tables=share_frames({k[6:]: v for k, v in parts.items() if k.startswith("table:")}, dash),
+        figures={k[7:]: v for k, v in parts.items() if k.startswith("figure:")},
+        first_response=parts.get("first_response", {}),
+        seconds=float(done.get("seconds", 0.0)),
+        pid=int(done.get("pid", 0)),
+        loaded=bool(done.get("loaded", False)),
+        phases=dict(done.get("phases", {})),
+    )
+
+
+def process_alive(pid: int) -> bool:
+    """Whether process ``pid`` exists and has not exited (a zombie counts as exited)."""
+    if pid <= 0:
+        return False
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as fh:
+            state = fh.read().rsplit(")", 1)[1].split()[0]
+        return state not in ("Z", "X")
+    except FileNotFoundError:
+        return False
+    except OSError:  # no /proc (macOS): ask the kernel
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
+
+
+__all__ = ["QtDashboardProcess", "assemble", "process_alive"]

@@ -1,0 +1,1161 @@
+"""The coordinator dashboard: agreement at a glance, and the way into adjudication.
+
+:class:`QtDashboardView` shows what :func:`gradercal.dashboard.compute_dashboard`
+computes — overview numbers, agreement with confidence intervals by criterion tag,
+workflow, domain and criterion, the rater heatmap, the judge-vs-consensus confusion
+matrix, the reliability diagram before and after calibration, per-model scores under
+experts / raw judge / calibrated judge / estimate, judges (prompt versions) side by side,
+the alt-test verdict, pass ↔ fail flips, criterion health and the disagreements —
+recomputed whenever a filter (model, workflow, domain, grader subset) changes.
+
+Computing runs in a separate worker process (:mod:`gradercal.ui.dashboard.worker`, driven
+by :class:`gradercal.ui.dashboard.qt_process.QtDashboardProcess`): it opens the database by
+URL, keeps the benchmark's frames across recomputations, computes, prepares the tables and
+draws the charts; this process only shows the result, so neither the pandas work nor the
+garbage collector's walks over large frames stall the window. A progress bar and a Cancel
+button show while it runs; a result computed for an older filter set is dropped; errors of
+the worker (a bad database, an exception, the process killed) are shown in the window, and
+a stopped worker is restarted by the next computation. Charts are the matplotlib figures
+of :mod:`gradercal.dashboard.charts` inside ``FigureCanvasQTAgg``, drawn ahead by the worker at the
+canvas's size; each is saved as PNG or SVG from its button or context menu. Chart colours
+follow the window's light or dark palette (the worker is told which).
+
+:class:`QtCoordinatorView` stacks the dashboard and the adjudication view
+(:mod:`gradercal.ui.qt_adjudication`): double-clicking a disagreement, a flip or a
+criterion-health entry opens that case; saving an adjudication refreshes the dashboard.
+Both exist only in a coordinator window (see :class:`gradercal.ui.qt_main_window.QtMainWindow`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+from PySide6.QtCore import (
+    QAbstractTableModel,
+    QModelIndex,
+    QObject,
+    QPersistentModelIndex,
+    QPoint,
+    QRegularExpression,
+    QSortFilterProxyModel,
+    Qt,
+    QTimer,
+    Signal,
+)
+from PySide6.QtGui import QAction, QColor, QPalette
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QComboBox,
+    QFileDialog,
+    QFrame,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QLineEdit,
+    QMenu,
+    QProgressBar,
+    QPushButton,
+    QSizePolicy,
+    QSplitter,
+    QStackedWidget,
+    QTableView,
+    QTabWidget,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from gradercal.db.adjudication import AdjudicationStore
+from gradercal.db.session import Database
+from gradercal.ui.dashboard.data import (
+    AGREEMENT_BYS,
+    CHARTS,
+    FOREST_BYS,
+    ChartStyle,
+    Computed,
+    PreparedTable,
+    Request,
+    _missing,
+    agreement_wide,
+    ci_columns,
+    format_value,
+    header_text,
+    models_wide,
+    prepare_table,
+)
+from gradercal.ui.dashboard.qt_process import QtDashboardProcess
+from gradercal.ui.qt_adjudication import QtAdjudicationView
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+    from gradercal.ui.qt_settings import QtAppSettings
+
+Index = QModelIndex | QPersistentModelIndex
+#: Sort by the raw value (numbers as numbers), not by the text shown.
+SORT_ROLE = Qt.ItemDataRole.UserRole + 1
+#: The whole row as a dict (for double-click → adjudication).
+ROW_ROLE = Qt.ItemDataRole.UserRole + 2
+#: The row's text in lower case (what the filter box searches).
+HAYSTACK_ROLE = Qt.ItemDataRole.UserRole + 3
+#: Wait this long after a filter changes before recomputing (several clicks → one run).
+RECOMPUTE_DELAY_MS = 250
+
+
+class QtFrameModel(QAbstractTableModel):
+    """A prepared DataFrame behind a table: nothing is copied into widgets.
+
+    Sorting reorders an index array (numpy, stable; missing values last), never the
+    frame, so it stays fast on large tables. An estimate with interval columns is one
+    column ``0.812  [0.744, 0.871]`` (see :func:`prepare_table`).
+    """
+
+    def __init__(self, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.table = prepare_table(pd.DataFrame())
+        self._order = np.arange(0)
+
+    def set_table(self, table: PreparedTable) -> None:
+        self.beginResetModel()
+        self.table = table
+        self._order = np.arange(len(table))
+        self.endResetModel()
+
+    def set_frame(self, frame: pd.DataFrame) -> None:
+        self.set_table(prepare_table(frame))
+
+    @property
+    def frame(self) -> pd.DataFrame:
+        frame = self.table.frame
+        assert frame is not None, "a shared table reaches the window with its frame filled in"
+        return frame
+
+    def rowCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008
+        return 0 if parent.isValid() else len(self.table)
+
+    def columnCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008
+        return 0 if parent.isValid() else len(self.table.columns)
+
+    def source_row(self, row: int) -> int:
+        return int(self._order[row])
+
+    def text(self, row: int, column: int) -> str:
+        return self.table.texts[column][self._order[row]]
+
+    def row_dict(self, row: int) -> dict[str, Any]:
+        return {str(k): v for k, v in self.frame.iloc[self.source_row(row)].items()}
+
+    def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if not index.isValid():
+            return None
+        r, c = index.row(), index.column()
+        if role == Qt.ItemDataRole.DisplayRole:
+            return self.text(r, c)
+        if role == Qt.ItemDataRole.ToolTipRole:
+            text = self.text(r, c)
+            return text if len(text) > 30 else None
+        if role == Qt.ItemDataRole.TextAlignmentRole and self.table.numeric[c]:
+            return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        if role == HAYSTACK_ROLE:
+            return self.table.haystack[self._order[r]]
+        if role == ROW_ROLE:
+            return self.row_dict(r)
+        return None
+
+    def headerData(
+        self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole
+    ) -> Any:
+        if role != Qt.ItemDataRole.DisplayRole:
+            return None
+        if orientation == Qt.Orientation.Horizontal:
+            if 0 <= section < len(self.table.columns):
+                return self.table.headers[section]
+            return None
+        return str(section + 1)
+
+    def sort(self, column: int, order: Qt.SortOrder = Qt.SortOrder.AscendingOrder) -> None:
+        self.layoutAboutToBeChanged.emit()
+        n = len(self.table)
+        if not 0 <= column < len(self.table.columns):
+            self._order = np.arange(n)
+        else:
+            key = self.table.keys[column]
+            descending = order == Qt.SortOrder.DescendingOrder
+            ranked = pd.Series(key).sort_values(
+                ascending=not descending, kind="stable", na_position="last"
+            )
+            self._order = ranked.index.to_numpy(dtype=np.int64)
+        self.layoutChanged.emit()
+
+
+class QtFrameProxy(QSortFilterProxyModel):
+    """Filters rows by the filter box's words (all must occur, in any column); sorting is
+    the source model's (a numpy index, not Python comparisons).
+
+    The filter is Qt's own, on each row's prepared text (:data:`HAYSTACK_ROLE`): with an
+    empty filter box Qt accepts rows without calling Python, so showing a table of tens
+    of thousands of rows stays a matter of milliseconds.
+    """
+
+    def __init__(self, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.setFilterRole(HAYSTACK_ROLE)
+        self.setFilterKeyColumn(0)
+
+    def set_words(self, text: str) -> None:
+        words = text.lower().split()
+        pattern = "".join(f"(?=.*{QRegularExpression.escape(w)})" for w in words)
+        self.setFilterRegularExpression(QRegularExpression(f"^{pattern}" if words else ""))
+
+    def sort(self, column: int, order: Qt.SortOrder = Qt.SortOrder.AscendingOrder) -> None:
+        model = self.sourceModel()
+        if isinstance(model, QtFrameModel):
+            model.sort(column, order)  # layoutChanged updates this proxy's mapping
+
+
+class QtFrameTable(QWidget):
+    """A filter box over a sortable table of a DataFrame."""
+
+    #: A row was double-clicked or activated (Enter): the row as a dict.
+    row_activated = Signal(dict)
+
+    def __init__(self, placeholder: str = "Filter…", parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(2)
+        self.top = QHBoxLayout()
+        self.filter = QLineEdit()
+        self.filter.setPlaceholderText(placeholder)
+        self.filter.setClearButtonEnabled(True)
+        self.top.addWidget(self.filter, 1)
+        self.count = QLabel("")
+        self.top.addWidget(self.count)
+        layout.addLayout(self.top)
+        self.model = QtFrameModel(self)
+        self.proxy = QtFrameProxy(self)
+        self.proxy.setSourceModel(self.model)
+        self.view = QTableView()
+        self.view.setModel(self.proxy)
+        self.view.setSortingEnabled(True)
+        self.view.horizontalHeader().setSortIndicator(-1, Qt.SortOrder.AscendingOrder)
+        self.view.setAlternatingRowColors(True)
+        self.view.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.view.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.view.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.view.setWordWrap(False)
+        self.view.verticalHeader().setVisible(False)
+        self.view.verticalHeader().setDefaultSectionSize(self.view.fontMetrics().height() + 6)
+        self.view.horizontalHeader().setStretchLastSection(True)
+        self.view.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
+        layout.addWidget(self.view, 1)
+        self.filter.textChanged.connect(self._filter_changed)
+        # Double-click or Enter (``activated`` follows the platform's activation rule).
+        self.view.activated.connect(self._activated)
+
+    def set_table(self, table: PreparedTable) -> None:
+        self.model.set_table(table)
+        header = self.view.horizontalHeader()
+        if header.sortIndicatorSection() >= 0:
+            self.model.sort(header.sortIndicatorSection(), header.sortIndicatorOrder())
+        self._fit_columns()
+        self._update_count()
+
+    def set_frame(self, frame: pd.DataFrame) -> None:
+        self.set_table(prepare_table(frame))
+
+    def _fit_columns(self) -> None:
+        """Columns as wide as their header and first rows, within limits (no full scan)."""
+        metrics = self.view.fontMetrics()
+        n = min(self.model.rowCount(), 50)
+        last = self.model.columnCount() - 1
+        for c in range(self.model.columnCount()):
+            head = str(self.model.headerData(c, Qt.Orientation.Horizontal))
+            width = metrics.horizontalAdvance(head) + 24
+            for r in range(n):
+                width = max(width, metrics.horizontalAdvance(self.model.text(r, c)) + 14)
+            if c != last:
+                self.view.setColumnWidth(c, min(width, 360))
+
+    def _filter_changed(self, text: str) -> None:
+        self.proxy.set_words(text)
+        self._update_count()
+
+    def _update_count(self) -> None:
+        shown, total = self.proxy.rowCount(), self.model.rowCount()
+        self.count.setText(f"{shown:,} of {total:,}" if shown != total else f"{total:,} rows")
+
+    def row(self, proxy_row: int) -> dict[str, Any]:
+        source = self.proxy.mapToSource(self.proxy.index(proxy_row, 0))
+        return self.model.row_dict(source.row())
+
+    def _activated(self, index: QModelIndex) -> None:
+        if index.isValid():
+            self.row_activated.emit(self.row(index.row()))
+
+
+# -- charts -----------------------------------------------------------------------------------
+def chart_style(palette: QPalette) -> ChartStyle:
+    def hexa(role: QPalette.ColorRole) -> str:
+        return str(palette.color(role).name(QColor.NameFormat.HexRgb))
+
+    window = palette.color(QPalette.ColorRole.Base)
+    return ChartStyle(
+        background=hexa(QPalette.ColorRole.Base),
+        foreground=hexa(QPalette.ColorRole.Text),
+        grid=hexa(QPalette.ColorRole.Mid),
+        accent=hexa(QPalette.ColorRole.Highlight),
+        dark=window.lightness() < 128,
+    )
+
+
+def save_figure(figure: Figure, path: Path | str) -> Path:
+    """Write ``figure`` as PNG or SVG (by the file's suffix; PNG when there is none)."""
+    out = Path(path)
+    if out.suffix.lower() not in (".png", ".svg"):
+        out = out.with_suffix(".png")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        from gradercal.dashboard import charts
+
+        saver = getattr(charts, "save_figure", None)
+    except ImportError:  # pragma: no cover - the core module ships with the app
+        saver = None
+    if saver is not None:
+        result = saver(figure, out)
+        return Path(result) if result is not None else out
+    figure.savefig(out, format=out.suffix[1:], facecolor=figure.get_facecolor())
+    return out
+
+
+class QtChart(QWidget):
+    """One matplotlib figure in a ``FigureCanvasQTAgg`` with "Save as PNG or SVG…"."""
+
+    #: A short message for the status bar.
+    message = Signal(str)
+
+    def __init__(self, title: str, name: str, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.name = name
+        self.figure: Figure | None = None
+        self.canvas: QWidget | None = None
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(2)
+        top = QHBoxLayout()
+        self.title = QLabel(title)
+        font = self.title.font()
+        font.setBold(True)
+        self.title.setFont(font)
+        top.addWidget(self.title, 1)
+        self.save_button = QToolButton()
+        self.save_button.setText("Save as PNG or SVG…")
+        self.save_button.setEnabled(False)
+        self.save_button.clicked.connect(self.save_dialog)
+        top.addWidget(self.save_button)
+        layout.addLayout(top)
+        self.holder = QVBoxLayout()
+        self.holder.setContentsMargins(0, 0, 0, 0)
+        self.empty = QLabel("Not computed yet.")
+        self.empty.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.empty.setWordWrap(True)
+        self.holder.addWidget(self.empty)
+        layout.addLayout(self.holder, 1)
+        self.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.customContextMenuRequested.connect(self._menu)
+
+    def set_figure(self, figure: Figure | None, empty_text: str = "Nothing to show.") -> None:
+        if self.canvas is not None:
+            self.holder.removeWidget(self.canvas)
+            self.canvas.deleteLater()
+            self.canvas = None
+        self.figure = figure
+        if figure is None:
+            self.empty.setText(empty_text)
+            self.empty.show()
+            self.save_button.setEnabled(False)
+            return
+        self.empty.hide()
+        canvas = canvas_class()(figure)
+        canvas.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
+        canvas.setMinimumSize(200, 160)
+        canvas.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        canvas.customContextMenuRequested.connect(lambda pos: self._menu(canvas.mapTo(self, pos)))
+        self.holder.addWidget(canvas, 1)
+        self.canvas = canvas
+        self.save_button.setEnabled(True)
+
+    def set_message(self, text: str) -> None:
+        self.set_figure(None, text)
+
+    def _menu(self, pos: QPoint) -> None:
+        menu = QMenu(self)
+        action = QAction("Save as PNG or SVG…", menu)
+        action.setEnabled(self.figure is not None)
+        action.triggered.connect(self.save_dialog)
+        menu.addAction(action)
+        menu.popup(self.mapToGlobal(pos))
+
+    def save(self, path: Path | str) -> Path:
+        """Write the chart to ``path`` (.png or .svg)."""
+        if self.figure is None:
+            raise ValueError(f"the chart {self.name!r} has nothing to save yet")
+        return save_figure(self.figure, path)
+
+    def save_dialog(self) -> Path | None:
+        if self.figure is None:
+            return None
+        path, chosen = QFileDialog.getSaveFileName(
+            self,
+            f"Save {self.title.text()}",
+            f"{self.name}.png",
+            "PNG image (*.png);;SVG drawing (*.svg)",
+        )
+        if not path:
+            return None
+        if not Path(path).suffix and "svg" in chosen.lower():
+            path += ".svg"
+        try:
+            out = self.save(path)
+        except Exception as exc:  # disk full, no permission, …: say so, keep going
+            self.message.emit(f"Chart not saved: {exc}")
+            return None
+        self.message.emit(f"Chart saved to {out}")
+        return out
+
+
+_CANVAS: list[type] = []
+
+
+def canvas_class() -> type:
+    """``FigureCanvasQTAgg`` that uses the worker's drawing of a figure on its first draw
+    (see :func:`gradercal.ui.dashboard.data.attach_pixels`)."""
+    if _CANVAS:
+        return _CANVAS[0]
+    from matplotlib.backends.backend_qtagg import FigureCanvasQTAgg
+
+    class QtPrerenderedCanvas(FigureCanvasQTAgg):
+        def draw(self) -> None:
+            pre = getattr(self.figure, "_gradercal_prerendered", None)
+            if pre is not None:
+                self.figure._gradercal_prerendered = None  # type: ignore[attr-defined]
+                renderer, key = pre
+                w, h = self.get_width_height(physical=True)
+                if key == (w, h, self.figure.dpi):
+                    self.renderer = renderer
+                    self._lastKey = key
+                    self.update()
+                    return
+            super().draw()  # type: ignore[no-untyped-call]
+
+    _CANVAS.append(QtPrerenderedCanvas)
+    return QtPrerenderedCanvas
+
+
+# -- widgets ------------------------------------------------------------------------------------
+class QtChoiceButton(QToolButton):
+    """A drop-down of checkable values; all checked (the default) means no filter."""
+
+    changed = Signal()
+
+    def __init__(self, label: str, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.label = label
+        self.values: list[str] = []
+        self.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
+        self.setMenu(QMenu(self))
+        self._actions: dict[str, QAction] = {}
+        self._update_text()
+
+    def set_values(self, values: Sequence[str]) -> None:
+        """Offer ``values``; the selection is kept for values still offered."""
+        values = list(values)
+        if values == self.values:
+            return
+        before = self.selected()
+        menu = self.menu()
+        menu.clear()
+        self._actions = {}
+        every = QAction("All", menu)
+        every.triggered.connect(lambda: self.set_selected(None))
+        menu.addAction(every)
+        menu.addSeparator()
+        for v in values:
+            a = QAction(v, menu)
+            a.setCheckable(True)
+            a.setChecked(before is None or v in before)
+            a.toggled.connect(self._toggled)
+            menu.addAction(a)
+            self._actions[v] = a
+        self.values = values
+        self._update_text()
+
+    def selected(self) -> tuple[str, ...] | None:
+        """The checked values, or None when all are checked (no filter)."""
+        if not self._actions:
+            return None
+        chosen = tuple(v for v, a in self._actions.items() if a.isChecked())
+        return None if len(chosen) == len(self._actions) else chosen
+
+    def set_selected(self, values: Sequence[str] | None) -> None:
+        for v, a in self._actions.items():
+            a.blockSignals(True)
+            a.setChecked(values is None or v in values)
+            a.blockSignals(False)
+        self._update_text()
+        self.changed.emit()
+
+    def _toggled(self, _on: bool) -> None:
+        self._update_text()
+        self.changed.emit()
+
+    def _update_text(self) -> None:
+        chosen = self.selected()
+        if chosen is None:
+            text = "all"
+        elif len(chosen) == 1:
+            text = chosen[0]
+        else:
+            text = f"{len(chosen)} of {len(self._actions)}"
+        self.setText(f"{self.label}: {text}")
+        self.setToolTip(f"{self.label}: " + (", ".join(chosen) if chosen is not None else "all"))
+
+
+def _keep_one_line(label: QLabel) -> None:
+    """Give ``label`` the height of one line of its text even when empty."""
+    text = label.text()
+    label.setText("Xg")
+    label.setMinimumHeight(label.sizeHint().height())
+    label.setText(text)
+
+
+def _pct(x: Any) -> str:
+    return "—" if x is None or _missing(x) else f"{100 * float(x):.0f}%"
+
+
+class QtStatCard(QFrame):
+    """A big number with a caption."""
+
+    def __init__(self, caption: str, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setFrameShape(QFrame.Shape.StyledPanel)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(10, 6, 10, 6)
+        layout.setSpacing(0)
+        self.value = QLabel("—")
+        font = self.value.font()
+        font.setPointSizeF(font.pointSizeF() * 1.6)
+        font.setBold(True)
+        self.value.setFont(font)
+        self.caption = QLabel(caption)
+        self.caption.setWordWrap(True)
+        self.detail = QLabel("")
+        small = self.detail.font()
+        small.setPointSizeF(small.pointSizeF() * 0.9)
+        self.detail.setFont(small)
+        self.detail.setForegroundRole(QPalette.ColorRole.PlaceholderText)
+        layout.addWidget(self.value)
+        layout.addWidget(self.caption)
+        layout.addWidget(self.detail)
+
+    def set(self, value: str, detail: str = "") -> None:
+        self.value.setText(value)
+        self.detail.setText(detail)
+        self.setToolTip(f"{self.caption.text()}: {value}" + (f" ({detail})" if detail else ""))
+
+
+class QtDashboardView(QWidget):
+    """The coordinator dashboard of one benchmark."""
+
+    #: A computation finished and everything (tables and charts) is on screen.
+    computed = Signal()
+    #: A computation failed or was cancelled (the message says which).
+    failed = Signal(str)
+    #: Open the adjudication of (response id, criterion id).
+    adjudicate_requested = Signal(str, str)
+    #: A short message for the status bar.
+    message = Signal(str)
+
+    def __init__(self, db: Database, benchmark: str, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.db = db
+        self.benchmark = benchmark
+        self.result: Computed | None = None
+        self.generation = 0
+        #: results of older filter sets dropped on arrival (for tests)
+        self.dropped = 0
+        self.error_text = ""
+        #: bootstrap resamples (None: the core's default), seed, calibration params (None:
+        #: the core's default method)
+        self.n_boot: int | None = None
+        self.seed = 0
+        self.calibration: dict[str, Any] | None = None
+        self._request: Request | None = None
+        #: tables and charts still to show, one per event-loop turn: (kind, name, value)
+        self._charts_pending: list[tuple[str, str, Any]] = []
+        #: the worker process (started by the first computation)
+        self.worker = QtDashboardProcess(db.url.render_as_string(hide_password=False), self)
+        self.worker.progress.connect(self._progress)
+        self.worker.computed.connect(self._done)
+        self.worker.failed.connect(self._failed)
+        self.worker.dropped.connect(self._dropped)
+        self.worker.restarted.connect(self._restarted)
+        self._build()
+        self._timer = QTimer(self)
+        self._timer.setSingleShot(True)
+        self._timer.setInterval(RECOMPUTE_DELAY_MS)
+        self._timer.timeout.connect(self.recompute)
+        self._chart_timer = QTimer(self)
+        self._chart_timer.setInterval(0)
+        self._chart_timer.timeout.connect(self._next_chart)
+
+    # -- layout -------------------------------------------------------------------------------
+    def _build(self) -> None:
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(6, 6, 6, 6)
+        outer.setSpacing(6)
+        bar = QHBoxLayout()
+        title = QLabel("Coordinator dashboard")
+        font = title.font()
+        font.setBold(True)
+        font.setPointSizeF(font.pointSizeF() * 1.25)
+        title.setFont(font)
+        bar.addWidget(title)
+        title.setToolTip(self.benchmark)  # the benchmark is in the window title too
+        bar.addSpacing(12)
+        self.models = QtChoiceButton("Models")
+        self.workflows = QtChoiceButton("Workflows")
+        self.domains = QtChoiceButton("Domains")
+        self.graders = QtChoiceButton("Experts")
+        for b in (self.models, self.workflows, self.domains, self.graders):
+            bar.addWidget(b)
+            b.changed.connect(self.schedule_recompute)
+        bar.addWidget(QLabel("Judge:"))
+        self.judge = QComboBox()
+        self.judge.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
+        self.judge.addItem("most verdicts", None)
+        self.judge.activated.connect(lambda _i: self.schedule_recompute())
+        bar.addWidget(self.judge)
+        bar.addStretch(1)
+        self.progress_bar = QProgressBar()
+        self.progress_bar.setMaximumWidth(260)
+        self.progress_bar.setTextVisible(True)
+        bar.addWidget(self.progress_bar)
+        self.cancel_button = QPushButton("Cancel")
+        self.cancel_button.clicked.connect(self.cancel)
+        bar.addWidget(self.cancel_button)
+        self.refresh_button = QPushButton("Recompute")
+        self.refresh_button.setToolTip("Read the database again and recompute")
+        self.refresh_button.clicked.connect(lambda: self.recompute(reload=True))
+        bar.addWidget(self.refresh_button)
+        outer.addLayout(bar)
+
+        cards = QHBoxLayout()
+        cards.setSpacing(6)
+        self.cards: dict[str, QtStatCard] = {}
+        for key, caption in (
+            ("tasks", "tasks"),
+            ("responses", "responses"),
+            ("criteria", "judgment criteria"),
+            ("graders", "graders"),
+            ("graded", "units graded by an expert"),
+            ("coverage", "judge coverage"),
+            ("alpha", "expert–expert α"),
+            ("kappa", "judge–consensus κ"),
+            ("adjudications", "adjudications"),
+        ):
+            card = QtStatCard(caption)
+            card.setObjectName(f"card_{key}")
+            self.cards[key] = card
+            cards.addWidget(card, 1)
+        outer.addLayout(cards)
+
+        self.verdict = QLabel("")
+        self.verdict.setObjectName("altTestVerdict")
+        self.verdict.setWordWrap(True)
+        self.verdict.setTextFormat(Qt.TextFormat.RichText)
+        self.verdict.setContentsMargins(6, 2, 6, 2)
+        outer.addWidget(self.verdict)
+
+        self.splitter = QSplitter(Qt.Orientation.Horizontal)
+        self.splitter.setChildrenCollapsible(False)
+        self.tables = QTabWidget()
+        self.tables.setDocumentMode(True)
+        self.agreement = QtFrameTable("Filter the groups…")
+        self.agreement_by = QComboBox()
+        for by in AGREEMENT_BYS:
+            self.agreement_by.addItem(f"by {by}", by)
+        self.agreement_by.currentIndexChanged.connect(lambda _i: self._show_agreement())
+        self.agreement.top.insertWidget(0, self.agreement_by)
+        self.tables.addTab(self.agreement, "Agreement")
+        self.judges = QtFrameTable("Filter the judges…")
+        self.tables.addTab(self.judges, "Judges")
+        self.model_table = QtFrameTable("Filter the models…")
+        self.tables.addTab(self.model_table, "Models")
+        self.disagreements = QtFrameTable(
+            "Filter: task, criterion, model, text… (double-click to adjudicate)"
+        )
+        self.tables.addTab(self.disagreements, "Disagreements")
+        self.flips = QtFrameTable("Filter the flips… (double-click to adjudicate)")
+        self.tables.addTab(self.flips, "Pass ↔ fail flips")
+        self.health = QtFrameTable("Filter the criteria… (double-click to adjudicate)")
+        self.tables.addTab(self.health, "Criterion health")
+        self.splitter.addWidget(self.tables)
+
+        self.chart_tabs = QTabWidget()
+        self.chart_tabs.setDocumentMode(True)
+        self.charts: dict[str, QtChart] = {}
+        for name, chart_title in CHARTS:
+            chart = QtChart(chart_title, name)
+            chart.message.connect(self.message)
+            self.charts[name] = chart
+            short = {
+                "pairwise": "Raters",
+                "confusion": "Confusion",
+                "reliability": "Reliability",
+                "models": "Models",
+                "groups": "Groups",
+            }[name]
+            self.chart_tabs.addTab(chart, short)
+        self.splitter.addWidget(self.chart_tabs)
+        self.splitter.setStretchFactor(0, 58)
+        self.splitter.setStretchFactor(1, 42)
+        self._split_done = False
+        outer.addWidget(self.splitter, 1)
+
+        self.notes = QLabel("")
+        self.notes.setObjectName("dashboardNotes")
+        self.notes.setWordWrap(True)
+        self.notes.setTextFormat(Qt.TextFormat.PlainText)
+        outer.addWidget(self.notes)
+        self.status = QLabel("")
+        outer.addWidget(self.status)
+        # The labels around the charts keep at least one line's height, text or not: the
+        # charts' area then has the same size before and after the first result, and the
+        # worker's drawings (made at the size asked for) fit the canvases.
+        for label in (self.verdict, self.notes, self.status):
+            _keep_one_line(label)
+
+        self.disagreements.row_activated.connect(self._open_row)
+        self.flips.row_activated.connect(self._open_row)
+        self.health.row_activated.connect(self._open_row)
+        self._set_busy(False)
+
+    def resizeEvent(self, event: Any) -> None:
+        super().resizeEvent(event)
+        if not self._split_done and self.splitter.width() > 400:
+            # Tables 58%, charts 42% on first layout; the user's dragging is kept after.
+            self._split_done = True
+            w = self.splitter.width()
+            self.splitter.setSizes([int(w * 0.58), w - int(w * 0.58)])
+
+    # -- filters ------------------------------------------------------------------------------
+    def filters(self) -> Any:
+        from gradercal.dashboard import DashboardFilters
+
+        return DashboardFilters(
+            models=self.models.selected(),
+            workflows=self.workflows.selected(),
+            domains=self.domains.selected(),
+            graders=self.graders.selected(),
+        )
+
+    def selected_judge(self) -> str | None:
+        data = self.judge.currentData()
+        return None if data is None else str(data)
+
+    def schedule_recompute(self) -> None:
+        """Recompute shortly (several filter clicks in a row make one computation)."""
+        self._timer.start()
+
+    # -- computing ------------------------------------------------------------------------------
+    @property
+    def busy(self) -> bool:
+        return self._request is not None
+
+    def recompute(self, reload: bool = False) -> int:
+        """Start computing with the current filters (``reload``: read the database again,
+        else the worker's cached frames serve); an older computation is cancelled and its
+        result, should it still arrive, dropped. Returns the generation."""
+        self._timer.stop()
+        self.generation += 1
+        request = Request(
+            generation=self.generation,
+            benchmark=self.benchmark,
+            filters=self.filters(),
+            judge=self.selected_judge(),
+            style=chart_style(self.palette()),
+            n_boot=self.n_boot,
+            seed=self.seed,
+            calibration=self.calibration,
+            chart_size=self._chart_size(),
+            reload=reload,
+        )
+        self._request = request
+        self.error_text = ""
+        self._set_busy(True)
+        self.progress_bar.setRange(0, 0)
+        self.progress_bar.setFormat("starting…")
+        self.worker.compute(request)  # supersedes (cancels) the one running
+        return request.generation
+
+    def _chart_size(self) -> tuple[int, int] | None:
+        """The size a chart's canvas will have, in physical pixels (None before layout)."""
+        chart = self.charts[CHARTS[0][0]]
+        area = chart.canvas if chart.canvas is not None else chart.empty
+        if not self.isVisible() or area.width() < 50:
+            return None
+        ratio = area.devicePixelRatioF()
+        return int(area.width() * ratio), int(area.height() * ratio)
+
+    def cancel(self) -> None:
+        """Stop the running computation (the last result stays on screen)."""
+        self._timer.stop()
+        if self._request is None:
+            return
+        self.worker.cancel(self._request.generation)
+        self._request = None
+        self.generation += 1  # whatever still arrives is stale
+        self._set_busy(False)
+        self.error_text = "cancelled"
+        self.status.setText("Computation cancelled; the figures shown are from before.")
+        self.failed.emit("cancelled")
+
+    def _progress(self, generation: int, done: int, total: int, label: str) -> None:
+        if generation != self.generation or self._request is None:
+            return
+        if total <= 0:
+            self.progress_bar.setRange(0, 0)
+        else:
+            self.progress_bar.setRange(0, total)
+            self.progress_bar.setValue(done)
+        self.progress_bar.setFormat(label)
+
+    def _failed(self, generation: int, kind: str, text: str) -> None:
+        """The worker could not compute ``generation``: ``kind`` is ``cancelled``,
+        ``error`` (``text`` says why) or ``crashed`` (the process stopped)."""
+        if generation != self.generation:
+            self.dropped += 1
+            return
+        self._request = None
+        self._set_busy(False)
+        if kind in ("cancelled", "superseded"):
+            self.error_text = "cancelled"
+            self.status.setText("Computation cancelled.")
+        else:
+            self.error_text = text or kind
+            self.status.setText(f"Cannot compute the dashboard: {self.error_text}")
+            self.message.emit(f"Dashboard not computed: {self.error_text}")
+        self.failed.emit(self.error_text)
+
+    def _dropped(self, _generation: int) -> None:
+        self.dropped += 1
+
+    def _restarted(self, text: str) -> None:
+        self.status.setText(text)
+        self.message.emit(text)
+
+    def _done(self, computed: Computed) -> None:
+        if computed.generation != self.generation:
+            self.dropped += 1
+            return
+        self._request = None
+        self.result = computed
+        self._set_busy(False)
+        self._apply(computed)
+
+    def _set_busy(self, busy: bool) -> None:
+        self.progress_bar.setVisible(busy)
+        self.cancel_button.setVisible(busy)
+        self.refresh_button.setEnabled(not busy)
+
+    # -- showing ------------------------------------------------------------------------------
+    def _apply(self, c: Computed) -> None:
+        d = c.dashboard
+        o = d.overview
+        self._set_options(c.options)
+        self.cards["tasks"].set(f"{o['n_tasks']:,}")
+        self.cards["responses"].set(f"{o['n_responses']:,}", f"{len(o['models'])} models")
+        self.cards["criteria"].set(f"{o['n_judgment_criteria']:,}", f"{o['n_units']:,} units")
+        self.cards["graders"].set(
+            f"{len(o['humans'])} + {len(o['judges'])}",
+            f"experts + judge{'s' if len(o['judges']) != 1 else ''}",
+        )
+        share = o["share_graded"]
+        self.cards["graded"].set(
+            _pct(share.get("overall")), f"≥ 2 experts: {_pct(share.get('two_or_more'))}"
+        )
+        primary = d.primary_judge
+        cov = o["judge_coverage"].get(primary) if primary else None
+        self.cards["coverage"].set(_pct(cov), primary or "no judge")
+        self.cards["alpha"].set(*self._headline(d.agreement, "experts", "krippendorff_alpha"))
+        self.cards["kappa"].set(*self._headline(d.agreement, primary, "cohen_kappa"))
+        self.cards["adjudications"].set(f"{o['n_adjudications']:,}")
+        self.verdict.setText(alt_test_text(d.alt_test, primary))
+        labels = {
+            self.disagreements: f"Disagreements ({len(d.disagreements):,})",
+            self.flips: f"Pass ↔ fail flips ({len(d.flips):,})",
+            self.health: f"Criterion health ({int(d.health['flagged'].sum()) if 'flagged' in d.health else 0:,} flagged)",
+        }
+        for widget, text in labels.items():
+            self.tables.setTabText(self.tables.indexOf(widget), text)
+        self.notes.setText(" · ".join(d.notes))
+        self.status.setText(
+            f"Computed in {c.seconds:.1f} s · {o.get('filters', '')} · "
+            f"{o.get('n_boot', 0)} bootstrap resamples, {100 * float(o.get('ci', 0.95)):.0f}% intervals"
+        )
+        # One table or chart per event-loop turn keeps the window responsive: the visible
+        # table and chart first.
+        tables: list[tuple[str, str, Any]] = [("table", "agreement", None)] + [
+            ("table", name, c.tables[name])
+            for name in ("judges", "models", "flips", "health", "disagreements")
+        ]
+        current_table = self.tables.currentWidget()
+        tables.sort(key=lambda p: self._table_widget(p[1]) is not current_table)
+        charts: list[tuple[str, str, Any]] = [
+            ("chart", name, c.figures.get(self._figure_key(name))) for name, _t in CHARTS
+        ]
+        current = self.chart_tabs.currentWidget()
+        charts.sort(key=lambda p: self.charts[p[1]] is not current)
+        self._charts_pending = [tables[0], charts[0], *tables[1:], *charts[1:]]
+        self._chart_timer.start()
+
+    def _table_widget(self, name: str) -> QtFrameTable:
+        return {
+            "agreement": self.agreement,
+            "judges": self.judges,
+            "models": self.model_table,
+            "flips": self.flips,
+            "health": self.health,
+            "disagreements": self.disagreements,
+        }[name]
+
+    def _next_chart(self) -> None:
+        """Show the next pending table or chart (one per event-loop turn); when none is
+        left, the computation is on screen: :attr:`computed`."""
+        if not self._charts_pending:
+            self._chart_timer.stop()
+            self.computed.emit()
+            return
+        kind, name, value = self._charts_pending.pop(0)
+        if kind == "table":
+            if name == "agreement":
+                self._show_agreement()
+            else:
+                self._table_widget(name).set_table(value)
+            return
+        chart = self.charts[name]
+        if value is None or isinstance(value, str):
+            chart.set_message(value or "Nothing to show.")
+        else:
+            chart.set_figure(value)
+
+    @staticmethod
+    def _headline(agreement: pd.DataFrame, comparison: str | None, stat: str) -> tuple[str, str]:
+        if comparison is None or agreement.empty:
+            return "—", ""
+        rows = agreement.loc[
+            (agreement["by"] == "overall")
+            & (agreement["comparison"] == comparison)
+            & (agreement["statistic"] == stat)
+        ]
+        if rows.empty or _missing(rows.iloc[0]["value"]):
+            return "—", ""
+        r = rows.iloc[0]
+        ci = "" if _missing(r["ci_low"]) else f"95% CI {r['ci_low']:.2f}–{r['ci_high']:.2f}"
+        return f"{float(r['value']):.2f}", ci
+
+    def _set_options(self, options: dict[str, list[str]]) -> None:
+        for button, key in (
+            (self.models, "models"),
+            (self.workflows, "workflows"),
+            (self.domains, "domains"),
+            (self.graders, "graders"),
+        ):
+            button.blockSignals(True)
+            button.set_values(options.get(key, []))
+            button.blockSignals(False)
+        judges = options.get("judges", [])
+        have = [self.judge.itemData(i) for i in range(1, self.judge.count())]
+        if have != judges:
+            current = self.selected_judge()
+            self.judge.blockSignals(True)
+            while self.judge.count() > 1:
+                self.judge.removeItem(1)
+            for j in judges:
+                self.judge.addItem(j, j)
+            if current in judges:
+                self.judge.setCurrentIndex(judges.index(current) + 1)
+            self.judge.blockSignals(False)
+
+    def _figure_key(self, name: str) -> str:
+        """The figure shown in chart ``name``: the group chart follows the agreement table."""
+        if name != "groups":
+            return name
+        by = str(self.agreement_by.currentData())
+        return f"groups:{by if by in FOREST_BYS else 'tag'}"
+
+    def _show_agreement(self) -> None:
+        if self.result is None:
+            return
+        by = str(self.agreement_by.currentData())
+        self.agreement.set_table(self.result.tables[f"agreement:{by}"])
+        chart = self.charts["groups"]
+        fig = self.result.figures.get(self._figure_key("groups"))
+        groups_pending = any(p[0] == "chart" and p[1] == "groups" for p in self._charts_pending)
+        if not groups_pending and fig is not chart.figure:
+            if fig is None or isinstance(fig, str):
+                chart.set_message(fig or "Nothing to show.")
+            else:
+                chart.set_figure(fig)
+
+    def show_agreement_by(self, by: str) -> None:
+        self.agreement_by.setCurrentIndex(AGREEMENT_BYS.index(by))
+
+    # -- drilling down ---------------------------------------------------------------------------
+    def case_for_row(self, row: dict[str, Any]) -> tuple[str, str] | None:
+        """(response id, criterion id) to adjudicate for a disagreement, flip or health row."""
+        if self.result is None:
+            return None
+        dis = self.result.dashboard.disagreements
+        rid, cid, tid = row.get("response_id"), row.get("criterion_id"), row.get("task_id")
+        if rid is not None and cid is not None:
+            return str(rid), str(cid)
+        if rid is not None:  # a flip: the response's first disagreement
+            hit = dis.loc[dis["response_id"] == rid] if not dis.empty else dis
+            if not hit.empty:
+                return str(rid), str(hit.iloc[0]["criterion_id"])
+            return None
+        if cid is not None and tid is not None:  # a criterion: its first disagreement
+            hit = (
+                dis.loc[(dis["task_id"] == tid) & (dis["criterion_id"] == cid)]
+                if not dis.empty
+                else dis
+            )
+            if not hit.empty:
+                return str(hit.iloc[0]["response_id"]), str(cid)
+            first = self.result.first_response.get(str(tid))
+            if first is not None:
+                return first, str(cid)
+        return None
+
+    def _open_row(self, row: dict[str, Any]) -> None:
+        case = self.case_for_row(row)
+        if case is None:
+            self.message.emit("Nothing to adjudicate here: no disagreement on this row.")
+            return
+        self.adjudicate_requested.emit(*case)
+
+    def shutdown(self) -> None:
+        """Stop timers and the worker process (it exits; nothing is left running)."""
+        self._timer.stop()
+        self._chart_timer.stop()
+        self._request = None
+        self.worker.stop()
+
+
+def _number(value: Any) -> float:
+    return math.nan if value is None else float(value)
+
+
+def alt_test_text(alt: dict[str, Any] | None, judge: str | None) -> str:
+    """The alt-test verdict in one line (rich text)."""
+    if judge is None:
+        return "<b>No judge</b> has graded this selection: run <code>gradercal judge run</code>."
+    if alt is None:
+        return f"<b>Alt-test of {judge}:</b> not run (it needs at least two experts per item)."
+    rate, adv = (_number(alt.get(k)) for k in ("winning_rate", "advantage_probability"))
+    eps = alt.get("epsilon")
+    detail = (
+        f"winning rate {rate:.2f}, advantage probability {adv:.2f}, "
+        f"ε = {eps}, {alt.get('n_items')} items, {alt.get('n_tested', alt.get('n_humans'))} "
+        f"of {alt.get('n_humans')} experts tested, {alt.get('test', 'exact score')} test"
+    )
+    if alt.get("passed"):
+        return (
+            f"<b>Alt-test: {judge} passes</b> — it may stand in for the experts on this "
+            f"selection ({detail})."
+        )
+    return f"<b>Alt-test: {judge} does not pass</b> — keep experts in the loop ({detail})."
+
+
+class QtCoordinatorView(QStackedWidget):
+    """The dashboard and the adjudication view of one benchmark (coordinator windows only)."""
+
+    #: A short message for the status bar.
+    message = Signal(str)
+
+    def __init__(
+        self,
+        db: Database,
+        benchmark: str,
+        settings: QtAppSettings | None = None,
+        *,
+        adjudicator: str | None = None,
+        parent: QWidget | None = None,
+    ) -> None:
+        super().__init__(parent)
+        import getpass
+
+        self.db = db
+        self.benchmark = benchmark
+        self.settings = settings
+        self.dashboard = QtDashboardView(db, benchmark)
+        self.addWidget(self.dashboard)
+        try:
+            default = adjudicator or getpass.getuser()
+        except Exception:  # no login name (containers)
+            default = ""
+        self.adjudication = QtAdjudicationView(AdjudicationStore(db), default)
+        self.addWidget(self.adjudication)
+        self.dashboard.adjudicate_requested.connect(self.open_adjudication)
+        self.dashboard.message.connect(self.message)
+        self.adjudication.message.connect(self.message)
+        self.adjudication.back_requested.connect(self.show_dashboard)
+        self.adjudication.saved.connect(self._adjudicated)
+        self.setCurrentWidget(self.dashboard)
+
+    def set_adjudicator(self, name: str) -> None:
+        self.adjudication.adjudicator.setText(name)
+
+    def open_adjudication(self, response_id: str, criterion_id: str) -> None:
+        self.setCurrentWidget(self.adjudication)
+        self.adjudication.open_case(self.benchmark, response_id, criterion_id)
+
+    def show_dashboard(self) -> None:
+        self.setCurrentWidget(self.dashboard)
+        self.dashboard.setFocus()
+
+    def _adjudicated(self, _response_id: str, _criterion_id: str) -> None:
+        # Adjudications change consensus references: read the database again.
+        self.dashboard.recompute(reload=True)
+
+    def shutdown(self) -> None:
+        self.dashboard.shutdown()
+
+
+__all__ = [
+    "ChartStyle",
+    "Computed",
+    "PreparedTable",
+    "QtChart",
+    "QtChoiceButton",
+    "QtCoordinatorView",
+    "QtDashboardView",
+    "QtFrameModel",
+    "QtFrameTable",
+    "agreement_wide",
+    "alt_test_text",
+    "chart_style",
+    "ci_columns",
+    "format_value",
+    "header_text",
+    "models_wide",
+    "prepare_table",
+    "save_figure",
+]

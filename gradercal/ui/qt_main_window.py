@@ -1,0 +1,548 @@
+"""The main window: start page, grading and task review modes, menus built from the shortcuts."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import shiboken6
+from PySide6.QtCore import QEvent, QObject, Qt, Signal
+from PySide6.QtGui import QAction, QCloseEvent, QGuiApplication, QKeySequence
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QDockWidget,
+    QLabel,
+    QMainWindow,
+    QMenu,
+    QStackedWidget,
+    QTableView,
+    QWidget,
+)
+
+from gradercal.db.grading import GradingStore
+from gradercal.errors import GradercalError
+from gradercal.ui.qt_grading_view import QtGradingView
+from gradercal.ui.qt_queue_model import QtQueueModel
+from gradercal.ui.qt_review_view import QtReviewView
+from gradercal.ui.qt_settings import DEFAULT_FONT_PT, QtAppSettings
+from gradercal.ui.qt_shortcuts_dialog import QtShortcutsDialog
+from gradercal.ui.qt_start_page import QtStartPage
+from gradercal.ui.shortcuts import SHORTCUTS
+
+if TYPE_CHECKING:
+    from gradercal.ui.dashboard.qt_view import QtCoordinatorView
+    from gradercal.ui.qt_judge_dialog import QtJudgeDialog
+
+GRADING_ONLY = {
+    "criterion.next_open",
+    "verdict.met",
+    "verdict.not_met",
+    "verdict.partial",
+    "verdict.clear",
+    "criterion.rationale",
+    "criterion.unclear",
+    "response.submit",
+    "response.skip",
+    "response.reopen",
+    "edit.undo",
+    "edit.redo",
+    "view.queue",
+}
+REVIEW_ONLY = {"review.comment"}
+ALWAYS = {"help.shortcuts", "app.quit", "view.bigger", "view.smaller", "view.reset_font"}
+#: Actions of a coordinator window only; a grader's window never creates them (blinding).
+COORDINATOR_ONLY = {"view.dashboard", "judge.run"}
+MENUS = {
+    "File": "&File",
+    "Edit": "&Edit",
+    "Rubric": "&Rubric",
+    "Responses": "Res&ponses",
+    "Artifacts": "&Artifacts",
+    "Task review": "&Task review",
+    "View": "&View",
+    "Help": "&Help",
+}
+
+
+class _ActivityFilter(QObject):
+    """Tells the time tracker that the grader is at work (keys, clicks, wheel)."""
+
+    def __init__(self, touch: Callable[[], None]) -> None:
+        super().__init__()
+        self.touch = touch
+
+    def eventFilter(self, obj: QObject, event: QEvent) -> bool:
+        if event.type() in (
+            QEvent.Type.KeyPress,
+            QEvent.Type.MouseButtonPress,
+            QEvent.Type.Wheel,
+        ):
+            self.touch()
+        return False
+
+
+class QtMainWindow(QMainWindow):
+    #: A session started: the grading and review views exist.
+    session_started = Signal()
+    #: The window closed, after its views saved what was pending (an open packet saves then).
+    closed = Signal()
+
+    def __init__(
+        self,
+        store: GradingStore,
+        settings: QtAppSettings,
+        database: str,
+        *,
+        track_time: bool = True,
+        coordinator: bool = False,
+        parent: QWidget | None = None,
+    ) -> None:
+        super().__init__(parent)
+        #: Fixed for the window's life: a coordinator window shows the dashboard and never
+        #: starts a grading session; a grader's window has no dashboard action at all.
+        self.coordinator = coordinator
+        self.coordination: QtCoordinatorView | None = None
+        self.store = store
+        self.settings = settings
+        self.database = database
+        self.track_time = track_time
+        self.grader: str | None = None
+        self.benchmark: str | None = None
+        self.mode = "grading"
+        self.grading: QtGradingView | None = None
+        self.review: QtReviewView | None = None
+        self.actions_by_id: dict[str, QAction] = {}
+        self.answer_actions: list[QAction] = []
+        #: What the window is on when not a plain database ("packet a.gcpkg", "read-only").
+        self.location: str | None = None
+        self.setWindowTitle("gradercal")
+        self.stack = QStackedWidget()
+        self.setCentralWidget(self.stack)
+        self.progress_label = QLabel("")
+        self.statusBar().addPermanentWidget(self.progress_label)
+        self.queue_model = QtQueueModel()
+        self._build_queue_dock()
+        self._build_actions()
+        # Input reaches the window's QWindow before any widget: filtering there sees key
+        # presses, clicks and wheel turns only (an application-wide filter would see
+        # every paint and timer event too).
+        self._activity = _ActivityFilter(self._touch)
+        self.winId()
+        handle = self.windowHandle()
+        if handle is not None:
+            handle.installEventFilter(self._activity)
+        self._restore_window()
+        self.apply_font(self.settings.font_pt)
+
+    # -- construction -------------------------------------------------------------------------
+    def _build_queue_dock(self) -> None:
+        self.queue_dock = QDockWidget("Queue", self)
+        self.queue_dock.setObjectName("queueDock")
+        self.queue_view = QTableView()
+        self.queue_view.setModel(self.queue_model)
+        self.queue_view.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.queue_view.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.queue_view.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.queue_view.verticalHeader().setVisible(False)
+        self.queue_view.horizontalHeader().setStretchLastSection(True)
+        self.queue_view.activated.connect(self._queue_activated)
+        self.queue_dock.setWidget(self.queue_view)
+        self.addDockWidget(Qt.DockWidgetArea.LeftDockWidgetArea, self.queue_dock)
+        self.queue_dock.hide()
+
+    def _build_actions(self) -> None:
+        menus: dict[str, QMenu] = {}
+        bar = self.menuBar()
+        for key, title in MENUS.items():
+            menus[key] = bar.addMenu(title)
+        handlers = self._handlers()
+        for s in SHORTCUTS:
+            if s.local or (s.id in COORDINATOR_ONLY and not self.coordinator):
+                continue
+            action = QAction(s.label, self)
+            action.setObjectName(s.id)
+            if s.id == "edit.undo":
+                action.setShortcuts(QKeySequence.StandardKey.Undo)
+            elif s.id == "edit.redo":
+                action.setShortcuts(QKeySequence.StandardKey.Redo)
+            else:
+                action.setShortcuts([QKeySequence(k) for k in s.keys])
+            action.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
+            handler = handlers.get(s.id)
+            if handler is not None:
+                action.triggered.connect(lambda _checked=False, h=handler: self._run(h))
+            menus[s.group].addAction(action)
+            self.addAction(action)
+            self.actions_by_id[s.id] = action
+        for value in range(1, 6):
+            a = QAction(f"Answer {value}", self)
+            a.setShortcut(QKeySequence(str(value)))
+            a.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
+            a.triggered.connect(lambda _c=False, v=value: self._run(lambda: self._review_answer(v)))
+            menus["Task review"].addAction(a)
+            self.addAction(a)
+            self.answer_actions.append(a)
+        self.auto_advance = QAction("Move to the next criterion after a verdict", self)
+        self.auto_advance.setCheckable(True)
+        self.auto_advance.setChecked(self.settings.auto_advance)
+        self.auto_advance.toggled.connect(self._set_auto_advance)
+        menus["Rubric"].addSeparator()
+        menus["Rubric"].addAction(self.auto_advance)
+        if self.coordinator:
+            conflicts = QAction("Packet &conflicts…", self)
+            conflicts.setObjectName("file.conflicts")
+            conflicts.triggered.connect(self.show_conflicts)
+            existing = menus["File"].actions()
+            if existing:
+                menus["File"].insertAction(existing[0], conflicts)
+                menus["File"].insertSeparator(existing[0])
+            else:
+                menus["File"].addAction(conflicts)
+            self.conflicts_action = conflicts
+            for key, menu in menus.items():  # no grading here: File, View and Help only
+                menu.menuAction().setVisible(key in ("File", "View", "Help"))
+        self._update_enabled()
+
+    def _run(self, handler: Callable[[], object]) -> None:
+        """Run an action's handler; a shortcut is activity too (it never reaches the filter)."""
+        self._touch()
+        handler()
+
+    def _undo_changed(self, _index: int) -> None:
+        self._update_undo()
+
+    def _set_auto_advance(self, on: bool) -> None:
+        self.settings.auto_advance = on
+
+    def _handlers(self) -> dict[str, Callable[[], object]]:
+        def grading(fn: Callable[[QtGradingView], object]) -> Callable[[], object]:
+            return lambda: fn(self.grading) if self.grading and self.mode == "grading" else None
+
+        def review(fn: Callable[[QtReviewView], object]) -> Callable[[], object]:
+            return lambda: fn(self.review) if self.review and self.mode == "review" else None
+
+        def both(
+            g: Callable[[QtGradingView], object], r: Callable[[QtReviewView], object]
+        ) -> Callable[[], object]:
+            def call() -> object:
+                if self.mode == "grading" and self.grading:
+                    return g(self.grading)
+                if self.mode == "review" and self.review:
+                    return r(self.review)
+                return None
+
+            return call
+
+        return {
+            "criterion.next": both(lambda g: g.move_criterion(1), lambda r: r.move_statement(1)),
+            "criterion.previous": both(
+                lambda g: g.move_criterion(-1), lambda r: r.move_statement(-1)
+            ),
+            "criterion.next_open": grading(lambda g: g.next_open_criterion()),
+            "verdict.met": grading(lambda g: g.set_verdict("met")),
+            "verdict.not_met": grading(lambda g: g.set_verdict("not_met")),
+            "verdict.partial": grading(lambda g: g.set_verdict("partial")),
+            "verdict.clear": grading(lambda g: g.set_verdict(None)),
+            "criterion.rationale": grading(lambda g: g.focus_rationale()),
+            "criterion.unclear": grading(lambda g: g.toggle_unclear()),
+            "response.next": both(lambda g: g.next_response(), lambda r: r.next_item()),
+            "response.previous": both(lambda g: g.previous_response(), lambda r: r.previous_item()),
+            "response.submit": grading(lambda g: g.submit()),
+            "response.skip": grading(lambda g: g.skip()),
+            "response.reopen": grading(lambda g: g.reopen()),
+            "artifact.search": both(
+                lambda g: g.focus_search(), lambda r: r.artifacts.focus_search()
+            ),
+            "artifact.next": both(lambda g: g.step_artifact(1), lambda r: r.artifacts.step(1)),
+            "artifact.previous": both(
+                lambda g: g.step_artifact(-1), lambda r: r.artifacts.step(-1)
+            ),
+            "review.comment": review(lambda r: r.focus_comment()),
+            "edit.undo": grading(lambda g: g.undo_stack.undo()),
+            "edit.redo": grading(lambda g: g.undo_stack.redo()),
+            "view.grading": lambda: self.set_mode("grading"),
+            "view.review": lambda: self.set_mode("review"),
+            "view.dashboard": self.show_dashboard,
+            "judge.run": self.show_judge_dialog,
+            "view.queue": lambda: self.queue_dock.setVisible(not self.queue_dock.isVisible()),
+            "view.bigger": lambda: self.apply_font(self.settings.font_pt + 1),
+            "view.smaller": lambda: self.apply_font(self.settings.font_pt - 1),
+            "view.reset_font": lambda: self.apply_font(DEFAULT_FONT_PT),
+            "help.shortcuts": self.show_shortcuts,
+            "session.switch": self.switch_grader,
+            "app.quit": self.close,
+        }
+
+    def _update_enabled(self) -> None:
+        started = self.grading is not None
+        for sid, action in self.actions_by_id.items():
+            if sid in ALWAYS:
+                action.setEnabled(True)
+            elif sid in COORDINATOR_ONLY:
+                action.setEnabled(self.coordinator)
+            elif sid in GRADING_ONLY:
+                action.setEnabled(started and self.mode == "grading")
+            elif sid in REVIEW_ONLY:
+                action.setEnabled(started and self.mode == "review")
+            else:
+                action.setEnabled(started)
+        for a in self.answer_actions:
+            a.setEnabled(started and self.mode == "review")
+        self._update_undo()
+
+    def _update_undo(self) -> None:
+        if self.grading is not None and shiboken6.isValid(self.grading.undo_stack):
+            undo = self.actions_by_id["edit.undo"]
+            redo = self.actions_by_id["edit.redo"]
+            stack = self.grading.undo_stack
+            undo.setEnabled(self.mode == "grading" and stack.canUndo())
+            redo.setEnabled(self.mode == "grading" and stack.canRedo())
+            undo.setText(f"Undo {stack.undoText()}".strip())
+            redo.setText(f"Redo {stack.redoText()}".strip())
+
+    # -- sessions -----------------------------------------------------------------------------
+    def switch_grader(self) -> QtStartPage | None:
+        """Save everything pending, close this grader's views and show the start page, where
+        another grader is chosen or created. Not in a packet (its grader is fixed) nor in a
+        coordinator window (it has no grader)."""
+        if self.coordinator or getattr(self, "packet", None) is not None or self.grading is None:
+            self._show_message("The grader of this window cannot be changed")
+            return None
+        self.grading.shutdown()
+        self.grading.save_layout()
+        if self.review is not None:
+            self.review.shutdown()
+        for view in (self.grading, self.review):
+            if view is not None:
+                self.stack.removeWidget(view)
+                view.deleteLater()
+        last = self.grader
+        self.grading = self.review = None
+        self.grader = None
+        self.mode = "grading"
+        self.queue_model.set_items([], -1)
+        self.progress_label.setText("")
+        self.queue_dock.setVisible(False)
+        self._update_enabled()
+        self._update_title()
+        return self.show_start(last)
+
+    def show_start(self, last_grader: str | None = None) -> QtStartPage:
+        page = QtStartPage(self.store, last_grader or self.settings.last_grader(self.database))
+        page.chosen.connect(self.start_session)
+        self.stack.addWidget(page)
+        self.stack.setCurrentWidget(page)
+        self.start_page = page
+        return page
+
+    def start_session(
+        self, grader: str, benchmark: str, mode: str = "grading", *, load: bool = True
+    ) -> None:
+        """Build the grading and review views for ``grader`` (created when new) in ``benchmark``."""
+        if self.coordinator:
+            raise GradercalError(
+                "a coordinator window does not grade: start `gradercal gui` without "
+                "--view dashboard to grade"
+            )
+        grader = self.store.create_grader(grader).name
+        self.grader, self.benchmark = grader, benchmark
+        self.settings.set_last_grader(self.database, grader)
+        self.grading = QtGradingView(
+            self.store,
+            grader,
+            benchmark,
+            self.settings,
+            self.database,
+            track_time=self.track_time,
+        )
+        self.review = None  # made when task review mode is first opened
+        self.stack.addWidget(self.grading)
+        self.grading.message.connect(self._show_message)
+        self.grading.queue_changed.connect(self._queue_changed)
+        self.grading.undo_stack.indexChanged.connect(self._undo_changed)
+        self.grading.restore_layout()
+        self.apply_font(self.settings.font_pt)
+        self.set_mode(mode, load=False)
+        if load:
+            if mode == "review" and self.review is not None:
+                self.review.load()
+            self.grading.load_queue()
+        self.session_started.emit()
+
+    def _show_message(self, text: str) -> None:
+        self.statusBar().showMessage(text, 10_000)
+
+    def review_view(self) -> QtReviewView:
+        """The task review view, made on first use."""
+        if self.review is None:
+            assert self.grader is not None and self.benchmark is not None
+            self.review = QtReviewView(
+                self.store, self.grader, self.benchmark, self.settings, self.database
+            )
+            self.stack.addWidget(self.review)
+            self.review.message.connect(self._show_message)
+            self.review.queue_changed.connect(self._queue_changed)
+        return self.review
+
+    def set_mode(self, mode: str, *, load: bool = True) -> None:
+        if self.grading is None:
+            return
+        if mode == self.mode and self.stack.currentWidget() in (self.grading, self.review):
+            return
+        if mode == "review":
+            review = self.review_view()
+            self.grading.flush_text()
+            self.stack.setCurrentWidget(review)
+            if load and not review.tasks:
+                review.load()
+        else:
+            if self.review is not None:
+                self.review.save()
+            self.stack.setCurrentWidget(self.grading)
+            if load and not self.grading.queue:
+                self.grading.load_queue()
+        self.mode = mode
+        self.queue_dock.setVisible(self.queue_dock.isVisible() and mode == "grading")
+        self._update_title()
+        self._queue_changed()
+
+    # -- coordinator mode ---------------------------------------------------------------------
+    def open_dashboard(self, benchmark: str, *, compute: bool = True) -> QtCoordinatorView:
+        """Show the coordinator dashboard of ``benchmark`` (coordinator windows only).
+
+        Raises:
+            GradercalError: this is a grader's window.
+        """
+        if not self.coordinator:
+            raise GradercalError("the dashboard is only available in a coordinator window")
+        from gradercal.ui.dashboard.qt_view import QtCoordinatorView
+
+        if self.coordination is None or self.coordination.benchmark != benchmark:
+            self.coordination = QtCoordinatorView(
+                self.store.db, benchmark, self.settings, parent=self
+            )
+            self.coordination.message.connect(self._show_message)
+            self.stack.addWidget(self.coordination)
+        self.benchmark = benchmark
+        self.mode = "dashboard"
+        self.stack.setCurrentWidget(self.coordination)
+        self._update_title()
+        self._update_enabled()
+        if compute and self.coordination.dashboard.result is None:
+            self.coordination.dashboard.recompute()
+        return self.coordination
+
+    def show_judge_dialog(self) -> QtJudgeDialog | None:
+        """The "Run judge…" dialog (coordinator windows only: the judge's verdicts would
+        unblind a grader); None in a grader's window."""
+        if not self.coordinator:
+            return None
+        from gradercal.ui.qt_judge_dialog import QtJudgeDialog
+
+        dialog = QtJudgeDialog(self.store.db, self.benchmark, parent=self)
+        dialog.show()
+        return dialog
+
+    def show_dashboard(self) -> None:
+        if not self.coordinator:
+            return
+        if self.coordination is not None:
+            self.coordination.show_dashboard()
+            self.stack.setCurrentWidget(self.coordination)
+        elif self.benchmark is not None:
+            self.open_dashboard(self.benchmark)
+
+    def _update_title(self) -> None:
+        parts = ["gradercal"]
+        if self.benchmark:
+            parts.append(self.benchmark)
+        if self.grader:
+            parts.append(self.grader)
+        if self.mode == "review":
+            parts.append("task review")
+        if self.coordinator:
+            parts.append("coordinator")
+        if self.location:
+            parts.append(self.location)
+        self.setWindowTitle(" — ".join(parts))
+
+    def _queue_changed(self) -> None:
+        self._update_enabled()
+        if self.mode == "review" and self.review is not None:
+            self.progress_label.setText(self.review.progress_text())
+            return
+        if self.grading is None:
+            return
+        self.progress_label.setText(self.grading.progress_text())
+        self.queue_model.set_items(self.grading.queue, self.grading.index)
+        if 0 <= self.grading.index < len(self.grading.queue):
+            self.queue_view.selectRow(self.grading.index)
+
+    def _queue_activated(self, index: object) -> None:
+        from PySide6.QtCore import QModelIndex
+
+        if self.grading is not None and isinstance(index, QModelIndex) and index.isValid():
+            self.grading.open_index(index.row())
+
+    def _review_answer(self, value: int) -> None:
+        if self.review is not None and self.mode == "review":
+            self.review.answer(value)
+
+    def _touch(self) -> None:
+        if self.grading is not None:
+            self.grading.tracker.touch()
+
+    # -- view -------------------------------------------------------------------------------------
+    def apply_font(self, pt: int) -> None:
+        self.settings.font_pt = pt
+        font = QGuiApplication.font()
+        font.setPointSize(self.settings.font_pt)
+        self.stack.setFont(font)
+        if self.grading is not None:
+            self.grading.rubric.fit_columns()
+
+    def show_shortcuts(self) -> QtShortcutsDialog:
+        dialog = QtShortcutsDialog(self)
+        dialog.setModal(False)
+        dialog.show()
+        self.shortcuts_dialog = dialog
+        return dialog
+
+    def _restore_window(self) -> None:
+        geometry = self.settings.bytes_value("window/geometry")
+        if geometry is not None:
+            self.restoreGeometry(geometry)
+        else:
+            self.resize(1500, 950)
+        state = self.settings.bytes_value("window/state")
+        if state is not None:
+            self.restoreState(state)
+
+    def closeEvent(self, event: QCloseEvent) -> None:
+        try:
+            if self.grading is not None:
+                self.grading.shutdown()
+                self.grading.save_layout()
+            if self.review is not None:
+                self.review.shutdown()
+            if self.coordination is not None:
+                self.coordination.shutdown()
+        finally:
+            self.settings.set_bytes("window/geometry", self.saveGeometry())
+            self.settings.set_bytes("window/state", self.saveState())
+            self.settings.sync()
+        super().closeEvent(event)
+        self.closed.emit()
+
+    def show_conflicts(self) -> QWidget:
+        """File ▸ Packet conflicts… (coordinator windows): keep left (database) or right."""
+        from gradercal.ui.qt_conflicts import QtConflictsDialog
+
+        actor = self.grader or "coordinator"
+        if self.coordination is not None:  # the name adjudications are recorded under
+            actor = self.coordination.adjudication.adjudicator.text().strip() or actor
+        dialog = QtConflictsDialog(self.store.db, actor, self)
+        dialog.setModal(False)
+        dialog.show()
+        self.conflicts_dialog = dialog
+        return dialog
