@@ -37,7 +37,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from gradercal.analysis.agreement import comparison_metrics, percentile_interval
+from gradercal.analysis.agreement import comparison_metrics
 from gradercal.stats.bootstrap import (
     CiMethod,
     _bca_levels,
@@ -48,6 +48,7 @@ from gradercal.stats.bootstrap import (
     resampling_weights,
 )
 from gradercal.stats.coefficients import FloatArray
+from gradercal.stats.intervals import percentile_interval
 from tests.test_bootstrap_coverage import (
     HUMAN_STATISTICS,
     JUDGE_STATISTICS,

@@ -16,6 +16,7 @@ from sklearn.metrics import (
 )
 
 from gradercal.analysis import agreement as ag
+from gradercal.analysis.verdicts import human_graders, judge_graders, verdicts
 from gradercal.formats import read_path
 from gradercal.frames import Frames, frames_from_data
 from gradercal.stats import clustered_bootstrap, fleiss_kappa, percent_agreement
@@ -204,7 +205,7 @@ def test_mini_groups(mini: Frames) -> None:
 def test_human_statistics_match_independent_implementations(demo: Frames) -> None:
     from statsmodels.stats.inter_rater import fleiss_kappa as sm_fleiss
 
-    v = ag.verdicts(demo, ag.human_graders(demo))
+    v = verdicts(demo, human_graders(demo))
     wide = v.pivot_table(index=["response_id", "criterion_id"], columns="grader", values="met")
     assert wide.notna().all().all()  # the demo is complete: 3 experts on every unit
     n_met = wide.sum(axis=1).to_numpy()
@@ -223,7 +224,7 @@ def test_human_statistics_match_independent_implementations(demo: Frames) -> Non
 
 
 def test_pairwise_kappa_equals_scikit_learn(demo: Frames) -> None:
-    v = ag.verdicts(demo)
+    v = verdicts(demo)
     wide = v.pivot_table(index=["response_id", "criterion_id"], columns="grader", values="met")
     pairs = ag.pairwise_agreement(demo, ["expert-ana", "expert-ben", "judge-gpt"], n_boot=0)
     assert len(pairs) == 3
@@ -301,10 +302,10 @@ def test_per_criterion_statistics_equal_gradercal_stats(
     from gradercal.stats import gwet_ac1, krippendorff_alpha
 
     frames: Frames = request.getfixturevalue(bench)
-    judge = ag.judge_graders(frames)[0]
+    judge = judge_graders(frames)[0]
     rows = ag.group_agreement(frames, "criterion", judge=judge, n_boot=0)
-    v = ag.verdicts(frames, ag.human_graders(frames))
-    paired, _ = ag._paired(frames, ag.verdicts(frames, [judge]), judge, ag.human_graders(frames))
+    v = verdicts(frames, human_graders(frames))
+    paired, _ = ag._paired(frames, verdicts(frames, [judge]), judge, human_graders(frames))
     n_undefined = 0
     for r in rows[:40]:
         sub = v.loc[(v["task_id"] == r.task_id) & (v["criterion_id"] == r.group)]

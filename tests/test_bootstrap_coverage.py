@@ -23,9 +23,10 @@ import pandas as pd
 import pytest
 from scipy.special import expit
 
-from gradercal.analysis.agreement import comparison_metrics, percentile_interval
+from gradercal.analysis.agreement import comparison_metrics
 from gradercal.stats import clustered_bootstrap
 from gradercal.stats.bootstrap import CiMethod, interval_levels
+from gradercal.stats.intervals import percentile_interval
 
 N_CRITERIA = 25
 EXPERT_ERROR_FACTORS = (0.7, 1.0, 1.3)

@@ -20,6 +20,7 @@ from gradercal.analysis.calibration import cross_fit
 from gradercal.analysis.estimate import estimate_report
 from gradercal.analysis.health import criterion_health
 from gradercal.analysis.impact import impact_report
+from gradercal.analysis.verdicts import consensus_verdicts, human_graders, verdicts
 from gradercal.cli import main
 from gradercal.dashboard import (
     AGREEMENT_COLUMNS,
@@ -109,7 +110,7 @@ def test_overall_agreement_equals_the_agreement_report(demo: Frames, dash: Dashb
 
 
 def test_pairwise_equals_the_engine(demo: Frames, dash: Dashboard) -> None:
-    graders = [*ag.human_graders(demo), JUDGE]
+    graders = [*human_graders(demo), JUDGE]
     pairs = ag.pairwise_agreement(demo, graders, n_boot=N_BOOT, seed=SEED)
     assert len(dash.pairwise) == 2 * len(pairs) == 2 * 6
     mat = dash.pairwise_matrix("cohen_kappa")
@@ -122,8 +123,8 @@ def test_pairwise_equals_the_engine(demo: Frames, dash: Dashboard) -> None:
 
 def test_judge_kappa_against_scikit_learn(demo: Frames, dash: Dashboard) -> None:
     """Independent check: kappa of the judge's verdicts against the decided consensus."""
-    v = ag.verdicts(demo, [JUDGE])
-    cons = ag.consensus_verdicts(demo)
+    v = verdicts(demo, [JUDGE])
+    cons = consensus_verdicts(demo)
     p = v.merge(cons, on=["response_id", "criterion_id"], suffixes=("_j", "_c"))
     expected = cohen_kappa_score(p["met_c"].astype(int), p["met_j"].astype(int))
     assert math.isclose(dash.judges.set_index("judge").loc[JUDGE, "cohen_kappa"], expected)
@@ -168,7 +169,7 @@ def test_criterion_rows_equal_agreement_by_criterion(demo: Frames, dash: Dashboa
 
 
 def test_models_flips_alt_test_and_health_equal_the_engines(demo: Frames, dash: Dashboard) -> None:
-    humans = ag.human_graders(demo)
+    humans = human_graders(demo)
     cf = cross_fit(demo, JUDGE, "threshold", humans)
     cal = cf.responses.loc[:, ["response_id", "oof"]].rename(columns={"oof": "score"})
     rep = impact_report(

@@ -24,14 +24,11 @@ import gradercal.dashboard as dashboard_mod
 from gradercal._util.forked import fork_available
 from gradercal.analysis.agreement import (
     GROUPINGS,
-    consensus_verdicts,
     group_agreement,
     human_agreement,
-    human_graders,
     judge_agreement,
     leave_one_out,
     pairwise_agreement,
-    verdicts,
 )
 from gradercal.analysis.alt_test import alt_test_frames
 from gradercal.analysis.calibration import cross_fit, item_table, response_table
@@ -39,6 +36,7 @@ from gradercal.analysis.estimate import estimate_report, estimate_table
 from gradercal.analysis.health import criterion_health
 from gradercal.analysis.impact import impact_report, paired_scores
 from gradercal.analysis.scoring import auto_verdicts, consensus, response_scores
+from gradercal.analysis.verdicts import consensus_verdicts, human_graders, verdicts
 from gradercal.dashboard import DashboardFilters, compute_dashboard
 from gradercal.formats import read_path
 from gradercal.frames import ADJUDICATION_DTYPES, Frames, frames_from_data, make_frame

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from gradercal.analysis import agreement as ag
 from gradercal.analysis.health import criterion_health, health_report
+from gradercal.analysis.verdicts import human_graders, verdicts
 from gradercal.formats import read_path
 from gradercal.frames import Frames, frames_from_data
 from gradercal.stats import percent_agreement
@@ -81,7 +81,7 @@ def test_per_criterion_agreement_equals_gradercal_stats() -> None:
     demo = frames_from_data(read_path(DEMO))
     rows = criterion_health(demo, "judge-gpt")
     assert len(rows) == 128
-    v = ag.verdicts(demo, ag.human_graders(demo))
+    v = verdicts(demo, human_graders(demo))
     for r in rows[:25]:
         sub = v.loc[(v["task_id"] == r.task_id) & (v["criterion_id"] == r.criterion_id)]
         ratings = pd.DataFrame(

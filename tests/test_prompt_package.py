@@ -20,8 +20,8 @@ import pytest
 import yaml
 from click.testing import CliRunner, Result
 
-from gradercal.analysis.agreement import verdicts
 from gradercal.analysis.calibration import fit_calibration
+from gradercal.analysis.verdicts import verdicts
 from gradercal.cli import main
 from gradercal.db.calibrations import save_calibration
 from gradercal.db.grading import GradingStore

@@ -534,7 +534,8 @@ def test_a_level_tie_below_the_top_is_a_decided_not_met() -> None:
 
     Before, a was dropped from every judge–consensus comparison.
     """
-    from gradercal.analysis.agreement import consensus_verdicts, judge_agreement
+    from gradercal.analysis.agreement import judge_agreement
+    from gradercal.analysis.verdicts import consensus_verdicts
 
     t = task("T", crit("a", 10, levels=3), crit("b", 10, levels=3), crit("c", 10, levels=3))
     judgments = [

@@ -13,7 +13,6 @@ import pandas as pd
 import pytest
 from scipy.special import ndtr, ndtri
 
-from gradercal.analysis.agreement import percentile_bounds, percentile_interval
 from gradercal.stats import (
     BOOTSTRAP_STATISTICS,
     LEVELS,
@@ -27,6 +26,7 @@ from gradercal.stats import (
 from gradercal.stats import bootstrap as bs
 from gradercal.stats import coefficients as co
 from gradercal.stats.bootstrap import _design, _estimator, _options, interval_levels
+from gradercal.stats.intervals import percentile_bounds, percentile_interval
 
 
 def synthetic(

@@ -60,7 +60,6 @@ This module imports pandas, numpy and gradercal's core only (no SQL, no Qt).
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -70,22 +69,32 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from gradercal.analysis.scoring import _human_levels, consensus
+from gradercal.analysis.verdicts import (
+    Memo,
+    _consensus,
+    _entry,
+    _grader_rows,
+    _lookup,
+    _verdicts,
+    human_graders,
+    unit_positions,
+)
 from gradercal.frames import Frames
 from gradercal.stats.bootstrap import (
-    DEFAULT_CI_METHOD,
-    FEW_CLUSTERS,
     BootResult,
-    CiMethod,
     clustered_bootstrap,
-    interval_levels,
 )
-from gradercal.stats.bootstrap import resampling_weights as _resampling_weights
 from gradercal.stats.coefficients import (
     fleiss_kappa,
     gwet_ac1,
     krippendorff_alpha,
     percent_agreement,
+)
+from gradercal.stats.intervals import (
+    boot_json,
+    cached_weights,
+    percentile_bounds,
+    percentile_interval,
 )
 
 __all__ = [
@@ -99,24 +108,16 @@ __all__ = [
     "HumanAgreement",
     "JudgeAgreement",
     "LooRow",
-    "Memo",
     "PairAgreement",
     "Progress",
     "agreement_report",
-    "boot_json",
     "compare",
     "comparison_metrics",
-    "consensus_verdicts",
     "group_agreement",
     "human_agreement",
-    "human_graders",
     "judge_agreement",
-    "judge_graders",
     "leave_one_out",
     "pairwise_agreement",
-    "percentile_bounds",
-    "percentile_interval",
-    "verdicts",
 ]
 
 FloatArray = npt.NDArray[np.float64]
@@ -168,359 +169,6 @@ _PE_TOLERANCE = 1e-12
 Grouping = Literal["criterion", "tag", "workflow", "domain"]
 #: Values of ``by=`` for :func:`group_agreement` (the CLI's ``--by``).
 GROUPINGS: tuple[Grouping, ...] = get_args(Grouping)
-
-
-# ---------------------------------------------------------------------------------------
-# Verdicts
-# ---------------------------------------------------------------------------------------
-
-
-def _float(s: pd.Series) -> FloatArray:
-    """A nullable numeric/boolean series as float64, NaN for missing."""
-    return np.asarray(s.astype("Float64").to_numpy(dtype="float64", na_value=np.nan), np.float64)
-
-
-def _judgment_grid(frames: Frames) -> pd.DataFrame:
-    """Every (response, judgment criterion of its task) with its task attributes."""
-    crit = frames.criteria.loc[
-        frames.criteria["kind"] != "auto",
-        ["task_id", "criterion_id", "points", "tags", "levels", "text"],
-    ].drop_duplicates(["task_id", "criterion_id"], keep="last")
-    resp = frames.responses.loc[:, ["response_id", "task_id", "model"]].drop_duplicates(
-        "response_id"
-    )
-    grid = resp.merge(crit, on="task_id", how="inner")
-    tasks = frames.tasks.loc[:, ["task_id", "workflow", "domain"]].drop_duplicates("task_id")
-    return grid.merge(tasks, on="task_id", how="left")
-
-
-def verdicts(
-    frames: Frames, graders: Sequence[str] | None = None, *, memo: Memo | None = None
-) -> pd.DataFrame:
-    """Binary verdicts of graders on judgment criteria, one row per (unit, grader).
-
-    Args:
-        frames: The benchmark frames.
-        graders: Keep only these graders (default: all).
-        memo: A dict shared by calls on the same frames (e.g. within one report): every
-            grader's verdicts are built once and filtered; None: compute afresh.
-
-    Returns:
-        Columns ``response_id``, ``task_id``, ``model``, ``criterion_id``, ``grader``,
-        ``grader_kind``, ``met`` (bool; the level rule of the module docstring),
-        ``confidence`` (float, NaN when absent), ``rationale``, ``unclear`` (bool),
-        ``points`` (int), ``tags`` (tuple), ``levels`` (int), ``text``, ``workflow``,
-        ``domain``. Verdicts on auto criteria, on unknown responses or criteria, and
-        without a level or met are dropped; a grader's duplicates keep the last.
-        Order: the judgments' order.
-    """
-    if memo is not None:
-        return _verdicts(frames, graders, memo)
-    j = frames.judgments
-    if graders is not None:
-        j = j.loc[j["grader"].isin(list(graders))]
-    j = j.drop_duplicates(["response_id", "criterion_id", "grader"], keep="last")
-    grid = _judgment_grid(frames)
-    out = j.merge(grid, on=["response_id", "criterion_id"], how="inner")
-    top = np.clip(out["levels"].to_numpy(dtype=np.float64), 2.0, None) - 1.0
-    level = _float(out["level"])
-    met = _float(out["met"])
-    eff = np.where(np.isnan(level), met * top, np.clip(level, 0.0, top))
-    keep = ~np.isnan(eff)
-    out = out.loc[keep].copy()
-    out["met"] = (eff[keep] == top[keep]).astype(bool)
-    cols = [
-        "response_id",
-        "task_id",
-        "model",
-        "criterion_id",
-        "grader",
-        "grader_kind",
-        "met",
-        "confidence",
-        "rationale",
-        "unclear",
-        "points",
-        "tags",
-        "levels",
-        "text",
-        "workflow",
-        "domain",
-    ]
-    return out.loc[:, cols].reset_index(drop=True)
-
-
-def human_graders(frames: Frames) -> list[str]:
-    """Names of the graders whose ``grader_kind`` is ``"human"``, sorted."""
-    j = frames.judgments
-    return sorted({str(g) for g in j.loc[j["grader_kind"] == "human", "grader"].dropna().unique()})
-
-
-def judge_graders(frames: Frames) -> list[str]:
-    """Names of the graders whose ``grader_kind`` is not ``"human"``, sorted."""
-    j = frames.judgments
-    return sorted({str(g) for g in j.loc[j["grader_kind"] != "human", "grader"].dropna().unique()})
-
-
-def consensus_verdicts(
-    frames: Frames, humans: Sequence[str] | None = None, *, memo: Memo | None = None
-) -> pd.DataFrame:
-    """The decided human consensus on every judgment unit.
-
-    Args:
-        frames: The benchmark frames.
-        humans: The graders forming the consensus (default: every human grader).
-        memo: A dict shared by calls on the same frames (e.g. within one report) to
-            build each consensus once (read-only tables); None: compute afresh.
-
-    The one rule every engine uses (agreement, calibration, health, dashboard, prompt
-    package): a unit is decided when :func:`gradercal.analysis.scoring.consensus` gives it a
-    ``met`` — an adjudication, or a strict majority of met / not-met verdicts (also when
-    the median *level* is tied between two levels below the top).
-
-    Returns:
-        ``response_id``, ``criterion_id``, ``met`` (bool), ``source``
-        (``"adjudication"`` | ``"majority"``), ``n_raters``; only decided units (units
-        where exactly half the verdicts say met, and units without a human verdict, are
-        left out).
-    """
-    if memo is not None:
-        key = ("consensus", None if humans is None else tuple(humans))
-        if key not in memo:
-            c = consensus(frames, humans, memo=memo)
-            memo[key] = _consensus_verdicts(c)
-            base = _human_levels(frames, memo)
-            if base is not None and len(c) == len(base["units"]):
-                # The consensus rows are the judgment units in order: keep the positions.
-                decided = _decided(c)
-                _register(memo, memo[key], np.flatnonzero(decided), len(c))
-        out: pd.DataFrame = memo[key]
-        return out
-    return _consensus_verdicts(consensus(frames, humans))
-
-
-def _decided(c: pd.DataFrame) -> npt.NDArray[np.bool_]:
-    """Consensus rows with a met / not met: adjudicated or a strict majority."""
-    return c["met"].notna().to_numpy(dtype=np.bool_)
-
-
-def _consensus_verdicts(c: pd.DataFrame) -> pd.DataFrame:
-    decided = c.loc[_decided(c)]
-    source = decided["source"].to_numpy(object)
-    return pd.DataFrame(
-        {
-            "response_id": decided["response_id"].astype(object),
-            "criterion_id": decided["criterion_id"].astype(object),
-            "met": decided["met"].astype(bool),
-            # a level tie with a decided met / not met is a majority of those votes
-            "source": pd.Series(
-                np.where(source == "adjudication", "adjudication", "majority"),
-                index=decided.index,
-                dtype=object,
-            ),
-            "n_raters": decided["n_raters"].astype("int64"),
-        }
-    ).reset_index(drop=True)
-
-
-# ---------------------------------------------------------------------------------------
-# Bootstrap helpers (shared with impact and estimate)
-# ---------------------------------------------------------------------------------------
-
-
-def percentile_interval(
-    point: float | None,
-    replicates: FloatArray,
-    *,
-    n_boot: int,
-    n_clusters: int,
-    ci: float,
-    note: str | None = None,
-    quantiles: tuple[float, float] | None = None,
-    method: CiMethod = DEFAULT_CI_METHOD,
-) -> BootResult:
-    """A :class:`BootResult` from bootstrap replicates, as :mod:`gradercal.stats` reports it.
-
-    The interval of ``method`` from the finite replicates: by default the expanded
-    percentile interval, i.e. their quantiles (``numpy.quantile``, linear interpolation)
-    at the levels :func:`~gradercal.stats.bootstrap.interval_levels` gives for
-    ``n_clusters`` (``"percentile"``: the plain ``(1 ∓ ci)/2`` quantiles). Non-finite
-    replicates are undefined resamples, excluded and counted in the note; fewer than
-    :data:`~gradercal.stats.bootstrap.FEW_CLUSTERS` clusters add a warning.
-
-    Args:
-        point: The estimate on the original data, or None (then no interval).
-        replicates: One value per resample (NaN where undefined).
-        n_boot: Resamples drawn.
-        n_clusters: Clusters resampled.
-        ci: Confidence level.
-        note: Why ``point`` is None (required then).
-        quantiles: The bounds when already computed for all-finite replicates by
-            :func:`percentile_bounds` with the same ``n_clusters``, ``ci`` and ``method``.
-        method: ``"expanded_percentile"`` or ``"percentile"``.
-    """
-    if method not in ("expanded_percentile", "percentile"):
-        raise ValueError(f"percentile_interval cannot form a {method!r} interval")
-
-    def result(
-        value: float | None, lo: float | None, hi: float | None, k: int, why: str | None
-    ) -> BootResult:
-        return BootResult(value, lo, hi, n_boot, n_clusters, k, ci, method, why)
-
-    if point is None or not math.isfinite(point):
-        return result(None, None, None, 0, note)
-    if n_boot == 0:
-        return BootResult(float(point), None, None, 0, n_clusters, 0, ci, method, None)
-    if n_clusters < 2:
-        return result(float(point), None, None, 0, "no interval: needs at least two clusters")
-    valid = replicates[np.isfinite(replicates)]
-    notes: list[str] = []
-    if n_clusters < FEW_CLUSTERS:
-        notes.append(f"only {n_clusters} clusters: bootstrap intervals are unreliable")
-    if len(valid) < n_boot:
-        notes.append(f"{n_boot - len(valid)} of {n_boot} resamples undefined and excluded")
-    if len(valid) < 2:
-        notes.insert(0, "no interval: fewer than two resamples defined")
-        return result(float(point), None, None, len(valid), "; ".join(notes))
-    if quantiles is not None and len(valid) == len(replicates):
-        lo, hi = quantiles
-    else:
-        lo, hi = np.quantile(valid, interval_levels(n_clusters, ci, method))
-    return result(float(point), float(lo), float(hi), len(valid), "; ".join(notes) or None)
-
-
-def boot_json(b: BootResult) -> dict[str, Any]:
-    """``{"value": x|null, "ci": [lo, hi]|null, "note": str|null}`` (plain floats)."""
-    ci = None
-    if b.ci_low is not None and b.ci_high is not None:
-        ci = [float(b.ci_low), float(b.ci_high)]
-    return {"value": None if b.value is None else float(b.value), "ci": ci, "note": b.note}
-
-
-@functools.lru_cache(maxsize=4)
-def _weights(n_clusters: int, n_boot: int, seed: int) -> FloatArray:
-    """The resampling weights (cached: many comparisons share the same tasks and seed)."""
-    if n_boot <= 0 or n_clusters < 2:
-        return np.zeros((0, max(n_clusters, 1)))
-    w = _resampling_weights(n_clusters, n_boot, seed).astype(np.float64)
-    w.setflags(write=False)
-    return w
-
-
-#: Memo of the verdict, consensus and score tables shared by the calls of one report on
-#: the same frames (keys are private to the engines; the tables in it are read-only).
-Memo = dict[Any, Any]
-
-
-def _verdicts(frames: Frames, graders: Sequence[str] | None, memo: Memo | None) -> pd.DataFrame:
-    if memo is None:
-        return verdicts(frames, graders)
-    if "verdicts" not in memo:
-        memo["verdicts"] = verdicts(frames)
-    v: pd.DataFrame = memo["verdicts"]
-    entry = _entry(memo, v)
-    if entry is None:
-        entry = _register(memo, v, *_verdict_units(frames, v, memo))
-    if graders is None:
-        return v
-    key = ("verdicts", tuple(graders))
-    if key not in memo:
-        mask = v["grader"].isin(list(graders)).to_numpy(bool)
-        memo[key] = v.loc[mask].reset_index(drop=True)
-        units = entry["units"]
-        _register(memo, memo[key], None if units is None else units[mask], entry["n_units"])
-    out: pd.DataFrame = memo[key]
-    return out
-
-
-# Within one memo, every verdict and consensus table it holds may carry the position of
-# each of its rows among the judgment units (the rows of the scoring grid's judgment
-# criteria, when those are unique): then pairing two tables is an array lookup instead
-# of a merge on (response_id, criterion_id). Entries are keyed by the table's id and
-# checked by identity (the memo keeps the tables alive).
-
-
-def _register(
-    memo: Memo, df: pd.DataFrame, units: npt.NDArray[np.intp] | None, n_units: int
-) -> dict[str, Any]:
-    entry: dict[str, Any] = {"df": df, "units": units, "n_units": n_units, "rows": None}
-    memo.setdefault("agreement.units", {})[id(df)] = entry
-    return entry
-
-
-def _entry(memo: Memo | None, df: pd.DataFrame | None) -> dict[str, Any] | None:
-    if memo is None or df is None:
-        return None
-    hit: dict[str, Any] | None = memo.get("agreement.units", {}).get(id(df))
-    return hit if hit is not None and hit["df"] is df else None
-
-
-def unit_positions(memo: Memo | None, df: pd.DataFrame) -> tuple[npt.NDArray[np.intp], int] | None:
-    """Position of every row of ``df`` among the judgment units, and their number.
-
-    Only for a verdict or consensus table handed out by this module with ``memo`` (the
-    same object) whose positions are known; None otherwise.
-    """
-    entry = _entry(memo, df)
-    if entry is None or entry["units"] is None:
-        return None
-    units: npt.NDArray[np.intp] = entry["units"]
-    return units, int(entry["n_units"])
-
-
-def _verdict_units(
-    frames: Frames, v: pd.DataFrame, memo: Memo
-) -> tuple[npt.NDArray[np.intp] | None, int]:
-    """Unit position of every row of the verdict table ``v`` (None: not available)."""
-    base = _human_levels(frames, memo)
-    if base is None:
-        return None, 0
-    units = base["units"]
-    n = len(units)
-    # Integer pair codes over the units followed by the verdict rows (one factorization
-    # per key column instead of a merge on the two string columns).
-    pair = []
-    for col in ("response_id", "criterion_id"):
-        both = np.concatenate([units[col].to_numpy(object), v[col].to_numpy(object)])
-        codes, uniq = pd.factorize(both, sort=False)
-        pair.append((np.asarray(codes, np.int64), len(uniq)))
-    (rc, _), (cc, n_c) = pair
-    if (rc < 0).any() or (cc < 0).any():  # a missing key: no position (as no merge match)
-        return None, 0
-    key = rc * max(n_c, 1) + cc
-    unit_key, row_key = key[:n], key[n:]
-    order = np.argsort(unit_key, kind="stable")
-    sorted_keys = unit_key[order]
-    if n and (np.diff(sorted_keys) == 0).any():  # duplicate units: a merge would add rows
-        return None, 0
-    at = np.searchsorted(sorted_keys, row_key)
-    found = at < n
-    found[found] = sorted_keys[at[found]] == row_key[found]
-    if not found.all():
-        return None, 0
-    return np.asarray(order[at], dtype=np.intp), n
-
-
-def _grader_rows(entry: dict[str, Any], grader: str) -> npt.NDArray[np.intp]:
-    """Rows of the registered verdict table whose grader is ``grader``, in order."""
-    if entry["rows"] is None:
-        codes, names = pd.factorize(entry["df"]["grader"].to_numpy(object), sort=False)
-        order = np.argsort(codes, kind="stable")
-        bounds = np.searchsorted(np.asarray(codes)[order], np.arange(len(names) + 1))
-        entry["rows"] = {name: order[bounds[k] : bounds[k + 1]] for k, name in enumerate(names)}
-    rows: npt.NDArray[np.intp] = entry["rows"].get(grader, np.zeros(0, dtype=np.intp))
-    return rows
-
-
-def _lookup(n: int, units: npt.NDArray[np.intp], rows: npt.NDArray[np.intp]) -> Any:
-    """Array ``unit → row`` (−1 where no row)."""
-    lut = np.full(n, -1, dtype=np.intp)
-    lut[units] = rows
-    return lut
-
-
-def _consensus(frames: Frames, humans: Sequence[str], memo: Memo | None) -> pd.DataFrame:
-    return consensus_verdicts(frames, humans, memo=memo)
 
 
 # ---------------------------------------------------------------------------------------
@@ -664,7 +312,7 @@ def compare(
     labels, per_task = _task_counts(tasks, cand, ref)
     total = per_task.sum(axis=0) if len(labels) else np.zeros(4)
     point = comparison_metrics(total)
-    w = _weights(len(labels), n_boot, seed)
+    w = cached_weights(len(labels), n_boot, seed)
     reps = comparison_metrics(w @ per_task) if len(w) else {}
     pre = percentile_bounds(reps, ci, len(labels))
     metrics: dict[str, BootResult] = {}
@@ -689,31 +337,6 @@ def compare(
         metrics=metrics,
         n_undecided=n_undecided,
     )
-
-
-def percentile_bounds(
-    reps: dict[str, FloatArray],
-    ci: float,
-    n_clusters: int | None = None,
-    method: CiMethod = DEFAULT_CI_METHOD,
-) -> dict[str, tuple[float, float]]:
-    """The bounds of every replicate series without undefined values, at once.
-
-    The quantiles at :func:`~gradercal.stats.bootstrap.interval_levels` of ``n_clusters``,
-    ``ci`` and ``method`` — what :func:`percentile_interval` computes one series at a
-    time (``n_clusters`` None: the plain percentile levels). Pass them to it as
-    ``quantiles`` with the same ``n_clusters``, ``ci`` and ``method``.
-    """
-    names = [n for n, r in reps.items() if len(r) and bool(np.isfinite(r).all())]
-    if not names:
-        return {}
-    levels = (
-        interval_levels(n_clusters, ci, method)
-        if n_clusters is not None and n_clusters >= 2
-        else ((1.0 - ci) / 2.0, (1.0 + ci) / 2.0)
-    )
-    q = np.quantile(np.stack([reps[n] for n in names]), levels, axis=1)
-    return {n: (float(q[0, i]), float(q[1, i])) for i, n in enumerate(names)}
 
 
 def _describe(humans: Sequence[str]) -> str:

@@ -706,7 +706,7 @@ def alt_test_frames(
     Raises:
         AltTestRefused: See :func:`alt_test`.
     """
-    from gradercal.analysis.agreement import human_graders, verdicts
+    from gradercal.analysis.verdicts import human_graders, verdicts
 
     names = [
         h for h in (list(humans) if humans is not None else human_graders(frames)) if h != judge

@@ -100,8 +100,8 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from gradercal.analysis.agreement import human_graders
 from gradercal.analysis.scoring import PASS_EPSILON, response_scores
+from gradercal.analysis.verdicts import human_graders
 from gradercal.frames import Frames
 
 __all__ = [

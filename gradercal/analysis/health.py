@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from gradercal.analysis.agreement import consensus_verdicts, human_graders, unit_positions, verdicts
+from gradercal.analysis.verdicts import consensus_verdicts, human_graders, unit_positions, verdicts
 from gradercal.frames import Frames, object_frame
 
 __all__ = [

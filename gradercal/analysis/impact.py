@@ -40,16 +40,12 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from gradercal.analysis.agreement import (
-    Progress,
-    boot_json,
-    human_graders,
-    percentile_bounds,
-    percentile_interval,
-)
+from gradercal.analysis.agreement import Progress
 from gradercal.analysis.scoring import BREAKDOWNS, PASS_EPSILON, response_scores
+from gradercal.analysis.verdicts import human_graders
 from gradercal.frames import Frames
 from gradercal.stats.bootstrap import resampling_weights
+from gradercal.stats.intervals import boot_json, percentile_bounds, percentile_interval
 
 __all__ = ["FIGURES", "PARTIAL_CREDIT", "impact_report", "paired_scores", "summarize_paired"]
 

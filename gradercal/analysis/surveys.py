@@ -28,9 +28,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from gradercal.analysis.agreement import boot_json, percentile_interval
 from gradercal.stats.bootstrap import clustered_bootstrap, resampling_weights
 from gradercal.stats.coefficients import krippendorff_alpha
+from gradercal.stats.intervals import boot_json, percentile_interval
 
 __all__ = ["LIKERT_SCALE", "SURVEY_COLUMNS", "survey_summary"]
 

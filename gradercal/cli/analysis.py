@@ -98,7 +98,7 @@ def _load(db: str | None, benchmark: str | None) -> tuple[Repository, Frames, st
 
 
 def _check_judge(frames: Frames, judge: str) -> None:
-    from gradercal.analysis.agreement import human_graders, judge_graders
+    from gradercal.analysis.verdicts import human_graders, judge_graders
 
     known = judge_graders(frames) + human_graders(frames)
     if judge not in known:
@@ -108,7 +108,7 @@ def _check_judge(frames: Frames, judge: str) -> None:
 
 
 def _humans(frames: Frames, humans: str | None, judge: str | None) -> list[str]:
-    from gradercal.analysis.agreement import human_graders
+    from gradercal.analysis.verdicts import human_graders
 
     if humans is None:
         names = human_graders(frames)

@@ -284,7 +284,7 @@ def filter_options(frames: Frames) -> dict[str, list[str]]:
         (listed last). ``graders`` are the human graders, ``judges`` the others (not a
         filter: listed so a front end can offer the primary-judge choice).
     """
-    from gradercal.analysis.agreement import human_graders, judge_graders
+    from gradercal.analysis.verdicts import human_graders, judge_graders
 
     def values(s: pd.Series) -> list[str]:
         got = set(_labels(s))
@@ -630,7 +630,7 @@ def _overview(
     primary: str | None,
     memo: dict[Any, Any] | None = None,
 ) -> dict[str, Any]:
-    from gradercal.analysis.agreement import unit_positions
+    from gradercal.analysis.verdicts import unit_positions
 
     n_units = _n_units(frames)
     keys = ["response_id", "criterion_id"]
@@ -828,14 +828,9 @@ def compute_dashboard(
         NotFoundError: ``judge`` is not a grader of the frames.
         ValueError: A malformed ``calibration`` or out-of-range option.
     """
-    from gradercal.analysis.agreement import (
-        GROUPINGS,
-        HUMAN_STATISTICS,
-        Memo,
-        human_agreement,
-        verdicts,
-    )
+    from gradercal.analysis.agreement import GROUPINGS, HUMAN_STATISTICS, human_agreement
     from gradercal.analysis.health import DEFAULT_BAR
+    from gradercal.analysis.verdicts import Memo, verdicts
 
     if not 0.0 < ci < 1.0:
         raise ValueError("ci must be between 0 and 1")
@@ -1040,7 +1035,7 @@ def _late_sections(
     per-model figures and flips, criterion health, criterion agreement rows and
     disagreements. ``steps`` None: in a forked child (its own clock; progress and
     cancellation are the parent's business)."""
-    from gradercal.analysis.agreement import consensus_verdicts
+    from gradercal.analysis.verdicts import consensus_verdicts
 
     own = _Steps(len(groupings) + len(_LATE_STEPS), None, None) if steps is None else steps
     group_rows: list[tuple[Any, ...]] = []
@@ -1511,7 +1506,7 @@ def _disagreements(
     memo that knows the unit position of every row of ``v`` and ``cons``, the units are
     found and described by position (no merges); the same table either way.
     """
-    from gradercal.analysis.agreement import unit_positions
+    from gradercal.analysis.verdicts import unit_positions
 
     keys = ["response_id", "criterion_id"]
     graders = [*humans, *([judge] if judge is not None else [])]

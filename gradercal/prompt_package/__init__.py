@@ -650,8 +650,9 @@ def agreement_card(
       calibration: which calibration, the kind of held-out figures, the numbers of
       calibration and held-out tasks and the held-out task ids.
     """
-    from gradercal.analysis.agreement import human_graders, judge_agreement
+    from gradercal.analysis.agreement import judge_agreement
     from gradercal.analysis.alt_test import AltTestRefused, alt_test_frames
+    from gradercal.analysis.verdicts import human_graders
 
     names = [
         h for h in (list(humans) if humans is not None else human_graders(frames)) if h != judge

@@ -72,17 +72,12 @@ import numpy.typing as npt
 import pandas as pd
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin  # type: ignore[import-untyped, unused-ignore]
 
-from gradercal.analysis.agreement import (
-    boot_json,
-    comparison_metrics,
-    consensus_verdicts,
-    human_graders,
-    percentile_interval,
-    verdicts,
-)
+from gradercal.analysis.agreement import comparison_metrics
 from gradercal.analysis.scoring import PASS_EPSILON, auto_verdicts, response_scores
+from gradercal.analysis.verdicts import consensus_verdicts, human_graders, verdicts
 from gradercal.frames import Frames, object_frame
 from gradercal.stats.bootstrap import BootResult, resampling_weights
+from gradercal.stats.intervals import boot_json, percentile_interval
 
 __all__ = [
     "CRITERION_METHODS",
