@@ -1,0 +1,790 @@
+"""Merging a returned packet into the database it came from.
+
+:func:`merge_packet` brings the work back, in one transaction, after checking the
+packet against its manifest, its seal, the database it came from and the database's
+current content. For every judgment it compares three versions: at export (the export
+record), in the packet, and in the database now (see
+:func:`gradercal.ops.packet_format.decide`). Changed only in the packet: written, with the
+old value and any intermediate values the grader entered offline kept as revisions.
+Changed on both sides: a **conflict** — the database keeps its value, the packet's is
+stored beside it (``revision`` rows with ``entity = 'packet_conflict'``) and reported;
+nothing is overwritten. Merging the same packet again changes nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from collections import defaultdict
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any, cast
+
+from sqlalchemy import Table, bindparam, insert, select, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from gradercal.db import models as m
+from gradercal.db.packets._common import (
+    _FIELDS,
+    CONFLICT_ENTITY,
+    REVIEW_CONFLICT_ENTITY,
+    _checked_value,
+    _iso,
+    _no_nul,
+    _value,
+    response_digest,
+)
+from gradercal.db.packets.read import (
+    _check_belongs,
+    _check_content,
+    _PacketContent,
+    _read_packet_db,
+    _read_record,
+    _Record,
+)
+from gradercal.db.packets.session import _fingerprint, _load_state, default_workdir
+from gradercal.db.session import Database
+from gradercal.model import AssignmentStatus, GraderKind
+from gradercal.ops.packet_format import (
+    DATABASE,
+    EXPORT,
+    Limits,
+    Manifest,
+    PacketError,
+    decide,
+    read_packet,
+)
+
+#: ``revision.entity`` of an assignment state change made by a merge (old and new value).
+ASSIGNMENT_MERGE_ENTITY = "packet_merge_assignment"
+#: ``revision.entity`` of a task review written by a merge (packet id and new value).
+REVIEW_MERGE_ENTITY = "packet_merge_review"
+
+_JUDGMENT_TABLE = cast(Table, m.Judgment.__table__)
+_REVISION_TABLE = cast(Table, m.Revision.__table__)
+_ASSIGNMENT_TABLE = cast(Table, m.Assignment.__table__)
+
+
+# -- report --------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class MergeConflict:
+    """One value changed both in the packet and in the database since the export."""
+
+    kind: str  # "judgment", "task_review" or "status"
+    task_id: str
+    response_id: str | None
+    criterion_id: str | None
+    base: Any
+    packet: Any
+    database: Any
+    new: bool
+    """True when this merge recorded it; False when an earlier merge already had."""
+
+
+@dataclass
+class MergeReport:
+    """What a merge did. ``changed`` is False when the database was left as it was."""
+
+    path: str
+    packet_id: str
+    grader: str
+    benchmark: str
+    generation: int
+    judgments_added: int = 0
+    judgments_updated: int = 0
+    judgments_unchanged: int = 0
+    """Not changed in the packet since the export."""
+    judgments_already: int = 0
+    """Already in the database with the packet's value (merged before)."""
+    history_added: int = 0
+    """Intermediate values entered offline, kept as revisions."""
+    assignments_updated: int = 0
+    reviews_added: int = 0
+    reviews_updated: int = 0
+    conflicts: list[MergeConflict] = field(default_factory=list)
+    ignored: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    """E.g. the packet's working folder holds grading not yet packed into this file."""
+    seconds: float = 0.0
+
+    @property
+    def new_conflicts(self) -> int:
+        return sum(1 for c in self.conflicts if c.new)
+
+    @property
+    def changed(self) -> bool:
+        return bool(
+            self.judgments_added
+            or self.judgments_updated
+            or self.assignments_updated
+            or self.reviews_added
+            or self.reviews_updated
+            or self.new_conflicts
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["changed"] = self.changed
+        out["new_conflicts"] = self.new_conflicts
+        return out
+
+
+# -- merge -------------------------------------------------------------------------------------
+def merge_packet(
+    db: Database, path: str | os.PathLike[str], *, limits: Limits | None = None
+) -> MergeReport:
+    """Merge a packet's judgments, task reviews and queue state into the database.
+
+    Idempotent; conflicts are kept and reported, never overwritten (module docstring).
+
+    Raises:
+        PacketError: the packet is damaged, unsafe, altered, belongs to another
+            database, or no longer matches this database; the database is unchanged.
+    """
+    started = time.perf_counter()
+    src = Path(path)
+    with tempfile.TemporaryDirectory(prefix="gradercal-merge-") as tmp_name:
+        tmp = Path(tmp_name)
+        manifest = read_packet(src, tmp, limits)
+        _check_belongs(db, manifest, src)
+        record = _read_record(tmp / EXPORT, manifest)
+        content = _read_packet_db(tmp / DATABASE, manifest)
+    _check_content(content, record)
+    if not db.is_sqlite:
+        _strip_nul(content, record)
+    report = MergeReport(
+        path=str(src),
+        packet_id=manifest.packet_id,
+        grader=manifest.grader,
+        benchmark=manifest.benchmark,
+        generation=manifest.generation,
+        ignored=list(content.ignored),
+        warnings=_unpacked_work(src, manifest),
+    )
+    for attempt in (1, 2, 3):
+        try:
+            _merge(db, manifest, record, content, report)
+            break
+        except IntegrityError:  # a concurrent writer inserted the same row: try again
+            if attempt == 3:
+                raise
+            _reset(report)
+    report.seconds = round(time.perf_counter() - started, 3)
+    return report
+
+
+def _unpacked_work(src: Path, manifest: Manifest) -> list[str]:
+    """A warning when the packet's working folder (beside it) holds work this file lacks.
+
+    The app commits every judgment to the working folder at once and packs it into the
+    file now and then and on close; after a crash the newest work may be only there.
+    """
+    work = default_workdir(src.expanduser().absolute())
+    state = _load_state(work)
+    if (
+        state is None
+        or state.get("packet_id") != manifest.packet_id
+        or not (work / DATABASE).exists()
+    ):
+        return []
+    try:
+        unpacked = _fingerprint(work / DATABASE) != state.get("fingerprint")
+    except PacketError:
+        unpacked = True
+    newer = int(state.get("generation") or 0) > manifest.generation
+    if not (unpacked or newer):
+        return []
+    return [
+        f"the working folder {work} holds grading that is not in {src.name} (the app was "
+        f"closed abnormally, or this is an older copy): open the packet once "
+        f"(`gradercal gui {src.name}`) to pack it, then merge again — nothing is merged twice"
+    ]
+
+
+def _strip_nul(content: _PacketContent, record: _Record) -> None:
+    """PostgreSQL text cannot hold NUL: drop it on every side, so comparisons stay fair.
+
+    A packet graded in SQLite may hold a NUL a grader pasted; the value is merged without
+    it rather than refused (the database's own values can never contain one).
+    """
+    for j in content.judgments:
+        j.value = _no_nul(j.value)
+        j.history = _no_nul(j.history)
+    for a in content.assignments.values():
+        a.skip_reason = _no_nul(a.skip_reason)
+    for r in content.reviews:
+        r.answers = _no_nul(r.answers)
+        r.comment = _no_nul(r.comment)
+        r.history = _no_nul(r.history)
+    record.judgments = {k: _no_nul(v) for k, v in record.judgments.items()}
+    record.assignments = {k: _no_nul(v) for k, v in record.assignments.items()}
+    record.reviews = {k: _no_nul(v) for k, v in record.reviews.items()}
+
+
+def _reset(report: MergeReport) -> None:
+    for name in (
+        "judgments_added",
+        "judgments_updated",
+        "judgments_unchanged",
+        "judgments_already",
+        "history_added",
+        "assignments_updated",
+        "reviews_added",
+        "reviews_updated",
+    ):
+        setattr(report, name, 0)
+    report.conflicts.clear()
+
+
+@dataclass
+class _DbAssignment:
+    id: int
+    grader_id: int
+    response_id: int
+    response_ext: str
+    task_pk: int
+    task_ext: str
+    status: str
+    skip_reason: str | None
+    time_spent_s: float
+    submitted_at: datetime | None
+
+
+def _merge(
+    db: Database,
+    manifest: Manifest,
+    record: _Record,
+    content: _PacketContent,
+    report: MergeReport,
+) -> None:
+    grader = manifest.grader
+    with db.write() as s:
+        g = s.execute(select(m.Grader.id, m.Grader.kind).where(m.Grader.name == grader)).first()
+        if g is None or g.kind != GraderKind.HUMAN.value:
+            raise PacketError(f"this database has no human grader {grader!r} any more")
+        ids = sorted(content.assignments)
+        rows = s.execute(
+            select(
+                m.Assignment.id,
+                m.Assignment.grader_id,
+                m.Assignment.response_id,
+                m.Assignment.status,
+                m.Assignment.skip_reason,
+                m.Assignment.time_spent_s,
+                m.Assignment.submitted_at,
+                m.Response.external_id,
+                m.Response.text,
+                m.Response.answer,
+                m.Task.id,
+                m.Task.external_id,
+            )
+            .join(m.Response, m.Response.id == m.Assignment.response_id)
+            .join(m.Task, m.Task.id == m.Response.task_id)
+            .where(m.Assignment.id.in_(ids))
+            .order_by(m.Assignment.id)  # one lock order for every writer: no deadlocks
+            .with_for_update(of=m.Assignment)
+        ).all()
+        found: dict[int, _DbAssignment] = {}
+        for r in rows:
+            found[r[0]] = _DbAssignment(
+                id=r[0],
+                grader_id=r[1],
+                response_id=r[2],
+                response_ext=r[7],
+                task_pk=r[10],
+                task_ext=r[11],
+                status=r[3],
+                skip_reason=r[4],
+                time_spent_s=float(r[5] or 0.0),
+                submitted_at=r[6],
+            )
+            rec = record.assignments[r[0]]
+            if (
+                r[1] != g.id
+                or r[11] != rec["task_id"]
+                or response_digest(r[8], r[9]) != rec["response_sha256"]
+            ):
+                raise PacketError(
+                    f"assignment {r[0]} no longer matches this database (it was reassigned, "
+                    "or its response changed); nothing was merged"
+                )
+        gone = [aid for aid in ids if aid not in found]
+        if gone:
+            raise PacketError(
+                f"{len(gone)} of the packet's assignments no longer exist in this database "
+                f"(first: {gone[0]}); nothing was merged"
+            )
+        task_pks = sorted({a.task_pk for a in found.values()})
+        crit_rows = s.execute(
+            select(
+                m.Criterion.id,
+                m.Criterion.task_id,
+                m.Criterion.external_id,
+                m.Criterion.kind,
+                m.Criterion.levels,
+            ).where(m.Criterion.task_id.in_(task_pks))
+        ).all()
+        criteria = {(t, ext): (cid, kind, int(levels)) for cid, t, ext, kind, levels in crit_rows}
+        now = m.utcnow()
+        _merge_judgments(s, manifest, record, content, found, criteria, g.id, now, report)
+        _merge_assignments(s, manifest, record, content, found, now, report)
+        _merge_reviews(s, manifest, record, content, found, g.id, now, report)
+
+
+def _merge_judgments(
+    s: Session,
+    manifest: Manifest,
+    record: _Record,
+    content: _PacketContent,
+    found: dict[int, _DbAssignment],
+    criteria: dict[tuple[int, str], tuple[int, str, int]],
+    gid: int,
+    now: datetime,
+    report: MergeReport,
+) -> None:
+    response_ids = sorted({a.response_id for a in found.values()})
+    current = {
+        (j.response_id, j.criterion_id): j
+        for j in s.execute(
+            select(
+                m.Judgment.id,
+                m.Judgment.response_id,
+                m.Judgment.criterion_id,
+                *[getattr(m.Judgment, f) for f in _FIELDS],
+                m.Judgment.revision,
+                m.Judgment.source,
+                m.Judgment.provenance,
+                m.Judgment.updated_at,
+            )
+            .where(m.Judgment.grader_id == gid, m.Judgment.response_id.in_(response_ids))
+            .with_for_update()
+        )
+    }
+    recorded: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    jids = [j.id for j in current.values()]
+    for start in range(0, len(jids), 5000):
+        for eid, data in s.execute(
+            select(m.Revision.entity_id, m.Revision.data).where(
+                m.Revision.entity == CONFLICT_ENTITY,
+                m.Revision.entity_id.in_(jids[start : start + 5000]),
+            )
+        ):
+            recorded[eid].append(data)
+    inserts: list[dict[str, Any]] = []
+    with_history: list[tuple[dict[str, Any], list[dict[str, Any]]]] = []
+    updates: list[dict[str, Any]] = []
+    revisions: list[dict[str, Any]] = []
+    seen: set[tuple[int, str]] = set()
+    for pj in content.judgments:
+        if (pj.assignment_id, pj.criterion_id) in seen:
+            raise PacketError(
+                f"the packet holds two judgments on assignment {pj.assignment_id}, "
+                f"criterion {pj.criterion_id!r}"
+            )
+        seen.add((pj.assignment_id, pj.criterion_id))
+        a = found[pj.assignment_id]
+        crit = criteria.get((a.task_pk, pj.criterion_id))
+        where = f"assignment {a.id}, criterion {pj.criterion_id!r}"
+        if crit is None:
+            raise PacketError(f"{where}: this criterion does not exist in the database")
+        cid, kind, levels = crit
+        _checked_value(pj.value, kind, levels, where)
+        base_entry = record.judgments.get((pj.assignment_id, pj.criterion_id))
+        base = base_entry["value"] if base_entry else None
+        d = current.get((a.response_id, cid))
+        dval = _value(d) if d is not None else None
+        prov = d.provenance if d is not None and isinstance(d.provenance, dict) else {}
+        ours = (
+            d is not None and d.source == "packet" and prov.get("packet_id") == manifest.packet_id
+        )
+        verdict = decide(base, pj.value, dval, current_is_ours=ours)
+        if verdict == "unchanged":
+            report.judgments_unchanged += 1
+            continue
+        if verdict == "same":
+            report.judgments_already += 1
+            continue
+        if ours:
+            since = int(prov.get("packet_revision", 0))
+        else:
+            since = base_entry["revision"] if base_entry else 0
+        between = [h for h in pj.history if h["revision"] > since]
+        provenance = {"packet_id": manifest.packet_id, "packet_revision": pj.revision}
+        if verdict == "conflict":
+            assert d is not None
+            data = {
+                "packet_id": manifest.packet_id,
+                "generation": manifest.generation,
+                "grader": manifest.grader,
+                "task_id": a.task_ext,
+                "response_id": a.response_ext,
+                "criterion_id": pj.criterion_id,
+                "packet": pj.value,
+                "packet_updated_at": _iso(pj.updated_at),
+                "packet_history": [_history_json(h) for h in between],
+                "base": base,
+                "database": dval,
+                "database_revision": d.revision,
+            }
+            new = not any(
+                old.get("packet_id") == manifest.packet_id and old.get("packet") == pj.value
+                for old in recorded.get(d.id, [])
+            )
+            if new:
+                revisions.append(
+                    {
+                        "entity": CONFLICT_ENTITY,
+                        "entity_id": d.id,
+                        "revision": d.revision,
+                        "data": data,
+                        "actor": manifest.grader,
+                        "source": "packet",
+                        "changed_at": now,
+                    }
+                )
+            report.conflicts.append(
+                MergeConflict(
+                    "judgment",
+                    a.task_ext,
+                    a.response_ext,
+                    pj.criterion_id,
+                    base,
+                    pj.value,
+                    dval,
+                    new,
+                )
+            )
+            continue
+        # apply
+        stamp = pj.updated_at or now
+        if d is None:
+            row = {
+                "grader_id": gid,
+                "response_id": a.response_id,
+                "criterion_id": cid,
+                **pj.value,
+                "source": "packet",
+                "provenance": provenance,
+                "revision": len(between) + 1,
+                "created_at": pj.created_at or stamp,
+                "updated_at": stamp,
+            }
+            if between:
+                with_history.append((row, between))
+                report.history_added += len(between)
+            else:
+                inserts.append(row)
+            report.judgments_added += 1
+            continue
+        assert dval is not None
+        revisions.append(
+            {
+                "entity": "judgment",
+                "entity_id": d.id,
+                "revision": d.revision,
+                "data": {
+                    **dval,
+                    "source": d.source,
+                    "updated_at": _iso(d.updated_at),
+                },
+                "actor": manifest.grader,
+                "source": "packet",
+                "changed_at": now,
+            }
+        )
+        for n, h in enumerate(between, start=d.revision + 1):
+            revisions.append(_history_revision(d.id, n, h, manifest.grader, now))
+        report.history_added += len(between)
+        updates.append(
+            {
+                "jid": d.id,
+                **pj.value,
+                "source": "packet",
+                "provenance": provenance,
+                "revision": d.revision + 1 + len(between),
+                "updated_at": stamp,
+            }
+        )
+        report.judgments_updated += 1
+    conn = s.connection()
+    if inserts:
+        conn.execute(insert(_JUDGMENT_TABLE), inserts)
+    if with_history:
+        ids = conn.execute(
+            insert(_JUDGMENT_TABLE).returning(_JUDGMENT_TABLE.c.id, sort_by_parameter_order=True),
+            [row for row, _between in with_history],
+        ).scalars()
+        for jid, (_row, between) in zip(ids, with_history, strict=True):
+            for n, h in enumerate(between, start=1):
+                revisions.append(_history_revision(jid, n, h, manifest.grader, now))
+    if updates:
+        s.connection().execute(
+            update(_JUDGMENT_TABLE)
+            .where(_JUDGMENT_TABLE.c.id == bindparam("jid"))
+            .values(
+                {
+                    **{f: bindparam(f) for f in _FIELDS},
+                    "source": bindparam("source"),
+                    "provenance": bindparam("provenance"),
+                    "revision": bindparam("revision"),
+                    "updated_at": bindparam("updated_at"),
+                }
+            ),
+            updates,
+        )
+    if revisions:
+        conn.execute(insert(_REVISION_TABLE), revisions)
+
+
+def _history_json(h: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "revision": h["revision"],
+        "value": h["value"],
+        "changed_at": _iso(h.get("changed_at")),
+    }
+
+
+def _history_revision(
+    jid: int, n: int, h: dict[str, Any], grader: str, now: datetime
+) -> dict[str, Any]:
+    return {
+        "entity": "judgment",
+        "entity_id": jid,
+        "revision": n,
+        "data": {**h["value"], "source": "packet", "updated_at": h.get("updated_at")},
+        "actor": grader,
+        "source": "packet",
+        "changed_at": h.get("changed_at") or now,
+    }
+
+
+def _merge_assignments(
+    s: Session,
+    manifest: Manifest,
+    record: _Record,
+    content: _PacketContent,
+    found: dict[int, _DbAssignment],
+    now: datetime,
+    report: MergeReport,
+) -> None:
+    ids = sorted(found)
+    last: dict[int, dict[str, Any]] = {}
+    counts: dict[int, int] = defaultdict(int)
+    for eid, data in s.execute(
+        select(m.Revision.entity_id, m.Revision.data)
+        .where(m.Revision.entity == ASSIGNMENT_MERGE_ENTITY, m.Revision.entity_id.in_(ids))
+        .order_by(m.Revision.id)
+    ):
+        last[eid] = data
+        counts[eid] += 1
+    updates: list[dict[str, Any]] = []
+    revisions: list[dict[str, Any]] = []
+    for aid, pa in sorted(content.assignments.items()):
+        d = found[aid]
+        rec = record.assignments[aid]
+        base = {"status": rec["status"], "skip_reason": rec["skip_reason"]}
+        packet = {"status": pa.status, "skip_reason": pa.skip_reason}
+        dbv = {"status": d.status, "skip_reason": d.skip_reason}
+        prev = last.get(aid)
+        ours = bool(
+            prev
+            and prev.get("packet_id") == manifest.packet_id
+            and prev.get("new", {}).get("status") == d.status
+            and prev.get("new", {}).get("skip_reason") == d.skip_reason
+        )
+        verdict = decide(base, packet, dbv, current_is_ours=ours)
+        new = {
+            "status": d.status,
+            "skip_reason": d.skip_reason,
+            "submitted_at": d.submitted_at,
+            "time_spent_s": d.time_spent_s,
+        }
+        if verdict == "apply":
+            submitted = pa.status == AssignmentStatus.SUBMITTED.value
+            new.update(
+                status=pa.status,
+                skip_reason=pa.skip_reason,
+                submitted_at=(pa.submitted_at or now) if submitted else None,
+            )
+        elif verdict == "conflict":
+            report.conflicts.append(
+                MergeConflict("status", d.task_ext, d.response_ext, None, base, packet, dbv, False)
+            )
+        if pa.time_spent_s > d.time_spent_s + 1e-6:
+            new["time_spent_s"] = pa.time_spent_s
+        if verdict != "apply" and new["time_spent_s"] == d.time_spent_s:
+            continue
+        updates.append({"aid": aid, **new, "updated_at": now})
+        revisions.append(
+            {
+                "entity": ASSIGNMENT_MERGE_ENTITY,
+                "entity_id": aid,
+                "revision": counts[aid] + 1,
+                "data": {
+                    "packet_id": manifest.packet_id,
+                    "generation": manifest.generation,
+                    "old": {
+                        **dbv,
+                        "time_spent_s": d.time_spent_s,
+                        "submitted_at": _iso(d.submitted_at),
+                    },
+                    "new": {
+                        "status": new["status"],
+                        "skip_reason": new["skip_reason"],
+                        "time_spent_s": new["time_spent_s"],
+                    },
+                },
+                "actor": manifest.grader,
+                "source": "packet",
+                "changed_at": now,
+            }
+        )
+    if not updates:
+        return
+    conn = s.connection()
+    conn.execute(
+        update(_ASSIGNMENT_TABLE)
+        .where(_ASSIGNMENT_TABLE.c.id == bindparam("aid"))
+        .values(
+            {
+                col: bindparam(col)
+                for col in ("status", "skip_reason", "submitted_at", "time_spent_s", "updated_at")
+            }
+        ),
+        updates,
+    )
+    conn.execute(insert(_REVISION_TABLE), revisions)
+    report.assignments_updated += len(updates)
+
+
+def _merge_reviews(
+    s: Session,
+    manifest: Manifest,
+    record: _Record,
+    content: _PacketContent,
+    found: dict[int, _DbAssignment],
+    gid: int,
+    now: datetime,
+    report: MergeReport,
+) -> None:
+    if not content.reviews:
+        return
+    task_pk = {a.task_ext: a.task_pk for a in found.values()}
+    rows = {
+        r.task_id: r
+        for r in s.scalars(
+            select(m.TaskReview)
+            .where(
+                m.TaskReview.grader_id == gid, m.TaskReview.task_id.in_(sorted(task_pk.values()))
+            )
+            .with_for_update()
+        )
+    }
+    review_ids = [r.id for r in rows.values()]
+    merged: dict[int, dict[str, Any]] = {}
+    conflicts: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    n_revisions: dict[int, int] = defaultdict(int)
+    if review_ids:
+        for entity, eid, data in s.execute(
+            select(m.Revision.entity, m.Revision.entity_id, m.Revision.data)
+            .where(
+                m.Revision.entity.in_([REVIEW_MERGE_ENTITY, REVIEW_CONFLICT_ENTITY, "task_review"]),
+                m.Revision.entity_id.in_(review_ids),
+            )
+            .order_by(m.Revision.id)
+        ):
+            if entity == REVIEW_MERGE_ENTITY:
+                merged[eid] = data
+            elif entity == REVIEW_CONFLICT_ENTITY:
+                conflicts[eid].append(data)
+            else:
+                n_revisions[eid] += 1
+    for pr in content.reviews:
+        pk = task_pk.get(pr.task_id)
+        if pk is None:
+            raise PacketError(f"task review on {pr.task_id!r}: not a task of this packet")
+        packet = {"answers": pr.answers, "comment": pr.comment}
+        base = record.reviews.get(pr.task_id)
+        row = rows.get(pk)
+        dbv = {"answers": dict(row.answers or {}), "comment": row.comment} if row else None
+        prev = merged.get(row.id) if row else None
+        ours = bool(prev and prev.get("packet_id") == manifest.packet_id and prev.get("new") == dbv)
+        verdict = decide(base, packet, dbv, current_is_ours=ours)
+        if verdict in ("unchanged", "same"):
+            continue
+        if verdict == "conflict":
+            assert row is not None
+            new = not any(
+                c.get("packet_id") == manifest.packet_id and c.get("packet") == packet
+                for c in conflicts[row.id]
+            )
+            if new:
+                s.add(
+                    m.Revision(
+                        entity=REVIEW_CONFLICT_ENTITY,
+                        entity_id=row.id,
+                        revision=n_revisions[row.id] + 1,
+                        data={
+                            "packet_id": manifest.packet_id,
+                            "grader": manifest.grader,
+                            "task_id": pr.task_id,
+                            "packet": packet,
+                            "base": base,
+                            "database": dbv,
+                        },
+                        actor=manifest.grader,
+                        source="packet",
+                        changed_at=now,
+                    )
+                )
+            report.conflicts.append(
+                MergeConflict("task_review", pr.task_id, None, None, base, packet, dbv, new)
+            )
+            continue
+        stamp = pr.updated_at or now
+        if row is None:
+            row = m.TaskReview(
+                task_id=pk,
+                grader_id=gid,
+                answers=pr.answers,
+                comment=pr.comment,
+                created_at=stamp,
+                updated_at=stamp,
+            )
+            s.add(row)
+            s.flush()
+            report.reviews_added += 1
+        else:
+            s.add(
+                m.Revision(
+                    entity="task_review",
+                    entity_id=row.id,
+                    revision=n_revisions[row.id] + 1,
+                    data={
+                        "answers": dict(row.answers or {}),
+                        "comment": row.comment,
+                        "updated_at": _iso(row.updated_at),
+                    },
+                    actor=manifest.grader,
+                    source="packet",
+                    changed_at=now,
+                )
+            )
+            row.answers = pr.answers
+            row.comment = pr.comment
+            row.updated_at = stamp
+            report.reviews_updated += 1
+        s.add(
+            m.Revision(
+                entity=REVIEW_MERGE_ENTITY,
+                entity_id=row.id,
+                revision=1,
+                data={"packet_id": manifest.packet_id, "new": packet},
+                actor=manifest.grader,
+                source="packet",
+                changed_at=now,
+            )
+        )
