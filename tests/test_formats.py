@@ -8,7 +8,16 @@ from pathlib import Path
 import pytest
 
 from gradercal.errors import ValidationError
-from gradercal.formats import Catalog, read_folder, read_healthbench, read_path, sniff_jsonl
+from gradercal.formats import (
+    FORMATS,
+    Catalog,
+    Recognised,
+    read_folder,
+    read_healthbench,
+    read_path,
+    recognise,
+    sniff_jsonl,
+)
 from gradercal.model import ArtifactKind, CriterionKind, GraderKind
 from tests.conftest import DEMO, read_jsonl, write_jsonl
 
@@ -350,7 +359,8 @@ def test_healthbench_lines_become_tasks_and_responses(tmp_path: Path) -> None:
     second = {**HB_LINE, "prompt_id": "hb-2", "completion": "plain text answer", "model": "gpt-x"}
     del second["example_tags"]
     write_jsonl(path, [HB_LINE, second])
-    assert sniff_jsonl(path) == "healthbench"
+    assert sniff_jsonl(path) is None  # not a v1 file: the HealthBench format recognises it
+    assert recognise(path) == Recognised("healthbench", "healthbench", "hb")
     data = read_path(path)
     assert data.benchmark.name == "hb"
     t1 = data.tasks[0]
@@ -452,3 +462,21 @@ def test_points_and_labels_are_bounded(mini: Path) -> None:
     assert any(p.startswith("tasks.jsonl:1: workflow:") and "too long" in p for p in problems), (
         problems
     )
+
+
+def test_the_format_registry_recognises_each_kind_of_path(mini: Path, tmp_path: Path) -> None:
+    """Each path goes to the first format that recognises it, with the benchmark it names;
+    an unrecognised path falls back to v1, whose reader says what is wrong."""
+    assert [f.name for f in FORMATS] == ["healthbench", "v1"]
+    assert recognise(mini) == Recognised("v1", "folder", "mini", threshold_from_file=True)
+    assert recognise(mini / "tasks.jsonl") == Recognised("v1", "tasks", "mini")
+    assert recognise(mini / "judgments.jsonl") == Recognised("v1", "judgments", None)
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    write_jsonl(bare / "tasks.jsonl", [])
+    assert recognise(bare) == Recognised("v1", "folder", "bare")
+    junk = tmp_path / "notes.txt"
+    junk.write_text("hello\n")
+    assert recognise(junk) == Recognised("v1", None, tmp_path.resolve().name)
+    with pytest.raises(ValidationError):
+        read_path(junk)

@@ -131,5 +131,3 @@ def main() -> None:
     """
 
 
-if __name__ == "__main__":  # pragma: no cover
-    main()

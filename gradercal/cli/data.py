@@ -62,24 +62,17 @@ def import_(path: Path, db: str | None, benchmark: str | None, as_json: bool) ->
     changes nothing.
     """
     from gradercal.db.repo import benchmark_of
-    from gradercal.formats import read_path, sniff_jsonl
+    from gradercal.formats import read_path, recognise
 
     repo = open_repo(db)
-    kind = sniff_jsonl(path) if path.is_file() else "folder"
-    has_bench_file = kind == "folder" and (path / "benchmark.json").is_file()
-    if benchmark is not None:
-        target = benchmark
-    elif kind in ("responses", "judgments"):
-        target = repo.benchmark(None).name
-    elif kind == "healthbench":
-        target = path.stem
-    else:
-        folder = path if kind == "folder" else path.parent
-        target = _peek_name(folder) or folder.resolve().name
+    found = recognise(path)
+    target = benchmark or found.benchmark or repo.benchmark(None).name
     catalog = repo.catalog(target)
     data = benchmark_of(read_path(path, catalog), target)
     with progress_bar(not as_json) as update:
-        report = repo.import_data(data, threshold_from_file=has_bench_file, progress=update)
+        report = repo.import_data(
+            data, threshold_from_file=found.threshold_from_file, progress=update
+        )
     if as_json:
         emit_json(report.to_dict())
         return
@@ -100,18 +93,6 @@ def import_(path: Path, db: str | None, benchmark: str | None, as_json: bool) ->
     if report.pass_threshold_changed:
         old, new = report.pass_threshold_changed
         click.echo(f"pass threshold changed from {old} to {new}")
-
-
-def _peek_name(folder: Path) -> str | None:
-    bench = folder / "benchmark.json"
-    if not bench.is_file():
-        return None
-    try:
-        value = json.loads(bench.read_text("utf-8"))
-    except (OSError, ValueError):
-        return None  # the reader reports the problem with its line number
-    name = value.get("name") if isinstance(value, dict) else None
-    return name if isinstance(name, str) and name else None
 
 
 @click.command()

@@ -1,10 +1,23 @@
-"""Reading and writing benchmark files: format v1 folders and HealthBench-style JSONL."""
+"""Benchmark files in and out: the registry of import formats, and format v1's writers.
+
+Each import format is one module here with a ``recognise(path)`` (does it read this path,
+and which benchmark does it belong to?) and a reader; :data:`FORMATS` lists them in the
+order they are asked. ``gradercal import`` calls :func:`recognise` then :func:`read_path`,
+and knows nothing of any format. Adding a format: write its module (recogniser, reader,
+a fixture made by the upstream tool in the tests) and add one entry to :data:`FORMATS`.
+Format v1 (docs/formats.md) is also what the exporters write and the fallback whose
+reader explains what is wrong with an unrecognised path.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from gradercal.errors import Problem, ValidationError
+from gradercal.formats import healthbench, v1
+from gradercal.formats._lines import Recognised
 from gradercal.formats.healthbench import read_healthbench
 from gradercal.formats.v1 import (
     Catalog,
@@ -18,11 +31,15 @@ from gradercal.formats.v1 import (
 from gradercal.model import BenchmarkData
 
 __all__ = [
+    "FORMATS",
     "Catalog",
+    "ImportFormat",
+    "Recognised",
     "judgment_record",
     "read_folder",
     "read_healthbench",
     "read_path",
+    "recognise",
     "response_record",
     "sniff_jsonl",
     "task_record",
@@ -30,9 +47,52 @@ __all__ = [
 ]
 
 
+@dataclass(frozen=True)
+class ImportFormat:
+    """One import format: its name, how it recognises a path, and its reader."""
+
+    name: str
+    description: str
+    recognise: Callable[[Path], Recognised | None]
+    read: Callable[[Path, Catalog | None], BenchmarkData]
+
+
+def _read_healthbench(path: Path, _catalog: Catalog | None) -> BenchmarkData:
+    return read_healthbench(path)
+
+
+#: The import formats, asked in this order (the first that recognises a path reads it).
+FORMATS: tuple[ImportFormat, ...] = (
+    ImportFormat(
+        healthbench.FORMAT_NAME,
+        "HealthBench-style JSONL (prompt, rubrics, optional completion per line)",
+        healthbench.recognise,
+        _read_healthbench,
+    ),
+    ImportFormat(
+        v1.FORMAT_NAME,
+        "gradercal benchmark folder v1 (tasks, responses, judgments JSONL; docs/formats.md)",
+        v1.recognise,
+        read_folder,
+    ),
+)
+_FALLBACK = FORMATS[-1]
+
+
+def recognise(path: str | Path) -> Recognised:
+    """What ``path`` is, by the first format that recognises it; else format v1 with
+    ``kind=None`` (its reader then says what is wrong), named after the folder."""
+    p = Path(path)
+    for fmt in FORMATS:
+        found = fmt.recognise(p)
+        if found is not None:
+            return found
+    folder = p if not p.is_file() else p.parent
+    return Recognised(_FALLBACK.name, None, folder.resolve().name)
+
+
 def read_path(path: str | Path, catalog: Catalog | None = None) -> BenchmarkData:
-    """Read whatever ``gradercal import`` was given: a v1 folder, one of its JSONL files,
-    or a HealthBench-style JSONL file.
+    """Read whatever ``gradercal import`` was given, with the format that recognises it.
 
     Raises:
         ValidationError: with every problem found; nothing is returned half-read.
@@ -40,6 +100,6 @@ def read_path(path: str | Path, catalog: Catalog | None = None) -> BenchmarkData
     p = Path(path)
     if not p.exists():
         raise ValidationError([Problem(str(path), None, None, "no such file or folder")])
-    if p.is_file() and p.suffix == ".jsonl" and sniff_jsonl(p) == "healthbench":
-        return read_healthbench(p)
-    return read_folder(p, catalog)
+    found = recognise(p)
+    fmt = next(f for f in FORMATS if f.name == found.format)
+    return fmt.read(p, catalog)

@@ -1,9 +1,10 @@
-"""Reading JSON Lines with precise, per-line error reports."""
+"""Reading JSON Lines with precise, per-line error reports, and what every format shares."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -18,6 +19,42 @@ from gradercal.errors import Problem
 
 #: Lines longer than this are refused (protects memory against garbage input).
 MAX_LINE_BYTES = 64 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Recognised:
+    """What a format's recogniser says of a path it can read.
+
+    Attributes:
+        format: The format's name (``"v1"``, ``"healthbench"``).
+        kind: What the path holds (``"folder"``, ``"tasks"``, ``"responses"``,
+            ``"judgments"``, ``"healthbench"``), None when no format recognised it.
+        benchmark: The benchmark it belongs to when ``--benchmark`` is not given; None:
+            the database's benchmark (files that add to one, e.g. more judgments).
+        threshold_from_file: The path carries the benchmark's settings (its pass
+            threshold replaces the stored one).
+    """
+
+    format: str
+    kind: str | None
+    benchmark: str | None
+    threshold_from_file: bool = False
+
+
+def first_record(path: Path) -> dict[str, Any] | None:
+    """The first non-blank line of a JSONL file as an object; None if there is none, it
+    does not parse or is not an object (the reader reports such problems later)."""
+    try:
+        with path.open("rb") as fh:
+            for raw in fh:
+                if raw.strip():
+                    first = json.loads(raw.decode("utf-8", errors="replace"))
+                    break
+            else:
+                return None
+    except (OSError, json.JSONDecodeError):
+        return None
+    return first if isinstance(first, dict) else None
 
 
 def read_jsonl(path: Path, display: str, problems: list[Problem]) -> Iterator[tuple[int, Any]]:

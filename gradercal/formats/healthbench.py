@@ -12,10 +12,22 @@ from pathlib import Path
 from typing import Any
 
 from gradercal.errors import Problem, ValidationError
-from gradercal.formats._lines import read_jsonl
+from gradercal.formats._lines import Recognised, first_record, read_jsonl
 from gradercal.model import Benchmark, BenchmarkData, Criterion, Response, Task
 
+FORMAT_NAME = "healthbench"
 COMPLETION_SUFFIX = ":completion"
+
+
+def recognise(path: Path) -> Recognised | None:
+    """A ``.jsonl`` file whose first record has ``prompt`` and ``rubrics``; its benchmark is
+    named after the file (``healthbench_style.jsonl`` → ``healthbench_style``)."""
+    if not (path.is_file() and path.suffix == ".jsonl"):
+        return None
+    first = first_record(path)
+    if first is None or "rubrics" not in first or "prompt" not in first:
+        return None
+    return Recognised(FORMAT_NAME, "healthbench", path.stem)
 
 
 def read_healthbench(path: str | Path, name: str | None = None) -> BenchmarkData:

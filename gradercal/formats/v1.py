@@ -16,7 +16,13 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from gradercal.errors import Problem, ValidationError
-from gradercal.formats._lines import check_schema, read_json, read_jsonl
+from gradercal.formats._lines import (
+    Recognised,
+    check_schema,
+    first_record,
+    read_json,
+    read_jsonl,
+)
 from gradercal.model import (
     DEFAULT_PASS_THRESHOLD,
     FORMAT_VERSION,
@@ -33,6 +39,7 @@ from gradercal.model import (
     artifact_kind_for,
 )
 
+FORMAT_NAME = "v1"
 TASKS_FILE = "tasks.jsonl"
 RESPONSES_FILE = "responses.jsonl"
 JUDGMENTS_FILE = "judgments.jsonl"
@@ -490,22 +497,11 @@ def _is_number(value: Any) -> bool:
 def sniff_jsonl(path: Path) -> str | None:
     """Guess what a JSONL file holds from its first non-blank line.
 
-    Returns ``"tasks"``, ``"responses"``, ``"judgments"``, ``"healthbench"`` or None.
+    Returns ``"tasks"``, ``"responses"``, ``"judgments"`` or None (not a v1 file).
     """
-    try:
-        with path.open("rb") as fh:
-            for raw in fh:
-                if raw.strip():
-                    first = json.loads(raw.decode("utf-8", errors="replace"))
-                    break
-            else:
-                return None
-    except (OSError, json.JSONDecodeError):
+    first = first_record(path)
+    if first is None:
         return None
-    if not isinstance(first, dict):
-        return None
-    if "rubrics" in first and "prompt" in first:
-        return "healthbench"
     if "rubric" in first:
         return "tasks"
     if "criterion_id" in first:
@@ -513,6 +509,40 @@ def sniff_jsonl(path: Path) -> str | None:
     if "task_id" in first and "text" in first:
         return "responses"
     return None
+
+
+def recognise(path: Path) -> Recognised | None:
+    """A v1 folder (``"folder"``) or one of its JSONL files; None otherwise.
+
+    A folder's benchmark is the ``name`` of its benchmark.json (else the folder's name),
+    and its pass threshold comes from that file when there is one; a tasks.jsonl file
+    names its folder's benchmark; responses and judgments files add to the database's
+    benchmark (``benchmark=None``).
+    """
+    if path.is_dir():
+        has_settings = (path / BENCHMARK_FILE).is_file()
+        name = _peek_name(path) or path.resolve().name
+        return Recognised(FORMAT_NAME, "folder", name, threshold_from_file=has_settings)
+    if not path.is_file():
+        return None
+    kind = sniff_jsonl(path)
+    if kind is None:
+        return None
+    if kind in ("responses", "judgments"):
+        return Recognised(FORMAT_NAME, kind, None)
+    return Recognised(FORMAT_NAME, kind, _peek_name(path.parent) or path.parent.resolve().name)
+
+
+def _peek_name(folder: Path) -> str | None:
+    bench = folder / BENCHMARK_FILE
+    if not bench.is_file():
+        return None
+    try:
+        value = json.loads(bench.read_text("utf-8"))
+    except (OSError, ValueError):
+        return None  # the reader reports the problem with its line number
+    name = value.get("name") if isinstance(value, dict) else None
+    return name if isinstance(name, str) and name else None
 
 
 # -- writing -------------------------------------------------------------------------

@@ -1,0 +1,5 @@
+"""``python -m gradercal.cli``: the same as the ``gradercal`` command."""
+
+from gradercal.cli import main
+
+main()
