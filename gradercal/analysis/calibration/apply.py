@@ -50,7 +50,7 @@ def calibrated_report(frames: Frames, judge: str, calibration: Mapping[str, Any]
         "model", "score", "raw_score", "passed"}]}``; rates are None for a model with no
         scored response.
     """
-    from gradercal.analysis.calibration import apply_calibration
+    from gradercal.analysis.calibration.fit import apply_calibration
     from gradercal.analysis.scoring import PASS_EPSILON
 
     params = dict(calibration["params"])

@@ -1,0 +1,36 @@
+"""The calibration methods and the types shared by the modules of the package.
+
+The four methods (see :mod:`gradercal.analysis.calibration`) work at one of two levels:
+``threshold`` and ``leniency`` correct criterion verdicts (``"criterion"``), ``isotonic``
+and ``platt`` map response scores (``"response"``).
+"""
+
+from __future__ import annotations
+
+from typing import Literal, get_args
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = [
+    "CRITERION_METHODS",
+    "METHODS",
+    "RESPONSE_METHODS",
+    "FloatArray",
+    "Method",
+    "ThresholdMetric",
+]
+
+FloatArray = npt.NDArray[np.float64]
+Method = Literal["threshold", "leniency", "isotonic", "platt"]
+METHODS: tuple[Method, ...] = get_args(Method)
+#: Methods that correct criterion verdicts (the rest map response scores).
+CRITERION_METHODS: tuple[Method, ...] = ("threshold", "leniency")
+RESPONSE_METHODS: tuple[Method, ...] = ("isotonic", "platt")
+ThresholdMetric = Literal["kappa", "f1", "balanced_f1"]
+
+
+def _level(method: str) -> Literal["criterion", "response"]:
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}, not {method!r}")
+    return "criterion" if method in CRITERION_METHODS else "response"

@@ -1,0 +1,296 @@
+"""Held-out evaluation: the held-out split and the out-of-fold cross-fit.
+
+With ``holdout > 0`` a seeded random share of the tasks with human-graded items is
+reserved first (:func:`holdout_tasks`); the other tasks — the *calibration tasks* — are
+split by ``sklearn.model_selection.GroupKFold`` (default 5 folds, grouped by task); each
+fold is predicted by a calibrator fitted on the other folds, and every figure is computed
+on these out-of-fold predictions, before (raw judge) and after (calibrated), with their
+difference. The reserved tasks are predicted by the final calibrator (fitted on all the
+calibration tasks: :attr:`CrossFit.estimator`) and give the same figures as ``test``
+metrics: the only ones computed on tasks that nothing — calibrator, threshold choice, or
+examples drawn from the calibration split — has seen. The figures and their intervals:
+:mod:`gradercal.analysis.calibration.bootstrap`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+from sklearn.base import BaseEstimator  # type: ignore[import-untyped, unused-ignore]
+
+from gradercal.analysis.calibration._types import FloatArray, Method, ThresholdMetric, _level
+from gradercal.analysis.calibration.bootstrap import _add_responses, _Design, _make_design
+from gradercal.analysis.calibration.calibrators import _make
+from gradercal.analysis.calibration.tables import (
+    calibrated_response_scores,
+    item_table,
+    response_table,
+)
+from gradercal.frames import Frames
+
+__all__ = ["MIN_HOLDOUT_TASKS", "CrossFit", "cross_fit", "holdout_tasks"]
+
+
+def _item_X(items: pd.DataFrame, method: Method, codes: dict[str, int]) -> FloatArray:
+    first = items["judge_score"].to_numpy(np.float64)
+    # One lookup per distinct group (missing groups one by one: str(None) != str(nan)).
+    gvals = items["group"].to_numpy(object)
+    gcodes, guniq = pd.factorize(gvals, sort=False)
+    glut = np.array([codes.get(str(x), -1) for x in guniq], dtype=np.float64)
+    g = glut[np.maximum(gcodes, 0)] if len(guniq) else np.full(len(gvals), -1.0)
+    miss = np.asarray(gcodes) < 0
+    if miss.any():
+        g[miss] = [codes.get(str(x), -1) for x in gvals[miss]]
+    return np.column_stack([first, g])
+
+
+def _item_p(est: BaseEstimator, X: FloatArray) -> FloatArray:
+    proba = est.predict_proba(X)
+    if proba.shape[1] == 1:
+        return np.full(len(X), 1.0 if est.classes_[0] == 1 else 0.0)
+    return np.asarray(proba[:, -1], np.float64)
+
+
+@dataclass
+class CrossFit:
+    """Out-of-fold calibrated predictions.
+
+    Attributes:
+        method: The method.
+        level: ``"criterion"`` or ``"response"``.
+        folds: ``{task_id: fold}`` for the calibration tasks (the human-graded tasks
+            that are not held out).
+        items: The :func:`item_table` with an ``oof`` column (criterion level; else
+            None): the out-of-fold calibrated probability (NaN outside the calibration
+            tasks), and a ``test`` column: the probability under :attr:`estimator` on
+            the held-out tasks (NaN elsewhere).
+        responses: :func:`response_table` plus ``oof`` (the out-of-fold calibrated
+            score; NaN where undefined or outside the calibration tasks) and ``test``
+            (the calibrated score under :attr:`estimator` on the held-out tasks).
+        groups: Group labels in code order (criterion level).
+        held_out: The held-out tasks (sorted), never used to fit anything.
+        estimator: The calibrator fitted on every labelled item (criterion level) or
+            response (response level) of the calibration tasks.
+        n_train: How many items or responses it was fitted on.
+        design: What the bootstrap of the whole cross-fit needs to redo it on task
+            resamples (internal).
+    """
+
+    method: Method
+    level: Literal["criterion", "response"]
+    folds: dict[str, int]
+    items: pd.DataFrame | None
+    responses: pd.DataFrame
+    groups: list[str] = field(default_factory=list)
+    held_out: list[str] = field(default_factory=list)
+    estimator: BaseEstimator | None = None
+    n_train: int = 0
+    design: _Design | None = field(default=None, repr=False)
+
+
+#: Fewest labelled tasks that allow a held-out split (at least one held out and two
+#: calibration tasks left for the folds, with one to spare).
+MIN_HOLDOUT_TASKS = 4
+
+
+class _HoldoutRefused(ValueError):
+    """Too few tasks for the held-out split asked for."""
+
+
+def holdout_tasks(tasks: Sequence[Any], holdout: float, seed: int = 0) -> list[str]:
+    """The tasks to reserve: a seeded, uniformly random share of ``tasks``.
+
+    ``ceil(holdout · n)`` of the ``n`` distinct tasks (at least one when ``holdout >
+    0``; scikit-learn's ``train_test_split`` rounds the same way), drawn without
+    replacement by ``numpy.random.default_rng(seed).choice`` from the tasks in sorted
+    order — so the choice depends only on the set of tasks, the share and the seed.
+
+    Args:
+        tasks: Task ids (duplicates ignored).
+        holdout: The share to reserve, in ``[0, 1)``.
+        seed: The seed.
+
+    Returns:
+        The reserved task ids, sorted; ``[]`` when ``holdout == 0``.
+
+    Raises:
+        ValueError: ``holdout`` outside ``[0, 1)``; fewer than
+            :data:`MIN_HOLDOUT_TASKS` tasks; fewer than two tasks left to calibrate on.
+    """
+    if not (0.0 <= holdout < 1.0) or math.isnan(holdout):
+        raise ValueError(f"holdout must be a share in [0, 1); got {holdout!r}")
+    names = sorted({str(t) for t in tasks})
+    n = len(names)
+    if holdout == 0.0:
+        return []
+    if n < MIN_HOLDOUT_TASKS:
+        raise _HoldoutRefused(
+            f"a held-out split needs human-graded data on at least {MIN_HOLDOUT_TASKS} tasks; "
+            f"found {n} (calibrate without one: holdout 0)"
+        )
+    k = max(1, math.ceil(holdout * n - 1e-9))
+    if n - k < 2:
+        raise _HoldoutRefused(
+            f"holdout {holdout:g} reserves {k} of the {n} human-graded tasks and leaves "
+            f"{n - k} to calibrate on; at least 2 are needed (use a smaller share)"
+        )
+    pick = np.random.default_rng(seed).choice(n, size=k, replace=False)
+    return sorted(names[i] for i in pick)
+
+
+def cross_fit(
+    frames: Frames,
+    judge: str,
+    method: Method,
+    humans: Sequence[str] | None = None,
+    *,
+    n_splits: int = 5,
+    per_group: bool | None = None,
+    metric: ThresholdMetric = "kappa",
+    tag_prefix: str | None = None,
+    holdout: float = 0.0,
+    seed: int = 0,
+    memo: dict[Any, Any] | None = None,
+) -> CrossFit:
+    """Out-of-fold calibrated predictions on the human-graded tasks.
+
+    Tasks with at least one human-labelled item (criterion level) or human-scored
+    response (response level) are *labelled*. With ``holdout > 0`` a seeded random share
+    of them is reserved (:func:`holdout_tasks`); the others, the *calibration tasks*,
+    are split by ``GroupKFold(min(n_splits, n_tasks))`` and each fold is predicted by the
+    calibrator fitted on the other folds. The calibrator fitted on all calibration
+    tasks (:attr:`CrossFit.estimator`) then predicts the held-out tasks (``test``).
+
+    Args:
+        frames: The benchmark frames.
+        judge: The judge's grader name.
+        method: One of :data:`METHODS`.
+        humans: The human graders (default: all).
+        n_splits: Folds (at most the number of labelled tasks; at least 2).
+        per_group: Per-tag calibration (default: False for ``threshold``, True for
+            ``leniency``; ignored at the response level).
+        metric: The threshold's objective.
+        tag_prefix: See :func:`item_table`.
+        holdout: Share of the labelled tasks to hold out (0: none).
+        seed: Seed of the held-out draw.
+        memo: A dict shared by calls on the same frames (e.g. within one report) to
+            reuse the verdict, consensus and score tables; None: compute afresh.
+
+    Raises:
+        ValueError: Fewer than two labelled calibration tasks, a held-out split that
+            :func:`holdout_tasks` refuses, or an unknown method.
+    """
+    from sklearn.model_selection import GroupKFold  # type: ignore[import-untyped, unused-ignore]
+
+    level = _level(method)
+    pg = (method == "leniency") if per_group is None else per_group
+    resp = response_table(frames, judge, humans, memo=memo)
+    if level == "criterion":
+        items = item_table(frames, judge, humans, tag_prefix=tag_prefix, memo=memo)
+        gvals = items["group"].to_numpy(object)
+        gna = pd.isna(gvals)
+        groups = sorted({str(g) for g in pd.unique(gvals[~gna])} | {str(g) for g in gvals[gna]})
+        codes = {g: k for k, g in enumerate(groups)}
+        X = _item_X(items, method, codes)
+        labelled = np.isfinite(items["human_met"].to_numpy(np.float64))
+        tasks = items["task_id"].to_numpy(object)
+    else:
+        items = None
+        groups = []
+        codes = {}
+        X = resp["judge_score"].to_numpy(np.float64)[:, None]
+        labelled = np.isfinite(resp["human_score"].to_numpy(np.float64)) & np.isfinite(X[:, 0])
+        tasks = resp["task_id"].to_numpy(object)
+    held = holdout_tasks(tasks[labelled], holdout, seed)
+    in_held = np.isin(np.asarray([str(t) for t in tasks], dtype=object), held)
+    calib = labelled & ~in_held
+    lab_tasks = pd.unique(pd.Series(tasks[calib], dtype=object))
+    if len(lab_tasks) < 2:
+        raise ValueError(
+            f"calibration needs human-graded data on at least two tasks; found {len(lab_tasks)}"
+        )
+    k = max(2, min(n_splits, len(lab_tasks)))
+    gkf = GroupKFold(n_splits=k)
+    lab_idx = np.flatnonzero(calib)
+    folds: dict[str, int] = {}
+    for f, (_, test) in enumerate(gkf.split(lab_idx, groups=tasks[lab_idx])):
+        for t in set(tasks[lab_idx[test]]):
+            folds[str(t)] = f
+    fold_of = np.array([folds.get(str(t), -1) for t in tasks], dtype=np.int64)
+    y = (
+        items["human_met"].to_numpy(np.float64)
+        if items is not None
+        else resp["human_score"].to_numpy(np.float64)
+    )
+
+    def fit_predict(
+        train: npt.NDArray[np.bool_], test: npt.NDArray[np.bool_], into: FloatArray
+    ) -> BaseEstimator:
+        """Fit on the ``train`` rows; write predictions of the ``test`` rows ``into``."""
+        if level == "response":
+            test = test & np.isfinite(X[:, 0])
+        est = _make(method, pg, metric)
+        if level == "criterion":
+            est.fit(X[train], y[train].astype(np.int64))
+            if test.any():
+                into[test] = _item_p(est, X[test])
+        else:
+            est.fit(X[train], y[train])
+            if test.any():
+                into[test] = est.predict(X[test])
+        return est
+
+    oof = np.full(len(X), np.nan)
+    for f in range(k):
+        fit_predict(calib & (fold_of != f), fold_of == f, oof)
+    # The final calibrator: every calibration task; it alone predicts the held-out tasks.
+    test_p = np.full(len(X), np.nan)
+    final = fit_predict(calib, in_held, test_p)
+    if items is not None:
+        items = items.assign(oof=oof, test=test_p)
+        resp = resp.assign(
+            oof=_scores_within(frames, items, resp, oof, list(folds), memo),
+            test=(
+                _scores_within(frames, items, resp, test_p, held, memo)
+                if held
+                else np.full(len(resp), np.nan)
+            ),
+        )
+    else:
+        resp = resp.assign(oof=oof, test=test_p)
+    design = _make_design(
+        method,
+        pg,
+        metric,
+        n_splits,
+        tasks,
+        X,
+        y,
+        calib,
+        items["judge_met"].to_numpy(bool) if items is not None else None,
+    )
+    _add_responses(design, frames, items, resp, memo)
+    return CrossFit(
+        method, level, folds, items, resp, groups, held, final, int(calib.sum()), design
+    )
+
+
+def _scores_within(
+    frames: Frames,
+    items: pd.DataFrame,
+    resp: pd.DataFrame,
+    p: FloatArray,
+    tasks: list[str],
+    memo: dict[Any, Any] | None = None,
+) -> npt.NDArray[np.float64]:
+    """Calibrated response scores (criterion level) from ``p``, NaN outside ``tasks``."""
+    scored = calibrated_response_scores(frames, items, np.where(np.isnan(p), 0.0, p), memo=memo)
+    inside = np.isin(scored["task_id"].to_numpy(object), tasks)
+    by_id = dict(zip(scored["response_id"], scored["score"].where(inside), strict=True))
+    return np.asarray(resp["response_id"].map(by_id).to_numpy(np.float64), np.float64)

@@ -1,0 +1,484 @@
+"""Fitting a calibration, its saved parameters, and applying them.
+
+:func:`fit_calibration` cross-fits a method (:mod:`gradercal.analysis.calibration.crossfit`)
+and evaluates it (:mod:`gradercal.analysis.calibration.bootstrap`). The saved calibrator
+is then fitted on all the calibration tasks; its reported metrics are the
+cross-validated ones and, with a held-out split, the test ones
+(:class:`CalibrationResult`). Its JSON-able parameters rebuild it
+(:func:`calibrator_from_params`) and give the calibrated response scores of a judge's new
+verdicts (:func:`apply_calibration`). :func:`criterion_cross_fit` gives the out-of-fold
+criterion figures from plain arrays, for simulations.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+from sklearn.base import BaseEstimator  # type: ignore[import-untyped, unused-ignore]
+
+from gradercal.analysis.calibration._types import (
+    CRITERION_METHODS,
+    RESPONSE_METHODS,
+    FloatArray,
+    Method,
+    ThresholdMetric,
+)
+from gradercal.analysis.calibration.bootstrap import (
+    OOF_INTERVALS,
+    OofInterval,
+    _criterion_figures,
+    _evaluate,
+    _features_criterion,
+    _features_response,
+    _make_design,
+    _refit_oof,
+    _refit_replicates,
+    _response_figures,
+)
+from gradercal.analysis.calibration.calibrators import (
+    LeniencyCalibrator,
+    ScoreCalibrator,
+    ThresholdCalibrator,
+    _ThresholdBase,
+)
+from gradercal.analysis.calibration.crossfit import (
+    CrossFit,
+    _HoldoutRefused,
+    _item_p,
+    _item_X,
+    cross_fit,
+)
+from gradercal.analysis.calibration.reliability import reliability_table
+from gradercal.analysis.calibration.tables import (
+    calibrated_response_scores,
+    item_table,
+    response_table,
+)
+from gradercal.analysis.verdicts import human_graders
+from gradercal.frames import Frames
+
+__all__ = [
+    "CalibrationResult",
+    "apply_calibration",
+    "calibrator_from_params",
+    "criterion_cross_fit",
+    "fit_calibration",
+]
+
+
+@dataclass
+class CalibrationResult:
+    """A fitted calibration with its held-out evaluation.
+
+    Attributes:
+        judge: The judge's grader name.
+        method: One of :data:`METHODS`.
+        level: ``"criterion"`` or ``"response"``.
+        estimator: The calibrator fitted on all human-graded data.
+        params: JSON-able learned parameters (enough to rebuild ``estimator``).
+        metrics: Out-of-fold figures on the calibration tasks, and under ``test`` the
+            figures on the held-out tasks (``docs/agreement.md`` gives the shape).
+        split: ``{"scheme": "GroupKFold", "group": "task", "n_splits", "folds": {task:
+            fold}, "held_out": [task, …], "holdout": share, "seed"}`` — ``folds`` holds
+            the calibration tasks only.
+        provenance: Where the data came from (humans, counts, pass threshold, time).
+        warnings: What the caller should know (e.g. nothing could be held out).
+    """
+
+    judge: str
+    method: Method
+    level: Literal["criterion", "response"]
+    estimator: BaseEstimator
+    params: dict[str, Any]
+    metrics: dict[str, Any]
+    split: dict[str, Any]
+    provenance: dict[str, Any]
+    warnings: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able form (without the estimator object)."""
+        return {
+            "judge": self.judge,
+            "method": self.method,
+            "level": self.level,
+            "params": self.params,
+            "metrics": self.metrics,
+            "split": self.split,
+            "provenance": self.provenance,
+            "warnings": list(self.warnings),
+        }
+
+
+def _params(est: BaseEstimator, method: Method, groups: list[str]) -> dict[str, Any]:
+    p: dict[str, Any] = {
+        "method": method,
+        "sklearn_params": est.get_params(),
+        "groups": list(groups),
+    }
+    p["classes"] = [int(c) for c in est.classes_] if hasattr(est, "classes_") else None
+    if isinstance(est, _ThresholdBase):
+        p["threshold"] = est.threshold_
+        p["train_score"] = est.score_
+        p["group_thresholds"] = {
+            groups[c]: t for c, t in est.group_thresholds_.items() if 0 <= c < len(groups)
+        }
+        if isinstance(est, LeniencyCalibrator):
+            p["leniency"] = {
+                ("(overall)" if c == -1 else groups[c]): v
+                for c, v in est.leniency_.items()
+                if c < len(groups)
+            }
+    elif isinstance(est, ScoreCalibrator):
+        p["y_low"], p["y_high"] = est.y_low_, est.y_high_
+        if est.method == "isotonic":
+            p["x_thresholds"] = [float(x) for x in est.X_thresholds_]
+            p["y_thresholds"] = [float(x) for x in est.y_thresholds_]
+        else:
+            p["constant"] = est.constant_
+            p["coef"] = None if math.isnan(est.coef_) else est.coef_
+            p["intercept"] = None if math.isnan(est.intercept_) else est.intercept_
+    return p
+
+
+def calibrator_from_params(params: dict[str, Any]) -> BaseEstimator:
+    """Rebuild a fitted calibrator from :attr:`CalibrationResult.params` (e.g. from the DB).
+
+    Group codes are positions in ``params["groups"]``.
+    """
+    method = params["method"]
+    groups: list[str] = list(params.get("groups") or [])
+    code = {g: k for k, g in enumerate(groups)}
+    sk = dict(params.get("sklearn_params") or {})
+    est: BaseEstimator
+    if method in CRITERION_METHODS:
+        t: _ThresholdBase = (
+            ThresholdCalibrator(**sk) if method == "threshold" else LeniencyCalibrator(**sk)
+        )
+        t.threshold_ = float(params["threshold"])
+        t.score_ = float(params.get("train_score") or math.nan)
+        t.group_thresholds_ = {
+            code[g]: float(v) for g, v in (params.get("group_thresholds") or {}).items()
+        }
+        if isinstance(t, LeniencyCalibrator):
+            t.leniency_ = {
+                (-1 if g == "(overall)" else code[g]): float(v)
+                for g, v in (params.get("leniency") or {}).items()
+            }
+        est = t
+    elif method in RESPONSE_METHODS:
+        if sk.get("bounds") is not None:
+            sk["bounds"] = tuple(sk["bounds"])
+        sc = ScoreCalibrator(**sk)
+        sc.y_low_, sc.y_high_ = float(params["y_low"]), float(params["y_high"])
+        if method == "isotonic":
+            sc.X_thresholds_ = np.asarray(params["x_thresholds"], np.float64)
+            sc.y_thresholds_ = np.asarray(params["y_thresholds"], np.float64)
+        else:
+            sc.constant_ = params.get("constant")
+            sc.coef_ = math.nan if params.get("coef") is None else float(params["coef"])
+            sc.intercept_ = (
+                math.nan if params.get("intercept") is None else float(params["intercept"])
+            )
+        est = sc
+    else:
+        raise ValueError(f"unknown calibration method {method!r}")
+    if params.get("classes") is not None:
+        est.classes_ = np.asarray(params["classes"], dtype=np.int64)
+    est.n_features_in_ = 2 if method in CRITERION_METHODS else 1
+    return est
+
+
+def _figures(
+    frames: Frames,
+    cf: CrossFit,
+    column: Literal["oof", "test"],
+    n_boot: int,
+    seed: int,
+    ci: float,
+    interval: OofInterval = "fixed",
+) -> dict[str, Any]:
+    """Before/after figures of the predictions in ``column`` (NaN rows are left out).
+
+    The same features and sums serve the out-of-fold figures (``oof``, the calibration
+    tasks) and the test figures (``test``, the held-out tasks). The intervals of the
+    test figures resample the held-out tasks under the one final calibrator; those of
+    the out-of-fold figures redo the whole cross-fit on every resample of the
+    calibration tasks with ``interval="refit"`` (:func:`_refit_replicates`).
+    """
+    out: dict[str, Any] = {}
+    crit_reps: FloatArray | None = None
+    resp_reps: FloatArray | None = None
+    clusters: int | None = None
+    if column == "oof" and interval == "refit" and cf.design is not None and n_boot > 0:
+        crit_reps, resp_reps = _refit_replicates(cf.design, n_boot, seed)
+        clusters = cf.design.n_tasks
+    if cf.items is not None:
+        items = cf.items.assign(oof=cf.items[column])
+        t, f = _features_criterion(items)
+        out["criterion"] = _evaluate(
+            t, f, _criterion_figures, n_boot, seed, ci, crit_reps, clusters
+        )
+        sel = np.isfinite(items["oof"]) & np.isfinite(items["human_met"])
+        it = items.loc[sel]
+        out["n_items"] = len(it)
+        out["reliability"] = {
+            "before": reliability_table(it["judge_score"], it["human_met"]),
+            "after": reliability_table(it["oof"], it["human_met"]),
+        }
+    resp = cf.responses.assign(oof=cf.responses[column])
+    t, f = _features_response(resp, frames.pass_threshold)
+    out["response"] = _evaluate(t, f, _response_figures, n_boot, seed, ci, resp_reps, clusters)
+    rsel = (
+        np.isfinite(resp["oof"])
+        & np.isfinite(resp["human_score"])
+        & np.isfinite(resp["judge_score"])
+    )
+    rr = resp.loc[rsel]
+    out["n_responses"] = len(rr)
+    if cf.items is None:
+        out["reliability"] = {
+            "before": reliability_table(rr["judge_score"], rr["human_score"]),
+            "after": reliability_table(rr["oof"], rr["human_score"]),
+        }
+    return out
+
+
+def fit_calibration(
+    frames: Frames,
+    judge: str,
+    method: Method = "threshold",
+    humans: Sequence[str] | None = None,
+    *,
+    n_splits: int = 5,
+    per_group: bool | None = None,
+    metric: ThresholdMetric = "kappa",
+    tag_prefix: str | None = None,
+    n_boot: int = 1000,
+    seed: int = 0,
+    ci: float = 0.95,
+    benchmark: str | None = None,
+    holdout: float = 0.0,
+    strict_holdout: bool = True,
+    oof_interval: OofInterval = "refit",
+) -> CalibrationResult:
+    """Fit a calibration of ``judge`` and evaluate it on held-out tasks.
+
+    With ``holdout > 0`` a seeded random share of the human-graded tasks is reserved
+    first (:func:`holdout_tasks`): nothing learned sees them — neither the out-of-fold
+    fits nor the final calibrator — and the final calibrator's figures on them are the
+    ``test`` metrics. The out-of-fold figures and the final fit use the other tasks
+    (the *calibration tasks*) only.
+
+    Args:
+        frames: The benchmark frames.
+        judge: The judge's grader name.
+        method: One of :data:`METHODS`.
+        humans: The human graders (default: all).
+        n_splits: GroupKFold folds.
+        per_group: Per-tag calibration (criterion-level methods; see :func:`cross_fit`).
+        metric: Objective of the threshold.
+        tag_prefix: See :func:`item_table`.
+        n_boot: Bootstrap resamples for the intervals of the held-out figures.
+        seed: Seed of the bootstrap and of the held-out draw.
+        ci: Confidence level.
+        benchmark: The benchmark's name, for the provenance.
+        holdout: Share of the human-graded tasks to hold out, in ``[0, 1)`` (0: none,
+            every labelled task is a calibration task, as before held-out splits).
+        strict_holdout: With too few tasks for the held-out split, raise (True) or
+            hold nothing out and say so in :attr:`CalibrationResult.warnings` (False).
+        oof_interval: Interval of the out-of-fold figures: ``"refit"`` (default) the
+            task bootstrap of the whole cross-fit — every resample of the calibration
+            tasks is split into folds, fitted and predicted out of fold again — so the
+            interval includes the variability of the fitting; ``"fixed"`` resamples the
+            out-of-fold predictions with the fits held fixed (faster; it undercovers:
+            see docs/agreement.md).
+
+    Returns:
+        The calibrator fitted on all calibration tasks with the cross-validated
+        figures and, when tasks are held out, the test figures (see the module
+        docstring).
+
+    Raises:
+        ValueError: See :func:`cross_fit` and :func:`holdout_tasks`.
+    """
+    names = [
+        h for h in (list(humans) if humans is not None else human_graders(frames)) if h != judge
+    ]
+    pg = (method == "leniency") if per_group is None else per_group
+    options: dict[str, Any] = {
+        "n_splits": n_splits,
+        "per_group": pg,
+        "metric": metric,
+        "tag_prefix": tag_prefix,
+        "seed": seed,
+    }
+    warnings: list[str] = []
+    try:
+        cf = cross_fit(frames, judge, method, names, holdout=holdout, **options)
+    except _HoldoutRefused as exc:
+        if strict_holdout:
+            raise
+        warnings.append(f"nothing held out: {exc}")
+        cf = cross_fit(frames, judge, method, names, holdout=0.0, **options)
+    if oof_interval not in OOF_INTERVALS:
+        raise ValueError(f"oof_interval must be one of {OOF_INTERVALS}, not {oof_interval!r}")
+    metrics: dict[str, Any] = {"level": cf.level}
+    metrics |= _figures(frames, cf, "oof", n_boot, seed, ci, oof_interval)
+    metrics["n_tasks"] = len(cf.folds)
+    metrics["bootstrap"] = (
+        {
+            "n_boot": n_boot,
+            "seed": seed,
+            "ci": ci,
+            "cluster": "task",
+            "oof_interval": oof_interval,
+            "test_interval": "fixed",
+        }
+        if n_boot > 0
+        else None
+    )
+    metrics["test"] = (
+        {"n_tasks": len(cf.held_out)} | _figures(frames, cf, "test", n_boot, seed, ci)
+        if cf.held_out
+        else None
+    )
+    est = cf.estimator
+    assert est is not None
+    from gradercal import __version__
+
+    return CalibrationResult(
+        judge=judge,
+        method=method,
+        level=cf.level,
+        estimator=est,
+        params=_params(est, method, cf.groups) | {"tag_prefix": tag_prefix, "metric": metric},
+        metrics=metrics,
+        split={
+            "scheme": "GroupKFold",
+            "group": "task",
+            "n_splits": len(set(cf.folds.values())),
+            "folds": dict(sorted(cf.folds.items())),
+            "held_out": list(cf.held_out),
+            "holdout": float(holdout) if cf.held_out else 0.0,
+            "seed": int(seed),
+        },
+        provenance={
+            "benchmark": benchmark,
+            "judge": judge,
+            "humans": names,
+            "n_train": cf.n_train,
+            "n_tasks": len(cf.folds),
+            "n_held_out_tasks": len(cf.held_out),
+            "pass_threshold": float(frames.pass_threshold),
+            "gradercal_version": __version__,
+            "fitted_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        },
+        warnings=warnings,
+    )
+
+
+def criterion_cross_fit(
+    score: npt.ArrayLike,
+    y: npt.ArrayLike,
+    tasks: Sequence[Any],
+    *,
+    method: Literal["threshold", "leniency"] = "threshold",
+    groups: npt.ArrayLike | None = None,
+    n_splits: int = 5,
+    metric: ThresholdMetric = "kappa",
+    n_boot: int = 1000,
+    seed: int = 0,
+    ci: float = 0.95,
+    oof_interval: OofInterval = "refit",
+) -> dict[str, dict[str, Any]]:
+    """The out-of-fold criterion figures of :func:`fit_calibration` from plain arrays.
+
+    The judge's probability of met ``score``, the experts' verdicts ``y`` (0/1) and the
+    items' ``tasks``: split by ``GroupKFold(n_splits)`` by task, each fold predicted by
+    the calibrator fitted on the others (per group when ``groups`` holds integer group
+    codes), figures and intervals as in :func:`fit_calibration` (the raw verdict is
+    ``score ≥ 0.5``). For simulations with a known truth.
+
+    Returns:
+        ``{"before", "after", "change"}`` → figure → ``{"value", "ci", "note"}``.
+    """
+    s = np.asarray(score, np.float64)
+    yy = np.asarray(y, np.float64)
+    tk = np.asarray([str(t) for t in tasks], dtype=object)
+    per_group = groups is not None
+    g = np.asarray(groups, np.float64) if groups is not None else np.full(len(s), -1.0)
+    if oof_interval not in OOF_INTERVALS:
+        raise ValueError(f"oof_interval must be one of {OOF_INTERVALS}, not {oof_interval!r}")
+    d = _make_design(
+        method,
+        per_group,
+        metric,
+        n_splits,
+        tk,
+        np.column_stack([s, g]),
+        yy,
+        np.isfinite(yy),
+        s >= 0.5,
+    )
+    if d.n_tasks < 2:
+        raise ValueError("needs labelled items on at least two tasks")
+    fit = _refit_oof(d, np.ones(d.n_tasks))
+    assert fit is not None
+    items = pd.DataFrame(
+        {"task_id": tk, "oof": fit[0], "human_met": yy, "judge_met": s >= 0.5, "judge_score": s}
+    )
+    t, f = _features_criterion(items)
+    if oof_interval == "fixed":
+        return _evaluate(t, f, _criterion_figures, n_boot, seed, ci)
+    reps, _ = _refit_replicates(d, n_boot, seed)
+    return _evaluate(t, f, _criterion_figures, n_boot, seed, ci, reps, d.n_tasks)
+
+
+def apply_calibration(
+    frames: Frames, judge: str, params: dict[str, Any], humans: Sequence[str] | None = None
+) -> pd.DataFrame:
+    """Calibrated response scores of a judge's (new) verdicts under a fitted calibration.
+
+    Args:
+        frames: The benchmark frames holding the judge's verdicts.
+        judge: The judge's grader name.
+        params: :attr:`CalibrationResult.params` (e.g. loaded from the database).
+        humans: Only used to build the tables (the consensus is not needed).
+
+    Returns:
+        ``response_id``, ``task_id``, ``model``, ``score`` (calibrated; NaN when the
+        judge's grading of the response is incomplete), plus ``judge_score`` (raw).
+    """
+    est = calibrator_from_params(params)
+    method: Method = params["method"]
+    resp = response_table(frames, judge, humans)
+    if method in CRITERION_METHODS:
+        items = item_table(frames, judge, humans, tag_prefix=params.get("tag_prefix"))
+        codes = {g: k for k, g in enumerate(params.get("groups") or [])}
+        p = _item_p(est, _item_X(items, method, codes)) if len(items) else np.zeros(0)
+        scored = calibrated_response_scores(frames, items, p)
+        out = scored.merge(
+            resp.loc[:, ["response_id", "judge_score"]], on="response_id", how="left"
+        )
+        return out.loc[out["response_id"].isin(set(resp["response_id"]))].reset_index(drop=True)
+    x = resp["judge_score"].to_numpy(np.float64)
+    score = np.full(len(x), np.nan)
+    ok = np.isfinite(x)
+    if ok.any():
+        score[ok] = est.predict(x[ok][:, None])
+    return pd.DataFrame(
+        {
+            "response_id": resp["response_id"],
+            "task_id": resp["task_id"],
+            "model": resp["model"],
+            "score": score,
+            "judge_score": x,
+        }
+    )
