@@ -43,7 +43,6 @@ from gradercal.prompt_package import (
     NO_HOLDOUT_NOTE,
     AdjudicatedItem,
     ExpertNote,
-    _plain,
     agreement_card,
     build_package,
     distill_guidance,
@@ -56,6 +55,7 @@ from gradercal.prompt_package import (
     to_promptfoo,
     validate_package,
 )
+from gradercal.prompt_package.card import _plain
 from tests.conftest import DEMO, ROOT, fingerprint
 from tests.judge_server import JudgeServer, ServerConfig, split_prompt
 

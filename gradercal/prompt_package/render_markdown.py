@@ -1,0 +1,241 @@
+"""The package as a Markdown document, for people (:func:`to_markdown`).
+
+The agreement card with its figure tables, the decision rule, the guidance, the
+few-shot examples and the templates.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from gradercal.prompt_package.package import PromptPackage
+
+__all__ = ["to_markdown"]
+
+
+def _num(x: Any, digits: int = 3) -> str:
+    if x is None:
+        return "—"
+    if isinstance(x, bool):
+        return "yes" if x else "no"
+    if isinstance(x, int | float):
+        return f"{x:.{digits}f}"
+    return str(x)
+
+
+def _with_ci(fig: Mapping[str, Any] | None) -> str:
+    if not fig or fig.get("value") is None:
+        return "—"
+    out = _num(fig["value"])
+    if fig.get("ci"):
+        lo, hi = fig["ci"]
+        out += f" [{_num(lo)}, {_num(hi)}]"
+    return out
+
+
+_LABELS = {
+    "cohen_kappa": "Cohen's kappa",
+    "percent_agreement": "agreement",
+    "balanced_f1": "balanced F1",
+    "leniency_bias": "leniency bias",
+    "mean_score_bias": "mean score bias",
+    "mae": "mean absolute error",
+    "pass_kappa": "pass/fail kappa",
+    "pass_agreement": "pass/fail agreement",
+    "pass_rate_bias": "pass-rate bias",
+}
+
+
+def _fence(text: str) -> str:
+    ticks = "```"
+    while ticks in text:
+        ticks += "`"
+    return f"{ticks}text\n{text}\n{ticks}"
+
+
+def _figure_table(block: Mapping[str, Any]) -> list[str]:
+    out = [
+        f"{block.get('n_tasks')} tasks, {block.get('n_items') or '—'} criterion verdicts, "
+        f"{block.get('n_responses')} responses. 95% CIs, task-clustered bootstrap.",
+        "",
+        "| figure | raw judge | calibrated |",
+        "|---|---|---|",
+    ]
+    for level in ("criterion", "response"):
+        raw = block[level]["raw"]
+        cal = block[level]["calibrated"]
+        for k in raw:
+            out.append(f"| {_LABELS.get(k, k)} | {_with_ci(raw[k])} | {_with_ci(cal.get(k))} |")
+    out.append("")
+    return out
+
+
+def _card_markdown(package: PromptPackage) -> list[str]:
+    card = package.card
+    out = ["## Agreement card", ""]
+    out.append(f"- **Prompt version**: `{package.prompt_version}`")
+    out.append(f"- **Derived from**: `{card.get('base_prompt_version')}`")
+    j = package.judge
+    out.append(f"- **Judge**: {j.get('name')} (model {j.get('model') or '—'})")
+    out.append(f"- **Experts**: {', '.join(card.get('experts') or []) or '—'}")
+    prov = card.get("provenance") or {}
+    counts = prov.get("counts") or {}
+    if counts:
+        out.append(
+            "- **Data**: " + ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in counts.items())
+        )
+    dates = prov.get("date_range")
+    if dates:
+        out.append(f"- **Judgments dated**: {dates[0]} to {dates[1]}")
+    out.append(f"- **Decision rule**: {package.decision.get('description')}")
+    out.append("")
+    held = card.get("held_out")
+    if held:
+        kind = held.get("kind")  # absent in packages exported before held-out splits
+        split = held.get("split") or {}
+        if kind == "held_out_tasks":
+            out += [
+                f"### Held-out agreement with the experts ({held['source']})",
+                "",
+                f"{held['scheme']}.",
+                "",
+                f"Held-out tasks: {', '.join(split.get('held_out_tasks') or []) or '—'}.",
+                "",
+            ]
+        elif kind is None:
+            out += [f"### Held-out agreement with the experts ({held['source']})", ""]
+            out += [f"{held.get('scheme')}.", ""]
+        else:
+            out += [
+                f"### Out-of-fold agreement with the experts ({held['source']}; no task held out)",
+                "",
+                f"{held['scheme']}. **No task was held out**: the few-shot examples and the "
+                "adjudication notes of this package may come from the same tasks as these "
+                "figures, so they may overstate its agreement. Run `gradercal calibrate "
+                "--holdout 0.25` and export again for figures on tasks nothing has seen.",
+                "",
+            ]
+        out += _figure_table(held)
+        oof = held.get("out_of_fold")
+        if oof:
+            out += [
+                f"For reference, out of fold on the {split.get('n_calibration_tasks')} "
+                f"calibration tasks ({oof['scheme']}):",
+                "",
+                *_figure_table(oof),
+            ]
+    else:
+        out += ["### Held-out agreement", "", "**No calibration**: no held-out figures.", ""]
+    alld = card.get("all_data")
+    if alld:
+        out += [
+            f"### Judge vs {alld['reference']} (all data, in-sample)",
+            "",
+            f"{alld['n_units']} units on {alld['n_tasks']} tasks.",
+            "",
+            "| figure | judge |",
+            "|---|---|",
+        ]
+        out += [f"| {_LABELS.get(k, k)} | {_with_ci(v)} |" for k, v in alld["metrics"].items()]
+        out.append("")
+    rng = card.get("expert_range") or {}
+    if rng:
+        out += [
+            "### Expert–expert range (each expert vs the others' consensus)",
+            "",
+            "| figure | experts (min – max) | judge (mean, same comparisons) | within |",
+            "|---|---|---|---|",
+        ]
+        for k, v in rng.items():
+            e = v.get("experts")
+            span = "—" if not e else f"{_num(e[0])} – {_num(e[1])}"
+            out.append(
+                f"| {_LABELS.get(k, k)} | {span} | {_num(v.get('judge'))} | "
+                f"{_num(v.get('within'))} |"
+            )
+        out.append("")
+    alt = card.get("alt_test") or {}
+    out += ["### Alternative annotator test", ""]
+    if "refused" in alt:
+        out.append(f"Not run: {alt['refused']}")
+    else:
+        verdict = "**passed**" if alt.get("passed") else "**not passed**"
+        out.append(
+            f"{verdict}: winning rate {_num(alt.get('winning_rate'))} over "
+            f"{alt.get('n_tested', alt.get('n_humans'))} tested of {alt.get('n_humans')} "
+            f"experts, advantage probability {_num(alt.get('advantage_probability'))} "
+            f"(ε = {alt.get('epsilon')}, {alt.get('n_items')} items, "
+            f"{alt.get('test', 'exact score')} test)."
+        )
+        out += [f"- {w}" for w in alt.get("warnings") or []]
+    out.append("")
+    len_ = card.get("leniency") or {}
+    where = "out of fold" if (held or {}).get("kind") == "out_of_fold" else "held out"
+    out += [
+        "### Leniency (judge met rate − experts' met rate)",
+        "",
+        f"{where}, raw: {_with_ci(len_.get('held_out_raw'))}; {where}, calibrated: "
+        f"{_with_ci(len_.get('held_out_calibrated'))}; all data: {_with_ci(len_.get('all_data'))}",
+        "",
+    ]
+    return out
+
+
+def to_markdown(package: PromptPackage) -> str:
+    """A readable document: card, decision rule, guidance, examples, templates."""
+    p = package.prompt
+    out = [
+        f"# Calibrated judge prompt: {p.name or 'unnamed'}",
+        "",
+        f"Benchmark: {package.benchmark or '—'} · exported {package.created_at} · "
+        f"package format {package.format_version} · prompt version `{package.prompt_version}`",
+        "",
+    ]
+    if package.warnings:
+        out += ["> **Warnings**", ">"] + [f"> - {w}" for w in package.warnings] + [""]
+    out += _card_markdown(package)
+    out += ["## Rubric guidance", ""]
+    g = package.guidance
+    if g.get("general"):
+        out += ["**In general**", ""] + [f"- {x}" for x in g["general"]] + [""]
+    for t in g.get("tags", []):
+        line = (
+            f"- **{t['tag']}**: {t['n_adjudicated']} adjudicated, judge overruled on 'met' "
+            f"{t['judge_overruled_met']}×, on 'not met' {t['judge_overruled_not_met']}×"
+        )
+        out.append(line + ("".join(f" — {r}" for r in t["rules"])))
+    if g.get("tags"):
+        out.append("")
+    for c in g.get("criteria", []):
+        out.append(
+            f"**{c['task_id']}/{c['criterion_id']}** — {c['criterion']} "
+            f"({c['n_unclear']} unclear flag(s), {c['n_adjudication_notes']} adjudication note(s))"
+        )
+        out.append("")
+        for n in c["notes"]:
+            out.append(
+                f"- {n['text']} — {n['count']}× by {', '.join(n['authors'])} "
+                f"({', '.join(n['sources'])})"
+            )
+        out.append("")
+    if not (g.get("general") or g.get("tags") or g.get("criteria")):
+        out += ["No notes from the experts yet.", ""]
+    out += ["## Few-shot examples", ""]
+    if not package.examples:
+        out += ["None.", ""]
+    for i, (ex, shot) in enumerate(zip(package.examples, p.few_shot, strict=False), 1):
+        verdict = "met" if ex["criteria_met"] else "not met"
+        out.append(
+            f"{i}. **{ex['task_id']}/{ex['criterion_id']}** on response {ex['response_id']}: "
+            f"**{verdict}** (judge said {_verdict_word(ex.get('judge_met'))}; tags "
+            f"{', '.join(ex['tags']) or '—'}) — {shot.get('explanation', '')}"
+        )
+    out.append("")
+    out += ["## System template", "", _fence(p.system), "", "## User template", ""]
+    out += [_fence(p.user), ""]
+    return "\n".join(out)
+
+
+def _verdict_word(v: Any) -> str:
+    return "—" if v is None else ("met" if v else "not met")
