@@ -1,0 +1,76 @@
+"""Every analysis command's ``--json`` on the demo, byte for byte as recorded.
+
+The files in tests/data/golden/ were written by the commands themselves (before the
+restructure of issue #13, by the code of commit 44e8ab0) on ``samples/demo``; a refactoring
+must leave every one of them unchanged — the numbers, the keys, their order and the text of
+every note. Only the calibration's ``fitted_at`` time is masked. A change that is meant to
+alter an output regenerates the files with ``GRADERCAL_UPDATE_GOLDEN=1`` and says why in its
+commit.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from gradercal.cli import main
+from tests.conftest import DATA, DEMO
+
+GOLDEN = DATA / "golden"
+JUDGE = "judge-gpt"
+COMMANDS: dict[str, list[str]] = {
+    "scores": ["scores"],
+    "scores-all": ["scores", "--grader", "all"],
+    "agreement": ["agreement"],
+    "agreement-tag": ["agreement", "--by", "tag"],
+    "alttest": ["alttest", "--judge", JUDGE],
+    "alttest-none": ["alttest", "--judge", JUDGE, "--cluster", "none"],
+    "impact": ["impact", "--judge", JUDGE],
+    "estimate": ["estimate", "--judge", JUDGE],
+    "health": ["health"],
+    "surveys": ["surveys"],
+    "calibrate": ["calibrate", "--judge", JUDGE, "--no-save"],
+    "report": ["report"],
+    "stats": [
+        "stats",
+        str(GOLDEN / "ratings.csv"),
+        "--weights",
+        "quadratic",
+        "--level",
+        "interval",
+    ],
+}
+
+
+def _masked(text: str) -> str:
+    return re.sub(r'"fitted_at": "[^"]*"', '"fitted_at": "<time>"', text)
+
+
+@pytest.fixture(scope="module")
+def demo_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("golden") / "demo.sqlite"
+    res = CliRunner().invoke(main, ["import", str(DEMO), "--db", str(path), "--json"])
+    assert res.exit_code == 0, res.output
+    _check("import", res.stdout)
+    return path
+
+
+def _check(name: str, out: str) -> None:
+    path = GOLDEN / f"{name}.json"
+    if os.environ.get("GRADERCAL_UPDATE_GOLDEN"):
+        path.write_text(_masked(out), "utf-8")
+    assert _masked(out) == path.read_text("utf-8"), f"{name} --json differs from {path}"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(COMMANDS))
+def test_json_output_is_unchanged(demo_db: Path, name: str) -> None:
+    args = COMMANDS[name]
+    db = [] if args[0] == "stats" else ["--db", str(demo_db)]
+    res = CliRunner().invoke(main, [*args, *db, "--json"])
+    assert res.exit_code == 0, res.output
+    _check(name, res.stdout)
