@@ -105,7 +105,7 @@ def test_no_pyplot_needed() -> None:
         "from gradercal.formats import read_path\n"
         "from gradercal.frames import frames_from_data\n"
         "from gradercal.dashboard import compute_dashboard\n"
-        "from gradercal import charts\n"
+        "from gradercal.dashboard import charts\n"
         f"d = compute_dashboard(frames_from_data(read_path({str(DEMO)!r})), n_boot=0)\n"
         "charts.figure_bytes(charts.all_charts(d)['models'], 'png')\n"
         "assert 'matplotlib.pyplot' not in sys.modules, 'pyplot imported'\n"

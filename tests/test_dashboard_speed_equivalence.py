@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import gradercal.dashboard as dashboard_mod
+import gradercal.dashboard.compute as dashboard_mod
 from gradercal._util.forked import fork_available
 from gradercal.analysis.agreement import (
     GROUPINGS,

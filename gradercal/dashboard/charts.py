@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from gradercal.dashboard import EXPERTS, MODEL_SOURCES, Dashboard
+from gradercal.dashboard.result import EXPERTS, MODEL_SOURCES, Dashboard
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes

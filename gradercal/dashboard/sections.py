@@ -1,0 +1,791 @@
+"""The dashboard's sections: one function per section, computing it from the frames.
+
+Nothing here is new statistics: every number comes from the engines the CLI uses, called
+with the same arguments, so the dashboard shows what ``gradercal agreement``, ``alttest``,
+``impact``, ``estimate``, ``calibrate`` and ``health`` print:
+
+* expert–expert agreement and each judge against the expert consensus:
+  :func:`gradercal.analysis.agreement.human_agreement`, :func:`~gradercal.analysis.agreement.judge_agreement`,
+  :func:`~gradercal.analysis.agreement.pairwise_agreement`, :func:`~gradercal.analysis.agreement.group_agreement`;
+* the alternative annotator test: :func:`gradercal.analysis.alt_test.alt_test_frames`;
+* the calibrated judge: :func:`gradercal.analysis.calibration.cross_fit` (always out of fold, like
+  ``gradercal impact``), :func:`~gradercal.analysis.calibration.reliability_table`,
+  :func:`~gradercal.analysis.calibration.brier_score`,
+  :func:`~gradercal.analysis.calibration.expected_calibration_error`;
+* per-model figures and pass ↔ fail flips: :func:`gradercal.analysis.impact.impact_report`; the
+  bias-corrected estimate: :func:`gradercal.analysis.estimate.estimate_report` (PPI++);
+* criterion health and the item-level disagreements:
+  :func:`gradercal.analysis.health.criterion_health`.
+
+Each function takes the (filtered) frames and the ``memo`` shared by one
+:func:`~gradercal.dashboard.compute.compute_dashboard` call, appends its warnings to
+``notes`` and returns its rows or tables in the shapes of
+:class:`~gradercal.dashboard.result.Dashboard`; the order of the sections, their progress
+and cancellation are :mod:`gradercal.dashboard.compute`'s business. The engines are
+imported on first use (:func:`~gradercal.dashboard.compute.preload` imports them ahead).
+
+This module imports pandas, numpy and gradercal's core only (no SQL, no Qt).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+from gradercal.dashboard.filters import NO_VALUE
+from gradercal.dashboard.result import EXPERTS, JUDGE_STATISTICS, MODEL_SOURCES, UNTAGGED, _empty
+from gradercal.errors import GradercalError
+from gradercal.frames import Frames
+
+if TYPE_CHECKING:
+    from gradercal.analysis.agreement import Grouping
+
+_PAIRWISE_COLUMNS = (
+    "a",
+    "b",
+    "kind_a",
+    "kind_b",
+    "statistic",
+    "value",
+    "ci_low",
+    "ci_high",
+    "n_items",
+    "n_tasks",
+)
+_MODEL_COLUMNS = (
+    "model",
+    "source",
+    "metric",
+    "value",
+    "ci_low",
+    "ci_high",
+    "n_responses",
+    "note",
+)
+_FLIP_COLUMNS = (
+    "response_id",
+    "task_id",
+    "model",
+    "source",
+    "expert_score",
+    "judge_score",
+    "direction",
+)
+_JUDGE_FIGURES = ("cohen_kappa", "balanced_f1", "percent_agreement", "leniency_bias")
+
+_SOURCE_OF = {"consensus": "experts", "judge": "judge_raw", "calibrated": "judge_calibrated"}
+
+
+class _Steps(Protocol):
+    """What a section needs of the computation's progress
+    (:class:`gradercal.dashboard.compute._Steps`): mark a section done, poll cancellation."""
+
+    def check(self) -> None: ...
+
+    def engine_hook(self, _stage: str, _done: int, _total: int) -> None: ...
+
+    def step(self, label: str) -> None: ...
+
+
+def _fig(b: Any) -> tuple[float, float, float, str | None]:
+    """``(value, low, high, note)`` from a BootResult (NaN for None)."""
+
+    def f(x: float | None) -> float:
+        return math.nan if x is None else float(x)
+
+    return f(b.value), f(b.ci_low), f(b.ci_high), b.note
+
+
+def _json_fig(d: Mapping[str, Any] | None) -> tuple[float, float, float, str | None]:
+    """``(value, low, high, note)`` from ``{"value", "ci", "note"}``."""
+    if not d or d.get("value") is None:
+        return math.nan, math.nan, math.nan, None if not d else d.get("note")
+    lo, hi = d["ci"] if d.get("ci") else (math.nan, math.nan)
+    return float(d["value"]), float(lo), float(hi), d.get("note")
+
+
+def _n_units(frames: Frames) -> int:
+    crit = frames.criteria.loc[frames.criteria["kind"] != "auto"].drop_duplicates(
+        ["task_id", "criterion_id"]
+    )
+    per_task = crit.groupby("task_id").size()
+    resp = frames.responses.drop_duplicates("response_id")
+    return int(resp["task_id"].map(per_task).fillna(0).sum())
+
+
+def _overview(
+    frames: Frames,
+    v: pd.DataFrame,
+    humans: list[str],
+    judges: list[str],
+    primary: str | None,
+    memo: dict[Any, Any] | None = None,
+) -> dict[str, Any]:
+    from gradercal.analysis.verdicts import unit_positions
+
+    n_units = _n_units(frames)
+    keys = ["response_id", "criterion_id"]
+    pos = unit_positions(memo, v)
+    per_grader: Mapping[Any, int]
+    if pos is not None:
+        # Unit positions are known only when the units are unique, so every (unit,
+        # grader) pair is one row already: counts by integer codes, no string groupbys.
+        gcodes, gnames = pd.factorize(v["grader"].to_numpy(object), sort=False)
+        gcodes = np.asarray(gcodes, dtype=np.int64)
+        counts = np.bincount(gcodes[gcodes >= 0], minlength=len(gnames))
+        per_grader = {g: int(n) for g, n in zip(gnames.tolist(), counts.tolist(), strict=True)}
+        is_human = np.array([g in humans for g in gnames.tolist()] + [False], dtype=bool)
+        hmask = is_human[gcodes]  # code -1 (no grader) → the trailing False
+        per_unit_n = np.bincount(pos[0][hmask], minlength=pos[1])
+        per_unit = pd.Series(per_unit_n[per_unit_n > 0])
+    else:
+        sizes = v.drop_duplicates([*keys, "grader"]).groupby("grader").size()
+        per_grader = {g: int(n) for g, n in sizes.items()}
+        hv = v.loc[v["grader"].isin(humans)]
+        per_unit = hv.groupby(keys, sort=False).size()
+
+    def share(n: float) -> float | None:
+        return None if n_units == 0 else float(n) / n_units
+
+    crit = frames.criteria.drop_duplicates(["task_id", "criterion_id"])
+    return {
+        "pass_threshold": float(frames.pass_threshold),
+        "n_tasks": int(frames.tasks["task_id"].nunique()),
+        "n_responses": int(frames.responses["response_id"].nunique()),
+        "n_criteria": len(crit),
+        "n_judgment_criteria": int((crit["kind"] != "auto").sum()),
+        "n_units": n_units,
+        "models": sorted({str(m) for m in frames.responses["model"].dropna()}),
+        "humans": list(humans),
+        "judges": list(judges),
+        "primary_judge": primary,
+        "share_graded": {
+            **{h: share(per_grader.get(h, 0)) for h in humans},
+            "overall": share(len(per_unit)),
+            "two_or_more": share(int((per_unit >= 2).sum())),
+        },
+        "n_verdicts": {g: int(per_grader.get(g, 0)) for g in [*humans, *judges]},
+        "judge_coverage": {j: share(per_grader.get(j, 0)) for j in judges},
+        "n_adjudications": len(frames.adjudications),
+    }
+
+
+def _agreement_rows(
+    by: str,
+    group: str,
+    task_id: str | None,
+    comparison: str,
+    stats: Mapping[str, Any],
+    names: Sequence[str],
+    n_items: int,
+    n_tasks: int,
+) -> list[tuple[Any, ...]]:
+    rows = []
+    for s in names:
+        value, lo, hi, note = _fig(stats[s])
+        rows.append((by, group, task_id, comparison, s, value, lo, hi, n_items, n_tasks, note))
+    return rows
+
+
+def _group_rows(by: str, groups: Sequence[Any], judge: str | None) -> list[tuple[Any, ...]]:
+    from gradercal.analysis.agreement import HUMAN_STATISTICS
+
+    missing = UNTAGGED if by == "tag" else NO_VALUE
+    rows: list[tuple[Any, ...]] = []
+    for g in groups:
+        label = missing if g.group is None else str(g.group)
+        h = g.humans
+        rows += _agreement_rows(
+            by, label, None, EXPERTS, h.statistics, HUMAN_STATISTICS, h.n_units_paired, h.n_tasks
+        )
+        if g.judge is not None and judge is not None:
+            c = g.judge
+            rows += _agreement_rows(
+                by, label, None, judge, c.metrics, JUDGE_STATISTICS, c.n_units, c.n_tasks
+            )
+    return rows
+
+
+def _grouping_rows(
+    f: Frames,
+    by: Grouping,
+    humans: list[str],
+    primary: str | None,
+    n_boot: int,
+    seed: int,
+    ci: float,
+    memo: dict[Any, Any] | None,
+    steps: _Steps,
+) -> list[tuple[Any, ...]]:
+    """The agreement rows of one grouping (tag, workflow or domain), as one section."""
+    from gradercal.analysis.agreement import group_agreement
+
+    groups = group_agreement(
+        f,
+        by,
+        humans,
+        primary,
+        n_boot=n_boot,
+        seed=seed,
+        ci=ci,
+        memo=memo,
+        progress=steps.engine_hook,
+    )
+    steps.step(f"agreement by {by}")
+    return _group_rows(by, groups, primary)
+
+
+@dataclass
+class _Judged:
+    """The judges section: agreement rows, the judges table's rows, confusion matrices
+    and the primary judge's alt-test."""
+
+    rows: list[tuple[Any, ...]]
+    table_rows: list[dict[str, Any]]
+    confusion: dict[str, np.ndarray]
+    alt: dict[str, Any] | None
+
+
+def _judge_sections(
+    f: Frames,
+    judges: Sequence[str],
+    humans: list[str],
+    primary: str | None,
+    coverage: Mapping[str, Any],
+    n_boot: int,
+    seed: int,
+    ci: float,
+    memo: dict[Any, Any] | None,
+    steps: _Steps,
+    notes: list[str],
+) -> _Judged:
+    """Every judge against the expert consensus, with its alt-test."""
+    from gradercal.analysis.agreement import judge_agreement
+
+    out = _Judged([], [], {}, None)
+    for jname in judges:
+        try:
+            ja = judge_agreement(
+                f,
+                jname,
+                humans,
+                n_boot=n_boot,
+                seed=seed,
+                ci=ci,
+                memo=memo,
+                progress=steps.engine_hook,
+            )
+        except ValueError as exc:
+            notes.append(f"judge {jname}: {exc}")
+            continue
+        c = ja.headline
+        out.rows += _agreement_rows(
+            "overall", "all", None, jname, c.metrics, JUDGE_STATISTICS, c.n_units, c.n_tasks
+        )
+        k = c.confusion
+        out.confusion[jname] = np.array([[k["tn"], k["fp"]], [k["fn"], k["tp"]]], dtype=np.int64)
+        row: dict[str, Any] = {
+            "judge": jname,
+            "primary": jname == primary,
+            "n_items": c.n_units,
+            "n_tasks": c.n_tasks,
+            "n_undecided": c.n_undecided,
+            "coverage": coverage.get(jname),
+        }
+        for name in _JUDGE_FIGURES:
+            value, lo, hi, _ = _fig(c.metrics[name])
+            row[name], row[f"{name}_low"], row[f"{name}_high"] = value, lo, hi
+        rng = ja.human_range.get("cohen_kappa")
+        row["kappa_experts_min"] = math.nan if rng is None else float(rng[0])
+        row["kappa_experts_max"] = math.nan if rng is None else float(rng[1])
+        loo = ja.judge_loo_mean.get("cohen_kappa")
+        row["kappa_judge_loo"] = math.nan if loo is None else float(loo)
+        row["kappa_within_experts"] = ja.within_human_range.get("cohen_kappa")
+        res = _alt_test(f, jname, humans, notes, memo)
+        row["alt_test_passed"] = None if res is None else bool(res["passed"])
+        row["alt_test_winning_rate"] = math.nan if res is None else float(res["winning_rate"])
+        row["alt_test_advantage"] = math.nan if res is None else float(res["advantage_probability"])
+        if jname == primary:
+            out.alt = res
+        out.table_rows.append(row)
+        steps.check()
+    return out
+
+
+def _pairwise(
+    f: Frames,
+    humans: list[str],
+    judges: list[str],
+    n_boot: int,
+    seed: int,
+    ci: float,
+    memo: dict[Any, Any] | None,
+) -> pd.DataFrame:
+    """Percent agreement and Cohen's kappa of every pair of experts and judges."""
+    from gradercal.analysis.agreement import pairwise_agreement
+
+    kinds = dict.fromkeys(humans, "human") | dict.fromkeys(judges, "judge")
+    prow: list[tuple[Any, ...]] = []
+    for p in pairwise_agreement(f, [*humans, *judges], n_boot=n_boot, seed=seed, ci=ci, memo=memo):
+        for stat in ("percent_agreement", "cohen_kappa"):
+            value, lo, hi, _ = _fig(getattr(p, stat))
+            prow.append(
+                (p.a, p.b, kinds[p.a], kinds[p.b], stat, value, lo, hi, p.n_units, p.n_tasks)
+            )
+    return (
+        pd.DataFrame(prow, columns=list(_PAIRWISE_COLUMNS)) if prow else _empty(_PAIRWISE_COLUMNS)
+    )
+
+
+def _calibrated_columns(judge_rows: list[dict[str, Any]], primary: str, cal_cmp: Any) -> None:
+    """The calibrated judge's kappa, balanced F1 and leniency (with intervals) on the
+    primary judge's row; NaN elsewhere and when there is no calibrated judge."""
+    for row in judge_rows:
+        for name in ("cohen_kappa", "balanced_f1", "leniency_bias"):
+            value, lo, hi = math.nan, math.nan, math.nan
+            if row["judge"] == primary and cal_cmp is not None:
+                value, lo, hi, _ = _fig(cal_cmp.metrics[name])
+            row[f"calibrated_{name}"] = value
+            row[f"calibrated_{name}_low"] = lo
+            row[f"calibrated_{name}_high"] = hi
+
+
+def _alt_test(
+    f: Frames, judge: str, humans: Sequence[str], notes: list[str], memo: dict[Any, Any] | None
+) -> dict[str, Any] | None:
+    from gradercal.analysis.alt_test import alt_test_frames
+
+    if len(humans) < 2:
+        notes.append(f"alt-test of {judge} skipped: fewer than 2 experts")
+        return None
+    try:
+        return alt_test_frames(f, judge, list(humans), memo=memo).to_dict()
+    except (GradercalError, ValueError) as exc:
+        notes.append(f"alt-test of {judge} skipped: {exc}")
+        return None
+
+
+def _calibrate(
+    f: Frames,
+    judge: str,
+    humans: Sequence[str],
+    method: str,
+    options: Mapping[str, Any],
+    source: str,
+    n_boot: int,
+    seed: int,
+    ci: float,
+    notes: list[str],
+    memo: dict[Any, Any] | None,
+) -> tuple[dict[str, Any] | None, pd.DataFrame | None, pd.DataFrame | None, Any]:
+    from gradercal.analysis.agreement import compare
+    from gradercal.analysis.calibration import (
+        brier_score,
+        cross_fit,
+        expected_calibration_error,
+        reliability_table,
+    )
+
+    try:
+        cf = cross_fit(f, judge, method, list(humans), memo=memo, **options)  # type: ignore[arg-type]
+    except ValueError as exc:
+        notes.append(f"no calibrated judge: {exc}")
+        return None, None, None, None
+    if cf.items is not None:
+        it = cf.items
+        sel = np.isfinite(it["oof"].to_numpy(np.float64)) & np.isfinite(
+            it["human_met"].to_numpy(np.float64)
+        )
+        it = it.loc[sel]
+        before, after, y = it["judge_score"], it["oof"], it["human_met"]
+        n_items = len(it)
+        cmp = compare(
+            it["oof"].to_numpy(np.float64) >= 0.5,
+            it["human_met"].to_numpy(np.float64) == 1.0,
+            it["task_id"].to_numpy(object).tolist(),
+            candidate_name=f"{judge} (calibrated)",
+            reference_name="consensus",
+            n_boot=n_boot,
+            seed=seed,
+            ci=ci,
+        )
+    else:
+        r = cf.responses
+        sel = (
+            np.isfinite(r["oof"].to_numpy(np.float64))
+            & np.isfinite(r["human_score"].to_numpy(np.float64))
+            & np.isfinite(r["judge_score"].to_numpy(np.float64))
+        )
+        rr = r.loc[sel]
+        before, after, y = rr["judge_score"], rr["oof"], rr["human_score"]
+        n_items = len(rr)
+        cmp = None
+    rb = pd.DataFrame(reliability_table(before, y))
+    ra = pd.DataFrame(reliability_table(after, y))
+    rel = pd.DataFrame(
+        {
+            "bin_low": rb["bin_low"].astype(np.float64),
+            "bin_high": rb["bin_high"].astype(np.float64),
+            "n_before": rb["n"].astype(np.int64),
+            "mean_predicted_before": rb["mean_predicted"].astype(np.float64),
+            "mean_observed_before": rb["mean_observed"].astype(np.float64),
+            "n_after": ra["n"].astype(np.int64),
+            "mean_predicted_after": ra["mean_predicted"].astype(np.float64),
+            "mean_observed_after": ra["mean_observed"].astype(np.float64),
+        }
+    )
+    info = {
+        "judge": judge,
+        "method": method,
+        "level": cf.level,
+        "source": source,
+        "options": dict(options),
+        "out_of_fold": True,
+        "n_splits": len(set(cf.folds.values())),
+        "n_tasks": len(cf.folds),
+        "n_items": n_items,
+        "brier_before": brier_score(before, y),
+        "brier_after": brier_score(after, y),
+        "ece_before": expected_calibration_error(before, y),
+        "ece_after": expected_calibration_error(after, y),
+    }
+    rel.attrs.update(
+        {
+            k: info[k]
+            for k in ("brier_before", "brier_after", "ece_before", "ece_after", "level", "method")
+        }
+    )
+    if source == "default":
+        notes.append(
+            f"no saved calibration given: {method} calibration cross-fitted out of fold "
+            f"({info['n_splits']} folds by task)"
+        )
+    scores = cf.responses.loc[:, ["response_id", "oof"]].rename(columns={"oof": "score"})
+    return info, scores, rel, cmp
+
+
+def _models(
+    f: Frames,
+    judge: str | None,
+    humans: Sequence[str],
+    calibrated: pd.DataFrame | None,
+    cal_info: Mapping[str, Any] | None,
+    n_boot: int,
+    seed: int,
+    ci: float,
+    notes: list[str],
+    memo: dict[Any, Any] | None,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    from gradercal.analysis.estimate import estimate_report
+    from gradercal.analysis.impact import impact_report
+
+    if judge is None or not humans:
+        if judge is not None:
+            notes.append("no expert verdicts: per-model comparison skipped")
+        return _empty(_MODEL_COLUMNS), _empty(_FLIP_COLUMNS)
+    rows: list[tuple[Any, ...]] = []
+    rep = impact_report(
+        f,
+        judge,
+        list(humans),
+        calibrated=calibrated,
+        calibration=None if cal_info is None else dict(cal_info),
+        breakdowns=(),
+        n_boot=n_boot,
+        seed=seed,
+        ci=ci,
+        memo=memo,
+    )
+    est = estimate_report(f, judge, list(humans), ci=ci, memo=memo)
+    est_rows = {r["model"]: r for r in est["models"]}
+    models = sorted({str(r["model"]) for r in rep["models"]} | set(est_rows))
+    imp = {str(r["model"]): r for r in rep["models"]}
+    for model in models:
+        r = imp.get(model)
+        for metric in ("mean_score", "pass_rate"):
+            if r is not None:
+                for g in rep["graders"]:
+                    value, lo, hi, note = _json_fig(r[g][metric])
+                    rows.append(
+                        (model, _SOURCE_OF[g], metric, value, lo, hi, r["n_responses"], note)
+                    )
+            e = est_rows.get(model)
+            if e is not None:
+                d = e[metric]
+                lo, hi = d["ci"] if d.get("ci") else (math.nan, math.nan)
+                value = math.nan if d.get("estimate") is None else float(d["estimate"])
+                rows.append(
+                    (
+                        model,
+                        "estimate",
+                        metric,
+                        value,
+                        float(lo),
+                        float(hi),
+                        e["n_responses"],
+                        d.get("note"),
+                    )
+                )
+    order = {s: i for i, s in enumerate(MODEL_SOURCES)}
+    mdf = pd.DataFrame(rows, columns=list(_MODEL_COLUMNS)) if rows else _empty(_MODEL_COLUMNS)
+    if rows:
+        mdf = mdf.sort_values(
+            ["model", "metric", "source"],
+            key=lambda s: s.map(order) if s.name == "source" else s,
+            kind="stable",
+        ).reset_index(drop=True)
+    if rep["n_unpaired"]:
+        notes.append(
+            f"{rep['n_unpaired']} responses scored by some graders only are left out of the "
+            "experts / judge / calibrated figures"
+        )
+    notes.extend(est.get("notes") or [])
+    frows = [
+        (
+            x["response_id"],
+            x["task_id"],
+            x["model"],
+            _SOURCE_OF.get(x["grader"], x["grader"]),
+            float(x["consensus_score"]),
+            float(x["grader_score"]),
+            x["direction"],
+        )
+        for x in rep["flips"]
+    ]
+    flips = pd.DataFrame(frows, columns=list(_FLIP_COLUMNS)) if frows else _empty(_FLIP_COLUMNS)
+    return mdf, flips
+
+
+def _health(
+    f: Frames,
+    judge: str | None,
+    humans: Sequence[str],
+    bar: float,
+    memo: dict[Any, Any] | None,
+) -> tuple[pd.DataFrame, list[tuple[Any, ...]]]:
+    """Criterion-health table and the criterion rows of the agreement table."""
+    from gradercal.analysis.health import HEALTH_TABLE_COLUMNS, health_table
+
+    columns = ["rank", *HEALTH_TABLE_COLUMNS]
+    t = health_table(f, judge, list(humans), bar=bar, memo=memo)
+    crit_rows: list[tuple[Any, ...]] = []
+    if t.empty:
+        return _empty(columns), crit_rows
+    cid, task = t["criterion_id"].tolist(), t["task_id"].tolist()
+    ha, n_paired = t["human_agreement"].tolist(), t["n_paired"].tolist()
+    jd, n_judged = t["judge_disagreement"].tolist(), t["n_judged"].tolist()
+    for k in range(len(t)):
+        if n_paired[k]:
+            crit_rows.append(
+                (
+                    "criterion",
+                    cid[k],
+                    task[k],
+                    EXPERTS,
+                    "percent_agreement",
+                    ha[k],
+                    math.nan,
+                    math.nan,
+                    n_paired[k],
+                    1,
+                    None,
+                )
+            )
+        if judge is not None and n_judged[k]:
+            crit_rows.append(
+                (
+                    "criterion",
+                    cid[k],
+                    task[k],
+                    judge,
+                    "percent_agreement",
+                    1.0 - jd[k],
+                    math.nan,
+                    math.nan,
+                    n_judged[k],
+                    1,
+                    None,
+                )
+            )
+    health = t.assign(rank=np.arange(1, len(t) + 1, dtype=np.int64)).loc[:, columns]
+    return health, crit_rows
+
+
+_DISAGREEMENT_COLUMNS = (
+    "rank",
+    "task_id",
+    "criterion_id",
+    "response_id",
+    "model",
+    "text",
+    "points",
+    "consensus",
+    "judge",
+    "experts_split",
+    "judge_departs",
+    "n_unclear",
+)
+
+
+def _disagreements(
+    v: pd.DataFrame,
+    cons: pd.DataFrame,
+    judge: str | None,
+    humans: Sequence[str],
+    health: pd.DataFrame,
+    memo: dict[Any, Any] | None = None,
+) -> pd.DataFrame:
+    """Units where the experts split or the judge departs from a decided consensus.
+
+    The definitions of :func:`gradercal.analysis.health.criterion_health`'s details: *split* —
+    two or more expert verdicts, not all equal; *departs* — the judge's verdict differs
+    from the decided consensus (:func:`gradercal.analysis.agreement.consensus_verdicts`). With a
+    memo that knows the unit position of every row of ``v`` and ``cons``, the units are
+    found and described by position (no merges); the same table either way.
+    """
+    from gradercal.analysis.verdicts import unit_positions
+
+    keys = ["response_id", "criterion_id"]
+    graders = [*humans, *([judge] if judge is not None else [])]
+    cols = [*_DISAGREEMENT_COLUMNS, *(f"verdict:{g}" for g in graders)]
+    v_pos, c_pos = unit_positions(memo, v), unit_positions(memo, cons)
+    keep = v["grader"].isin(graders).to_numpy(bool)
+    v = v.loc[keep]
+    if v.empty:
+        return _empty(cols)
+    if v_pos is not None and c_pos is not None and v_pos[1] == c_pos[1]:
+        out = _disagreements_by_position(
+            v, v_pos[0][keep], v_pos[1], cons, c_pos[0], judge, humans, graders
+        )
+        if out is None:
+            return _empty(cols)
+        return _ranked_disagreements(out, judge, graders, health, cols)
+    hv = v.loc[v["grader"].isin(list(humans))]
+    per = hv.groupby(keys, sort=False).agg(n=("met", "size"), n_met=("met", "sum"))
+    split = per.loc[(per["n"] >= 2) & (per["n_met"] > 0) & (per["n_met"] < per["n"])]
+    units = split.index.to_frame(index=False).assign(experts_split=True)
+    if judge is not None and not cons.empty:
+        jv = v.loc[v["grader"] == judge, [*keys, "met"]].rename(columns={"met": "j"})
+        jc = jv.merge(cons.loc[:, [*keys, "met"]].rename(columns={"met": "c"}), on=keys)
+        dep = jc.loc[jc["j"].to_numpy(bool) != jc["c"].to_numpy(bool), keys]
+        units = units.merge(dep.assign(judge_departs=True), on=keys, how="outer")
+    else:
+        units = units.assign(judge_departs=False)
+    if units.empty:
+        return _empty(cols)
+    units = units.assign(
+        experts_split=units["experts_split"].fillna(False).astype(bool),
+        judge_departs=units["judge_departs"].fillna(False).astype(bool),
+    )
+    sub = v.merge(units.loc[:, keys], on=keys, how="inner")
+    first = sub.drop_duplicates(keys).loc[:, [*keys, "task_id", "model", "text", "points"]]
+    unclear = sub.groupby(keys, sort=False)["unclear"].sum().rename("n_unclear").reset_index()
+    wide = sub.pivot_table(index=keys, columns="grader", values="met", aggfunc="last")
+    wide = wide.reindex(columns=graders)
+    wide.columns = [f"verdict:{g}" for g in graders]
+    out = first.merge(units, on=keys).merge(unclear, on=keys)
+    out = out.merge(wide.reset_index(), on=keys, how="left")
+    c = cons.loc[:, [*keys, "met"]].rename(columns={"met": "consensus"})
+    out = out.merge(c, on=keys, how="left")
+    return _ranked_disagreements(out, judge, graders, health, cols)
+
+
+def _disagreements_by_position(
+    v: pd.DataFrame,
+    unit: npt.NDArray[np.intp],
+    n_units: int,
+    cons: pd.DataFrame,
+    cons_unit: npt.NDArray[np.intp],
+    judge: str | None,
+    humans: Sequence[str],
+    graders: Sequence[str],
+) -> pd.DataFrame | None:
+    """:func:`_disagreements`' unit table from unit positions (None: no such unit).
+
+    One row per disagreeing unit in order of its first verdict row (the order of the
+    merge path), with the first row's task, model, text and points, the two reasons,
+    the number of "unclear" marks, every grader's verdict and the consensus.
+    """
+    grader = v["grader"].to_numpy(object)
+    met = v["met"].to_numpy(bool)
+    human = v["grader"].isin(list(humans)).to_numpy(bool)
+    n = np.bincount(unit[human], minlength=n_units)
+    n_met = np.bincount(unit[human], weights=met[human].astype(np.float64), minlength=n_units)
+    split = (n >= 2) & (n_met > 0) & (n_met < n)
+    # The decided consensus by unit: -1 undecided, else 0 / 1.
+    c_met = np.full(n_units, -1, dtype=np.int8)
+    c_met[cons_unit] = cons["met"].to_numpy(bool).astype(np.int8)
+    departs = np.zeros(n_units, dtype=bool)
+    if judge is not None and not cons.empty:
+        j = grader == judge
+        uj = unit[j]
+        decided = c_met[uj] >= 0
+        departs[uj[decided]] = met[j][decided] != c_met[uj][decided].astype(bool)
+    rows = np.flatnonzero((split | departs)[unit])
+    if not len(rows):
+        return None
+    sub_unit = unit[rows]
+    _, first = np.unique(sub_unit, return_index=True)
+    first = np.sort(first)
+    order = sub_unit[first]  # the disagreeing units, in order of first appearance
+    out = v.iloc[rows[first]].loc[
+        :, ["response_id", "criterion_id", "task_id", "model", "text", "points"]
+    ]
+    out = out.reset_index(drop=True)
+    unclear = np.bincount(
+        sub_unit,
+        weights=v["unclear"].to_numpy(bool)[rows].astype(np.float64),
+        minlength=n_units,
+    )
+    out["experts_split"] = split[order]
+    out["judge_departs"] = departs[order]
+    out["n_unclear"] = unclear[order].astype(np.int64)
+    for g in graders:
+        lut = np.full(n_units, -1, dtype=np.int8)
+        mine = grader == g
+        lut[unit[mine]] = met[mine].astype(np.int8)
+        out[f"verdict:{g}"] = [None if x < 0 else bool(x) for x in lut[order].tolist()]
+    out["consensus"] = [None if x < 0 else bool(x) for x in c_met[order].tolist()]
+    return out
+
+
+def _optional_bools(s: pd.Series) -> Any:
+    """``[None if pd.isna(x) else bool(x) for x in s]``, vectorised.
+
+    Same values and, once assigned as a column, the same dtype (bool without a missing
+    value, else object holding Python bools and None).
+    """
+    if len(s) == 0:
+        return [None if pd.isna(x) else bool(x) for x in s]
+    vals = s.to_numpy(object)
+    na = np.asarray(pd.isna(vals), dtype=bool)
+    if not na.any():
+        return vals.astype(bool)
+    res = np.full(len(vals), None, dtype=object)
+    res[~na] = vals[~na].astype(bool)
+    return res
+
+
+def _ranked_disagreements(
+    out: pd.DataFrame,
+    judge: str | None,
+    graders: Sequence[str],
+    health: pd.DataFrame,
+    cols: Sequence[str],
+) -> pd.DataFrame:
+    """The unit table with each criterion's health rank, in rank order, as published."""
+    rank = health.loc[:, ["task_id", "criterion_id", "rank"]]
+    out = out.merge(rank, on=["task_id", "criterion_id"], how="left")
+    out["judge"] = out[f"verdict:{judge}"] if judge is not None else None
+    out = out.sort_values(["rank"], kind="stable").reset_index(drop=True)
+    for col in ["consensus", "judge", *(f"verdict:{g}" for g in graders)]:
+        out[col] = _optional_bools(out[col])
+    out["n_unclear"] = out["n_unclear"].astype(np.int64)
+    out["points"] = out["points"].astype(np.int64)
+    return out.loc[:, cols]
