@@ -1,9 +1,9 @@
-"""The shared per-call tables (memo) never change a number.
+"""The shared per-call tables (context) never change a number.
 
 ``compute_dashboard`` builds the verdict, consensus and score tables once and lets every
-engine reuse them (``memo=``); several engines then take faster paths (unit positions
+engine reuse them (``context=``); several engines then take faster paths (unit positions
 instead of merges, the consensus from one table of levels). Here every engine is run
-with and without a memo on generated benchmarks — with ordinal criteria, partial rater
+with and without a context on generated benchmarks — with ordinal criteria, partial rater
 overlap, adjudications, a second judge, duplicate and unanswered verdicts — and the
 results must be identical, and so must the whole dashboard (``Dashboard.to_json``).
 """
@@ -32,6 +32,7 @@ from gradercal.analysis.agreement import (
 )
 from gradercal.analysis.alt_test import alt_test_frames
 from gradercal.analysis.calibration import cross_fit, item_table, response_table
+from gradercal.analysis.context import AnalysisContext
 from gradercal.analysis.estimate import estimate_report, estimate_table
 from gradercal.analysis.health import criterion_health
 from gradercal.analysis.impact import impact_report, paired_scores
@@ -109,41 +110,41 @@ def test_every_engine_is_identical_with_a_memo(benchmarks: dict[str, Frames], na
     f = benchmarks[name]
     humans = human_graders(f)
     judge = _judges(f)[0]
-    memo: dict[Any, Any] = {}
+    context = AnalysisContext()
     kw = {"n_boot": 40, "seed": 3}
     calls = {
-        "verdicts": lambda m: verdicts(f, memo=m),
-        "verdicts_sub": lambda m: verdicts(f, humans[:2], memo=m),
-        "consensus": lambda m: consensus(f, humans, memo=m),
-        "consensus_none": lambda m: consensus(f, None, memo=m),
-        "consensus_loo": lambda m: consensus(f, humans[1:], memo=m),
-        "consensus_verdicts": lambda m: consensus_verdicts(f, humans, memo=m),
-        "auto": lambda m: auto_verdicts(f, memo=m),
-        "scores": lambda m: response_scores(f, "consensus", humans=humans, memo=m),
-        "scores_met": lambda m: response_scores(f, tie_policy="met", humans=humans, memo=m),
-        "scores_judge": lambda m: response_scores(f, judge, include_ungraded=True, memo=m),
-        "human": lambda m: human_agreement(f, humans, memo=m, **kw),
-        "pairwise": lambda m: pairwise_agreement(f, [*humans, judge], memo=m, **kw),
-        "loo": lambda m: leave_one_out(f, humans, memo=m, **kw),
-        "judge": lambda m: judge_agreement(f, judge, humans, memo=m, **kw),
+        "verdicts": lambda m: verdicts(f, context=m),
+        "verdicts_sub": lambda m: verdicts(f, humans[:2], context=m),
+        "consensus": lambda m: consensus(f, humans, context=m),
+        "consensus_none": lambda m: consensus(f, None, context=m),
+        "consensus_loo": lambda m: consensus(f, humans[1:], context=m),
+        "consensus_verdicts": lambda m: consensus_verdicts(f, humans, context=m),
+        "auto": lambda m: auto_verdicts(f, context=m),
+        "scores": lambda m: response_scores(f, "consensus", humans=humans, context=m),
+        "scores_met": lambda m: response_scores(f, tie_policy="met", humans=humans, context=m),
+        "scores_judge": lambda m: response_scores(f, judge, include_ungraded=True, context=m),
+        "human": lambda m: human_agreement(f, humans, context=m, **kw),
+        "pairwise": lambda m: pairwise_agreement(f, [*humans, judge], context=m, **kw),
+        "loo": lambda m: leave_one_out(f, humans, context=m, **kw),
+        "judge": lambda m: judge_agreement(f, judge, humans, context=m, **kw),
         **{
-            f"group_{by}": (lambda m, by=by: group_agreement(f, by, humans, judge, memo=m, **kw))
+            f"group_{by}": (lambda m, by=by: group_agreement(f, by, humans, judge, context=m, **kw))
             for by in GROUPINGS
         },
-        "alt": lambda m: alt_test_frames(f, judge, humans, memo=m),
-        "health": lambda m: criterion_health(f, judge, humans, memo=m),
-        "items": lambda m: item_table(f, judge, humans, memo=m),
-        "responses": lambda m: response_table(f, judge, humans, memo=m),
-        "paired": lambda m: paired_scores(f, judge, humans, memo=m),
-        "impact": lambda m: impact_report(f, judge, humans, memo=m, **kw),
-        "estimate_table": lambda m: estimate_table(f, judge, humans, memo=m),
-        "estimate": lambda m: estimate_report(f, judge, humans, memo=m),
+        "alt": lambda m: alt_test_frames(f, judge, humans, context=m),
+        "health": lambda m: criterion_health(f, judge, humans, context=m),
+        "items": lambda m: item_table(f, judge, humans, context=m),
+        "responses": lambda m: response_table(f, judge, humans, context=m),
+        "paired": lambda m: paired_scores(f, judge, humans, context=m),
+        "impact": lambda m: impact_report(f, judge, humans, context=m, **kw),
+        "estimate_table": lambda m: estimate_table(f, judge, humans, context=m),
+        "estimate": lambda m: estimate_report(f, judge, humans, context=m),
     }
     for label, call in calls.items():
         fresh = call(None)
-        # Twice through the same memo: the first call fills it, the second reads it.
+        # Twice through the same context: the first call fills it, the second reads it.
         for _ in range(2):
-            got = call(memo)
+            got = call(context)
             if isinstance(fresh, pd.DataFrame | tuple | dict):
                 _same(got, fresh)
             elif isinstance(fresh, list):
@@ -153,15 +154,15 @@ def test_every_engine_is_identical_with_a_memo(benchmarks: dict[str, Frames], na
             else:
                 _same(got, fresh)
     # The fast paths were taken: unit positions registered, consensus from the levels.
-    assert memo["scoring.human_levels"] is not None
-    assert any(e["units"] is not None for e in memo["agreement.units"].values())
+    assert context.human_levels is not None and context.human_levels[0] is not None
+    assert any(e.units is not None for e in context.indexes())
     # The human–human figures are defined and the judge was compared on real units.
     ha = human_agreement(f, humans, n_boot=0)
     assert ha.n_units_paired > 0
     assert judge_agreement(f, judge, humans, n_boot=0).headline.n_units > 0
     for method in ("threshold", "isotonic", "leniency"):
         a = cross_fit(f, judge, method, humans)
-        b = cross_fit(f, judge, method, humans, memo=memo)
+        b = cross_fit(f, judge, method, humans, context=context)
         assert a.folds == b.folds
         _same(a.responses, b.responses)
         if a.items is not None:
@@ -170,10 +171,10 @@ def test_every_engine_is_identical_with_a_memo(benchmarks: dict[str, Frames], na
 
 def test_cached_tables_are_not_changed_by_their_readers(benchmarks: dict[str, Frames]) -> None:
     f = benchmarks["plain"]
-    memo: dict[Any, Any] = {}
-    s = response_scores(f, humans=human_graders(f), memo=memo)
+    context = AnalysisContext()
+    s = response_scores(f, humans=human_graders(f), context=context)
     s["score"] = -1.0  # a caller writing into its copy
-    again = response_scores(f, humans=human_graders(f), memo=memo)
+    again = response_scores(f, humans=human_graders(f), context=context)
     assert (again["score"].dropna() >= 0).all()
     _same(again, response_scores(f, humans=human_graders(f)))
 
@@ -223,7 +224,10 @@ def test_group_statistics_from_integer_codes_match_the_strings(
     humans = human_graders(f)
     judge = _judges(f)[0]
     kw = {"n_boot": 30, "seed": 4}
-    coded = {by: group_agreement(f, by, humans, judge, memo={}, **kw) for by in GROUPINGS}
+    coded = {
+        by: group_agreement(f, by, humans, judge, context=AnalysisContext(), **kw)
+        for by in GROUPINGS
+    }
     # Column names no table has: every group falls back to the string identifiers.
     monkeypatch.setattr(agreement_mod, "_CODE_COLUMNS", ("_absent_a", "_absent_b", "_absent_c"))
     for by, rows in coded.items():

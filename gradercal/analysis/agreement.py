@@ -69,11 +69,10 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from gradercal.analysis.context import AnalysisContext, UnitIndex
 from gradercal.analysis.verdicts import (
-    Memo,
     _consensus,
     _entry,
-    _grader_rows,
     _lookup,
     _verdicts,
     human_graders,
@@ -350,7 +349,7 @@ def _paired(
     reference_humans: Sequence[str],
     also: Sequence[str] = (),
     cons: pd.DataFrame | None = None,
-    memo: Memo | None = None,
+    context: AnalysisContext | None = None,
 ) -> tuple[pd.DataFrame, int]:
     """Units rated by ``candidate`` (and every grader in ``also``) with a decided reference.
 
@@ -360,14 +359,14 @@ def _paired(
     whose reference was undecided.
     """
     keys = ["response_id", "criterion_id"]
-    if cons is None and reference_humans and memo is not None:
-        cons = _consensus(frames, reference_humans, memo)
-    ev, ec = _entry(memo, v), _entry(memo, cons)
+    if cons is None and reference_humans and context is not None:
+        cons = _consensus(frames, reference_humans, context)
+    ev, ec = _entry(context, v), _entry(context, cons)
     if (
         ev is not None
         and ec is not None
-        and ev["units"] is not None
-        and ec["units"] is not None
+        and ev.units is not None
+        and ec.units is not None
         and cons is not None
         and not cons.empty
     ):
@@ -378,7 +377,7 @@ def _paired(
         o = v.loc[v["grader"] == other, [*keys, "met"]].rename(columns={"met": f"also:{other}"})
         cand = cand.merge(o, on=keys, how="inner")
     if cons is None:
-        cons = _consensus(frames, reference_humans, memo) if reference_humans else None
+        cons = _consensus(frames, reference_humans, context) if reference_humans else None
     if cons is None or cons.empty:
         empty = cand.iloc[0:0].assign(reference=pd.Series([], dtype=bool))
         return empty, len(cand)
@@ -393,26 +392,27 @@ def _paired(
 
 def _paired_units(
     v: pd.DataFrame,
-    ev: dict[str, Any],
+    ev: UnitIndex,
     candidate: str,
     also: Sequence[str],
     cons: pd.DataFrame,
-    ec: dict[str, Any],
+    ec: UnitIndex,
 ) -> tuple[pd.DataFrame, int]:
     """:func:`_paired` by unit positions (the same rows, order and columns)."""
     keys = ["response_id", "criterion_id"]
-    n, uv = int(ev["n_units"]), ev["units"]
-    cand = _grader_rows(ev, candidate)
+    n, uv = ev.n_units, ev.units
+    assert uv is not None and ec.units is not None
+    cand = ev.grader_rows(candidate)
     u = uv[cand]
     keep = np.ones(len(cand), dtype=bool)
     met = v["met"].to_numpy(bool)
     others = {}
     for other in also:
-        rows = _grader_rows(ev, other)
+        rows = ev.grader_rows(other)
         pos = _lookup(n, uv[rows], rows)[u]
         keep &= pos >= 0
         others[other] = pos
-    ref = _lookup(n, ec["units"], np.arange(len(cons), dtype=np.intp))[u]
+    ref = _lookup(n, ec.units, np.arange(len(cons), dtype=np.intp))[u]
     n_undecided = int((keep & (ref < 0)).sum())
     sel = keep & (ref >= 0)
     cols = [*keys, "task_id", "met", "tags", "workflow", "domain"]
@@ -502,16 +502,18 @@ def _unit_codes(v: pd.DataFrame) -> npt.NDArray[np.int64]:
 _CODE_COLUMNS = ("_unit_code", "_grader_code", "_task_code")
 
 
-def _with_codes(v: pd.DataFrame, full: pd.DataFrame, memo: Memo | None) -> pd.DataFrame:
+def _with_codes(
+    v: pd.DataFrame, full: pd.DataFrame, context: AnalysisContext | None
+) -> pd.DataFrame:
     """``v`` (columns of ``full``) with :data:`_CODE_COLUMNS` of the rows of ``full``.
 
     Any integer code that is one-to-one with the unit does as the unit code (each
     group's units are re-coded in order of first appearance): the unit position when
-    the memo knows it. The codes of ``full`` are kept in the memo for the next grouping.
+    the context knows it. The codes of ``full`` are kept in the context for the next grouping.
     """
-    hit = None if memo is None else memo.get("agreement.codes")
+    hit = None if context is None else context.codes
     if hit is None or hit[0] is not full:
-        pos = unit_positions(memo, full)
+        pos = unit_positions(context, full)
         grader, _ = pd.factorize(full["grader"].to_numpy(object), sort=False)
         task, _ = pd.factorize(full["task_id"].to_numpy(object), sort=False)
         codes = {
@@ -520,8 +522,8 @@ def _with_codes(v: pd.DataFrame, full: pd.DataFrame, memo: Memo | None) -> pd.Da
             "_task_code": np.asarray(task, np.int64),
         }
         hit = (full, codes)
-        if memo is not None:
-            memo["agreement.codes"] = hit
+        if context is not None:
+            context.codes = hit
     return v.assign(**hit[1])
 
 
@@ -605,7 +607,7 @@ def human_agreement(
     n_boot: int = 2000,
     seed: int = 0,
     ci: float = 0.95,
-    memo: Memo | None = None,
+    context: AnalysisContext | None = None,
 ) -> HumanAgreement:
     """Agreement among the human graders over every judgment unit.
 
@@ -615,11 +617,11 @@ def human_agreement(
         n_boot: Task-clustered bootstrap resamples (0: no intervals).
         seed: Bootstrap seed.
         ci: Confidence level.
-        memo: A dict shared by calls on the same frames to reuse verdict and consensus
+        context: An :class:`~gradercal.analysis.context.AnalysisContext` shared by calls on the same frames to reuse verdict and consensus
             tables (e.g. within one report); None: compute afresh.
     """
     names = list(humans) if humans is not None else human_graders(frames)
-    return _human_stats(_verdicts(frames, names, memo), n_boot, seed, ci)
+    return _human_stats(_verdicts(frames, names, context), n_boot, seed, ci)
 
 
 @dataclass(frozen=True)
@@ -657,7 +659,7 @@ def pairwise_agreement(
     n_boot: int = 2000,
     seed: int = 0,
     ci: float = 0.95,
-    memo: Memo | None = None,
+    context: AnalysisContext | None = None,
 ) -> list[PairAgreement]:
     """Percent agreement and Cohen's kappa of every pair of graders.
 
@@ -667,18 +669,18 @@ def pairwise_agreement(
         n_boot: Task-clustered bootstrap resamples (0: no intervals).
         seed: Bootstrap seed.
         ci: Confidence level.
-        memo: A dict shared by calls on the same frames to reuse verdict and consensus
+        context: An :class:`~gradercal.analysis.context.AnalysisContext` shared by calls on the same frames to reuse verdict and consensus
             tables (e.g. within one report); None: compute afresh.
 
     Returns:
         One entry per unordered pair ``(a, b)``, ``a`` before ``b`` in ``graders``.
     """
     names = list(graders) if graders is not None else human_graders(frames)
-    v = _verdicts(frames, names, memo)
+    v = _verdicts(frames, names, context)
     keys = ["response_id", "criterion_id"]
     out: list[PairAgreement] = []
-    ev = _entry(memo, v)
-    if ev is not None and ev["units"] is None:
+    ev = _entry(context, v)
+    if ev is not None and ev.units is None:
         ev = None
     for i, a in enumerate(names):
         if ev is None:
@@ -712,10 +714,11 @@ def pairwise_agreement(
     return out
 
 
-def _pair_units(v: pd.DataFrame, ev: dict[str, Any], a: str, b: str) -> pd.DataFrame:
+def _pair_units(v: pd.DataFrame, ev: UnitIndex, a: str, b: str) -> pd.DataFrame:
     """The inner merge of ``a``'s and ``b``'s verdicts by unit positions (``a``'s order)."""
-    ra, rb = _grader_rows(ev, a), _grader_rows(ev, b)
-    pos = _lookup(int(ev["n_units"]), ev["units"][rb], rb)[ev["units"][ra]]
+    ra, rb = ev.grader_rows(a), ev.grader_rows(b)
+    assert ev.units is not None
+    pos = _lookup(ev.n_units, ev.units[rb], rb)[ev.units[ra]]
     sel = pos >= 0
     met = v["met"].to_numpy(bool)
     return pd.DataFrame(
@@ -734,7 +737,7 @@ def leave_one_out(
     n_boot: int = 2000,
     seed: int = 0,
     ci: float = 0.95,
-    memo: Memo | None = None,
+    context: AnalysisContext | None = None,
 ) -> list[Comparison]:
     """Each human against the consensus of the other humans.
 
@@ -744,7 +747,7 @@ def leave_one_out(
         n_boot: Task-clustered bootstrap resamples (0: no intervals).
         seed: Bootstrap seed.
         ci: Confidence level.
-        memo: A dict shared by calls on the same frames to reuse verdict and consensus
+        context: An :class:`~gradercal.analysis.context.AnalysisContext` shared by calls on the same frames to reuse verdict and consensus
             tables (e.g. within one report); None: compute afresh.
 
     Returns:
@@ -754,11 +757,11 @@ def leave_one_out(
     names = list(humans) if humans is not None else human_graders(frames)
     if len(names) < 2:
         return []
-    v = _verdicts(frames, names, memo)
+    v = _verdicts(frames, names, context)
     out = []
     for h in names:
         others = [g for g in names if g != h]
-        paired, undecided = _paired(frames, v, h, others, memo=memo)
+        paired, undecided = _paired(frames, v, h, others, context=context)
         out.append(
             _compare_table(paired, "candidate", h, _describe(others), n_boot, seed, ci, undecided)
         )
@@ -842,7 +845,7 @@ def judge_agreement(
     seed: int = 0,
     ci: float = 0.95,
     progress: Progress | None = None,
-    memo: Memo | None = None,
+    context: AnalysisContext | None = None,
 ) -> JudgeAgreement:
     """The judge against the human consensus, and every human treated as a judge.
 
@@ -854,7 +857,7 @@ def judge_agreement(
         seed: Bootstrap seed (the same resamples for every comparison with the same
             tasks).
         ci: Confidence level.
-        memo: A dict shared by calls on the same frames to reuse verdict and consensus
+        context: An :class:`~gradercal.analysis.context.AnalysisContext` shared by calls on the same frames to reuse verdict and consensus
             tables (e.g. within one report); None: compute afresh.
         progress: Optional ``(stage, done, total)`` callback.
 
@@ -864,11 +867,11 @@ def judge_agreement(
     names = [
         h for h in (list(humans) if humans is not None else human_graders(frames)) if h != judge
     ]
-    v = _verdicts(frames, [*names, judge], memo)
+    v = _verdicts(frames, [*names, judge], context)
     if not (v["grader"] == judge).any():
         raise ValueError(f"grader {judge!r} has no verdict on any judgment criterion")
     total = 1 + len(names)
-    paired, undecided = _paired(frames, v, judge, names, memo=memo)
+    paired, undecided = _paired(frames, v, judge, names, context=context)
     headline = _compare_table(
         paired, "candidate", judge, _describe(names), n_boot, seed, ci, undecided
     )
@@ -878,7 +881,7 @@ def judge_agreement(
     if len(names) >= 2:
         for i, h in enumerate(names):
             others = [g for g in names if g != h]
-            p, und = _paired(frames, v, h, others, also=[judge], memo=memo)
+            p, und = _paired(frames, v, h, others, also=[judge], context=context)
             ref = _describe(others)
             hc = _compare_table(p, "candidate", h, ref, n_boot, seed, ci, und)
             jc = _compare_table(p, f"also:{judge}", judge, ref, n_boot, seed, ci, und)
@@ -1146,7 +1149,7 @@ def group_agreement(
     seed: int = 0,
     ci: float = 0.95,
     progress: Progress | None = None,
-    memo: Memo | None = None,
+    context: AnalysisContext | None = None,
 ) -> list[GroupAgreement]:
     """Human–human agreement and judge–consensus comparison within each group.
 
@@ -1163,7 +1166,7 @@ def group_agreement(
         n_boot: Task-clustered bootstrap resamples (0: no intervals).
         seed: Bootstrap seed.
         ci: Confidence level.
-        memo: A dict shared by calls on the same frames to reuse verdict and consensus
+        context: An :class:`~gradercal.analysis.context.AnalysisContext` shared by calls on the same frames to reuse verdict and consensus
             tables (e.g. within one report); None: compute afresh.
         progress: Optional ``(stage, done, total)`` callback.
 
@@ -1178,18 +1181,18 @@ def group_agreement(
     names = [
         h for h in (list(humans) if humans is not None else human_graders(frames)) if h != judge
     ]
-    v = _verdicts(frames, names, memo)
+    v = _verdicts(frames, names, context)
     # Only the columns the group statistics read travel through the grouping.
     label_col = {"tag": "tags", "criterion": "criterion_id"}.get(by, by)
     need = ["response_id", "criterion_id", "task_id", "grader", "met", label_col]
     hv = _group_labels(
-        v if by == "criterion" else _with_codes(v.loc[:, list(dict.fromkeys(need))], v, memo), by
+        v if by == "criterion" else _with_codes(v.loc[:, list(dict.fromkeys(need))], v, context), by
     )
     paired = None
     if judge is not None:
-        jv = _verdicts(frames, [judge], memo)
-        cons = _consensus(frames, names, memo) if names else None
-        paired, _ = _paired(frames, jv, judge, names, cons=cons, memo=memo)
+        jv = _verdicts(frames, [judge], context)
+        cons = _consensus(frames, names, context) if names else None
+        paired, _ = _paired(frames, jv, judge, names, cons=cons, context=context)
         if by != "criterion":
             pneed = ["task_id", "candidate", "reference", label_col]
             paired = paired.loc[:, list(dict.fromkeys(pneed))]
@@ -1254,14 +1257,14 @@ def agreement_report(
     names = [
         h for h in (list(humans) if humans is not None else human_graders(frames)) if h != judge
     ]
-    memo: Memo = {}
-    overall = human_agreement(frames, names, n_boot=n_boot, seed=seed, ci=ci, memo=memo)
+    context = AnalysisContext()
+    overall = human_agreement(frames, names, n_boot=n_boot, seed=seed, ci=ci, context=context)
     if progress:
         progress("human agreement", 1, 3)
-    pairs = pairwise_agreement(frames, names, n_boot=n_boot, seed=seed, ci=ci, memo=memo)
+    pairs = pairwise_agreement(frames, names, n_boot=n_boot, seed=seed, ci=ci, context=context)
     if progress:
         progress("human agreement", 2, 3)
-    loo = leave_one_out(frames, names, n_boot=n_boot, seed=seed, ci=ci, memo=memo)
+    loo = leave_one_out(frames, names, n_boot=n_boot, seed=seed, ci=ci, context=context)
     if progress:
         progress("human agreement", 3, 3)
     notes: list[str] = []
@@ -1296,12 +1299,27 @@ def agreement_report(
     }
     if judge is not None:
         ja = judge_agreement(
-            frames, judge, names, n_boot=n_boot, seed=seed, ci=ci, progress=progress, memo=memo
+            frames,
+            judge,
+            names,
+            n_boot=n_boot,
+            seed=seed,
+            ci=ci,
+            progress=progress,
+            context=context,
         )
         report["human_judge"] = ja.to_dict()
     if by is not None:
         rows = group_agreement(
-            frames, by, names, judge, n_boot=n_boot, seed=seed, ci=ci, progress=progress, memo=memo
+            frames,
+            by,
+            names,
+            judge,
+            n_boot=n_boot,
+            seed=seed,
+            ci=ci,
+            progress=progress,
+            context=context,
         )
         report["groups"] = {"by": by, "rows": [r.to_dict() for r in rows]}
     return report

@@ -83,6 +83,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from gradercal.analysis.context import AnalysisContext
 from gradercal.errors import GradercalError
 from gradercal.frames import Frames
 
@@ -680,7 +681,7 @@ def alt_test_frames(
     cluster: Clustering = "auto",
     min_clusters: int = MIN_CLUSTERS,
     seed: int = 0,
-    memo: dict[Any, Any] | None = None,
+    context: AnalysisContext | None = None,
 ) -> AltTestResult:
     """The alt-test of a judge on a benchmark's met / not met verdicts.
 
@@ -699,8 +700,8 @@ def alt_test_frames(
             :func:`alt_test`.
         min_clusters: Fewest tasks for the clustered test of one expert.
         seed: Seed of the clustered test's bootstrap.
-        memo: A dict shared by calls on the same frames (e.g. within one report) to
-            reuse the verdict table (:data:`gradercal.analysis.agreement.Memo`); None: compute
+        context: An :class:`~gradercal.analysis.context.AnalysisContext` shared by calls on the same frames (e.g. within one report) to
+            reuse the verdict table (:class:`~gradercal.analysis.context.AnalysisContext`); None: compute
             afresh.
 
     Raises:
@@ -711,7 +712,7 @@ def alt_test_frames(
     names = [
         h for h in (list(humans) if humans is not None else human_graders(frames)) if h != judge
     ]
-    v = verdicts(frames, [*names, judge], memo=memo)
+    v = verdicts(frames, [*names, judge], context=context)
     # An item is a (response, criterion) pair, coded as an integer.
     rc, _ = pd.factorize(v["response_id"].to_numpy(object), sort=False)
     cc, cu = pd.factorize(v["criterion_id"].to_numpy(object), sort=False)

@@ -80,6 +80,17 @@ class UnitIndex:
     n_units: int
     rows_by_grader: dict[str, IntArray] | None = None
 
+    def grader_rows(self, grader: str) -> IntArray:
+        """Rows of this (verdict) table whose grader is ``grader``, in order."""
+        if self.rows_by_grader is None:
+            codes, names = pd.factorize(self.table["grader"].to_numpy(object), sort=False)
+            order = np.argsort(codes, kind="stable")
+            bounds = np.searchsorted(np.asarray(codes)[order], np.arange(len(names) + 1))
+            self.rows_by_grader = {
+                name: order[bounds[k] : bounds[k + 1]] for k, name in enumerate(names)
+            }
+        return self.rows_by_grader.get(grader, np.zeros(0, dtype=np.intp))
+
 
 #: Key of a set of experts: their names in order, or None for every human grader.
 HumansKey = tuple[str, ...] | None
@@ -121,20 +132,13 @@ class AnalysisContext:
         self._index[id(table)] = entry
         return entry
 
+    def indexes(self) -> list[UnitIndex]:
+        """Every table this context knows the unit positions of."""
+        return list(self._index.values())
+
     def index_of(self, table: pd.DataFrame | None) -> UnitIndex | None:
         """The :class:`UnitIndex` of a table this context handed out; None otherwise."""
         if table is None:
             return None
         hit = self._index.get(id(table))
         return hit if hit is not None and hit.table is table else None
-
-    def grader_rows(self, entry: UnitIndex, grader: str) -> IntArray:
-        """Rows of a registered verdict table whose grader is ``grader``, in order."""
-        if entry.rows_by_grader is None:
-            codes, names = pd.factorize(entry.table["grader"].to_numpy(object), sort=False)
-            order = np.argsort(codes, kind="stable")
-            bounds = np.searchsorted(np.asarray(codes)[order], np.arange(len(names) + 1))
-            entry.rows_by_grader = {
-                str(name): order[bounds[k] : bounds[k + 1]] for k, name in enumerate(names)
-            }
-        return entry.rows_by_grader.get(grader, np.zeros(0, dtype=np.intp))

@@ -100,6 +100,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from gradercal.analysis.context import AnalysisContext
 from gradercal.analysis.scoring import PASS_EPSILON, response_scores
 from gradercal.analysis.verdicts import human_graders
 from gradercal.frames import Frames
@@ -702,12 +703,12 @@ def estimate_table(
     judge: str,
     humans: Sequence[str] | None = None,
     *,
-    memo: dict[Any, Any] | None = None,
+    context: AnalysisContext | None = None,
 ) -> pd.DataFrame:
     """Per response: the judge's score and pass, and the consensus's when complete.
 
-    ``memo``: a dict shared by calls on the same frames (e.g. within one report) to
-    reuse the score tables (:data:`gradercal.analysis.agreement.Memo`); None: compute afresh.
+    ``context``: an :class:`~gradercal.analysis.context.AnalysisContext` shared by calls on the same frames (e.g. within one report) to
+    reuse the score tables (:class:`~gradercal.analysis.context.AnalysisContext`); None: compute afresh.
 
     Returns:
         ``response_id``, ``task_id``, ``model``, ``workflow``, ``domain``,
@@ -718,12 +719,12 @@ def estimate_table(
     names = [
         h for h in (list(humans) if humans is not None else human_graders(frames)) if h != judge
     ]
-    js = response_scores(frames, judge, include_ungraded=True, memo=memo)
+    js = response_scores(frames, judge, include_ungraded=True, context=context)
     t = js.loc[js["score"].notna(), ["response_id", "task_id", "model", "score"]].rename(
         columns={"score": "judge_score"}
     )
     if names:
-        cs = response_scores(frames, "consensus", humans=names, memo=memo)
+        cs = response_scores(frames, "consensus", humans=names, context=context)
         t = t.merge(
             cs.loc[:, ["response_id", "score"]].rename(columns={"score": "human_score"}),
             on="response_id",
@@ -750,7 +751,7 @@ def estimate_report(
     ci: float = 0.95,
     pooled: bool = False,
     benchmark: str | None = None,
-    memo: dict[Any, Any] | None = None,
+    context: AnalysisContext | None = None,
 ) -> dict[str, Any]:
     """Everything ``gradercal estimate --json`` prints (shape in ``docs/agreement.md``).
 
@@ -766,9 +767,9 @@ def estimate_report(
         ci: Confidence level.
         pooled: Estimate the judge's Se/Sp over all models for Rogan–Gladen.
         benchmark: The benchmark's name, echoed in the report.
-        memo: See :func:`estimate_table`.
+        context: See :func:`estimate_table`.
     """
-    t = estimate_table(frames, judge, humans, memo=memo)
+    t = estimate_table(frames, judge, humans, context=context)
     cut = float(frames.pass_threshold) - PASS_EPSILON
     lab = t["human_score"].notna().to_numpy(bool)
     jpass = t["judge_score"].to_numpy(np.float64) >= cut

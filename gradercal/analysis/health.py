@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from gradercal.analysis.context import AnalysisContext
 from gradercal.analysis.verdicts import consensus_verdicts, human_graders, unit_positions, verdicts
 from gradercal.frames import Frames, object_frame
 
@@ -120,7 +121,7 @@ def criterion_health(
     *,
     bar: float = DEFAULT_BAR,
     details: bool | int = True,
-    memo: dict[Any, Any] | None = None,
+    context: AnalysisContext | None = None,
 ) -> list[CriterionHealth]:
     """Health of every judgment criterion, ranked by impact.
 
@@ -131,15 +132,15 @@ def criterion_health(
         bar: The agreement bar (0 < bar ≤ 1).
         details: List the disagreeing verdicts of every flagged criterion (True), of
             the first N flagged ones in rank order (an int), or of none (False).
-        memo: A dict shared by calls on the same frames (e.g. within one report) to
-            reuse the verdict and consensus tables (:data:`gradercal.analysis.agreement.Memo`);
+        context: An :class:`~gradercal.analysis.context.AnalysisContext` shared by calls on the same frames (e.g. within one report) to
+            reuse the verdict and consensus tables (:class:`~gradercal.analysis.context.AnalysisContext`);
             None: compute afresh.
 
     Returns:
         Every judgment criterion with at least one verdict, most impactful first
         (criteria with undefined impact last).
     """
-    ranked, v, names, cons = _health_parts(frames, judge, humans, bar, memo)
+    ranked, v, names, cons = _health_parts(frames, judge, humans, bar, context)
     if ranked is None:
         return []
     out = [
@@ -199,14 +200,14 @@ def health_table(
     humans: Sequence[str] | None = None,
     *,
     bar: float = DEFAULT_BAR,
-    memo: dict[Any, Any] | None = None,
+    context: AnalysisContext | None = None,
 ) -> pd.DataFrame:
     """:func:`criterion_health` without details as one table, in the same rank order.
 
     One row per criterion with the columns of :class:`CriterionHealth` (missing figures
     NaN, ``flags`` a tuple) and ``flagged``; built column-wise, for large benchmarks.
     """
-    ranked, _, _, _ = _health_parts(frames, judge, humans, bar, memo)
+    ranked, _, _, _ = _health_parts(frames, judge, humans, bar, context)
     if ranked is None:
         return pd.DataFrame({c: pd.Series([], dtype=object) for c in HEALTH_TABLE_COLUMNS})
     return ranked
@@ -217,7 +218,7 @@ def _health_parts(
     judge: str | None,
     humans: Sequence[str] | None,
     bar: float,
-    memo: dict[Any, Any] | None,
+    context: AnalysisContext | None,
 ) -> tuple[pd.DataFrame | None, pd.DataFrame, list[str], pd.DataFrame]:
     """The ranked table (None: no verdicts), the verdicts, the humans and the consensus."""
     if not 0.0 < bar <= 1.0:
@@ -226,11 +227,11 @@ def _health_parts(
         h for h in (list(humans) if humans is not None else human_graders(frames)) if h != judge
     ]
     graders = [*names, *([judge] if judge is not None else [])]
-    v = verdicts(frames, graders, memo=memo)
+    v = verdicts(frames, graders, context=context)
     if v.empty:
         return None, v, names, pd.DataFrame(columns=["response_id", "criterion_id", "met"])
     keys = ["response_id", "criterion_id"]
-    pos = unit_positions(memo, v)
+    pos = unit_positions(context, v)
     hmask = v["grader"].isin(names).to_numpy(bool)
     hv = v.loc[hmask]
     # Human agreement per unit.
@@ -253,14 +254,14 @@ def _health_parts(
     # Judge vs consensus per unit.
     jagg = None
     cons = (
-        consensus_verdicts(frames, names, memo=memo)
+        consensus_verdicts(frames, names, context=context)
         if names
         else pd.DataFrame(columns=[*keys, "met"])
     )
     if judge is not None:
         jmask = (v["grader"] == judge).to_numpy(bool)
         jv = v.loc[jmask, [*keys, "task_id", "met"]]
-        cpos = unit_positions(memo, cons)
+        cpos = unit_positions(context, cons)
         if pos is not None and cpos is not None and cpos[1] == pos[1]:
             # The merge by unit positions (consensus units are unique): the judge's rows
             # with a consensus, in the judge's order, as the inner merge keeps them.

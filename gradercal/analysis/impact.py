@@ -41,6 +41,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from gradercal.analysis.agreement import Progress
+from gradercal.analysis.context import AnalysisContext
 from gradercal.analysis.scoring import BREAKDOWNS, PASS_EPSILON, response_scores
 from gradercal.analysis.verdicts import human_graders
 from gradercal.frames import Frames
@@ -64,7 +65,7 @@ def paired_scores(
     humans: Sequence[str] | None = None,
     calibrated: pd.DataFrame | None = None,
     *,
-    memo: dict[Any, Any] | None = None,
+    context: AnalysisContext | None = None,
 ) -> tuple[pd.DataFrame, int]:
     """Per-response scores under each grader, on the responses all of them scored.
 
@@ -73,8 +74,8 @@ def paired_scores(
         judge: The judge's grader name.
         humans: The graders of the consensus (default: every human grader).
         calibrated: Optional ``response_id``, ``score`` of the calibrated judge.
-        memo: A dict shared by calls on the same frames (e.g. within one report) to
-            reuse the score tables (:data:`gradercal.analysis.agreement.Memo`); None: compute
+        context: An :class:`~gradercal.analysis.context.AnalysisContext` shared by calls on the same frames (e.g. within one report) to
+            reuse the score tables (:class:`~gradercal.analysis.context.AnalysisContext`); None: compute
             afresh.
 
     Returns:
@@ -85,8 +86,8 @@ def paired_scores(
     names = [
         h for h in (list(humans) if humans is not None else human_graders(frames)) if h != judge
     ]
-    cons = response_scores(frames, "consensus", humans=names, memo=memo)
-    js = response_scores(frames, judge, include_ungraded=True, memo=memo)
+    cons = response_scores(frames, "consensus", humans=names, context=context)
+    js = response_scores(frames, judge, include_ungraded=True, context=context)
     t = cons.loc[:, ["response_id", "task_id", "model", "score"]].rename(
         columns={"score": "consensus"}
     )
@@ -299,7 +300,7 @@ def impact_report(
     ci: float = 0.95,
     progress: Progress | None = None,
     benchmark: str | None = None,
-    memo: dict[Any, Any] | None = None,
+    context: AnalysisContext | None = None,
 ) -> dict[str, Any]:
     """Everything ``gradercal impact --json`` prints (shape in ``docs/agreement.md``).
 
@@ -317,7 +318,7 @@ def impact_report(
         ci: Confidence level.
         progress: Optional ``(stage, done, total)`` callback.
         benchmark: The benchmark's name, echoed in the report.
-        memo: See :func:`paired_scores`.
+        context: See :func:`paired_scores`.
 
     Raises:
         ValueError: An unknown breakdown.
@@ -325,7 +326,7 @@ def impact_report(
     bad = [b for b in breakdowns if b not in BREAKDOWNS]
     if bad:
         raise ValueError(f"unknown breakdown {bad[0]!r}; use {', '.join(BREAKDOWNS)}")
-    t, n_unpaired = paired_scores(frames, judge, humans, calibrated, memo=memo)
+    t, n_unpaired = paired_scores(frames, judge, humans, calibrated, context=context)
     graders = ["consensus", "judge"] + (["calibrated"] if calibrated is not None else [])
     threshold = float(frames.pass_threshold)
     codes, task_labels = pd.factorize(t["task_id"], sort=False)

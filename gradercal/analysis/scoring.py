@@ -45,6 +45,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from gradercal.analysis.context import AnalysisContext, HumanLevels
 from gradercal.frames import Frames, object_frame
 from gradercal.rubric import (
     PASS_EPSILON,
@@ -117,30 +118,15 @@ SUMMARY_COLUMNS: tuple[str, ...] = (
 
 _DECIDED_OR_TIED = ("adjudication", "majority", "tie")
 
-#: A dict shared by the calls of one report on the *same* frames: the score grid,
-#: consensus tables and response scores are computed once and reused (see
-#: :data:`gradercal.analysis.agreement.Memo`). Tables taken from it are read-only.
-ScoreMemo = dict[Any, Any]
-
-
-def _memoized(memo: ScoreMemo | None, key: Any, build: Any) -> Any:
-    """``build()``, or its value cached in ``memo`` under ``key`` (None: no cache)."""
-    if memo is None:
-        return build()
-    if key not in memo:
-        memo[key] = build()
-    return memo[key]
-
-
 # --------------------------------------------------------------------------- auto
 
 
-def auto_verdicts(frames: Frames, *, memo: ScoreMemo | None = None) -> pd.DataFrame:
+def auto_verdicts(frames: Frames, *, context: AnalysisContext | None = None) -> pd.DataFrame:
     """Verdicts of every auto criterion on every response of its task.
 
     Args:
         frames: The benchmark frames.
-        memo: A dict shared by calls on the same frames (the grid of responses ×
+        context: An :class:`~gradercal.analysis.context.AnalysisContext` shared by calls on the same frames (the grid of responses ×
             criteria, with every auto criterion evaluated, is built once); None:
             compute afresh.
 
@@ -149,7 +135,7 @@ def auto_verdicts(frames: Frames, *, memo: ScoreMemo | None = None) -> pd.DataFr
         order then criterion order: ``response_id``, ``criterion_id``, ``met``
         (bool, never missing). Responses whose task is unknown get no rows.
     """
-    return _auto_frame(_grid(frames, memo))
+    return _auto_frame(_grid(frames, context))
 
 
 def _auto_frame(grid: pd.DataFrame) -> pd.DataFrame:
@@ -166,16 +152,18 @@ def _auto_frame(grid: pd.DataFrame) -> pd.DataFrame:
 # --------------------------------------------------------------- frame internals
 
 
-def _grid(frames: Frames, memo: ScoreMemo | None = None) -> pd.DataFrame:
+def _grid(frames: Frames, context: AnalysisContext | None = None) -> pd.DataFrame:
     """Every (response, criterion of its task) pair with what scoring needs.
 
     Columns: ``response_id``, ``task_id``, ``model``, ``criterion_id``, ``points``,
     ``top`` (levels − 1, at least 1), ``is_auto`` and ``auto_met`` (1.0/0.0 for auto
     criteria, evaluated here once; NaN for judgment criteria). Order: responses,
-    then rubric rows. Cached in ``memo`` when given.
+    then rubric rows. Cached in ``context`` when given.
     """
-    if memo is not None:
-        return _memoized(memo, "scoring.grid", lambda: _grid(frames))  # type: ignore[no-any-return]
+    if context is not None:
+        if context.grid is None:
+            context.grid = _grid(frames)
+        return context.grid
     crit = frames.criteria.loc[
         :,
         [
@@ -241,22 +229,23 @@ def _consensus_full(
     frames: Frames,
     humans: Sequence[str] | None,
     grid: pd.DataFrame | None = None,
-    memo: ScoreMemo | None = None,
+    context: AnalysisContext | None = None,
 ) -> pd.DataFrame:
     """Consensus per (response, judgment criterion) plus the tie bounds lo/hi.
 
-    Cached in ``memo`` (when given) per set of ``humans``.
+    Cached in ``context`` (when given) per set of ``humans``.
     """
-    if memo is not None:
-        key = ("scoring.consensus", None if humans is None else tuple(humans))
+    if context is not None:
+        ctx = context
+        key = None if humans is None else tuple(humans)
 
         def build() -> pd.DataFrame:
-            base = _human_levels(frames, memo) if humans is not None else None
+            base = _human_levels(frames, ctx) if humans is not None else None
             if base is None:
-                return _consensus_full(frames, humans, _grid(frames, memo))
+                return _consensus_full(frames, humans, _grid(frames, ctx))
             return _consensus_from_levels(base, humans or ())
 
-        return _memoized(memo, key, build)  # type: ignore[no-any-return]
+        return ctx.once(ctx.consensus_full, key, build)
     if grid is None:
         grid = _grid(frames)
     grid = grid.loc[~grid["is_auto"], ["response_id", "criterion_id", "top"]]
@@ -348,10 +337,10 @@ def _consensus_table(
     )
 
 
-def _human_levels(frames: Frames, memo: ScoreMemo) -> dict[str, Any] | None:
-    """Every grader's effective level on every judgment unit, for the consensus (memo).
+def _human_levels(frames: Frames, context: AnalysisContext) -> HumanLevels | None:
+    """Every grader's effective level on every judgment unit, for the consensus (context).
 
-    Built once per memo: the judgment units of the grid (``units``: ``response_id``,
+    Built once per context: the judgment units of the grid (``units``: ``response_id``,
     ``criterion_id``, ``top``), and for every verdict with a level or met (a grader's
     duplicates keep the last), its unit's row, grader code, level and whether it is the
     top level; plus each unit's adjudicated level. None when the units are not unique
@@ -359,9 +348,9 @@ def _human_levels(frames: Frames, memo: ScoreMemo) -> dict[str, Any] | None:
     computed the general way.
     """
 
-    def build() -> dict[str, Any] | None:
+    def build() -> HumanLevels | None:
         keys = ["response_id", "criterion_id"]
-        grid = _grid(frames, memo)
+        grid = _grid(frames, context)
         units = grid.loc[~grid["is_auto"], [*keys, "top"]].reset_index(drop=True)
         if units.duplicated(keys).any():
             return None
@@ -377,34 +366,36 @@ def _human_levels(frames: Frames, memo: ScoreMemo) -> dict[str, Any] | None:
         adj_level[adj["_row"].to_numpy(np.intp)] = _effective_level(
             adj["met"], adj["level"], adj["top"]
         )
-        return {
-            "units": units,
-            "row": hj["_row"].to_numpy(np.intp)[keep],
-            "grader": np.asarray(codes, np.intp),
-            "names": {name: k for k, name in enumerate(names)},
-            "eff": eff[keep],
-            "is_met": eff[keep] == hj["top"].to_numpy(dtype="float64")[keep],
-            "adj_level": adj_level,
-        }
+        return HumanLevels(
+            units=units,
+            row=hj["_row"].to_numpy(np.intp)[keep],
+            grader=np.asarray(codes, np.intp),
+            names={name: k for k, name in enumerate(names)},
+            eff=eff[keep],
+            is_met=eff[keep] == hj["top"].to_numpy(dtype="float64")[keep],
+            adj_level=adj_level,
+        )
 
-    return _memoized(memo, "scoring.human_levels", build)  # type: ignore[no-any-return]
+    if context.human_levels is None:
+        context.human_levels = (build(),)
+    return context.human_levels[0]
 
 
-def _consensus_from_levels(base: dict[str, Any], humans: Sequence[str]) -> pd.DataFrame:
+def _consensus_from_levels(base: HumanLevels, humans: Sequence[str]) -> pd.DataFrame:
     """:func:`_consensus_full` of ``humans`` from :func:`_human_levels` (no merge).
 
     The lower and upper medians of each unit's levels are the sorted levels at positions
     ``(r − 1) // 2`` and ``r // 2`` — what ``quantile(0.5, interpolation="lower" /
     "higher")`` returns.
     """
-    units: pd.DataFrame = base["units"]
+    units = base.units
     n = len(units)
-    wanted = [base["names"][h] for h in dict.fromkeys(humans) if h in base["names"]]
-    sel = np.isin(base["grader"], np.asarray(wanted, dtype=np.intp))
-    row = base["row"][sel]
-    eff = base["eff"][sel]
+    wanted = [base.names[h] for h in dict.fromkeys(humans) if h in base.names]
+    sel = np.isin(base.grader, np.asarray(wanted, dtype=np.intp))
+    row = base.row[sel]
+    eff = base.eff[sel]
     n_raters = np.bincount(row, minlength=n).astype(np.int64)
-    n_met = np.bincount(row, weights=base["is_met"][sel], minlength=n).astype(np.int64)
+    n_met = np.bincount(row, weights=base.is_met[sel], minlength=n).astype(np.int64)
     order = np.lexsort((eff, row))
     sorted_eff = eff[order]
     start = np.searchsorted(row[order], np.arange(n))
@@ -419,12 +410,12 @@ def _consensus_from_levels(base: dict[str, Any], humans: Sequence[str]) -> pd.Da
         pd.Series(n_met, dtype="int64"),
         lo,
         hi,
-        base["adj_level"],
+        base.adj_level,
     )
 
 
 def consensus(
-    frames: Frames, humans: Sequence[str] | None = None, *, memo: ScoreMemo | None = None
+    frames: Frames, humans: Sequence[str] | None = None, *, context: AnalysisContext | None = None
 ) -> pd.DataFrame:
     """Human consensus verdict on every (response, judgment criterion) pair.
 
@@ -454,7 +445,7 @@ def consensus(
         frames: The benchmark frames.
         humans: Names of the graders whose verdicts count (any kind); None means
             every grader whose ``grader_kind`` is ``"human"``.
-        memo: A dict shared by calls on the same frames (e.g. within one report) to
+        context: An :class:`~gradercal.analysis.context.AnalysisContext` shared by calls on the same frames (e.g. within one report) to
             build each consensus once; None: compute afresh.
 
     Returns:
@@ -464,7 +455,7 @@ def consensus(
         ``n_raters`` (human verdicts with a level or met), in response then rubric
         order. ``n_met``/``n_raters`` count the humans also for adjudicated pairs.
     """
-    return _consensus_full(frames, humans, memo=memo).loc[:, list(CONSENSUS_COLUMNS)]
+    return _consensus_full(frames, humans, context=context).loc[:, list(CONSENSUS_COLUMNS)]
 
 
 # ------------------------------------------------------------ per-response scores
@@ -494,7 +485,7 @@ def response_scores(
     tie_policy: TiePolicy = "incomplete",
     humans: Sequence[str] | None = None,
     include_ungraded: bool | None = None,
-    memo: ScoreMemo | None = None,
+    context: AnalysisContext | None = None,
 ) -> pd.DataFrame:
     """Rubric score of one grader (or the human consensus) on each response.
 
@@ -516,7 +507,7 @@ def response_scores(
             (they come out incomplete). Default: True for the consensus (every
             response), False for a named grader (only responses with at least one
             judgment row from that grader).
-        memo: A dict shared by calls on the same frames (e.g. within one report): the
+        context: An :class:`~gradercal.analysis.context.AnalysisContext` shared by calls on the same frames (e.g. within one report): the
             grid, the consensus and each grader's scores are computed once; None:
             compute afresh.
 
@@ -533,21 +524,21 @@ def response_scores(
         ValueError: Unknown ``tie_policy``.
     """
     _check_tie_policy(tie_policy)
-    if memo is None:
+    if context is None:
         return _scores(frames, _grid(frames), grader, tie_policy, humans, include_ungraded)
     is_consensus = grader == CONSENSUS
     key = (
-        "scoring.response_scores",
         grader,
         tie_policy if is_consensus else None,
         None if humans is None or not is_consensus else tuple(humans),
         is_consensus if include_ungraded is None else bool(include_ungraded),
     )
-    out: pd.DataFrame = _memoized(
-        memo,
+    ctx = context
+    out = ctx.once(
+        ctx.response_scores,
         key,
         lambda: _scores(
-            frames, _grid(frames, memo), grader, tie_policy, humans, include_ungraded, memo
+            frames, _grid(frames, context), grader, tie_policy, humans, include_ungraded, context
         ),
     )
     return out.copy(deep=False)
@@ -565,7 +556,7 @@ def _scores(
     tie_policy: TiePolicy,
     humans: Sequence[str] | None,
     include_ungraded: bool | None,
-    memo: ScoreMemo | None = None,
+    context: AnalysisContext | None = None,
 ) -> pd.DataFrame:
     """:func:`response_scores` on a precomputed :func:`_grid`."""
     is_consensus = grader == CONSENSUS
@@ -577,7 +568,7 @@ def _scores(
     # Level (0 … top) of every judgment criterion according to the grader.
     ties = np.zeros(len(grid), dtype=bool)
     if is_consensus:
-        cons = _consensus_full(frames, humans, grid, memo)
+        cons = _consensus_full(frames, humans, grid, context)
         merged = grid.loc[:, keys].merge(cons, on=keys, how="left")
         eff = merged["level"].to_numpy(dtype="float64", na_value=np.nan)
         ties = (merged["source"] == "tie").to_numpy(dtype=bool)

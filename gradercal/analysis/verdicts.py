@@ -10,7 +10,7 @@
   :func:`gradercal.analysis.scoring.consensus` — the adjudication when there is one, else
   the strict majority of the human met / not-met verdicts. Units where exactly half the
   humans say met, or with no human verdict, are *undecided* and left out.
-* **Unit positions**: within one :data:`Memo`, every verdict and consensus table handed
+* **Unit positions**: within one :class:`~gradercal.analysis.context.AnalysisContext`, every verdict and consensus table handed
   out may carry the position of each of its rows among the judgment units, so that
   pairing two tables is an array lookup instead of a merge (:func:`unit_positions`).
 
@@ -26,11 +26,11 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from gradercal.analysis.context import AnalysisContext, UnitIndex
 from gradercal.analysis.scoring import _human_levels, consensus
 from gradercal.frames import Frames
 
 __all__ = [
-    "Memo",
     "consensus_verdicts",
     "human_graders",
     "judge_graders",
@@ -61,14 +61,14 @@ def _judgment_grid(frames: Frames) -> pd.DataFrame:
 
 
 def verdicts(
-    frames: Frames, graders: Sequence[str] | None = None, *, memo: Memo | None = None
+    frames: Frames, graders: Sequence[str] | None = None, *, context: AnalysisContext | None = None
 ) -> pd.DataFrame:
     """Binary verdicts of graders on judgment criteria, one row per (unit, grader).
 
     Args:
         frames: The benchmark frames.
         graders: Keep only these graders (default: all).
-        memo: A dict shared by calls on the same frames (e.g. within one report): every
+        context: An :class:`~gradercal.analysis.context.AnalysisContext` shared by calls on the same frames (e.g. within one report): every
             grader's verdicts are built once and filtered; None: compute afresh.
 
     Returns:
@@ -80,8 +80,8 @@ def verdicts(
         without a level or met are dropped; a grader's duplicates keep the last.
         Order: the judgments' order.
     """
-    if memo is not None:
-        return _verdicts(frames, graders, memo)
+    if context is not None:
+        return _verdicts(frames, graders, context)
     j = frames.judgments
     if graders is not None:
         j = j.loc[j["grader"].isin(list(graders))]
@@ -129,14 +129,14 @@ def judge_graders(frames: Frames) -> list[str]:
 
 
 def consensus_verdicts(
-    frames: Frames, humans: Sequence[str] | None = None, *, memo: Memo | None = None
+    frames: Frames, humans: Sequence[str] | None = None, *, context: AnalysisContext | None = None
 ) -> pd.DataFrame:
     """The decided human consensus on every judgment unit.
 
     Args:
         frames: The benchmark frames.
         humans: The graders forming the consensus (default: every human grader).
-        memo: A dict shared by calls on the same frames (e.g. within one report) to
+        context: An :class:`~gradercal.analysis.context.AnalysisContext` shared by calls on the same frames (e.g. within one report) to
             build each consensus once (read-only tables); None: compute afresh.
 
     The one rule every engine uses (agreement, calibration, health, dashboard, prompt
@@ -150,18 +150,16 @@ def consensus_verdicts(
         where exactly half the verdicts say met, and units without a human verdict, are
         left out).
     """
-    if memo is not None:
-        key = ("consensus", None if humans is None else tuple(humans))
-        if key not in memo:
-            c = consensus(frames, humans, memo=memo)
-            memo[key] = _consensus_verdicts(c)
-            base = _human_levels(frames, memo)
-            if base is not None and len(c) == len(base["units"]):
+    if context is not None:
+        key = None if humans is None else tuple(humans)
+        if key not in context.consensus:
+            c = consensus(frames, humans, context=context)
+            table = context.consensus[key] = _consensus_verdicts(c)
+            base = _human_levels(frames, context)
+            if base is not None and len(c) == len(base.units):
                 # The consensus rows are the judgment units in order: keep the positions.
-                decided = _decided(c)
-                _register(memo, memo[key], np.flatnonzero(decided), len(c))
-        out: pd.DataFrame = memo[key]
-        return out
+                context.register(table, np.flatnonzero(_decided(c)), len(c))
+        return context.consensus[key]
     return _consensus_verdicts(consensus(frames, humans))
 
 
@@ -189,75 +187,60 @@ def _consensus_verdicts(c: pd.DataFrame) -> pd.DataFrame:
     ).reset_index(drop=True)
 
 
-#: Memo of the verdict, consensus and score tables shared by the calls of one report on
-#: the same frames (keys are private to the engines; the tables in it are read-only).
-Memo = dict[Any, Any]
-
-
-def _verdicts(frames: Frames, graders: Sequence[str] | None, memo: Memo | None) -> pd.DataFrame:
-    if memo is None:
+def _verdicts(
+    frames: Frames, graders: Sequence[str] | None, context: AnalysisContext | None
+) -> pd.DataFrame:
+    if context is None:
         return verdicts(frames, graders)
-    if "verdicts" not in memo:
-        memo["verdicts"] = verdicts(frames)
-    v: pd.DataFrame = memo["verdicts"]
-    entry = _entry(memo, v)
+    if context.verdicts is None:
+        context.verdicts = verdicts(frames)
+    v = context.verdicts
+    entry = context.index_of(v)
     if entry is None:
-        entry = _register(memo, v, *_verdict_units(frames, v, memo))
+        entry = context.register(v, *_verdict_units(frames, v, context))
     if graders is None:
         return v
-    key = ("verdicts", tuple(graders))
-    if key not in memo:
+    key = tuple(graders)
+    if key not in context.grader_verdicts:
         mask = v["grader"].isin(list(graders)).to_numpy(bool)
-        memo[key] = v.loc[mask].reset_index(drop=True)
-        units = entry["units"]
-        _register(memo, memo[key], None if units is None else units[mask], entry["n_units"])
-    out: pd.DataFrame = memo[key]
-    return out
+        table = context.grader_verdicts[key] = v.loc[mask].reset_index(drop=True)
+        units = entry.units
+        context.register(table, None if units is None else units[mask], entry.n_units)
+    return context.grader_verdicts[key]
 
 
-# Within one memo, every verdict and consensus table it holds may carry the position of
-# each of its rows among the judgment units (the rows of the scoring grid's judgment
+# Within one context, every verdict and consensus table it holds may carry the position
+# of each of its rows among the judgment units (the rows of the scoring grid's judgment
 # criteria, when those are unique): then pairing two tables is an array lookup instead
-# of a merge on (response_id, criterion_id). Entries are keyed by the table's id and
-# checked by identity (the memo keeps the tables alive).
+# of a merge on (response_id, criterion_id).
 
 
-def _register(
-    memo: Memo, df: pd.DataFrame, units: npt.NDArray[np.intp] | None, n_units: int
-) -> dict[str, Any]:
-    entry: dict[str, Any] = {"df": df, "units": units, "n_units": n_units, "rows": None}
-    memo.setdefault("agreement.units", {})[id(df)] = entry
-    return entry
+def _entry(context: AnalysisContext | None, df: pd.DataFrame | None) -> UnitIndex | None:
+    return None if context is None else context.index_of(df)
 
 
-def _entry(memo: Memo | None, df: pd.DataFrame | None) -> dict[str, Any] | None:
-    if memo is None or df is None:
-        return None
-    hit: dict[str, Any] | None = memo.get("agreement.units", {}).get(id(df))
-    return hit if hit is not None and hit["df"] is df else None
-
-
-def unit_positions(memo: Memo | None, df: pd.DataFrame) -> tuple[npt.NDArray[np.intp], int] | None:
+def unit_positions(
+    context: AnalysisContext | None, df: pd.DataFrame
+) -> tuple[npt.NDArray[np.intp], int] | None:
     """Position of every row of ``df`` among the judgment units, and their number.
 
-    Only for a verdict or consensus table handed out by this module with ``memo`` (the
+    Only for a verdict or consensus table handed out by this module with ``context`` (the
     same object) whose positions are known; None otherwise.
     """
-    entry = _entry(memo, df)
-    if entry is None or entry["units"] is None:
+    entry = _entry(context, df)
+    if entry is None or entry.units is None:
         return None
-    units: npt.NDArray[np.intp] = entry["units"]
-    return units, int(entry["n_units"])
+    return entry.units, entry.n_units
 
 
 def _verdict_units(
-    frames: Frames, v: pd.DataFrame, memo: Memo
+    frames: Frames, v: pd.DataFrame, context: AnalysisContext
 ) -> tuple[npt.NDArray[np.intp] | None, int]:
     """Unit position of every row of the verdict table ``v`` (None: not available)."""
-    base = _human_levels(frames, memo)
+    base = _human_levels(frames, context)
     if base is None:
         return None, 0
-    units = base["units"]
+    units = base.units
     n = len(units)
     # Integer pair codes over the units followed by the verdict rows (one factorization
     # per key column instead of a merge on the two string columns).
@@ -283,17 +266,6 @@ def _verdict_units(
     return np.asarray(order[at], dtype=np.intp), n
 
 
-def _grader_rows(entry: dict[str, Any], grader: str) -> npt.NDArray[np.intp]:
-    """Rows of the registered verdict table whose grader is ``grader``, in order."""
-    if entry["rows"] is None:
-        codes, names = pd.factorize(entry["df"]["grader"].to_numpy(object), sort=False)
-        order = np.argsort(codes, kind="stable")
-        bounds = np.searchsorted(np.asarray(codes)[order], np.arange(len(names) + 1))
-        entry["rows"] = {name: order[bounds[k] : bounds[k + 1]] for k, name in enumerate(names)}
-    rows: npt.NDArray[np.intp] = entry["rows"].get(grader, np.zeros(0, dtype=np.intp))
-    return rows
-
-
 def _lookup(n: int, units: npt.NDArray[np.intp], rows: npt.NDArray[np.intp]) -> Any:
     """Array ``unit → row`` (−1 where no row)."""
     lut = np.full(n, -1, dtype=np.intp)
@@ -301,5 +273,7 @@ def _lookup(n: int, units: npt.NDArray[np.intp], rows: npt.NDArray[np.intp]) -> 
     return lut
 
 
-def _consensus(frames: Frames, humans: Sequence[str], memo: Memo | None) -> pd.DataFrame:
-    return consensus_verdicts(frames, humans, memo=memo)
+def _consensus(
+    frames: Frames, humans: Sequence[str], context: AnalysisContext | None
+) -> pd.DataFrame:
+    return consensus_verdicts(frames, humans, context=context)

@@ -1,7 +1,7 @@
 """Computing the dashboard: :func:`compute_dashboard` runs every section at once.
 
 It filters the frames (:mod:`gradercal.dashboard.filters`), picks the primary judge,
-shares one memo of verdict, consensus and score tables between the engines, runs the
+shares one context of verdict, consensus and score tables between the engines, runs the
 sections of :mod:`gradercal.dashboard.sections` in order and assembles the
 :class:`~gradercal.dashboard.result.Dashboard`. With ``processes=2`` the calibration,
 models and health sections (and the last grouping) run meanwhile in a forked child
@@ -36,6 +36,7 @@ import pandas as pd
 
 from gradercal._util.blas import blas_limited
 from gradercal._util.forked import ChildFailed, ForkedCall, fork_available
+from gradercal.analysis.context import AnalysisContext
 from gradercal.dashboard.filters import DashboardFilters, filter_frames
 from gradercal.dashboard.result import AGREEMENT_COLUMNS, EXPERTS, Dashboard, _empty
 from gradercal.dashboard.sections import (
@@ -74,7 +75,7 @@ DEFAULT_N_BOOT = 200
 DEFAULT_CALIBRATION_METHOD = "threshold"
 
 #: Whether one :func:`compute_dashboard` call shares its verdict, consensus and score
-#: tables between the engines (a per-call memo; the tests switch it off to check that
+#: tables between the engines (a per-call context; the tests switch it off to check that
 #: the numbers do not depend on it).
 _SHARE_TABLES = True
 #: BLAS threads while :func:`compute_dashboard` runs (None: leave the library's
@@ -299,7 +300,7 @@ def compute_dashboard(
     """
     from gradercal.analysis.agreement import GROUPINGS, HUMAN_STATISTICS, human_agreement
     from gradercal.analysis.health import DEFAULT_BAR
-    from gradercal.analysis.verdicts import Memo, verdicts
+    from gradercal.analysis.verdicts import verdicts
 
     if not 0.0 < ci < 1.0:
         raise ValueError("ci must be between 0 and 1")
@@ -322,9 +323,9 @@ def compute_dashboard(
     if judge is not None and judge in humans:
         humans = [h for h in humans if h != judge]
         judges = sorted({*judges, judge})
-    memo: Memo | None = {} if _SHARE_TABLES else None
-    v = verdicts(f, memo=memo)
-    overview = _overview(f, v, humans, judges, primary, memo)
+    context = AnalysisContext() if _SHARE_TABLES else None
+    v = verdicts(f, context=context)
+    overview = _overview(f, v, humans, judges, primary, context)
     overview["benchmark"] = benchmark
     overview["filters"] = (filters or DashboardFilters()).describe()
     overview.update({"n_boot": n_boot, "seed": seed, "ci": ci, "bar": health_bar})
@@ -338,7 +339,7 @@ def compute_dashboard(
     steps.step("overview")
     # The calibration, models and health sections need nothing from the sections in
     # between: with two processes they run in a forked child meanwhile (same tables in
-    # its copy of the memo, so the same numbers).
+    # its copy of the context, so the same numbers).
     forked = None
     child_groupings: list[Grouping] = []
     if processes >= 2 and fork_available():
@@ -349,7 +350,7 @@ def compute_dashboard(
         with contextlib.suppress(ChildFailed, OSError):
             forked = ForkedCall(
                 functools.partial(
-                    _late_sections, *late_args, n_boot, seed, ci, memo, None, child_groupings
+                    _late_sections, *late_args, n_boot, seed, ci, context, None, child_groupings
                 )
             )
         if forked is None:
@@ -358,7 +359,7 @@ def compute_dashboard(
     try:
         # Expert–expert agreement, overall.
         rows: list[tuple[Any, ...]] = []
-        ha = human_agreement(f, humans, n_boot=n_boot, seed=seed, ci=ci, memo=memo)
+        ha = human_agreement(f, humans, n_boot=n_boot, seed=seed, ci=ci, context=context)
         rows += _agreement_rows(
             "overall",
             "all",
@@ -373,7 +374,7 @@ def compute_dashboard(
 
         # Every judge against the consensus (+ every expert as a judge).
         judged = _judge_sections(
-            f, judges, humans, primary, overview["judge_coverage"], n_boot, seed, ci, memo,
+            f, judges, humans, primary, overview["judge_coverage"], n_boot, seed, ci, context,
             steps, notes,
         )  # fmt: skip
         rows += judged.rows
@@ -381,19 +382,19 @@ def compute_dashboard(
         steps.step("judges")
 
         # Pairwise matrix over experts and judges.
-        pairwise = _pairwise(f, humans, judges, n_boot, seed, ci, memo)
+        pairwise = _pairwise(f, humans, judges, n_boot, seed, ci, context)
         steps.step("pairwise")
 
         # Agreement by tag, workflow and domain.
         for by in groupings:
             if by not in child_groupings:
-                rows += _grouping_rows(f, by, humans, primary, n_boot, seed, ci, memo, steps)
+                rows += _grouping_rows(f, by, humans, primary, n_boot, seed, ci, context, steps)
 
         late = None if forked is None else _late_result(forked, steps, cancelled, notes)
         if late is None:  # one process, or the child failed: its sections computed here
             late = _late_sections(
                 f, v, primary, humans, method, cal_options, cal_source, health_bar,
-                n_boot, seed, ci, memo, steps, child_groupings,
+                n_boot, seed, ci, context, steps, child_groupings,
             )  # fmt: skip
             notes += late.notes
     finally:
@@ -467,7 +468,7 @@ def _late_sections(
     n_boot: int,
     seed: int,
     ci: float,
-    memo: dict[Any, Any] | None,
+    context: AnalysisContext | None,
     steps: _Steps | None,
     groupings: Sequence[Grouping],
 ) -> _LateSections:
@@ -480,7 +481,7 @@ def _late_sections(
     own = _Steps(len(groupings) + len(_LATE_STEPS), None, None) if steps is None else steps
     group_rows: list[tuple[Any, ...]] = []
     for by in groupings:
-        group_rows += _grouping_rows(f, by, humans, primary, n_boot, seed, ci, memo, own)
+        group_rows += _grouping_rows(f, by, humans, primary, n_boot, seed, ci, context, own)
     notes: list[str] = []
     reliability: dict[str, pd.DataFrame] = {}
     cal_info: dict[str, Any] | None = None
@@ -490,22 +491,22 @@ def _late_sections(
         notes.append("no calibrated judge: calibration 'none' requested")
     elif primary is not None:
         cal_info, calibrated_scores, rel, cal_cmp = _calibrate(
-            f, primary, humans, method, cal_options, cal_source, n_boot, seed, ci, notes, memo
+            f, primary, humans, method, cal_options, cal_source, n_boot, seed, ci, notes, context
         )
         if rel is not None:
             reliability[primary] = rel
     own.step("calibration")
     models, flips = _models(
-        f, primary, humans, calibrated_scores, cal_info, n_boot, seed, ci, notes, memo
+        f, primary, humans, calibrated_scores, cal_info, n_boot, seed, ci, notes, context
     )
     own.step("models")
-    health, crit_rows = _health(f, primary, humans, health_bar, memo)
+    health, crit_rows = _health(f, primary, humans, health_bar, context)
     cons = (
-        consensus_verdicts(f, humans, memo=memo)
+        consensus_verdicts(f, humans, context=context)
         if humans
         else pd.DataFrame(columns=["response_id", "criterion_id", "met"])
     )
-    disagreements = _disagreements(v, cons, primary, humans, health, memo)
+    disagreements = _disagreements(v, cons, primary, humans, health, context)
     own.step("health")
     return _LateSections(
         cal_info, reliability, cal_cmp, models, flips, health, crit_rows, disagreements,

@@ -17,7 +17,7 @@ with the same arguments, so the dashboard shows what ``gradercal agreement``, ``
 * criterion health and the item-level disagreements:
   :func:`gradercal.analysis.health.criterion_health`.
 
-Each function takes the (filtered) frames and the ``memo`` shared by one
+Each function takes the (filtered) frames and the ``context`` shared by one
 :func:`~gradercal.dashboard.compute.compute_dashboard` call, appends its warnings to
 ``notes`` and returns its rows or tables in the shapes of
 :class:`~gradercal.dashboard.result.Dashboard`; the order of the sections, their progress
@@ -38,6 +38,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from gradercal.analysis.context import AnalysisContext
 from gradercal.dashboard.filters import NO_VALUE
 from gradercal.dashboard.result import EXPERTS, JUDGE_STATISTICS, MODEL_SOURCES, UNTAGGED, _empty
 from gradercal.errors import GradercalError
@@ -125,13 +126,13 @@ def _overview(
     humans: list[str],
     judges: list[str],
     primary: str | None,
-    memo: dict[Any, Any] | None = None,
+    context: AnalysisContext | None = None,
 ) -> dict[str, Any]:
     from gradercal.analysis.verdicts import unit_positions
 
     n_units = _n_units(frames)
     keys = ["response_id", "criterion_id"]
-    pos = unit_positions(memo, v)
+    pos = unit_positions(context, v)
     per_grader: Mapping[Any, int]
     if pos is not None:
         # Unit positions are known only when the units are unique, so every (unit,
@@ -220,7 +221,7 @@ def _grouping_rows(
     n_boot: int,
     seed: int,
     ci: float,
-    memo: dict[Any, Any] | None,
+    context: AnalysisContext | None,
     steps: _Steps,
 ) -> list[tuple[Any, ...]]:
     """The agreement rows of one grouping (tag, workflow or domain), as one section."""
@@ -234,7 +235,7 @@ def _grouping_rows(
         n_boot=n_boot,
         seed=seed,
         ci=ci,
-        memo=memo,
+        context=context,
         progress=steps.engine_hook,
     )
     steps.step(f"agreement by {by}")
@@ -261,7 +262,7 @@ def _judge_sections(
     n_boot: int,
     seed: int,
     ci: float,
-    memo: dict[Any, Any] | None,
+    context: AnalysisContext | None,
     steps: _Steps,
     notes: list[str],
 ) -> _Judged:
@@ -278,7 +279,7 @@ def _judge_sections(
                 n_boot=n_boot,
                 seed=seed,
                 ci=ci,
-                memo=memo,
+                context=context,
                 progress=steps.engine_hook,
             )
         except ValueError as exc:
@@ -307,7 +308,7 @@ def _judge_sections(
         loo = ja.judge_loo_mean.get("cohen_kappa")
         row["kappa_judge_loo"] = math.nan if loo is None else float(loo)
         row["kappa_within_experts"] = ja.within_human_range.get("cohen_kappa")
-        res = _alt_test(f, jname, humans, notes, memo)
+        res = _alt_test(f, jname, humans, notes, context)
         row["alt_test_passed"] = None if res is None else bool(res["passed"])
         row["alt_test_winning_rate"] = math.nan if res is None else float(res["winning_rate"])
         row["alt_test_advantage"] = math.nan if res is None else float(res["advantage_probability"])
@@ -325,14 +326,16 @@ def _pairwise(
     n_boot: int,
     seed: int,
     ci: float,
-    memo: dict[Any, Any] | None,
+    context: AnalysisContext | None,
 ) -> pd.DataFrame:
     """Percent agreement and Cohen's kappa of every pair of experts and judges."""
     from gradercal.analysis.agreement import pairwise_agreement
 
     kinds = dict.fromkeys(humans, "human") | dict.fromkeys(judges, "judge")
     prow: list[tuple[Any, ...]] = []
-    for p in pairwise_agreement(f, [*humans, *judges], n_boot=n_boot, seed=seed, ci=ci, memo=memo):
+    for p in pairwise_agreement(
+        f, [*humans, *judges], n_boot=n_boot, seed=seed, ci=ci, context=context
+    ):
         for stat in ("percent_agreement", "cohen_kappa"):
             value, lo, hi, _ = _fig(getattr(p, stat))
             prow.append(
@@ -357,7 +360,7 @@ def _calibrated_columns(judge_rows: list[dict[str, Any]], primary: str, cal_cmp:
 
 
 def _alt_test(
-    f: Frames, judge: str, humans: Sequence[str], notes: list[str], memo: dict[Any, Any] | None
+    f: Frames, judge: str, humans: Sequence[str], notes: list[str], context: AnalysisContext | None
 ) -> dict[str, Any] | None:
     from gradercal.analysis.alt_test import alt_test_frames
 
@@ -365,7 +368,7 @@ def _alt_test(
         notes.append(f"alt-test of {judge} skipped: fewer than 2 experts")
         return None
     try:
-        return alt_test_frames(f, judge, list(humans), memo=memo).to_dict()
+        return alt_test_frames(f, judge, list(humans), context=context).to_dict()
     except (GradercalError, ValueError) as exc:
         notes.append(f"alt-test of {judge} skipped: {exc}")
         return None
@@ -382,7 +385,7 @@ def _calibrate(
     seed: int,
     ci: float,
     notes: list[str],
-    memo: dict[Any, Any] | None,
+    context: AnalysisContext | None,
 ) -> tuple[dict[str, Any] | None, pd.DataFrame | None, pd.DataFrame | None, Any]:
     from gradercal.analysis.agreement import compare
     from gradercal.analysis.calibration import (
@@ -393,7 +396,7 @@ def _calibrate(
     )
 
     try:
-        cf = cross_fit(f, judge, method, list(humans), memo=memo, **options)  # type: ignore[arg-type]
+        cf = cross_fit(f, judge, method, list(humans), context=context, **options)  # type: ignore[arg-type]
     except ValueError as exc:
         notes.append(f"no calibrated judge: {exc}")
         return None, None, None, None
@@ -480,7 +483,7 @@ def _models(
     seed: int,
     ci: float,
     notes: list[str],
-    memo: dict[Any, Any] | None,
+    context: AnalysisContext | None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     from gradercal.analysis.estimate import estimate_report
     from gradercal.analysis.impact import impact_report
@@ -500,9 +503,9 @@ def _models(
         n_boot=n_boot,
         seed=seed,
         ci=ci,
-        memo=memo,
+        context=context,
     )
-    est = estimate_report(f, judge, list(humans), ci=ci, memo=memo)
+    est = estimate_report(f, judge, list(humans), ci=ci, context=context)
     est_rows = {r["model"]: r for r in est["models"]}
     models = sorted({str(r["model"]) for r in rep["models"]} | set(est_rows))
     imp = {str(r["model"]): r for r in rep["models"]}
@@ -567,13 +570,13 @@ def _health(
     judge: str | None,
     humans: Sequence[str],
     bar: float,
-    memo: dict[Any, Any] | None,
+    context: AnalysisContext | None,
 ) -> tuple[pd.DataFrame, list[tuple[Any, ...]]]:
     """Criterion-health table and the criterion rows of the agreement table."""
     from gradercal.analysis.health import HEALTH_TABLE_COLUMNS, health_table
 
     columns = ["rank", *HEALTH_TABLE_COLUMNS]
-    t = health_table(f, judge, list(humans), bar=bar, memo=memo)
+    t = health_table(f, judge, list(humans), bar=bar, context=context)
     crit_rows: list[tuple[Any, ...]] = []
     if t.empty:
         return _empty(columns), crit_rows
@@ -639,14 +642,14 @@ def _disagreements(
     judge: str | None,
     humans: Sequence[str],
     health: pd.DataFrame,
-    memo: dict[Any, Any] | None = None,
+    context: AnalysisContext | None = None,
 ) -> pd.DataFrame:
     """Units where the experts split or the judge departs from a decided consensus.
 
     The definitions of :func:`gradercal.analysis.health.criterion_health`'s details: *split* —
     two or more expert verdicts, not all equal; *departs* — the judge's verdict differs
     from the decided consensus (:func:`gradercal.analysis.agreement.consensus_verdicts`). With a
-    memo that knows the unit position of every row of ``v`` and ``cons``, the units are
+    context that knows the unit position of every row of ``v`` and ``cons``, the units are
     found and described by position (no merges); the same table either way.
     """
     from gradercal.analysis.verdicts import unit_positions
@@ -654,7 +657,7 @@ def _disagreements(
     keys = ["response_id", "criterion_id"]
     graders = [*humans, *([judge] if judge is not None else [])]
     cols = [*_DISAGREEMENT_COLUMNS, *(f"verdict:{g}" for g in graders)]
-    v_pos, c_pos = unit_positions(memo, v), unit_positions(memo, cons)
+    v_pos, c_pos = unit_positions(context, v), unit_positions(context, cons)
     keep = v["grader"].isin(graders).to_numpy(bool)
     v = v.loc[keep]
     if v.empty:

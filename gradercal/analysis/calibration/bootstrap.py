@@ -38,6 +38,7 @@ from gradercal.analysis.calibration.calibrators import (
 )
 from gradercal.analysis.calibration.reliability import N_BINS, _bin_index
 from gradercal.analysis.calibration.tables import _credit_parts
+from gradercal.analysis.context import AnalysisContext
 from gradercal.analysis.scoring import PASS_EPSILON
 from gradercal.frames import Frames
 from gradercal.stats.bootstrap import BootResult, resampling_weights
@@ -410,7 +411,7 @@ def _add_responses(
     frames: Frames,
     items: pd.DataFrame | None,
     resp: pd.DataFrame,
-    memo: dict[Any, Any] | None,
+    context: AnalysisContext | None,
 ) -> None:
     """Attach the response part of the design (rows of :func:`response_table`)."""
     rtask = resp["task_id"].to_numpy(object)
@@ -423,7 +424,7 @@ def _add_responses(
     if items is None:
         d.resp_eval = finite & d.lab
         return
-    parts, auto, need, pos = _credit_parts(frames, memo)
+    parts, auto, need, pos = _credit_parts(frames, context)
     row_of = {r: k for k, r in enumerate(resp["response_id"].to_numpy(object))}
     at = np.array([row_of.get(r, -1) for r in parts["response_id"].to_numpy(object)], np.intp)
     keep = at >= 0

@@ -32,6 +32,7 @@ from gradercal.analysis.calibration.tables import (
     item_table,
     response_table,
 )
+from gradercal.analysis.context import AnalysisContext
 from gradercal.frames import Frames
 
 __all__ = ["MIN_HOLDOUT_TASKS", "CrossFit", "cross_fit", "holdout_tasks"]
@@ -156,7 +157,7 @@ def cross_fit(
     tag_prefix: str | None = None,
     holdout: float = 0.0,
     seed: int = 0,
-    memo: dict[Any, Any] | None = None,
+    context: AnalysisContext | None = None,
 ) -> CrossFit:
     """Out-of-fold calibrated predictions on the human-graded tasks.
 
@@ -179,7 +180,7 @@ def cross_fit(
         tag_prefix: See :func:`item_table`.
         holdout: Share of the labelled tasks to hold out (0: none).
         seed: Seed of the held-out draw.
-        memo: A dict shared by calls on the same frames (e.g. within one report) to
+        context: An :class:`~gradercal.analysis.context.AnalysisContext` shared by calls on the same frames (e.g. within one report) to
             reuse the verdict, consensus and score tables; None: compute afresh.
 
     Raises:
@@ -190,9 +191,9 @@ def cross_fit(
 
     level = _level(method)
     pg = (method == "leniency") if per_group is None else per_group
-    resp = response_table(frames, judge, humans, memo=memo)
+    resp = response_table(frames, judge, humans, context=context)
     if level == "criterion":
-        items = item_table(frames, judge, humans, tag_prefix=tag_prefix, memo=memo)
+        items = item_table(frames, judge, humans, tag_prefix=tag_prefix, context=context)
         gvals = items["group"].to_numpy(object)
         gna = pd.isna(gvals)
         groups = sorted({str(g) for g in pd.unique(gvals[~gna])} | {str(g) for g in gvals[gna]})
@@ -255,9 +256,9 @@ def cross_fit(
     if items is not None:
         items = items.assign(oof=oof, test=test_p)
         resp = resp.assign(
-            oof=_scores_within(frames, items, resp, oof, list(folds), memo),
+            oof=_scores_within(frames, items, resp, oof, list(folds), context),
             test=(
-                _scores_within(frames, items, resp, test_p, held, memo)
+                _scores_within(frames, items, resp, test_p, held, context)
                 if held
                 else np.full(len(resp), np.nan)
             ),
@@ -275,7 +276,7 @@ def cross_fit(
         calib,
         items["judge_met"].to_numpy(bool) if items is not None else None,
     )
-    _add_responses(design, frames, items, resp, memo)
+    _add_responses(design, frames, items, resp, context)
     return CrossFit(
         method, level, folds, items, resp, groups, held, final, int(calib.sum()), design
     )
@@ -287,10 +288,12 @@ def _scores_within(
     resp: pd.DataFrame,
     p: FloatArray,
     tasks: list[str],
-    memo: dict[Any, Any] | None = None,
+    context: AnalysisContext | None = None,
 ) -> npt.NDArray[np.float64]:
     """Calibrated response scores (criterion level) from ``p``, NaN outside ``tasks``."""
-    scored = calibrated_response_scores(frames, items, np.where(np.isnan(p), 0.0, p), memo=memo)
+    scored = calibrated_response_scores(
+        frames, items, np.where(np.isnan(p), 0.0, p), context=context
+    )
     inside = np.isin(scored["task_id"].to_numpy(object), tasks)
     by_id = dict(zip(scored["response_id"], scored["score"].where(inside), strict=True))
     return np.asarray(resp["response_id"].map(by_id).to_numpy(np.float64), np.float64)

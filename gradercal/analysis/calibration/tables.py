@@ -26,6 +26,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from gradercal.analysis.calibration._types import FloatArray
+from gradercal.analysis.context import AnalysisContext
 from gradercal.analysis.scoring import auto_verdicts, response_scores
 from gradercal.analysis.verdicts import consensus_verdicts, human_graders, verdicts
 from gradercal.frames import Frames, object_frame
@@ -49,7 +50,7 @@ def item_table(
     humans: Sequence[str] | None = None,
     *,
     tag_prefix: str | None = None,
-    memo: dict[Any, Any] | None = None,
+    context: AnalysisContext | None = None,
 ) -> pd.DataFrame:
     """The judge's verdict on every judgment criterion of every response it graded.
 
@@ -59,8 +60,8 @@ def item_table(
         humans: The graders of the consensus (default: every human grader).
         tag_prefix: The *group* of an item is its criterion's first tag (with this
             prefix, e.g. ``"axis:"``, when given); ``"(untagged)"`` without one.
-        memo: A dict shared by calls on the same frames (e.g. within one report) to
-            reuse the verdict and consensus tables (:data:`gradercal.analysis.agreement.Memo`);
+        context: An :class:`~gradercal.analysis.context.AnalysisContext` shared by calls on the same frames (e.g. within one report) to
+            reuse the verdict and consensus tables (:class:`~gradercal.analysis.context.AnalysisContext`);
             None: compute afresh.
 
     Returns:
@@ -77,7 +78,7 @@ def item_table(
         for h in (list(humans) if humans is not None else human_graders(frames))
         if h not in judges
     ]
-    v = verdicts(frames, judges, memo=memo)
+    v = verdicts(frames, judges, context=context)
     keys = ["response_id", "criterion_id"]
     raw = frames.judgments.loc[frames.judgments["grader"].isin(judges)]
     raw = raw.drop_duplicates([*keys, "grader"], keep="last").loc[:, [*keys, "grader", "level"]]
@@ -108,7 +109,7 @@ def item_table(
             judge_score=out["share"].to_numpy(np.float64),
             judge_partial=out["partial"].to_numpy(np.float64),
         )
-    cons = consensus_verdicts(frames, names, memo=memo) if names else None
+    cons = consensus_verdicts(frames, names, context=context) if names else None
     if cons is not None and not cons.empty:
         out = out.merge(
             cons.loc[:, [*keys, "met"]].rename(columns={"met": "human"}), on=keys, how="left"
@@ -137,11 +138,11 @@ def response_table(
     judge: str,
     humans: Sequence[str] | None = None,
     *,
-    memo: dict[Any, Any] | None = None,
+    context: AnalysisContext | None = None,
 ) -> pd.DataFrame:
     """Rubric scores of every response under the judge and under the human consensus.
 
-    ``memo``: see :func:`item_table`.
+    ``context``: see :func:`item_table`.
 
     Returns:
         ``response_id``, ``task_id``, ``model``, ``judge_score``, ``human_score`` (NaN
@@ -150,8 +151,8 @@ def response_table(
     names = [
         h for h in (list(humans) if humans is not None else human_graders(frames)) if h != judge
     ]
-    cons = response_scores(frames, "consensus", humans=names, memo=memo) if names else None
-    js = response_scores(frames, judge, include_ungraded=True, memo=memo)
+    cons = response_scores(frames, "consensus", humans=names, context=context) if names else None
+    js = response_scores(frames, judge, include_ungraded=True, context=context)
     out = js.loc[:, ["response_id", "task_id", "model", "score"]].rename(
         columns={"score": "judge_score"}
     )
@@ -171,7 +172,7 @@ def calibrated_response_scores(
     items: pd.DataFrame,
     probability: npt.ArrayLike,
     *,
-    memo: dict[Any, Any] | None = None,
+    context: AnalysisContext | None = None,
 ) -> pd.DataFrame:
     """Response scores when each judged criterion is met with a calibrated probability.
 
@@ -179,7 +180,7 @@ def calibrated_response_scores(
         frames: The benchmark frames.
         items: An :func:`item_table` (its ``points`` and ``judge_partial`` are used).
         probability: ``p_c`` for each row of ``items``.
-        memo: See :func:`item_table`.
+        context: See :func:`item_table`.
 
     Returns:
         ``response_id``, ``task_id``, ``model``, ``score`` for every response of the
@@ -188,7 +189,7 @@ def calibrated_response_scores(
         docstring for the formula).
     """
     p = np.asarray(probability, dtype=np.float64)
-    resp, auto_credit, need, pos = _credit_parts(frames, memo)
+    resp, auto_credit, need, pos = _credit_parts(frames, context)
     credit = items["points"].to_numpy(np.float64) * (
         p + (1.0 - p) * items["judge_partial"].to_numpy(np.float64)
     )
@@ -211,7 +212,7 @@ def calibrated_response_scores(
 
 
 def _credit_parts(
-    frames: Frames, memo: dict[Any, Any] | None = None
+    frames: Frames, context: AnalysisContext | None = None
 ) -> tuple[pd.DataFrame, FloatArray, FloatArray, FloatArray]:
     """The parts of a response score that do not depend on the judged criteria.
 
@@ -230,7 +231,7 @@ def _credit_parts(
         .sum()
     )
     n_judged = (crit["kind"] != "auto").groupby(crit["task_id"]).sum()
-    auto = auto_verdicts(frames, memo=memo)
+    auto = auto_verdicts(frames, context=context)
     auto = auto.merge(resp, on="response_id").merge(
         crit.loc[:, ["task_id", "criterion_id", "points"]], on=["task_id", "criterion_id"]
     )
