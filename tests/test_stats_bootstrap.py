@@ -22,6 +22,7 @@ from gradercal.stats import (
     clustered_bootstrap,
     rating_statistics,
     resampling_weights,
+    statistic_keys,
 )
 from gradercal.stats import bootstrap as bs
 from gradercal.stats import coefficients as co
@@ -147,7 +148,7 @@ def test_point_estimate_identical_to_direct_computation(level: str, weights: str
 
 def test_point_estimates_match_rating_statistics_without_clusters() -> None:
     df = synthetic(seed=2).drop(columns="task")
-    keys = [k for k in co.statistic_keys("ordinal", "quadratic") if k in BOOTSTRAP_STATISTICS]
+    keys = [k for k in statistic_keys("ordinal", "quadratic") if k in BOOTSTRAP_STATISTICS]
     keys.remove("cohen_kappa")  # needs two raters
     keys.remove("scott_pi")
     for k in ("spearman_rho", "kendall_tau"):

@@ -27,6 +27,7 @@ from sklearn.metrics import cohen_kappa_score, f1_score
 
 from gradercal.stats import (
     LEVELS,
+    WEIGHTED_KEYS,
     RatingTable,
     Stat,
     balanced_f1,
@@ -648,7 +649,7 @@ def test_perfect_agreement_with_variation_is_one() -> None:
         assert value(fn(df)) == pytest.approx(1.0, abs=1e-15)
     three = long_from_matrix([[1, 1, 1], [2, 2, 2], [4, 4, 4], [2, 2, 2]])
     res = rating_statistics(three, weights="ratio")
-    for key in co.WEIGHTED_KEYS:
+    for key in WEIGHTED_KEYS:
         if key in ("weighted_cohen_kappa", "weighted_scott_pi"):
             assert res[key].note == "needs exactly two raters (found 3)"
         else:
@@ -851,7 +852,7 @@ def test_rating_statistics_keys() -> None:
         "gwet_ac2",
         "weighted_krippendorff_alpha",
     ]
-    assert list(co.WEIGHTED_KEYS) == weighted
+    assert list(WEIGHTED_KEYS) == weighted
     for scheme in co.WEIGHT_SCHEMES[1:]:
         assert statistic_keys("nominal", scheme) == (*unweighted, *weighted)
     keys = statistic_keys("interval", "linear")

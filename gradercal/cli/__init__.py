@@ -129,5 +129,3 @@ def main() -> None:
       gradercal scores                   per-model mean rubric score and pass rate
       gradercal export judgments -o j.csv
     """
-
-

@@ -237,12 +237,8 @@ def agreement(
     _print_agreement(report)
 
 
-_HUMAN_LABELS = {
-    "percent_agreement": "percent agreement",
-    "fleiss_kappa": "Fleiss' kappa",
-    "gwet_ac1": "Gwet's AC1",
-    "krippendorff_alpha": "Krippendorff's alpha",
-}
+#: Labels of the candidate–reference figures (the human–human statistics are labelled by
+#: their phrases in gradercal.stats.registry).
 _CMP_LABELS = {
     "percent_agreement": "agreement",
     "precision_met": "precision (met)",
@@ -262,6 +258,9 @@ _CMP_LABELS = {
 def _print_agreement(rep: dict[str, Any]) -> None:
     from rich.table import Table
 
+    from gradercal.analysis.agreement import HUMAN_STATISTICS
+    from gradercal.stats.registry import STATISTICS
+
     console = _console()
     notes: list[str] = list(rep.get("notes") or [])
     hh = rep["human_human"]["overall"]
@@ -272,8 +271,8 @@ def _print_agreement(rep: dict[str, Any]) -> None:
     )
     t.add_column("statistic")
     t.add_column("value [95% CI]" if rep.get("bootstrap") else "value", justify="right")
-    for key, label in _HUMAN_LABELS.items():
-        t.add_row(label, _cell(hh[key]))
+    for key in HUMAN_STATISTICS:
+        t.add_row(STATISTICS[key].phrase, _cell(hh[key]))
         notes.append(hh[key].get("note") or "")
     console.print(t)
     pairs = rep["human_human"]["pairwise"]

@@ -33,7 +33,6 @@ from click.core import ParameterSource
 
 from gradercal.errors import Problem, ValidationError
 from gradercal.stats.bootstrap import (
-    BOOTSTRAP_STATISTICS,
     BootResult,
     CiMethod,
     clustered_bootstrap,
@@ -42,45 +41,22 @@ from gradercal.stats.coefficients import (
     LEVELS,
     RATING_COLUMNS,
     WEIGHT_SCHEMES,
-    WEIGHTED_KEYS,
     Level,
     RatingTable,
     Stat,
     WeightScheme,
+)
+from gradercal.stats.registry import (
+    BOOTSTRAP_STATISTICS,
+    STATISTICS,
+    WEIGHTED_KEYS,
     rating_statistics,
 )
 
 __all__ = ["RatingsFile", "min_resamples", "read_ratings_csv", "stats"]
 
 #: Readable names of the statistics, in the order of ``rating_statistics``.
-LABELS: dict[str, str] = {
-    "percent_agreement": "Percent agreement",
-    "cohen_kappa": "Cohen's kappa",
-    "scott_pi": "Scott's pi",
-    "conger_kappa": "Conger's kappa",
-    "light_kappa": "Light's kappa",
-    "bennett_s": "Bennett's S (Brennan–Prediger)",
-    "fleiss_kappa": "Fleiss' kappa",
-    "krippendorff_alpha": "Krippendorff's alpha",
-    "gwet_ac1": "Gwet's AC1",
-    "weighted_percent_agreement": "Weighted percent agreement",
-    "weighted_cohen_kappa": "Weighted Cohen's kappa",
-    "weighted_scott_pi": "Weighted Scott's pi",
-    "weighted_conger_kappa": "Weighted Conger's kappa",
-    "weighted_fleiss_kappa": "Weighted Fleiss' kappa",
-    "weighted_bennett_s": "Weighted Bennett's S (Brennan–Prediger)",
-    "gwet_ac2": "Gwet's AC2",
-    "weighted_krippendorff_alpha": "Weighted Krippendorff's alpha (irrCAC)",
-    "icc1": "ICC(1,1)",
-    "icc2": "ICC(2,1)",
-    "icc3": "ICC(3,1)",
-    "icc1k": "ICC(1,k)",
-    "icc2k": "ICC(2,k)",
-    "icc3k": "ICC(3,k)",
-    "pearson_r": "Pearson's r",
-    "spearman_rho": "Spearman's rho",
-    "kendall_tau": "Kendall's tau-b",
-}
+LABELS: dict[str, str] = {key: s.label for key, s in STATISTICS.items() if s.levels}
 
 
 @dataclass(frozen=True)
@@ -280,14 +256,9 @@ _SCHEMES: dict[str, WeightScheme | None] = {
 #: Weighted keys the bootstrap can resample, and the bootstrap's name for each (it
 #: resamples ``cohen_kappa`` with the weights it is given).
 _BOOT_WEIGHTED: dict[str, str] = {
-    "weighted_percent_agreement": "weighted_percent_agreement",
-    "weighted_cohen_kappa": "cohen_kappa",
-    "weighted_scott_pi": "weighted_scott_pi",
-    "weighted_conger_kappa": "weighted_conger_kappa",
-    "weighted_fleiss_kappa": "weighted_fleiss_kappa",
-    "weighted_bennett_s": "weighted_bennett_s",
-    "gwet_ac2": "gwet_ac2",
-    "weighted_krippendorff_alpha": "weighted_krippendorff_alpha",
+    key: name
+    for key, s in STATISTICS.items()
+    if s.weighted and (name := s.bootstrap_name) is not None
 }
 #: The note on a statistic that has a value but no bootstrap interval in this version.
 NO_BOOTSTRAP_NOTE = "no interval: the bootstrap does not resample this statistic yet"

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from gradercal.dashboard import EXPERTS, MODEL_SOURCES, Dashboard
+from gradercal.dashboard.result import EXPERTS, MODEL_SOURCES, Dashboard
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -248,21 +248,22 @@ def _overview(d: Dashboard) -> str:
     return body
 
 
-_STAT_LABELS = {
-    "percent_agreement": "percent agreement",
-    "fleiss_kappa": "Fleiss' kappa",
-    "gwet_ac1": "Gwet's AC1",
-    "krippendorff_alpha": "Krippendorff's alpha",
-    "cohen_kappa": "Cohen's kappa",
-    "balanced_f1": "balanced F1",
-    "leniency_bias": "leniency bias",
-}
+def _stat_labels() -> dict[str, str]:
+    """The phrase of each statistic the agreement table shows (the experts' and the
+    judges'), from gradercal.stats.registry (imported here, when a report is rendered:
+    it loads scipy)."""
+    from gradercal.analysis.agreement import HUMAN_STATISTICS
+    from gradercal.dashboard.result import JUDGE_STATISTICS
+    from gradercal.stats.registry import STATISTICS
+
+    return {key: STATISTICS[key].phrase for key in (*HUMAN_STATISTICS, *JUDGE_STATISTICS)}
 
 
 def _agreement(d: Dashboard, images: Mapping[str, str], max_rows: int) -> str:
     a = d.agreement
     if a.empty:
         return "<p>No verdicts to compare.</p>"
+    labels = _stat_labels()
     parts = []
     ov = a.loc[a["by"] == "overall"]
     parts.append("<h3>Overall</h3>")
@@ -276,7 +277,7 @@ def _agreement(d: Dashboard, images: Mapping[str, str], max_rows: int) -> str:
                         if r.comparison == EXPERTS
                         else f"{r.comparison} vs expert consensus"
                     ),
-                    _t(_STAT_LABELS.get(r.statistic, r.statistic)),
+                    _t(labels.get(r.statistic, r.statistic)),
                     _n(_ci(r.value, r.ci_low, r.ci_high)),
                     _n(_e(r.n_items)),
                     _n(_e(r.n_tasks)),

@@ -4,6 +4,9 @@
 pi, Conger's and Light's kappas, Bennett's S, Fleiss' kappa, Krippendorff's alpha, Gwet's
 AC1/AC2 (the irrCAC family, with its eight weight families), the Shrout & Fleiss ICCs and
 correlations from long-format ratings (``unit``, ``rater``, ``value``);
+:mod:`gradercal.stats.registry` holds one entry per statistic (its labels, when it
+applies, how it is computed directly and how the bootstrap recomputes it) and computes
+every applicable one at once (:func:`rating_statistics`);
 :mod:`gradercal.stats.bootstrap` attaches task-clustered bootstrap intervals. See
 ``docs/statistics.md`` for definitions and conventions.
 
@@ -13,7 +16,6 @@ This package imports neither Qt nor SQLAlchemy.
 from __future__ import annotations
 
 from gradercal.stats.bootstrap import (
-    BOOTSTRAP_STATISTICS,
     DEFAULT_STATISTICS,
     BootResult,
     bootstrap_replicates,
@@ -26,7 +28,6 @@ from gradercal.stats.coefficients import (
     LEVELS,
     RATING_COLUMNS,
     WEIGHT_SCHEMES,
-    WEIGHTED_KEYS,
     IccKind,
     Level,
     Ratings,
@@ -47,12 +48,18 @@ from gradercal.stats.coefficients import (
     light_kappa,
     pearson_r,
     percent_agreement,
-    rating_statistics,
     scott_pi,
     spearman_rho,
-    statistic_keys,
     weight_matrix,
     weighted_krippendorff_alpha,
+)
+from gradercal.stats.registry import (
+    BOOTSTRAP_STATISTICS,
+    STATISTICS,
+    WEIGHTED_KEYS,
+    Statistic,
+    rating_statistics,
+    statistic_keys,
 )
 
 __all__ = [
@@ -61,6 +68,7 @@ __all__ = [
     "ICC_KINDS",
     "LEVELS",
     "RATING_COLUMNS",
+    "STATISTICS",
     "WEIGHTED_KEYS",
     "WEIGHT_SCHEMES",
     "BootResult",
@@ -69,6 +77,7 @@ __all__ = [
     "RatingTable",
     "Ratings",
     "Stat",
+    "Statistic",
     "WeightScheme",
     "balanced_f1",
     "bennett_s",

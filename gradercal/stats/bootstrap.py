@@ -15,7 +15,10 @@ per cluster (``S``, shape ``n_clusters × m``); the sums of resample ``b`` are t
 computation of :mod:`gradercal.stats.coefficients` to float precision (checked on every
 call). Rank correlations, and ordinal/ratio alpha with more than
 :data:`MAX_COINCIDENCE_CATEGORIES` categories, have no such sums: they are recomputed
-from the replicated data for each resample (correct but slower).
+from the replicated data for each resample (correct but slower). Which sums, and which
+formula on them, each statistic uses is declared by its entry in
+:mod:`gradercal.stats.registry` (a :class:`~gradercal.stats.registry.Resample` recipe);
+this module interprets the recipe.
 
 **Undefined resamples.** A resample can make a statistic undefined (e.g. Cohen's kappa
 when the resample happens to contain one category only). Those resamples are dropped
@@ -49,8 +52,8 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Literal, get_args
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal, cast, get_args
 
 import numpy as np
 import numpy.typing as npt
@@ -67,6 +70,7 @@ from gradercal.stats.coefficients import (
     Stat,
     WeightScheme,
 )
+from gradercal.stats.registry import BOOTSTRAP_STATISTICS, STATISTICS, Options, Statistic
 
 __all__ = [
     "BOOTSTRAP_STATISTICS",
@@ -91,30 +95,6 @@ CI_METHODS: tuple[CiMethod, ...] = get_args(CiMethod)
 #: and survey engines unless told otherwise (see the module docstring).
 DEFAULT_CI_METHOD: CiMethod = "expanded_percentile"
 
-#: Every statistic the bootstrap knows (the keys of ``rating_statistics`` + balanced F1).
-BOOTSTRAP_STATISTICS: tuple[str, ...] = (
-    "percent_agreement",
-    "weighted_percent_agreement",
-    "cohen_kappa",
-    "scott_pi",
-    "bennett_s",
-    "fleiss_kappa",
-    "krippendorff_alpha",
-    "gwet_ac1",
-    "gwet_ac2",
-    "conger_kappa",
-    "light_kappa",
-    "weighted_scott_pi",
-    "weighted_conger_kappa",
-    "weighted_fleiss_kappa",
-    "weighted_bennett_s",
-    "weighted_krippendorff_alpha",
-    *co.ICC_KINDS,
-    "pearson_r",
-    "spearman_rho",
-    "kendall_tau",
-    "balanced_f1",
-)
 #: What :func:`clustered_bootstrap` computes when ``statistics`` is not given.
 DEFAULT_STATISTICS: tuple[str, ...] = (
     "percent_agreement",
@@ -147,7 +127,7 @@ class BootResult:
 
     Attributes:
         value: The statistic on the full data (identical to
-            :func:`~gradercal.stats.coefficients.rating_statistics`), or ``None``.
+            :func:`~gradercal.stats.registry.rating_statistics`), or ``None``.
         ci_low: Lower confidence bound, or ``None`` when no interval could be formed.
         ci_high: Upper confidence bound, or ``None``.
         n_boot: Resamples drawn.
@@ -434,7 +414,20 @@ def _gwet_unit_features(t: RatingTable, w: FloatArray) -> FloatArray:
     return np.column_stack([agree, two.astype(np.float64), counts / m[:, None], np.ones(t.n_units)])
 
 
+#: The formulas of :func:`_multi_estimator` (a ``"multi"`` recipe's ``formula``).
+_MULTI_FORMULAS = (
+    "percent_agreement",
+    "fleiss_kappa",
+    "weighted_fleiss_kappa",
+    "bennett_s",
+    "weighted_bennett_s",
+    "gwet",
+)
+
+
 def _multi_estimator(d: _Design, kind: str, w: FloatArray) -> _SumEstimator:
+    if kind not in _MULTI_FORMULAS:
+        raise ValueError(f"unknown multi-rater formula {kind!r}; expected one of {_MULTI_FORMULAS}")
     q = d.table.q
     key = ("gwet", w.shape, w.tobytes())
     if key not in d.features:
@@ -481,9 +474,15 @@ def _pair(d: _Design, raters: tuple[Any, Any] | None) -> tuple[IntArray, IntArra
     return wide[:, ia], wide[:, ib]
 
 
+#: The formulas of :func:`_pair_estimator` (a ``"pair"`` recipe's ``formula``).
+_PAIR_FORMULAS = ("cohen_kappa", "scott_pi", "weighted_scott_pi")
+
+
 def _pair_estimator(
     d: _Design, kind: str, w: FloatArray, raters: tuple[Any, Any] | None
 ) -> _SumEstimator:
+    if kind not in _PAIR_FORMULAS:
+        raise ValueError(f"unknown two-rater formula {kind!r}; expected one of {_PAIR_FORMULAS}")
     t = d.table
     q = t.q
     a, b = _pair(d, raters)
@@ -671,127 +670,53 @@ def _pearson_estimator(d: _Design, raters: tuple[Any, Any] | None) -> _SumEstima
 # ---------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class _Options:
-    level: Level
-    weights: WeightScheme
-    judge: Any
-    reference: Any
-    positive: Any
-
-    @property
-    def pair(self) -> tuple[Any, Any] | None:
-        if self.judge is None and self.reference is None:
-            return None
-        if self.judge is None or self.reference is None:
-            raise ValueError("give both judge and reference, or neither")
-        return (self.judge, self.reference)
+def _bootstrapped(name: str) -> Statistic:
+    """The registry entry of a statistic the bootstrap knows."""
+    s = STATISTICS.get(name)
+    if s is None or s.resample is None:
+        raise ValueError(f"unknown statistic {name!r}; expected one of {BOOTSTRAP_STATISTICS}")
+    return s
 
 
-def _point(t: RatingTable, name: str, o: _Options) -> Stat:
+def _applied(o: Options, s: Statistic) -> Options:
+    """The options with the weights that apply to ``s``: the bootstrap's ``weights=`` if
+    its recipe is weighted, identity otherwise."""
+    assert s.resample is not None
+    return o if s.resample.weighted else replace(o, weights="identity")
+
+
+def _point(t: RatingTable, name: str, o: Options) -> Stat:
     """The direct (unresampled) computation of one statistic."""
-    pair = o.pair
-    if name == "percent_agreement":
-        return co.percent_agreement(t)
-    if name == "weighted_percent_agreement":
-        return co.percent_agreement(t, weights=o.weights)
-    if name == "cohen_kappa":
-        return co.cohen_kappa(t, weights=o.weights, raters=pair)
-    if name == "scott_pi":
-        return co.scott_pi(t, raters=pair)
-    if name == "bennett_s":
-        return co.bennett_s(t)
-    if name == "fleiss_kappa":
-        return co.fleiss_kappa(t)
-    if name == "krippendorff_alpha":
-        return co.krippendorff_alpha(t, level=o.level)
-    if name == "gwet_ac1":
-        return co.gwet_ac1(t)
-    if name == "gwet_ac2":
-        return co.gwet_ac2(t, weights=o.weights)
-    if name == "conger_kappa":
-        return co.conger_kappa(t)
-    if name == "light_kappa":
-        return co.light_kappa(t)
-    if name == "weighted_scott_pi":
-        return co.scott_pi(t, weights=o.weights, raters=pair)
-    if name == "weighted_conger_kappa":
-        return co.conger_kappa(t, weights=o.weights)
-    if name == "weighted_fleiss_kappa":
-        return co.fleiss_kappa(t, weights=o.weights)
-    if name == "weighted_bennett_s":
-        return co.bennett_s(t, weights=o.weights)
-    if name == "weighted_krippendorff_alpha":
-        return co.weighted_krippendorff_alpha(t, weights=o.weights)
-    if name in co.ICC_KINDS:
-        return co.intraclass_correlations(t)[name]
-    if name == "pearson_r":
-        return co.pearson_r(t, raters=pair)
-    if name == "spearman_rho":
-        return co.spearman_rho(t, raters=pair)
-    if name == "kendall_tau":
-        return co.kendall_tau(t, raters=pair)
-    if name == "balanced_f1":
-        if pair is None:
-            return Stat.undefined("balanced F1 needs judge= and reference=")
-        return co.balanced_f1(t, judge=pair[0], reference=pair[1], positive=o.positive)
-    raise ValueError(f"unknown statistic {name!r}; expected one of {BOOTSTRAP_STATISTICS}")
+    s = _bootstrapped(name)
+    assert s.compute is not None, name
+    return s.compute(t, _applied(o, s))
 
 
-def _estimator(d: _Design, name: str, o: _Options) -> _Estimator:
+def _estimator(d: _Design, name: str, o: Options) -> _Estimator:
+    """The resampled computation of one statistic, as its registry recipe says."""
     t = d.table
     w = co.weight_matrix(o.weights, t.categories)
-    eye = np.eye(t.q)
-    pair = o.pair
-    if name == "percent_agreement":
-        return _multi_estimator(d, "percent_agreement", eye)
-    if name == "weighted_percent_agreement":
-        return _multi_estimator(d, "percent_agreement", w)
-    if name == "fleiss_kappa":
-        return _multi_estimator(d, "fleiss_kappa", eye)
-    if name == "gwet_ac1":
-        return _multi_estimator(d, "gwet", eye)
-    if name == "gwet_ac2":
-        return _multi_estimator(d, "gwet", w)
-    if name == "bennett_s":
-        return _multi_estimator(d, "bennett_s", eye)
-    if name == "weighted_fleiss_kappa":
-        return _multi_estimator(d, "weighted_fleiss_kappa", w)
-    if name == "weighted_bennett_s":
-        return _multi_estimator(d, "weighted_bennett_s", w)
-    if name == "weighted_scott_pi":
-        return _pair_estimator(d, "weighted_scott_pi", w, pair)
-    # Conger's pe needs each rater's category shares, Light's every pair's table: these
-    # and the weighted alpha are recomputed on each resample (slow path, same results).
-    if name == "conger_kappa":
-        return _RecomputeEstimator(d, co.conger_kappa)
-    if name == "weighted_conger_kappa":
-        return _RecomputeEstimator(d, lambda tb: co.conger_kappa(tb, weights=o.weights))
-    if name == "light_kappa":
-        return _RecomputeEstimator(d, co.light_kappa)
-    if name == "weighted_krippendorff_alpha":
-        return _RecomputeEstimator(
-            d, lambda tb: co.weighted_krippendorff_alpha(tb, weights=o.weights)
-        )
-    if name == "cohen_kappa":
-        return _pair_estimator(d, "cohen_kappa", w, pair)
-    if name == "scott_pi":
-        return _pair_estimator(d, "scott_pi", eye, pair)
-    if name == "balanced_f1":
+    s = _bootstrapped(name)
+    recipe = s.resample
+    assert recipe is not None
+    weights = w if recipe.weighted else np.eye(t.q)
+    if recipe.kind == "multi":
+        return _multi_estimator(d, recipe.formula, weights)
+    if recipe.kind == "pair":
+        return _pair_estimator(d, recipe.formula, weights, o.pair)
+    if recipe.kind == "alpha":
+        return _alpha_estimator(d, o.level)
+    if recipe.kind == "icc":
+        return _icc_estimator(d, cast(co.IccKind, recipe.formula))
+    if recipe.kind == "pearson":
+        return _pearson_estimator(d, o.pair)
+    if recipe.kind == "f1":
+        pair = o.pair
         assert pair is not None
         return _f1_estimator(d, pair[0], pair[1], o.positive)
-    if name == "krippendorff_alpha":
-        return _alpha_estimator(d, o.level)
-    for kind in co.ICC_KINDS:
-        if name == kind:
-            return _icc_estimator(d, kind)
-    if name == "pearson_r":
-        return _pearson_estimator(d, pair)
-    if name == "spearman_rho":
-        return _RecomputeEstimator(d, lambda tb: co.spearman_rho(tb, raters=pair))
-    if name == "kendall_tau":
-        return _RecomputeEstimator(d, lambda tb: co.kendall_tau(tb, raters=pair))
-    raise ValueError(f"unknown statistic {name!r}; expected one of {BOOTSTRAP_STATISTICS}")
+    compute, applied = s.compute, _applied(o, s)
+    assert recipe.kind == "recompute" and compute is not None, name
+    return _RecomputeEstimator(d, lambda tb: compute(tb, applied))
 
 
 def _options(
@@ -800,10 +725,10 @@ def _options(
     judge: Any,
     reference: Any,
     positive: Any,
-) -> _Options:
+) -> Options:
     lv = co._check_level(level)
     scheme = co._check_scheme(weights)
-    o = _Options(lv, scheme, judge, reference, positive)
+    o = Options(lv, scheme, judge, reference, positive)
     _ = o.pair  # validate
     return o
 
@@ -928,7 +853,7 @@ def clustered_bootstrap(
 def _one(
     d: _Design,
     name: str,
-    o: _Options,
+    o: Options,
     w: FloatArray | None,
     n_boot: int,
     ci: float,

@@ -43,7 +43,6 @@ __all__ = [
     "ICC_KINDS",
     "LEVELS",
     "RATING_COLUMNS",
-    "WEIGHTED_KEYS",
     "WEIGHT_SCHEMES",
     "AnovaTable",
     "IccKind",
@@ -72,10 +71,8 @@ __all__ = [
     "ordinal_midranks",
     "pearson_r",
     "percent_agreement",
-    "rating_statistics",
     "scott_pi",
     "spearman_rho",
-    "statistic_keys",
     "weight_matrix",
     "weighted_krippendorff_alpha",
 ]
@@ -94,18 +91,6 @@ LEVELS: tuple[Level, ...] = get_args(Level)
 #: Agreement-weight families of Gwet (2014, ch. 3) and ``irrCAC`` (``None`` means
 #: ``"identity"``, i.e. unweighted).
 WEIGHT_SCHEMES: tuple[WeightScheme, ...] = get_args(WeightScheme)
-#: Keys of :func:`rating_statistics` computed with the agreement weights (present only
-#: when weights other than identity are given). Every other key is unweighted.
-WEIGHTED_KEYS: tuple[str, ...] = (
-    "weighted_percent_agreement",
-    "weighted_cohen_kappa",
-    "weighted_scott_pi",
-    "weighted_conger_kappa",
-    "weighted_fleiss_kappa",
-    "weighted_bennett_s",
-    "gwet_ac2",
-    "weighted_krippendorff_alpha",
-)
 #: The six Shrout & Fleiss (1979) intraclass correlations.
 ICC_KINDS: tuple[IccKind, ...] = get_args(IccKind)
 #: Columns of a long-format ratings frame.
@@ -1426,105 +1411,3 @@ def kendall_tau(ratings: Ratings, *, raters: tuple[Any, Any] | None = None) -> S
     if isinstance(xy, Stat):
         return xy
     return Stat.of(float(sps.kendalltau(*xy, variant="b").statistic))
-
-
-# ---------------------------------------------------------------------------------------
-# Everything at once
-# ---------------------------------------------------------------------------------------
-
-
-def statistic_keys(
-    level: Level = "nominal", weights: WeightScheme | None = None
-) -> tuple[str, ...]:
-    """The keys :func:`rating_statistics` returns for a level and weighting, in order."""
-    lv = _check_level(level)
-    weighted = _check_scheme(weights) != "identity"
-    keys = [
-        "percent_agreement",
-        "cohen_kappa",
-        "scott_pi",
-        "conger_kappa",
-        "light_kappa",
-        "bennett_s",
-        "fleiss_kappa",
-        "krippendorff_alpha",
-        "gwet_ac1",
-    ]
-    if weighted:
-        keys += WEIGHTED_KEYS
-    if lv in ("interval", "ratio"):
-        keys += list(ICC_KINDS)
-        keys.append("pearson_r")
-    if lv != "nominal":
-        keys += ["spearman_rho", "kendall_tau"]
-    return tuple(keys)
-
-
-def rating_statistics(
-    df: Ratings,
-    level: Level = "nominal",
-    weights: WeightScheme | None = None,
-    *,
-    categories: Sequence[Any] | None = None,
-) -> dict[str, Stat]:
-    """Every applicable agreement statistic of long-format ratings.
-
-    Keys (see :func:`statistic_keys`), always **unweighted**: ``percent_agreement``,
-    ``cohen_kappa`` and ``scott_pi`` (need exactly two raters), ``conger_kappa``,
-    ``light_kappa``, ``bennett_s``, ``fleiss_kappa``, ``krippendorff_alpha`` (at
-    ``level``), ``gwet_ac1``. With ``weights`` (other than identity) also the
-    :data:`WEIGHTED_KEYS`, computed with those weights: ``weighted_percent_agreement``,
-    ``weighted_cohen_kappa`` and ``weighted_scott_pi`` (two raters),
-    ``weighted_conger_kappa``, ``weighted_fleiss_kappa``, ``weighted_bennett_s``,
-    ``gwet_ac2`` and ``weighted_krippendorff_alpha`` (irrCAC's). At the interval and
-    ratio levels ``icc1`` … ``icc3k`` and ``pearson_r``; at the ordinal, interval and
-    ratio levels ``spearman_rho`` and ``kendall_tau`` (two raters). A key is present
-    whenever the options make the statistic applicable; data that leave it undefined
-    (e.g. four raters for Cohen's kappa, incomplete data for ICC) give a null
-    :class:`Stat` with a note.
-
-    Args:
-        df: Long-format ratings (``unit``, ``rater``, ``value``) or a RatingTable.
-        level: Krippendorff's level of measurement; also selects ICC and correlations.
-        weights: ``None``/``"identity"`` or one of :data:`WEIGHT_SCHEMES`: adds the
-            weighted keys (the unweighted keys never change with it).
-        categories: The full category set (see :class:`RatingTable`).
-
-    Raises:
-        ValueError: Malformed ratings, unknown options, text values at a numeric level
-            or with weights, a category ≤ 0 with ratio weights.
-    """
-    lv = _check_level(level)
-    scheme = _check_scheme(weights)
-    t = _table(df, categories)
-    _check_level_values(t, lv)
-    w = weight_matrix(scheme, t.categories)
-    keys = statistic_keys(lv, weights)
-    out: dict[str, Stat] = {
-        "percent_agreement": percent_agreement(t),
-        "cohen_kappa": cohen_kappa(t),
-        "scott_pi": scott_pi(t),
-        "conger_kappa": conger_kappa(t),
-        "light_kappa": light_kappa(t),
-        "bennett_s": bennett_s(t),
-        "fleiss_kappa": fleiss_kappa(t),
-        "krippendorff_alpha": krippendorff_alpha(t, level=lv),
-        "gwet_ac1": gwet_ac1(t),
-    }
-    if scheme != "identity":
-        out["weighted_percent_agreement"] = percent_agreement(t, weights=scheme)
-        out["weighted_cohen_kappa"] = cohen_kappa(t, weights=scheme)
-        out["weighted_scott_pi"] = scott_pi(t, weights=scheme)
-        out["weighted_conger_kappa"] = conger_kappa(t, weights=scheme)
-        out["weighted_fleiss_kappa"] = fleiss_kappa(t, weights=scheme)
-        out["weighted_bennett_s"] = bennett_s(t, weights=scheme)
-        out["gwet_ac2"] = _gwet(t, w)
-        out["weighted_krippendorff_alpha"] = weighted_krippendorff_alpha(t, weights=scheme)
-    if "icc1" in keys:
-        out.update(intraclass_correlations(t))
-    if "pearson_r" in keys:
-        out["pearson_r"] = pearson_r(t)
-    if "spearman_rho" in keys:
-        out["spearman_rho"] = spearman_rho(t)
-        out["kendall_tau"] = kendall_tau(t)
-    return {key: out[key] for key in keys}

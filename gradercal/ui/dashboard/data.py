@@ -265,16 +265,24 @@ def _text_ranks(strings: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
 
 
 # -- the agreement and model tables ------------------------------------------------------------
-#: Short labels of the agreement statistics, for column headers.
-STAT_LABELS = {
-    "krippendorff_alpha": "α",
-    "percent_agreement": "% agree",
-    "fleiss_kappa": "Fleiss κ",
-    "gwet_ac1": "AC1",
-    "cohen_kappa": "κ",
-    "balanced_f1": "bal. F1",
-    "leniency_bias": "leniency",
-}
+@functools.cache
+def _stat_labels() -> dict[str, str]:
+    """Short labels of the agreement statistics, for column headers: each statistic's
+    ``short`` in gradercal.stats.registry. Read on first use (the module attribute
+    ``STAT_LABELS``), by the worker, which has loaded the statistics anyway: importing this
+    module must not load them (scipy) into the window process."""
+    from gradercal.stats.registry import STATISTICS
+
+    return {key: s.short for key, s in STATISTICS.items() if s.short is not None}
+
+
+def __getattr__(name: str) -> Any:
+    # STAT_LABELS: the short labels of the agreement statistics, derived on first use
+    if name == "STAT_LABELS":
+        return _stat_labels()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 #: Order of the agreement table's statistic columns (the first ones fit on screen).
 STAT_ORDER = (
     "krippendorff_alpha",
@@ -309,7 +317,8 @@ def agreement_wide(agreement: pd.DataFrame, by: str) -> pd.DataFrame:
     comparisons = sub["comparison"].to_numpy(dtype=object)
     statistics = sub["statistic"].to_numpy(dtype=object)
     who = [c if c == "experts" else str(c) for c in comparisons]
-    names = [f"{w} {STAT_LABELS.get(s, s)}" for w, s in zip(who, statistics, strict=True)]
+    labels = _stat_labels()
+    names = [f"{w} {labels.get(s, s)}" for w, s in zip(who, statistics, strict=True)]
     # Column order: a key per column, from who (judges ranked by first appearance) and
     # the statistic; ties keep the order of first appearance.
     order = {s: i for i, s in enumerate(STAT_ORDER)}
