@@ -1,6 +1,6 @@
 """Judge runner throughput and memory against the loopback chat-completions server.
 
-The server (tests/judge_server.py) runs in its own process so that it does not compete
+The server (tests/support/judge_server.py) runs in its own process so that it does not compete
 with the client for the GIL; every reply waits ``--latency`` seconds.
 
 * **throughput (client)**: ``--requests`` criterion requests (default 1,000) through
@@ -62,7 +62,7 @@ def rss_mb() -> float:
 
 
 class Server:
-    """tests/judge_server.py in a child process."""
+    """tests/support/judge_server.py in a child process."""
 
     def __init__(self, latency: float) -> None:
         self.proc = subprocess.Popen(

@@ -1,6 +1,6 @@
 """Coverage of the task-clustered bootstrap intervals by number of tasks (clusters).
 
-The simulation design of ``tests/test_bootstrap_coverage.py`` (tasks of 25 correlated
+The simulation design of ``tests/stats/test_bootstrap_coverage.py`` (tasks of 25 correlated
 binary criteria, three experts and a judge; true values from a population of 200,000
 tasks). For each number of tasks, ``--studies`` simulated studies; in each, ``--boot``
 seeded task resamples (:func:`gradercal.stats.resampling_weights`) and, for each of eight
@@ -49,7 +49,7 @@ from gradercal.stats.bootstrap import (
 )
 from gradercal.stats.coefficients import FloatArray
 from gradercal.stats.intervals import percentile_interval
-from tests.test_bootstrap_coverage import (
+from tests.stats.test_bootstrap_coverage import (
     HUMAN_STATISTICS,
     JUDGE_STATISTICS,
     draw_tasks,

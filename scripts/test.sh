@@ -12,7 +12,7 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install -q --disable-pip-version-check --upgrade pip >/dev/null
 .venv/bin/python -m pip install -q --disable-pip-version-check -e ".[dev]"
-# irrCAC, the independent reference of tests/test_stats_irrcac.py: pure Python on numpy,
+# irrCAC, the independent reference of tests/stats/test_stats_irrcac.py: pure Python on numpy,
 # pandas and scipy, but its metadata pins scipy==1.12.0 and pandas<3 (which would
 # downgrade the whole environment), so it is installed without its declared dependencies.
 .venv/bin/python -m pip install -q --disable-pip-version-check --no-deps "irrcac==0.4.4"

@@ -51,7 +51,7 @@ criterion of one response) and the judge ``f``:
     boundary with 10–20 tasks, because ``d`` is skewed near the boundary); the
     bootstrap-t kept 3.8–5.6%. An annotator with fewer than :data:`MIN_CLUSTERS` tasks
     is **not tested**, with a note. Sizes by simulation under a task random effect are
-    in docs/agreement.md and guarded by tests/test_alt_test.py.
+    in docs/agreement.md and guarded by tests/analysis/test_alt_test.py.
 
 * The p-values of the *tested* annotators are corrected with the Benjamini–Yekutieli
   procedure at level ``α`` (default 0.05; Benjamini & Yekutieli 2001, FDR control under

@@ -15,7 +15,7 @@ Each kind of table has its own typed slot, filled by the module that owns it
 :mod:`gradercal.analysis.agreement` the integer codes of a verdict table). A table handed
 out by a context may carry the position of each of its rows among the judgment units
 (:class:`UnitIndex`): pairing two such tables is then an array lookup instead of a merge.
-``tests/test_dashboard_speed_equivalence.py`` checks that every engine gives the same
+``tests/properties/test_dashboard_speed_equivalence.py`` checks that every engine gives the same
 numbers with and without a context.
 
 This module imports pandas and numpy only (no SQL, no Qt).

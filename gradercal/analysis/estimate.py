@@ -38,7 +38,7 @@ to zero width when the labels (or the judge's errors on them) are all alike. The
 
 ``n_effective = n · se_classical²/se²`` (the classical interval's standard error
 against PPI++'s, so ``λ = 0`` gives ``n``; with ``"wald"`` ``se_classical² = Var(Y)/n``).
-In the simulation of ``tests/test_estimate_coverage.py`` (docs/agreement.md has the
+In the simulation of ``tests/analysis/test_estimate_coverage.py`` (docs/agreement.md has the
 table) these intervals cover the truth in ≥ 93% of runs at 10, 20 and 40 labels for
 true pass rates 0.05, 0.5 and 0.9, where the Wald intervals covered 58–94% (pooled; 31%
 in the worst scenario).

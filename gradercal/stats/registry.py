@@ -264,8 +264,8 @@ def _balanced_f1(t: RatingTable, o: Options) -> Stat:
 # The entries, in the order of rating_statistics
 # ---------------------------------------------------------------------------------------
 
-_IRRCAC = "tests/test_stats_irrcac.py"
-_COEFFICIENTS = "tests/test_stats_coefficients.py"
+_IRRCAC = "tests/stats/test_stats_irrcac.py"
+_COEFFICIENTS = "tests/stats/test_stats_coefficients.py"
 _NUMERIC_LEVELS: tuple[Level, ...] = ("interval", "ratio")
 _ORDERED_LEVELS: tuple[Level, ...] = ("ordinal", "interval", "ratio")
 
@@ -523,7 +523,7 @@ _ENTRIES: tuple[Statistic, ...] = (
         bounds=(-1.0, 1.0),
         symmetric=False,
         reference="the difference of the two met rates",
-        checked_in="tests/test_agreement.py",
+        checked_in="tests/analysis/test_agreement.py",
         doc="docs/agreement.md",
     ),
 )

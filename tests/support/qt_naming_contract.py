@@ -7,7 +7,7 @@ not load Qt. The rule follows the module's name instead of a hand-kept list: a m
 whose own name does not start with ``prefix`` may not import a forbidden package, directly
 or through other modules. A new module is covered the day it is written.
 
-Registered in pyproject.toml (``contract_types``) and checked by tests/test_layering.py.
+Registered in pyproject.toml (``contract_types``) and checked by tests/properties/test_layering.py.
 """
 
 from __future__ import annotations

@@ -164,7 +164,7 @@ def _group_folds(sizes: FloatArray, k: int) -> IntArray:
 
     ``sizes`` are the groups' sizes in the order of their sorted ids; the largest group
     goes first (ties: the later one), each to the currently lightest fold (ties: the
-    first one). ``tests/test_calibration.py`` checks it against ``GroupKFold``.
+    first one). ``tests/analysis/test_calibration.py`` checks it against ``GroupKFold``.
     """
     order = np.argsort(sizes, kind="stable")[::-1]
     load = [0.0] * k

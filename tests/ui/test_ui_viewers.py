@@ -19,7 +19,7 @@ from gradercal.ui.viewers.sequences import gc_content, parse_sequences, wrapped
 from gradercal.ui.viewers.structures import MoleculeFile, StructureSummary, summarize
 from gradercal.ui.viewers.tables import read_table
 from tests.conftest import DEMO
-from tests.test_ui_support import CORRUPT, FASTA, GENBANK, MMCIF, PDB, SDF, make_pdf, sample_files
+from tests.support.gui import CORRUPT, FASTA, GENBANK, MMCIF, PDB, SDF, make_pdf, sample_files
 
 pytestmark = pytest.mark.gui
 

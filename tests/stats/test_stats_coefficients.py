@@ -4,7 +4,7 @@ Reference implementations used here: scikit-learn (``cohen_kappa_score``, ``f1_s
 statsmodels (``fleiss_kappa``), the ``krippendorff`` package, pingouin
 (``intraclass_corr``) and scipy. The irrCAC family (every weight family, Conger's and
 Light's kappas, irrCAC's weighted alpha) is cross-checked against the ``irrCAC`` package
-itself in tests/test_stats_irrcac.py; the irrCAC 0.4.4 outputs pinned below
+itself in tests/stats/test_stats_irrcac.py; the irrCAC 0.4.4 outputs pinned below
 (``CAC(data, weights=…, digits=15)``) keep a check of Gwet's formulas, next to a direct
 transcription of them, where that package is not installed.
 """

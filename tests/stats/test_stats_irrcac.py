@@ -362,7 +362,7 @@ def test_weighted_alpha_is_krippendorffs_interval_and_ratio_alpha(
 ) -> None:
     # The same ratings per unit as Krippendorff's (2011) example C: alpha = .849 (interval) and
     # .797 (ratio), exactly 951/1120 and 18222619/22852465 (worked by hand in
-    # tests/test_stats_coefficients.py). Quadratic weights are 1 − δ²_interval/δ²_max and
+    # tests/stats/test_stats_coefficients.py). Quadratic weights are 1 − δ²_interval/δ²_max and
     # ratio weights 1 − δ²_ratio/δ²_max, so irrCAC's weighted alpha equals them.
     df = to_long(four_raters)
     quad = value(weighted_krippendorff_alpha(df, weights="quadratic"))

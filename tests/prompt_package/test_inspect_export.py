@@ -2,7 +2,7 @@
 
 The generated module is imported from a file and run by ``inspect_ai.eval`` on a tiny
 task; the model under test and the grader are inspect_ai's ``mockllm/model`` with
-deterministic replies (the grader applies the keyword rule of ``tests/judge_server.py``),
+deterministic replies (the grader applies the keyword rule of ``tests/support/judge_server.py``),
 so the expected rubric scores are computed here independently.
 """
 
@@ -25,7 +25,7 @@ from gradercal.prompt_package import (
     build_package,
     to_inspect,
 )
-from tests.judge_server import expected_met, split_prompt
+from tests.support.judge_server import expected_met, split_prompt
 
 inspect_ai = pytest.importorskip("inspect_ai")
 

@@ -33,7 +33,7 @@ from gradercal.judge import DEFAULT_PROMPT, JudgeClient, JudgeParams, JudgeRunne
 from gradercal.judge.pricing import DEFAULT_PRICES
 from gradercal.judge.runner import Verdict
 from tests.conftest import ROOT, write_jsonl
-from tests.judge_server import Fault, JudgeServer, ServerConfig, expected_met
+from tests.support.judge_server import Fault, JudgeServer, ServerConfig, expected_met
 
 KEY_ENV = "GC_TEST_JUDGE_KEY"
 AUTO_TEXTS = ("EC50 within 20% of 4.3 uM", "Names the four-parameter logistic model")

@@ -46,7 +46,7 @@ from gradercal.ui.dashboard.worker import FrameReader, encode
 from gradercal.ui.qt_main_window import QtMainWindow
 from gradercal.ui.qt_settings import QtAppSettings
 from tests.conftest import DEMO, ROOT
-from tests.test_ui_support import import_folder
+from tests.support.gui import import_folder
 
 pytestmark = pytest.mark.gui
 

@@ -34,7 +34,7 @@ from gradercal.ui.qt_settings import QtAppSettings
 from gradercal.ui.qt_shortcuts_dialog import QtShortcutsDialog
 from gradercal.ui.qt_skip_dialog import QtSkipDialog
 from gradercal.ui.shortcuts import SHORTCUTS
-from tests.test_ui_support import (
+from tests.support.gui import (
     GRADER,
     JUDGE,
     JUDGE_RATIONALE,

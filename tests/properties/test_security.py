@@ -31,7 +31,7 @@ from gradercal.db.session import open_database
 from gradercal.errors import ValidationError
 from gradercal.formats import read_path
 from tests.conftest import DATA, write_jsonl
-from tests.test_assign import LAZY
+from tests.ops.test_assign import LAZY
 
 KEY_ENV = "GC_SECURITY_JUDGE_KEY"
 
@@ -78,7 +78,7 @@ def all_rows_text(db_url: str) -> str:
 def judged(db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     """mini, judged by a run that used (and had echoed back) the canary key."""
     from gradercal.cli.judge import judge
-    from tests.judge_server import Fault, JudgeServer, ServerConfig
+    from tests.support.judge_server import Fault, JudgeServer, ServerConfig
 
     canary = f"sk-canary-{uuid.uuid4().hex}"
     monkeypatch.setenv(KEY_ENV, canary)

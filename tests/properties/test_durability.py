@@ -1,7 +1,7 @@
 """Never lose a judgment: SIGKILL at random moments, concurrent writers, backups, checks.
 
 The grading process is a headless driver of the app's own write path
-(:meth:`GradingStore.save_judgment`), run as ``python -m tests.test_durability drive …``.
+(:meth:`GradingStore.save_judgment`), run as ``python -m tests.properties.test_durability drive …``.
 It prints one JSON line per judgment *after* ``save_judgment`` returned (the commit is
 acknowledged), so every printed line is a promise: that value must be in the database,
 at that revision, whatever happens to the process afterwards.
@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 # -- the headless grading process ---------------------------------------------------------------
@@ -129,7 +129,7 @@ class Zygote:
     def __init__(self, folder: Path) -> None:
         self.folder = folder
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "tests.test_durability", "zygote"],
+            [sys.executable, "-m", "tests.properties.test_durability", "zygote"],
             cwd=ROOT,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
@@ -572,7 +572,7 @@ def test_a_damaged_database_opens_read_only_with_a_clear_message(
     finally:
         opened.db.dispose()
     # gradercal check reports it (exit status 1) instead of crashing
-    from tests.test_assign import LAZY
+    from tests.ops.test_assign import LAZY
 
     saved = dict(LazyGroup.lazy)
     LazyGroup.lazy.update(LAZY)
@@ -597,4 +597,4 @@ if __name__ == "__main__":  # the headless grading process
         raise SystemExit(drive(sys.argv[2:]))
     if sys.argv[1:2] == ["zygote"]:
         raise SystemExit(zygote_main())
-    raise SystemExit("usage: python -m tests.test_durability drive|zygote …")
+    raise SystemExit("usage: python -m tests.properties.test_durability drive|zygote …")

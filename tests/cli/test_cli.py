@@ -191,7 +191,7 @@ def test_export_refuses_unknown_suffix(tmp_path: Path, mini: Path) -> None:
 
 
 def test_import_healthbench_file(tmp_path: Path) -> None:
-    from tests.test_formats import HB_LINE
+    from tests.formats.test_formats import HB_LINE
 
     path = tmp_path / "healthbench_sample.jsonl"
     write_jsonl(path, [HB_LINE, {**HB_LINE, "prompt_id": "hb-2"}])

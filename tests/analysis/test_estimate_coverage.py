@@ -426,7 +426,7 @@ def test_strata_pooling_rule() -> None:
 
 
 def _coverage_table(ns: tuple[int, ...], runs: int) -> list[str]:
-    """The docs' table (run by hand: ``python -c "from tests.test_estimate_coverage import
+    """The docs' table (run by hand: ``python -c "from tests.analysis.test_estimate_coverage import
     _coverage_table as t; print('\\n'.join(t((10, 20, 40), 2000)))"``)."""
     lines = []
     for n in ns:

@@ -583,7 +583,7 @@ def test_coverage_cluster_vs_unit_bootstrap() -> None:
     # 200 simulated studies, 40 clusters × 10 units: the 95 % task-clustered (expanded
     # percentile) interval should cover the true 0.8 about 95 % of the time; resampling
     # units ignores the within-task correlation (design effect ≈ 1 + 9 × 0.09 ≈ 1.8) and
-    # under-covers (≈ 85 %). tests/test_bootstrap_coverage.py checks coverage closely.
+    # under-covers (≈ 85 %). tests/stats/test_bootstrap_coverage.py checks coverage closely.
     rng = np.random.default_rng(2024)
     cluster_hits = unit_hits = 0
     reps = 200

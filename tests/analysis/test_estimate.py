@@ -27,7 +27,7 @@ Z95 = 1.959963984540054
 
 def test_ppi_hand_worked() -> None:
     # the textbook Wald interval (interval="wald"; the small-sample default is checked in
-    # tests/test_estimate_coverage.py)
+    # tests/analysis/test_estimate_coverage.py)
     # λ = 1 (plain PPI): Y = [1, 0, 1, 1], Ŷ = [1, 1, 1, 0], Ỹ = [1, 1, 0, 1, 1, 1]
     # θ = mean(Y − Ŷ) + mean(Ỹ) = (0 − 1 + 0 + 1)/4 + 5/6 = 5/6
     # se² = Var(Ỹ)/6 + Var(Y − Ŷ)/4 = (5/36)/6 + (2/4)/4 = 5/216 + 1/8

@@ -18,7 +18,7 @@ from gradercal.db.grading import (
 )
 from gradercal.db.session import open_database
 from gradercal.errors import ConflictError, NotFoundError, ValidationError
-from tests.test_ui_support import (
+from tests.support.gui import (
     GRADER,
     JUDGE,
     JUDGE_RATIONALE,

@@ -46,7 +46,7 @@ from gradercal.ops.packet_format import (
     sha256_file,
 )
 from tests.conftest import DEMO, fingerprint
-from tests.test_assign import LAZY
+from tests.ops.test_assign import LAZY
 
 GRADERS = ("p-ana", "p-ben", "p-chloe")
 MODEL_WORDS = ("atlas", "borealis", "cobalt")

@@ -1,6 +1,6 @@
 """The "Run judge…" dialog against the real loopback chat-completions server.
 
-Real widgets offscreen (pytest-qt), a real SQLite database, tests/judge_server.py over
+Real widgets offscreen (pytest-qt), a real SQLite database, tests/support/judge_server.py over
 HTTP on 127.0.0.1: verdicts are stored, Cancel stops a run cleanly, a server error is
 shown in the dialog, and only a coordinator window offers the dialog at all.
 """
@@ -25,7 +25,7 @@ from gradercal.ui import qt_workers
 from gradercal.ui.qt_judge_dialog import QtJudgeDialog
 from gradercal.ui.qt_main_window import QtMainWindow
 from gradercal.ui.qt_settings import QtAppSettings
-from tests.judge_server import JudgeServer, ServerConfig, expected_met
+from tests.support.judge_server import JudgeServer, ServerConfig, expected_met
 
 TIMEOUT = 30_000
 KEY_ENV = "GC_TEST_DIALOG_KEY"

@@ -3,7 +3,7 @@
 Runs on the demo benchmark (three experts and an imported judge) after adjudicating its
 disagreements through the repository, on SQLite and PostgreSQL; the re-run of the
 judge with the imported prompt goes through the real loopback server of
-``tests/judge_server.py``.
+``tests/support/judge_server.py``.
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ from gradercal.prompt_package import (
 )
 from gradercal.prompt_package.card import _plain
 from tests.conftest import DEMO, ROOT, fingerprint
-from tests.judge_server import JudgeServer, ServerConfig, split_prompt
+from tests.support.judge_server import JudgeServer, ServerConfig, split_prompt
 
 JUDGE = "judge-gpt"
 EXPERTS = ("expert-ana", "expert-ben", "expert-chloe")

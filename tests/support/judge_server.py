@@ -22,7 +22,7 @@ keep-alive) for the official SDK, and judges deterministically:
   votes that vary between repeats at temperature > 0 (``vote_flip_period``).
 
 Use it as a context manager (``with JudgeServer(cfg) as srv: srv.base_url``) or run it
-as a process: ``python tests/judge_server.py --latency 0.05`` prints its base URL.
+as a process: ``python tests/support/judge_server.py --latency 0.05`` prints its base URL.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The judge client and runner against a real HTTP server on 127.0.0.1 (tests/judge_server.py).
+"""The judge client and runner against a real HTTP server on 127.0.0.1 (tests/support/judge_server.py).
 
 No mocking of the openai SDK: every request goes over loopback HTTP.
 """
@@ -25,7 +25,7 @@ from gradercal.judge import (
     Verdict,
     WorkItem,
 )
-from tests.judge_server import Fault, JudgeServer, ServerConfig, expected_met
+from tests.support.judge_server import Fault, JudgeServer, ServerConfig, expected_met
 
 FAST = RetryPolicy(max_attempts=4, parse_attempts=3, base_delay=0.01, max_delay=0.05, timeout=5.0)
 CRITERION = "Mentions the premature stop codon"  # keyword: "premature"
