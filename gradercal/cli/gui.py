@@ -1,4 +1,4 @@
-"""``gradercal gui``: the desktop app (registered by gradercal/cli/__init__.py with ``main.add_command``).
+"""``gradercal gui``: the desktop app (registered lazily by :class:`gradercal.cli.LazyGroup`).
 
 Qt, PyMuPDF and the app's modules are imported inside the command, so ``gradercal
 --help`` stays fast.

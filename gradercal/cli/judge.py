@@ -1,6 +1,6 @@
 """``gradercal judge``: run the LLM judge, probe its robustness, manage its prompts and prices.
 
-Registered on the main command group by :mod:`gradercal.cli` (``main.add_command(judge)``).
+Registered lazily by :class:`gradercal.cli.LazyGroup`.
 A front end: it opens the database (:mod:`gradercal.db.judging`) and drives the core
 (:mod:`gradercal.judge`).
 

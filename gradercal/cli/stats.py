@@ -1,8 +1,7 @@
 """``gradercal stats``: agreement statistics of a ratings CSV file.
 
-Registered on the main command group by :mod:`gradercal.cli`
-(``main.add_command(stats)``). Reads long-format ratings (``unit,rater,value``; other
-columns ignored), prints every applicable statistic of
+Registered lazily by :class:`gradercal.cli.LazyGroup`. Reads long-format ratings
+(``unit,rater,value``; other columns ignored), prints every applicable statistic of
 :func:`gradercal.stats.rating_statistics` as a table or as JSON, optionally with
 task-clustered bootstrap intervals (:func:`gradercal.stats.clustered_bootstrap`).
 
