@@ -11,6 +11,12 @@ data is a figure that says why, never an exception.
 Builders: :func:`pairwise_heatmap`, :func:`confusion_chart`, :func:`reliability_chart`,
 :func:`models_chart`, :func:`forest_chart`; :func:`all_charts` builds them all.
 
+:data:`CHART_REGISTRY` lists the charts once, one :class:`Chart` each: its builder, its
+title and section in the report, its tab and title in the window, whether it is drawn per
+grouping and whether the window draws it ahead. The report (:data:`CHART_TITLES`,
+:func:`all_charts`) and the window (``gradercal.ui.dashboard.data``) derive their lists
+from it: adding a chart takes a builder and an entry.
+
 This module imports matplotlib (lazily, inside the builders), numpy, pandas and
 gradercal's core only.
 """
@@ -19,7 +25,7 @@ from __future__ import annotations
 
 import io
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -33,10 +39,16 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 __all__ = [
+    "CHART_REGISTRY",
     "CHART_TITLES",
+    "DEFAULT_GROUPING",
+    "GROUPINGS",
+    "GROUPING_LABELS",
     "SOURCE_LABELS",
+    "Chart",
     "ChartStyle",
     "all_charts",
+    "chart_figures",
     "chart_style",
     "confusion_chart",
     "figure_bytes",
@@ -53,16 +65,6 @@ SOURCE_LABELS: dict[str, str] = {
     "judge_raw": "raw judge",
     "judge_calibrated": "calibrated judge",
     "estimate": "bias-corrected (PPI++)",
-}
-#: Keys of :func:`all_charts` and their titles.
-CHART_TITLES: dict[str, str] = {
-    "pairwise": "Pairwise agreement (Cohen's kappa)",
-    "confusion": "Judge vs expert consensus",
-    "reliability": "Reliability before and after calibration",
-    "models": "Per-model mean score and pass rate",
-    "forest_tag": "Agreement by criterion tag",
-    "forest_workflow": "Agreement by workflow",
-    "forest_domain": "Agreement by domain",
 }
 _OKABE_ITO = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442")
 _SAVE_FORMATS = {".png": "png", ".svg": "svg", ".pdf": "pdf"}
@@ -424,20 +426,159 @@ def forest_chart(
     return fig
 
 
+# ---------------------------------------------------------------------------------------
+# The registry
+# ---------------------------------------------------------------------------------------
+
+#: The groupings a per-grouping chart is drawn for, in order (the agreement table's).
+GROUPINGS: tuple[str, ...] = ("tag", "workflow", "domain")
+#: The grouping a per-grouping chart's window tab shows when the agreement table's
+#: grouping has no figure (and the only one the window draws ahead).
+DEFAULT_GROUPING = "tag"
+#: How the report's titles name the groupings.
+GROUPING_LABELS: dict[str, str] = {
+    "tag": "criterion tag",
+    "workflow": "workflow",
+    "domain": "domain",
+}
+
+
+@dataclass(frozen=True)
+class Chart:
+    """One chart of the dashboard: how it is built, and how the report and the window
+    show it.
+
+    Attributes:
+        key: The report's key (:data:`CHART_TITLES`, :func:`all_charts`); a per-grouping
+            chart's figures are ``<key>_<grouping>``.
+        build: ``build(d, dark=…)``; per grouping ``build(d, grouping, dark=…)``.
+        title: The report's title of the figure; per grouping, ``{grouping}`` stands for
+            the grouping's name in :data:`GROUPING_LABELS`.
+        section: The report section (``gradercal.dashboard.report.REPORT_SECTIONS``) the
+            figure opens; per grouping, each grouping's part of that section.
+        tab: The window's name of the chart's tab; a per-grouping chart's figures are
+            ``<tab>:<grouping>`` and its tab follows the agreement table's grouping.
+        tab_label: The tab's label.
+        window_title: The title above the chart in the window.
+        per_grouping: One figure per grouping of :data:`GROUPINGS` (in the report, those
+            present in the agreement table; in the window, all).
+        prerender: The window's worker draws the figure's pixels ahead (per grouping: the
+            figure of :data:`DEFAULT_GROUPING` only).
+    """
+
+    key: str
+    build: Callable[..., Figure]
+    title: str
+    section: str
+    tab: str
+    tab_label: str
+    window_title: str
+    per_grouping: bool = False
+    prerender: bool = True
+
+    def report_key(self, grouping: str | None = None) -> str:
+        """The key of the figure (of ``grouping``) in :func:`all_charts`."""
+        return f"{self.key}_{grouping}" if self.per_grouping else self.key
+
+    def report_title(self, grouping: str | None = None) -> str:
+        """The report's title of the figure (of ``grouping``)."""
+        if not self.per_grouping or grouping is None:
+            return self.title
+        return self.title.format(grouping=GROUPING_LABELS.get(grouping, grouping))
+
+    def figure_name(self, grouping: str | None = None) -> str:
+        """The window's name of the figure (of ``grouping``)."""
+        return f"{self.tab}:{grouping}" if self.per_grouping else self.tab
+
+    def prerendered(self, grouping: str | None = None) -> bool:
+        """Whether the window draws the figure (of ``grouping``) ahead."""
+        return self.prerender and (not self.per_grouping or grouping == DEFAULT_GROUPING)
+
+    def figure(self, d: Dashboard, grouping: str | None = None, *, dark: bool = False) -> Figure:
+        """The figure (of ``grouping``) of ``d``."""
+        if self.per_grouping:
+            return self.build(d, grouping, dark=dark)
+        return self.build(d, dark=dark)
+
+
+#: Every chart, in the order the report and the window list them.
+CHART_REGISTRY: tuple[Chart, ...] = (
+    Chart(
+        key="pairwise",
+        build=pairwise_heatmap,
+        title="Pairwise agreement (Cohen's kappa)",
+        section="pairwise",
+        tab="pairwise",
+        tab_label="Raters",
+        window_title="Rater agreement: experts and judges (Cohen's κ)",
+    ),
+    Chart(
+        key="confusion",
+        build=confusion_chart,
+        title="Judge vs expert consensus",
+        section="confusion",
+        tab="confusion",
+        tab_label="Confusion",
+        window_title="Judge vs expert consensus",
+    ),
+    Chart(
+        key="reliability",
+        build=reliability_chart,
+        title="Reliability before and after calibration",
+        section="reliability",
+        tab="reliability",
+        tab_label="Reliability",
+        window_title="Judge confidence: reliability before and after calibration",
+    ),
+    Chart(
+        key="models",
+        build=models_chart,
+        title="Per-model mean score and pass rate",
+        section="models",
+        tab="models",
+        tab_label="Models",
+        window_title="Models under experts, raw judge, calibrated judge and estimate",
+    ),
+    Chart(
+        key="forest",
+        build=forest_chart,
+        title="Agreement by {grouping}",
+        section="agreement",
+        tab="groups",
+        tab_label="Groups",
+        window_title="Agreement by group, with 95% intervals",
+        per_grouping=True,
+    ),
+)
+
+
+def chart_figures(groupings: Collection[str] = GROUPINGS) -> Iterator[tuple[Chart, str | None]]:
+    """Every figure of :data:`CHART_REGISTRY` as ``(chart, grouping)``, in order: a
+    per-grouping chart once per grouping of :data:`GROUPINGS` that is in ``groupings``,
+    any other once with ``None``."""
+    for chart in CHART_REGISTRY:
+        if not chart.per_grouping:
+            yield chart, None
+            continue
+        for grouping in GROUPINGS:
+            if grouping in groupings:
+                yield chart, grouping
+
+
+#: Keys of :func:`all_charts` and their titles.
+CHART_TITLES: dict[str, str] = {
+    chart.report_key(grouping): chart.report_title(grouping) for chart, grouping in chart_figures()
+}
+
+
 def all_charts(d: Dashboard, *, dark: bool = False) -> dict[str, Figure]:
     """Every chart, keyed as in :data:`CHART_TITLES` (forest plots only for groupings
     present in the agreement table)."""
-    out = {
-        "pairwise": pairwise_heatmap(d, dark=dark),
-        "confusion": confusion_chart(d, dark=dark),
-        "reliability": reliability_chart(d, dark=dark),
-        "models": models_chart(d, dark=dark),
-    }
     present = set(d.agreement["by"]) if not d.agreement.empty else set()
-    for by in ("tag", "workflow", "domain"):
-        if by in present:
-            out[f"forest_{by}"] = forest_chart(d, by, dark=dark)
-    return out
+    return {
+        chart.report_key(grouping): chart.figure(d, grouping, dark=dark)
+        for chart, grouping in chart_figures(present)
+    }
 
 
 # ---------------------------------------------------------------------------------------

@@ -184,6 +184,18 @@ def report_charts(d: Dashboard) -> dict[str, Figure]:
     return all_charts(d, dark=False)
 
 
+def _charts(images: Mapping[str, str], section: str, grouping: str | None = None) -> str:
+    """The images of the charts that open ``section`` (per grouping: ``grouping``'s part
+    of it), in the order of :data:`gradercal.dashboard.charts.CHART_REGISTRY`."""
+    from gradercal.dashboard.charts import chart_figures
+
+    return "".join(
+        images.get(chart.report_key(by), "")
+        for chart, by in chart_figures()
+        if chart.section == section and by == grouping
+    )
+
+
 def _data_uri(fig: Figure, fmt: str) -> str:
     from gradercal.dashboard.charts import figure_bytes
 
@@ -266,6 +278,8 @@ def _agreement(d: Dashboard, images: Mapping[str, str], max_rows: int) -> str:
     labels = _stat_labels()
     parts = []
     ov = a.loc[a["by"] == "overall"]
+    if charts := _charts(images, "agreement"):
+        parts.append(charts)
     parts.append("<h3>Overall</h3>")
     parts.append(
         _table(
@@ -293,8 +307,8 @@ def _agreement(d: Dashboard, images: Mapping[str, str], max_rows: int) -> str:
         if sub.empty:
             continue
         parts.append(f"<h3>By {_e(by)}</h3>")
-        if f"forest_{by}" in images:
-            parts.append(images[f"forest_{by}"])
+        if charts := _charts(images, "agreement", by):
+            parts.append(charts)
         header = [by, "expert items", "experts: % agreement", "experts: Fleiss' kappa"]
         if judge is not None:
             header += [
@@ -363,7 +377,7 @@ def _pairwise(d: Dashboard, images: Mapping[str, str]) -> str:
     p = d.pairwise
     if p.empty:
         return "<p>Fewer than two graders.</p>"
-    out = [images.get("pairwise", "")]
+    out = [_charts(images, "pairwise")]
     wide = p.pivot_table(
         index=["a", "b", "n_items"],
         columns="statistic",
@@ -466,7 +480,7 @@ def _confusion(d: Dashboard, images: Mapping[str, str]) -> str:
         (tn, fp), (fn, tp) = m.tolist()
         rows.append([_t(name), _n(_e(tp)), _n(_e(fp)), _n(_e(fn)), _n(_e(tn))])
     return (
-        images.get("confusion", "")
+        _charts(images, "confusion")
         + '<p class="meta">Rows of the matrix: the expert consensus; columns: the judge. '
         "A false positive is a criterion the judge calls met and the experts not.</p>"
         + _table(
@@ -507,7 +521,7 @@ def _reliability(d: Dashboard, images: Mapping[str, str]) -> str:
             ],
         ],
     )
-    return images.get("reliability", "") + info
+    return _charts(images, "reliability") + info
 
 
 def _models(d: Dashboard, images: Mapping[str, str]) -> str:
@@ -517,7 +531,7 @@ def _models(d: Dashboard, images: Mapping[str, str]) -> str:
     from gradercal.dashboard.charts import SOURCE_LABELS
 
     sources = [s for s in MODEL_SOURCES if (m["source"] == s).any()]
-    parts = [images.get("models", "")]
+    parts = [_charts(images, "models")]
     for metric, label in (("mean_score", "Mean rubric score"), ("pass_rate", "Pass rate")):
         sub = m.loc[m["metric"] == metric]
         rows = []
@@ -720,19 +734,20 @@ def _document(
     heading = title or ("Agreement report" + (f": {bench}" if bench else ""))
     from gradercal import __version__
 
+    # The sections with charts place them; the others open with theirs, if any.
     builders: dict[str, Callable[[], str]] = {
-        "overview": lambda: _overview(d),
+        "overview": lambda: _charts(images, "overview") + _overview(d),
         "agreement": lambda: _agreement(d, images, max_rows),
         "pairwise": lambda: _pairwise(d, images),
-        "judges": lambda: _judges(d),
+        "judges": lambda: _charts(images, "judges") + _judges(d),
         "confusion": lambda: _confusion(d, images),
         "reliability": lambda: _reliability(d, images),
         "models": lambda: _models(d, images),
-        "alt-test": lambda: _alt(d),
-        "flips": lambda: _flips(d, max_rows),
-        "health": lambda: _health(d, max_rows),
-        "disagreements": lambda: _disagreements(d, max_rows),
-        "notes": lambda: _notes(d),
+        "alt-test": lambda: _charts(images, "alt-test") + _alt(d),
+        "flips": lambda: _charts(images, "flips") + _flips(d, max_rows),
+        "health": lambda: _charts(images, "health") + _health(d, max_rows),
+        "disagreements": lambda: _charts(images, "disagreements") + _disagreements(d, max_rows),
+        "notes": lambda: _charts(images, "notes") + _notes(d),
     }
     body = [
         f"<h1>{_e(heading)}</h1>",

@@ -112,3 +112,22 @@ def test_no_pyplot_needed() -> None:
     )
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert res.returncode == 0, res.stderr
+
+
+def test_every_registered_chart_has_a_place_in_the_report_and_the_window() -> None:
+    """A chart is added by one registry entry: its report section exists and renders the
+    section's charts, and the window derives a tab for it."""
+    import inspect
+
+    from gradercal.dashboard import report
+    from gradercal.dashboard.charts import CHART_REGISTRY
+    from gradercal.ui.dashboard.data import CHART_NAMES, CHARTS
+
+    sections = {key for key, _title in report.REPORT_SECTIONS}
+    source = inspect.getsource(report)
+    tabs = {name for name, _title in CHARTS}
+    for chart in CHART_REGISTRY:
+        assert chart.section in sections, chart.key
+        assert f'_charts(images, "{chart.section}"' in source, chart.key
+        assert chart.tab in tabs, chart.key
+        assert any(n == chart.tab or n.startswith(f"{chart.tab}:") for n in CHART_NAMES)

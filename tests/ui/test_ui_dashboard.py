@@ -576,13 +576,12 @@ def test_the_worker_exits_when_the_window_process_is_killed(db_path: str, tmp_pa
             import sys, time
             from PySide6.QtCore import QCoreApplication
             from gradercal.dashboard import DashboardFilters
-            from gradercal.ui.dashboard.data import ChartStyle, Request
+            from gradercal.ui.dashboard.data import Request
             from gradercal.ui.dashboard.qt_process import QtDashboardProcess
 
             app = QCoreApplication([])
             worker = QtDashboardProcess(sys.argv[1])
-            style = ChartStyle("#ffffff", "#000000", "#888888", "#3366cc", False)
-            worker.compute(Request(1, sys.argv[2], DashboardFilters(), None, style, n_boot=20))
+            worker.compute(Request(1, sys.argv[2], DashboardFilters(), None, False, n_boot=20))
             while worker.pid == 0:
                 app.processEvents()
                 time.sleep(0.01)

@@ -3,7 +3,9 @@
 This module is imported by both sides of the dashboard: by the worker process
 (:mod:`gradercal.ui.dashboard.worker`), which computes and prepares everything, and by the
 window (:mod:`gradercal.ui.dashboard.qt_view`), which only shows it. It imports numpy and pandas
-(and matplotlib lazily), never Qt or SQLAlchemy, so the worker process stays light.
+and the chart registry of :mod:`gradercal.dashboard.charts` (matplotlib lazily), never Qt or
+SQLAlchemy, so the worker process stays light. Its chart tabs and figure names are derived
+from that registry.
 
 A :class:`PreparedTable` keeps every cell's text of a column in one string with an array
 of end offsets (:class:`TextColumn`) and its sort keys as float arrays: a table of tens of
@@ -21,6 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
+
+from gradercal.dashboard.charts import CHART_REGISTRY, DEFAULT_GROUPING, GROUPINGS, chart_figures
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -415,70 +419,54 @@ def share_frames(tables: dict[str, PreparedTable], dash: Any) -> dict[str, Prepa
 
 
 # -- charts -----------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class ChartStyle:
-    """Colours for charts, taken from the window's palette (light or dark)."""
+# Every list below is derived from gradercal.dashboard.charts.CHART_REGISTRY: a chart added
+# there gets its tab here.
 
-    background: str
-    foreground: str
-    grid: str
-    accent: str
-    dark: bool
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "background": self.background,
-            "foreground": self.foreground,
-            "grid": self.grid,
-            "accent": self.accent,
-            "dark": self.dark,
-        }
-
-
-CHARTS = (
-    ("pairwise", "Rater agreement: experts and judges (Cohen's κ)"),
-    ("confusion", "Judge vs expert consensus"),
-    ("reliability", "Judge confidence: reliability before and after calibration"),
-    ("models", "Models under experts, raw judge, calibrated judge and estimate"),
-    ("groups", "Agreement by group, with 95% intervals"),
+#: ``(name, title)`` of every chart tab, in order.
+CHARTS: tuple[tuple[str, str], ...] = tuple(
+    (chart.tab, chart.window_title) for chart in CHART_REGISTRY
 )
-#: The group charts built per grouping; the "groups" tab shows the agreement table's.
-FOREST_BYS = ("tag", "workflow", "domain")
+#: {chart tab: its label}.
+CHART_TAB_LABELS: dict[str, str] = {chart.tab: chart.tab_label for chart in CHART_REGISTRY}
+#: The chart tabs drawn per grouping (``<tab>:<grouping>``): each shows the agreement
+#: table's grouping (:data:`DEFAULT_GROUPING` when it has no figure).
+GROUPING_TABS: tuple[str, ...] = tuple(chart.tab for chart in CHART_REGISTRY if chart.per_grouping)
+#: The groupings the per-grouping charts are drawn for (the "groups" tab's forest plots).
+FOREST_BYS = GROUPINGS
 #: Every figure of the dashboard (one per chart tab, one per grouping for "groups"), in
 #: the order :func:`build_figures` makes them.
-CHART_NAMES = (
-    *(name for name, _title in CHARTS if name != "groups"),
-    *(f"groups:{b}" for b in FOREST_BYS),
-)
+CHART_NAMES: tuple[str, ...] = tuple(chart.figure_name(by) for chart, by in chart_figures())
 #: Figures not drawn ahead (shown only when the agreement table's grouping asks for them).
-NOT_PRERENDERED = frozenset({"groups:workflow", "groups:domain"})
+NOT_PRERENDERED: frozenset[str] = frozenset(
+    chart.figure_name(by) for chart, by in chart_figures() if not chart.prerendered(by)
+)
+_BY_TAB = {chart.tab: chart for chart in CHART_REGISTRY}
 
 
-def build_figures(
-    dash: Any, style: ChartStyle, only: Collection[str] | None = None
-) -> dict[str, Any]:
+def figure_name(tab: str, grouping: str) -> str:
+    """The figure chart tab ``tab`` shows when the agreement table is grouped by
+    ``grouping``: the tab's own, or per grouping that grouping's (else the default's)."""
+    chart = _BY_TAB[tab]
+    if not chart.per_grouping:
+        return chart.figure_name()
+    return chart.figure_name(grouping if grouping in GROUPINGS else DEFAULT_GROUPING)
+
+
+def build_figures(dash: Any, dark: bool, only: Collection[str] | None = None) -> dict[str, Any]:
     """Every chart (or those named in ``only``) as a matplotlib Figure (or the reason
     there is none), in :data:`CHART_NAMES` order.
 
-    The figures come from :mod:`gradercal.dashboard.charts` in its light or dark theme, chosen by
-    the window palette's lightness. ``groups:<by>`` holds one forest chart per grouping.
+    The figures come from :mod:`gradercal.dashboard.charts` in its light or dark theme
+    (``dark``: the window palette's lightness). ``groups:<by>`` holds one forest chart per
+    grouping.
     """
-    from gradercal.dashboard import charts
-
-    builders: dict[str, Callable[[], Any]] = {
-        "pairwise": lambda: charts.pairwise_heatmap(dash, dark=style.dark),
-        "confusion": lambda: charts.confusion_chart(dash, dark=style.dark),
-        "reliability": lambda: charts.reliability_chart(dash, dark=style.dark),
-        "models": lambda: charts.models_chart(dash, dark=style.dark),
-    }
-    for by in FOREST_BYS:
-        builders[f"groups:{by}"] = functools.partial(charts.forest_chart, dash, by, dark=style.dark)
     out: dict[str, Any] = {}
-    for name, build in builders.items():
+    for chart, by in chart_figures():
+        name = chart.figure_name(by)
         if only is not None and name not in only:
             continue
         try:
-            out[name] = build()
+            out[name] = chart.figure(dash, by, dark=dark)
         except Exception as exc:  # a degenerate table: say why instead of failing it all
             out[name] = f"No chart: {exc}"
     return out
@@ -537,7 +525,8 @@ class Request:
     benchmark: str
     filters: Any  # gradercal.dashboard.DashboardFilters
     judge: str | None
-    style: ChartStyle
+    #: the charts' theme: dark (the window's palette is dark) or light
+    dark: bool
     n_boot: int | None = None
     seed: int = 0
     #: a saved calibration's params (None: compute_dashboard's default method)
@@ -572,8 +561,11 @@ class Computed:
 __all__ = [
     "AGREEMENT_BYS",
     "CHARTS",
+    "CHART_NAMES",
+    "CHART_TAB_LABELS",
     "FOREST_BYS",
-    "ChartStyle",
+    "GROUPING_TABS",
+    "NOT_PRERENDERED",
     "Computed",
     "Pixels",
     "PreparedTable",
@@ -583,6 +575,7 @@ __all__ = [
     "attach_pixels",
     "build_figures",
     "ci_columns",
+    "figure_name",
     "format_column",
     "format_value",
     "header_text",

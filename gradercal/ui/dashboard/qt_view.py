@@ -47,7 +47,7 @@ from PySide6.QtCore import (
     QTimer,
     Signal,
 )
-from PySide6.QtGui import QAction, QColor, QPalette
+from PySide6.QtGui import QAction, QPalette
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QComboBox,
@@ -74,15 +74,16 @@ from gradercal.db.adjudication import AdjudicationStore
 from gradercal.db.session import Database
 from gradercal.ui.dashboard.data import (
     AGREEMENT_BYS,
+    CHART_TAB_LABELS,
     CHARTS,
-    FOREST_BYS,
-    ChartStyle,
+    GROUPING_TABS,
     Computed,
     PreparedTable,
     Request,
     _missing,
     agreement_wide,
     ci_columns,
+    figure_name,
     format_value,
     header_text,
     models_wide,
@@ -300,18 +301,10 @@ class QtFrameTable(QWidget):
 
 
 # -- charts -----------------------------------------------------------------------------------
-def chart_style(palette: QPalette) -> ChartStyle:
-    def hexa(role: QPalette.ColorRole) -> str:
-        return str(palette.color(role).name(QColor.NameFormat.HexRgb))
-
-    window = palette.color(QPalette.ColorRole.Base)
-    return ChartStyle(
-        background=hexa(QPalette.ColorRole.Base),
-        foreground=hexa(QPalette.ColorRole.Text),
-        grid=hexa(QPalette.ColorRole.Mid),
-        accent=hexa(QPalette.ColorRole.Highlight),
-        dark=window.lightness() < 128,
-    )
+def dark_palette(palette: QPalette) -> bool:
+    """Whether ``palette`` is dark (its base colour's lightness under half): the charts
+    are then drawn in their dark theme."""
+    return palette.color(QPalette.ColorRole.Base).lightness() < 128
 
 
 def save_figure(figure: Figure, path: Path | str) -> Path:
@@ -714,14 +707,7 @@ class QtDashboardView(QWidget):
             chart = QtChart(chart_title, name)
             chart.message.connect(self.message)
             self.charts[name] = chart
-            short = {
-                "pairwise": "Raters",
-                "confusion": "Confusion",
-                "reliability": "Reliability",
-                "models": "Models",
-                "groups": "Groups",
-            }[name]
-            self.chart_tabs.addTab(chart, short)
+            self.chart_tabs.addTab(chart, CHART_TAB_LABELS[name])
         self.splitter.addWidget(self.chart_tabs)
         self.splitter.setStretchFactor(0, 58)
         self.splitter.setStretchFactor(1, 42)
@@ -789,7 +775,7 @@ class QtDashboardView(QWidget):
             benchmark=self.benchmark,
             filters=self.filters(),
             judge=self.selected_judge(),
-            style=chart_style(self.palette()),
+            dark=dark_palette(self.palette()),
             n_boot=self.n_boot,
             seed=self.seed,
             calibration=self.calibration,
@@ -994,25 +980,23 @@ class QtDashboardView(QWidget):
             self.judge.blockSignals(False)
 
     def _figure_key(self, name: str) -> str:
-        """The figure shown in chart ``name``: the group chart follows the agreement table."""
-        if name != "groups":
-            return name
-        by = str(self.agreement_by.currentData())
-        return f"groups:{by if by in FOREST_BYS else 'tag'}"
+        """The figure shown in chart ``name`` (a per-grouping chart follows the agreement table)."""
+        return figure_name(name, str(self.agreement_by.currentData()))
 
     def _show_agreement(self) -> None:
         if self.result is None:
             return
         by = str(self.agreement_by.currentData())
         self.agreement.set_table(self.result.tables[f"agreement:{by}"])
-        chart = self.charts["groups"]
-        fig = self.result.figures.get(self._figure_key("groups"))
-        groups_pending = any(p[0] == "chart" and p[1] == "groups" for p in self._charts_pending)
-        if not groups_pending and fig is not chart.figure:
-            if fig is None or isinstance(fig, str):
-                chart.set_message(fig or "Nothing to show.")
-            else:
-                chart.set_figure(fig)
+        for name in GROUPING_TABS:
+            chart = self.charts[name]
+            fig = self.result.figures.get(self._figure_key(name))
+            pending = any(p[0] == "chart" and p[1] == name for p in self._charts_pending)
+            if not pending and fig is not chart.figure:
+                if fig is None or isinstance(fig, str):
+                    chart.set_message(fig or "Nothing to show.")
+                else:
+                    chart.set_figure(fig)
 
     def show_agreement_by(self, by: str) -> None:
         self.agreement_by.setCurrentIndex(AGREEMENT_BYS.index(by))
@@ -1140,7 +1124,6 @@ class QtCoordinatorView(QStackedWidget):
 
 
 __all__ = [
-    "ChartStyle",
     "Computed",
     "PreparedTable",
     "QtChart",
@@ -1151,8 +1134,8 @@ __all__ = [
     "QtFrameTable",
     "agreement_wide",
     "alt_test_text",
-    "chart_style",
     "ci_columns",
+    "dark_palette",
     "format_value",
     "header_text",
     "models_wide",

@@ -391,7 +391,7 @@ def chart_parts(
     from gradercal.ui.dashboard.data import NOT_PRERENDERED, build_figures, render_pixels
 
     out: list[tuple[str, bytes]] = []
-    for name, fig in build_figures(dash, request.style, only).items():
+    for name, fig in build_figures(dash, request.dark, only).items():
         pixels = None
         size = request.chart_size
         if not isinstance(fig, str) and size is not None and name not in NOT_PRERENDERED:
