@@ -45,6 +45,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from gradercal._util.jsonsafe import json_safe
 from gradercal.analysis.context import AnalysisContext, HumanLevels
 from gradercal.frames import Frames, object_frame
 from gradercal.rubric import (
@@ -753,23 +754,9 @@ def model_summary(scores: pd.DataFrame, frames: Frames, by: str | None = None) -
     return out.loc[:, [*keys, *SUMMARY_COLUMNS]].reset_index(drop=True)
 
 
-def _plain(value: Any) -> Any:
-    """A JSON-safe Python scalar: numpy → Python, NaN/NA → None."""
-    if value is None or value is pd.NA:
-        return None
-    if isinstance(value, bool | np.bool_):
-        return bool(value)
-    if isinstance(value, int | np.integer):
-        return int(value)
-    if isinstance(value, float | np.floating):
-        f = float(value)
-        return f if math.isfinite(f) else None
-    return str(value)
-
-
 def _records(df: pd.DataFrame, columns: Sequence[str]) -> list[dict[str, Any]]:
     return [
-        {c: _plain(v) for c, v in zip(columns, row, strict=True)}
+        {c: json_safe(v) for c, v in zip(columns, row, strict=True)}
         for row in df.loc[:, list(columns)].itertuples(index=False, name=None)
     ]
 

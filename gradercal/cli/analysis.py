@@ -16,17 +16,17 @@ status 1; bad options exit with status 2.
 from __future__ import annotations
 
 import functools
-import json
-import math
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from gradercal._util.jsonsafe import json_safe
 from gradercal.cli.common import (
     benchmark_option,
     db_option,
+    emit_json,
     handle_errors,
     json_option,
     open_repo,
@@ -52,28 +52,6 @@ BREAKDOWN_CHOICES = ("workflow", "domain", "artifacts", "answer_format")
 
 
 # ----------------------------------------------------------------------------- helpers
-
-
-def _plain(obj: Any) -> Any:
-    """Strict-JSON data: numpy scalars → Python, non-finite floats → None."""
-    if isinstance(obj, dict):
-        return {str(k): _plain(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [_plain(v) for v in obj]
-    if hasattr(obj, "item") and not isinstance(obj, str | bytes):
-        try:
-            obj = obj.item()
-        except (TypeError, ValueError):
-            return str(obj)
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    if obj is None or isinstance(obj, bool | int | float | str):
-        return obj
-    return str(obj)
-
-
-def _emit(obj: Any) -> None:
-    click.echo(json.dumps(_plain(obj), indent=2, ensure_ascii=False, allow_nan=False))
 
 
 def refusals(fn: F) -> F:
@@ -232,7 +210,7 @@ def agreement(
             benchmark=name,
         )
     if as_json:
-        _emit(report)
+        emit_json(report)
         return
     _print_agreement(report)
 
@@ -466,7 +444,7 @@ def alttest(
                 "task-clustered test; the exact test was used (items independent)",
             ]
     if as_json:
-        _emit(out)
+        emit_json(out)
         return
     from rich.table import Table
 
@@ -660,14 +638,14 @@ def calibrate(
             name,
             judge,
             method,
-            params=_plain(res.params),
-            split=_plain(res.split),
-            metrics=_plain(res.metrics),
-            provenance=_plain(res.provenance),
+            params=json_safe(res.params),
+            split=json_safe(res.split),
+            metrics=json_safe(res.metrics),
+            provenance=json_safe(res.provenance),
         )
     out = {"benchmark": name, "saved": None if saved is None else saved.to_dict(), **res.to_dict()}
     if as_json:
-        _emit(out)
+        emit_json(out)
         return
     for w in res.warnings:
         click.echo(click.style("warning: ", fg="yellow", bold=True) + w, err=True)
@@ -803,7 +781,7 @@ def estimate(
         benchmark=name,
     )
     if as_json:
-        _emit(rep)
+        emit_json(rep)
         return
     from rich.table import Table
 
@@ -926,7 +904,7 @@ def health(
         benchmark=name,
     )
     if as_json:
-        _emit(rep)
+        emit_json(rep)
         return
     from rich.table import Table
 
@@ -1082,7 +1060,7 @@ def impact(
             benchmark=name,
         )
     if as_json:
-        _emit(rep)
+        emit_json(rep)
         return
     _print_impact(rep, groups)
 
@@ -1198,7 +1176,7 @@ def surveys(
         order = None
     rep = {"benchmark": name, **survey_summary(reviews, order, n_boot=n_boot, seed=seed, ci=ci)}
     if as_json:
-        _emit(rep)
+        emit_json(rep)
         return
     from rich.table import Table
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from gradercal._util.jsonsafe import json_safe
 from gradercal.errors import GradercalError
 
 if TYPE_CHECKING:
@@ -28,7 +29,13 @@ BREAKDOWNS = ("workflow", "domain", "artifacts", "answer_format")
 
 
 def emit_json(obj: Any) -> None:
-    click.echo(json.dumps(obj, indent=2, ensure_ascii=False, default=str))
+    """Print ``obj`` as strict JSON: every command's ``--json`` output.
+
+    ``obj`` goes through :func:`gradercal._util.jsonsafe.json_safe` first (numpy scalars
+    → numbers, NaN and ±inf → ``null``, datetimes and other values → ``str``), then
+    ``json.dumps(..., indent=2, ensure_ascii=False, allow_nan=False)``.
+    """
+    click.echo(json.dumps(json_safe(obj), indent=2, ensure_ascii=False, allow_nan=False))
 
 
 def fail(message: str) -> None:

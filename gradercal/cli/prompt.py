@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, get_args
+from typing import get_args
 
 import click
 
 from gradercal.cli.common import (
     benchmark_option,
     db_option,
+    emit_json,
     handle_errors,
     json_option,
     progress_bar,
@@ -27,10 +28,6 @@ from gradercal.cli.common import (
 from gradercal.errors import GradercalError, Problem, ValidationError
 
 __all__ = ["export_prompt", "import_prompt"]
-
-
-def _emit(obj: Any) -> None:
-    click.echo(json.dumps(obj, indent=2, ensure_ascii=False, allow_nan=False))
 
 
 def _warn(message: str) -> None:
@@ -181,7 +178,7 @@ def export_prompt(
     }
     if as_json:
         if str(output) != "-":
-            _emit(summary)
+            emit_json(summary)
         return
     for w in package.warnings:
         _warn(w)
@@ -231,7 +228,7 @@ def import_prompt(file: Path, db: str | None, as_json: bool) -> None:
         database.dispose()
     out = result.to_dict() | {"file": str(file), "judge": package.judge.get("name")}
     if as_json:
-        _emit(out)
+        emit_json(out)
         return
     state = "stored" if result.created else "already stored"
     click.echo(

@@ -15,6 +15,7 @@ import click
 from gradercal.cli.common import (
     benchmark_option,
     db_option,
+    emit_json,
     handle_errors,
     json_option,
     open_repo,
@@ -204,16 +205,7 @@ def report(
             )
             written["pdf"] = str(pdf)
     if as_json:
-        import json
-
-        click.echo(
-            json.dumps(
-                {"benchmark": bench.name, **written, "dashboard": d.to_json()},
-                indent=2,
-                ensure_ascii=False,
-                allow_nan=False,
-            )
-        )
+        emit_json({"benchmark": bench.name, **written, "dashboard": d.to_json()})
         return
     for kind, where in written.items():
         if where:

@@ -18,7 +18,6 @@ status 1; nothing is computed.
 from __future__ import annotations
 
 import csv
-import json
 import math
 import sys
 from collections.abc import Iterator
@@ -30,6 +29,7 @@ import click
 import pandas as pd
 from click.core import ParameterSource
 
+from gradercal.cli.common import emit_json, fail
 from gradercal.errors import Problem, ValidationError
 from gradercal.stats.bootstrap import (
     BootResult,
@@ -350,10 +350,6 @@ def _bootstrap(
     return out
 
 
-def fail(message: str) -> None:
-    click.echo(click.style("error: ", fg="red", bold=True) + message, err=True)
-
-
 def _key_weights(key: str, weights: str) -> str:
     """What ``weights`` a key was computed with: the family, or ``"none"``."""
     return weights if key in WEIGHTED_KEYS else "none"
@@ -543,7 +539,7 @@ def stats(
             }
         for key, stat in results.items():
             payload[key] = _stat_json(key, stat, boots.get(key), bool(n_boot), weights, level)
-        click.echo(json.dumps(payload, indent=2, ensure_ascii=False, allow_nan=False))
+        emit_json(payload)
         return
     _print_table(
         ratings,

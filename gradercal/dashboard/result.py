@@ -7,18 +7,20 @@ constants here name the labels and columns of those tables (:data:`EXPERTS`,
 ``--json`` prints (``format: "gradercal.dashboard"``, ``format_version: 1``), and
 :func:`pairwise_matrix` turns the long pairwise table into a square matrix.
 
-This module imports pandas and numpy only.
+This module imports pandas, numpy and :mod:`gradercal._util.jsonsafe` (the JSON rules)
+only.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pandas as pd
+
+from gradercal._util.jsonsafe import json_safe
 
 __all__ = [
     "AGREEMENT_COLUMNS",
@@ -183,7 +185,7 @@ class Dashboard:
         return {
             "format": "gradercal.dashboard",
             "format_version": 1,
-            "overview": _plain(self.overview),
+            "overview": json_safe(self.overview),
             "agreement": _records(self.agreement),
             "pairwise": _records(self.pairwise),
             "judges": _records(self.judges),
@@ -195,15 +197,15 @@ class Dashboard:
                 for k, v in self.confusion.items()
             },
             "reliability": {
-                k: {"bins": _records(v), **_plain(dict(v.attrs))}
+                k: {"bins": _records(v), **json_safe(dict(v.attrs))}
                 for k, v in self.reliability.items()
             },
             "models": _records(self.models),
-            "alt_test": _plain(self.alt_test),
+            "alt_test": json_safe(self.alt_test),
             "flips": _records(self.flips),
             "health": _records(self.health),
             "disagreements": _records(self.disagreements),
-            "calibration": _plain(self.calibration),
+            "calibration": json_safe(self.calibration),
             "notes": list(self.notes),
         }
 
@@ -231,28 +233,9 @@ def pairwise_matrix(
     return mat
 
 
-def _plain(obj: Any) -> Any:
-    """Strict-JSON data: numpy scalars → Python, non-finite floats → None."""
-    if isinstance(obj, Mapping):
-        return {str(k): _plain(v) for k, v in obj.items()}
-    if isinstance(obj, np.ndarray):
-        return _plain(obj.tolist())
-    if isinstance(obj, list | tuple | set):
-        return [_plain(v) for v in obj]
-    if obj is pd.NA or obj is None:
-        return None
-    if isinstance(obj, np.generic):
-        obj = obj.item()
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    if isinstance(obj, bool | int | float | str):
-        return obj
-    return str(obj)
-
-
 def _records(df: pd.DataFrame) -> list[dict[str, Any]]:
     cols = [str(c) for c in df.columns]
     return [
-        {c: _plain(v) for c, v in zip(cols, row, strict=True)}
+        {c: json_safe(v) for c, v in zip(cols, row, strict=True)}
         for row in df.itertuples(index=False, name=None)
     ]

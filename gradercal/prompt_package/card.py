@@ -12,11 +12,10 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
-from datetime import datetime
 from typing import Any
 
+from gradercal._util.jsonsafe import json_safe
 from gradercal.frames import Frames
 from gradercal.prompt_package.examples import split_tasks
 
@@ -277,7 +276,7 @@ def agreement_card(
         .get("leniency_bias"),
         "all_data": None if all_data is None else all_data["metrics"].get("leniency_bias"),
     }
-    card: dict[str, Any] = _plain(
+    card: dict[str, Any] = json_safe(
         {
             "judge": judge,
             "experts": names,
@@ -288,25 +287,7 @@ def agreement_card(
             "leniency": leniency,
             "provenance": prov,
             "notes": notes,
-        }
+        },
+        iso_datetimes=True,
     )
     return card
-
-
-def _plain(obj: Any) -> Any:
-    """JSON-safe copy: NaN/inf → None, tuples → lists, numpy scalars → Python."""
-    if isinstance(obj, Mapping):
-        return {str(k): _plain(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [_plain(v) for v in obj]
-    if isinstance(obj, bool) or obj is None or isinstance(obj, str):
-        return obj
-    if isinstance(obj, int):
-        return int(obj)
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
-    if hasattr(obj, "item"):
-        return _plain(obj.item())
-    if isinstance(obj, datetime):
-        return obj.isoformat()
-    return str(obj)

@@ -26,12 +26,12 @@ from datetime import UTC, datetime
 from importlib import resources
 from typing import Any
 
+from gradercal._util.jsonsafe import json_safe
 from gradercal.errors import Problem, ValidationError
 from gradercal.judge.prompts import PromptTemplate, prompt_from_dict
 from gradercal.model import stable_hash
 from gradercal.prompt_package.card import (
     NO_HOLDOUT_NOTE,
-    _plain,
     decision_from_calibration,
     has_held_out_figures,
 )
@@ -98,7 +98,7 @@ class PromptPackage:
 
     def body(self) -> dict[str, Any]:
         """Everything but the integrity block, JSON-able."""
-        body: dict[str, Any] = _plain(
+        body: dict[str, Any] = json_safe(
             {
                 "format_version": self.format_version,
                 "kind": "gradercal.prompt-package",
@@ -120,7 +120,8 @@ class PromptPackage:
                 "decision": dict(self.decision),
                 "card": dict(self.card),
                 "warnings": list(self.warnings),
-            }
+            },
+            iso_datetimes=True,
         )
         return body
 

@@ -12,6 +12,7 @@ import click
 import pytest
 from click.testing import CliRunner, Result
 
+from gradercal._util.jsonsafe import json_safe
 from gradercal.cli import analysis as acli
 from gradercal.cli import main
 from tests.conftest import DATA, DEMO
@@ -80,7 +81,7 @@ def test_agreement_json_equals_the_library(demo_db: Path) -> None:
     lib = agreement_report(
         frames, judge="judge-gpt", by="tag", n_boot=100, seed=3, benchmark=out["benchmark"]
     )
-    assert out == json.loads(json.dumps(acli._plain(lib)))
+    assert out == json.loads(json.dumps(json_safe(lib)))
     assert out["human_judge"]["confusion"] == {"tp": 174, "fp": 45, "fn": 17, "tn": 148}
     assert set(out) >= {
         "benchmark",

@@ -20,6 +20,7 @@ import pytest
 import yaml
 from click.testing import CliRunner, Result
 
+from gradercal._util.jsonsafe import json_safe as _plain
 from gradercal.analysis.calibration import fit_calibration
 from gradercal.analysis.verdicts import verdicts
 from gradercal.cli import main
@@ -55,7 +56,6 @@ from gradercal.prompt_package import (
     to_promptfoo,
     validate_package,
 )
-from gradercal.prompt_package.card import _plain
 from tests.conftest import DEMO, ROOT, fingerprint
 from tests.support.judge_server import JudgeServer, ServerConfig, split_prompt
 
