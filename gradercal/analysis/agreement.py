@@ -69,13 +69,13 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from gradercal.analysis.context import AnalysisContext, UnitIndex
+from gradercal.analysis.context import AnalysisContext
 from gradercal.analysis.verdicts import (
     _consensus,
-    _entry,
-    _lookup,
     _verdicts,
+    grader_rows,
     human_graders,
+    pair,
     unit_positions,
 )
 from gradercal.frames import Frames
@@ -358,70 +358,33 @@ def _paired(
     ``also`` grader) in verdict order, and the number of otherwise eligible units
     whose reference was undecided.
     """
-    keys = ["response_id", "criterion_id"]
-    if cons is None and reference_humans and context is not None:
+    if cons is None and reference_humans:
         cons = _consensus(frames, reference_humans, context)
-    ev, ec = _entry(context, v), _entry(context, cons)
-    if (
-        ev is not None
-        and ec is not None
-        and ev.units is not None
-        and ec.units is not None
-        and cons is not None
-        and not cons.empty
-    ):
-        return _paired_units(v, ev, candidate, also, cons, ec)
-    cand = v.loc[v["grader"] == candidate, [*keys, "task_id", "met", "tags", "workflow", "domain"]]
-    cand = cand.rename(columns={"met": "candidate"})
+    # The candidate's rows, kept where every grader of ``also`` rated the unit too.
+    rows = grader_rows(context, v, candidate)
+    also_rows: dict[str, npt.NDArray[np.intp]] = {}
     for other in also:
-        o = v.loc[v["grader"] == other, [*keys, "met"]].rename(columns={"met": f"also:{other}"})
-        cand = cand.merge(o, on=keys, how="inner")
-    if cons is None:
-        cons = _consensus(frames, reference_humans, context) if reference_humans else None
+        theirs = grader_rows(context, v, other)
+        i, j = pair(context, v, v, left_rows=rows, right_rows=theirs)
+        rows = rows[i]
+        also_rows = {g: r[i] for g, r in also_rows.items()}
+        also_rows[other] = theirs[j]
     if cons is None or cons.empty:
-        empty = cand.iloc[0:0].assign(reference=pd.Series([], dtype=bool))
-        return empty, len(cand)
-    ref = cons.loc[:, [*keys, "met"]].rename(columns={"met": "reference"})
-    out = cand.merge(ref, on=keys, how="left")
-    decided = out["reference"].notna()
-    n_undecided = int((~decided).sum())
-    out = out.loc[decided].copy()
-    out["reference"] = out["reference"].astype(bool)
-    return out.reset_index(drop=True), n_undecided
-
-
-def _paired_units(
-    v: pd.DataFrame,
-    ev: UnitIndex,
-    candidate: str,
-    also: Sequence[str],
-    cons: pd.DataFrame,
-    ec: UnitIndex,
-) -> tuple[pd.DataFrame, int]:
-    """:func:`_paired` by unit positions (the same rows, order and columns)."""
-    keys = ["response_id", "criterion_id"]
-    n, uv = ev.n_units, ev.units
-    assert uv is not None and ec.units is not None
-    cand = ev.grader_rows(candidate)
-    u = uv[cand]
-    keep = np.ones(len(cand), dtype=bool)
-    met = v["met"].to_numpy(bool)
-    others = {}
-    for other in also:
-        rows = ev.grader_rows(other)
-        pos = _lookup(n, uv[rows], rows)[u]
-        keep &= pos >= 0
-        others[other] = pos
-    ref = _lookup(n, ec.units, np.arange(len(cons), dtype=np.intp))[u]
-    n_undecided = int((keep & (ref < 0)).sum())
-    sel = keep & (ref >= 0)
-    cols = [*keys, "task_id", "met", "tags", "workflow", "domain"]
-    out = v.iloc[cand[sel]].loc[:, cols].rename(columns={"met": "candidate"})
+        ref = np.full(len(rows), -1, dtype=np.intp)
+        cons_met = np.zeros(0, dtype=bool)
+    else:
+        i, ref = pair(context, v, cons, left_rows=rows, keep_unmatched=True)
+        rows, also_rows = rows[i], {g: r[i] for g, r in also_rows.items()}
+        cons_met = cons["met"].to_numpy(bool)
+    decided = ref >= 0
+    cols = ["response_id", "criterion_id", "task_id", "met", "tags", "workflow", "domain"]
+    out = v.iloc[rows[decided]].loc[:, cols].rename(columns={"met": "candidate"})
     out = out.reset_index(drop=True)
-    for other, pos in others.items():
-        out[f"also:{other}"] = met[pos[sel]]
-    out["reference"] = cons["met"].to_numpy(bool)[ref[sel]]
-    return out, n_undecided
+    met = v["met"].to_numpy(bool)
+    for other, theirs in also_rows.items():
+        out[f"also:{other}"] = met[theirs[decided]]
+    out["reference"] = cons_met[ref[decided]]
+    return out, int((~decided).sum())
 
 
 def _compare_table(
@@ -677,24 +640,18 @@ def pairwise_agreement(
     """
     names = list(graders) if graders is not None else human_graders(frames)
     v = _verdicts(frames, names, context)
-    keys = ["response_id", "criterion_id"]
     out: list[PairAgreement] = []
-    ev = _entry(context, v)
-    if ev is not None and ev.units is None:
-        ev = None
+    met = v["met"].to_numpy(bool)
+    task = v["task_id"].to_numpy(object)
     for i, a in enumerate(names):
-        if ev is None:
-            va = v.loc[v["grader"] == a, [*keys, "task_id", "met"]]
+        ra = grader_rows(context, v, a)
         for b in names[i + 1 :]:
-            if ev is None:
-                vb = v.loc[v["grader"] == b, [*keys, "met"]]
-                p = va.merge(vb, on=keys, suffixes=("_a", "_b"))
-            else:
-                p = _pair_units(v, ev, a, b)
+            rb = grader_rows(context, v, b)
+            ia, ib = pair(context, v, v, left_rows=ra, right_rows=rb)
             c = compare(
-                p["met_a"].to_numpy(dtype=bool),
-                p["met_b"].to_numpy(dtype=bool),
-                list(p["task_id"]),
+                met[ra[ia]],
+                met[rb[ib]],
+                list(task[ra[ia]]),
                 candidate_name=a,
                 reference_name=b,
                 n_boot=n_boot,
@@ -712,22 +669,6 @@ def pairwise_agreement(
                 )
             )
     return out
-
-
-def _pair_units(v: pd.DataFrame, ev: UnitIndex, a: str, b: str) -> pd.DataFrame:
-    """The inner merge of ``a``'s and ``b``'s verdicts by unit positions (``a``'s order)."""
-    ra, rb = ev.grader_rows(a), ev.grader_rows(b)
-    assert ev.units is not None
-    pos = _lookup(ev.n_units, ev.units[rb], rb)[ev.units[ra]]
-    sel = pos >= 0
-    met = v["met"].to_numpy(bool)
-    return pd.DataFrame(
-        {
-            "task_id": pd.Series(v["task_id"].to_numpy(object)[ra[sel]], dtype=object),
-            "met_a": met[ra[sel]],
-            "met_b": met[pos[sel]],
-        }
-    )
 
 
 def leave_one_out(

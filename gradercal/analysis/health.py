@@ -37,7 +37,14 @@ import numpy as np
 import pandas as pd
 
 from gradercal.analysis.context import AnalysisContext
-from gradercal.analysis.verdicts import consensus_verdicts, human_graders, unit_positions, verdicts
+from gradercal.analysis.verdicts import (
+    consensus_verdicts,
+    grader_rows,
+    human_graders,
+    pair,
+    unit_positions,
+    verdicts,
+)
 from gradercal.frames import Frames, object_frame
 
 __all__ = [
@@ -259,21 +266,11 @@ def _health_parts(
         else pd.DataFrame(columns=[*keys, "met"])
     )
     if judge is not None:
-        jmask = (v["grader"] == judge).to_numpy(bool)
-        jv = v.loc[jmask, [*keys, "task_id", "met"]]
-        cpos = unit_positions(context, cons)
-        if pos is not None and cpos is not None and cpos[1] == pos[1]:
-            # The merge by unit positions (consensus units are unique): the judge's rows
-            # with a consensus, in the judge's order, as the inner merge keeps them.
-            lut = np.full(pos[1], -1, dtype=np.intp)
-            lut[cpos[0]] = np.arange(len(cpos[0]), dtype=np.intp)
-            at = lut[pos[0][jmask]]
-            found = at >= 0
-            jc = jv.loc[found].reset_index(drop=True)
-            jc["cons"] = cons["met"].to_numpy()[at[found]]
-        else:
-            jc = jv.merge(cons.loc[:, [*keys, "met"]].rename(columns={"met": "cons"}), on=keys)
-        jc = jc.assign(differs=jc["met"].to_numpy(bool) != jc["cons"].to_numpy(bool))
+        # The judge's rows with a consensus, in the judge's order.
+        jrows = grader_rows(context, v, judge)
+        i, c = pair(context, v, cons, left_rows=jrows)
+        jc = v.iloc[jrows[i]].loc[:, [*keys, "task_id", "met"]].reset_index(drop=True)
+        jc = jc.assign(differs=jc["met"].to_numpy(bool) != cons["met"].to_numpy(bool)[c])
         jagg = jc.groupby(["task_id", "criterion_id"]).agg(
             n_judged=("differs", "size"), judge_disagreement=("differs", "mean")
         )

@@ -13,6 +13,10 @@
 * **Unit positions**: within one :class:`~gradercal.analysis.context.AnalysisContext`, every verdict and consensus table handed
   out may carry the position of each of its rows among the judgment units, so that
   pairing two tables is an array lookup instead of a merge (:func:`unit_positions`).
+* **Pairing** (:func:`pair`): the one join of two such tables on
+  ``(response_id, criterion_id)`` — a grader's verdicts with the consensus, or one
+  grader's verdicts with another's — that every engine uses: by unit positions when the
+  context knows them, else by a merge, with the same pairs in the same order either way.
 
 This module imports pandas, numpy and gradercal's core only (no SQL, no Qt).
 """
@@ -20,30 +24,30 @@ This module imports pandas, numpy and gradercal's core only (no SQL, no Qt).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
 from gradercal.analysis.context import AnalysisContext, UnitIndex
-from gradercal.analysis.scoring import _human_levels, consensus
+from gradercal.analysis.scoring import _effective_level, _human_levels, consensus
 from gradercal.frames import Frames
 
 __all__ = [
     "consensus_verdicts",
+    "grader_rows",
     "human_graders",
     "judge_graders",
+    "pair",
     "unit_positions",
     "verdicts",
 ]
 
 FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.intp]
 
-
-def _float(s: pd.Series) -> FloatArray:
-    """A nullable numeric/boolean series as float64, NaN for missing."""
-    return np.asarray(s.astype("Float64").to_numpy(dtype="float64", na_value=np.nan), np.float64)
+#: The columns that identify a unit.
+_UNIT_KEYS = ("response_id", "criterion_id")
 
 
 def _judgment_grid(frames: Frames) -> pd.DataFrame:
@@ -89,9 +93,7 @@ def verdicts(
     grid = _judgment_grid(frames)
     out = j.merge(grid, on=["response_id", "criterion_id"], how="inner")
     top = np.clip(out["levels"].to_numpy(dtype=np.float64), 2.0, None) - 1.0
-    level = _float(out["level"])
-    met = _float(out["met"])
-    eff = np.where(np.isnan(level), met * top, np.clip(level, 0.0, top))
+    eff = _effective_level(out["met"], out["level"], pd.Series(top, copy=False))
     keep = ~np.isnan(eff)
     out = out.loc[keep].copy()
     out["met"] = (eff[keep] == top[keep]).astype(bool)
@@ -266,11 +268,93 @@ def _verdict_units(
     return np.asarray(order[at], dtype=np.intp), n
 
 
-def _lookup(n: int, units: npt.NDArray[np.intp], rows: npt.NDArray[np.intp]) -> Any:
-    """Array ``unit → row`` (−1 where no row)."""
-    lut = np.full(n, -1, dtype=np.intp)
-    lut[units] = rows
-    return lut
+def grader_rows(context: AnalysisContext | None, v: pd.DataFrame, grader: str) -> IntArray:
+    """Rows of the verdict table ``v`` whose grader is ``grader``, in order.
+
+    From the context's index of ``v`` when it has one (grouped once per table), else by
+    comparing the column.
+    """
+    entry = _entry(context, v)
+    if entry is not None:
+        return entry.grader_rows(grader)
+    return np.flatnonzero(v["grader"].to_numpy(object) == grader).astype(np.intp)
+
+
+def pair(
+    context: AnalysisContext | None,
+    left: pd.DataFrame,
+    right: pd.DataFrame,
+    *,
+    left_rows: IntArray | None = None,
+    right_rows: IntArray | None = None,
+    keep_unmatched: bool = False,
+) -> tuple[IntArray, IntArray]:
+    """The rows of two verdict / consensus tables on the same unit.
+
+    Pairs the rows ``left_rows`` of ``left`` (default: every row, in order; a row may
+    repeat) with the rows ``right_rows`` of ``right`` (default: every row) on
+    ``(response_id, criterion_id)``.
+
+    Args:
+        context: The context that handed out the tables (None: pair by a merge).
+        left: A table with the unit columns (verdicts, consensus, …).
+        right: Another one (or the same).
+        left_rows: The rows of ``left`` to pair (positions), None: all.
+        right_rows: The rows of ``right`` to pair (positions), None: all.
+        keep_unmatched: Keep the left rows without a match (their ``j`` is −1), as a
+            left merge does; otherwise only matched pairs, as an inner merge.
+
+    Returns:
+        ``(i, j)``: pair ``k`` is row ``i[k]`` of the left selection with row ``j[k]`` of
+        the right selection (indices into ``left_rows`` / ``right_rows``, or table
+        positions when the selection is None), in the row order of
+        ``left.iloc[left_rows].merge(right.iloc[right_rows], on=[…], how="inner")``
+        (``how="left"`` with ``keep_unmatched``).
+
+    When ``context`` knows the unit positions of both tables (the same units) and the
+    selected right rows are on distinct units, the pairs come from an array lookup;
+    otherwise from a merge of the unit columns — the same pairs, in the same order.
+    """
+    el, er = _entry(context, left), _entry(context, right)
+    if (
+        el is not None
+        and er is not None
+        and el.units is not None
+        and er.units is not None
+        and el.n_units == er.n_units
+    ):
+        lu = el.units if left_rows is None else el.units[left_rows]
+        ru = er.units if right_rows is None else er.units[right_rows]
+        lut = np.full(er.n_units, -1, dtype=np.intp)
+        lut[ru] = np.arange(len(ru), dtype=np.intp)
+        if np.count_nonzero(lut >= 0) == len(ru):  # at most one match per left row
+            j = lut[lu]
+            i = np.arange(len(lu), dtype=np.intp)
+            if keep_unmatched:
+                return i, j
+            found = j >= 0
+            return i[found], j[found]
+    keys = list(_UNIT_KEYS)
+    lk = _selected_keys(left, left_rows).assign(_i=np.arange(_count(left, left_rows)))
+    rk = _selected_keys(right, right_rows).assign(_j=np.arange(_count(right, right_rows)))
+    merged = lk.merge(rk, on=keys, how="left" if keep_unmatched else "inner")
+    j_float = merged["_j"].to_numpy(dtype=np.float64, na_value=np.nan)
+    return (
+        merged["_i"].to_numpy(dtype=np.intp),
+        np.where(np.isnan(j_float), -1, j_float).astype(np.intp),
+    )
+
+
+def _count(df: pd.DataFrame, rows: IntArray | None) -> int:
+    return len(df) if rows is None else len(rows)
+
+
+def _selected_keys(df: pd.DataFrame, rows: IntArray | None) -> pd.DataFrame:
+    """The unit columns of the rows ``rows`` of ``df`` (all: None), on a fresh index."""
+    keys = df.loc[:, list(_UNIT_KEYS)]
+    if rows is not None:
+        keys = keys.iloc[rows]
+    return keys.reset_index(drop=True)
 
 
 def _consensus(

@@ -650,33 +650,39 @@ def _disagreements(
     two or more expert verdicts, not all equal; *departs* — the judge's verdict differs
     from the decided consensus (:func:`gradercal.analysis.agreement.consensus_verdicts`). With a
     context that knows the unit position of every row of ``v`` and ``cons``, the units are
-    found and described by position (no merges); the same table either way.
+    found and described by position (no merges); the same table either way. Verdicts and
+    consensus are paired by :func:`gradercal.analysis.verdicts.pair` on both paths.
     """
-    from gradercal.analysis.verdicts import unit_positions
+    from gradercal.analysis.verdicts import grader_rows, pair, unit_positions
 
     keys = ["response_id", "criterion_id"]
     graders = [*humans, *([judge] if judge is not None else [])]
     cols = [*_DISAGREEMENT_COLUMNS, *(f"verdict:{g}" for g in graders)]
-    v_pos, c_pos = unit_positions(context, v), unit_positions(context, cons)
     keep = v["grader"].isin(graders).to_numpy(bool)
-    v = v.loc[keep]
-    if v.empty:
+    if not keep.any():
         return _empty(cols)
+    # The judge's rows (of ``v``) whose verdict differs from the decided consensus.
+    departing = np.zeros(0, dtype=np.intp)
+    if judge is not None and not cons.empty:
+        jrows = grader_rows(context, v, judge)
+        i, c = pair(context, v, cons, left_rows=jrows)
+        differs = v["met"].to_numpy(bool)[jrows[i]] != cons["met"].to_numpy(bool)[c]
+        departing = jrows[i][differs]
+    v_pos, c_pos = unit_positions(context, v), unit_positions(context, cons)
     if v_pos is not None and c_pos is not None and v_pos[1] == c_pos[1]:
         out = _disagreements_by_position(
-            v, v_pos[0][keep], v_pos[1], cons, c_pos[0], judge, humans, graders
+            context, v, np.flatnonzero(keep), v_pos[0], v_pos[1], cons, departing, humans, graders
         )
         if out is None:
             return _empty(cols)
         return _ranked_disagreements(out, judge, graders, health, cols)
+    dep = v.iloc[departing].loc[:, keys]
+    v = v.loc[keep]
     hv = v.loc[v["grader"].isin(list(humans))]
     per = hv.groupby(keys, sort=False).agg(n=("met", "size"), n_met=("met", "sum"))
     split = per.loc[(per["n"] >= 2) & (per["n_met"] > 0) & (per["n_met"] < per["n"])]
     units = split.index.to_frame(index=False).assign(experts_split=True)
     if judge is not None and not cons.empty:
-        jv = v.loc[v["grader"] == judge, [*keys, "met"]].rename(columns={"met": "j"})
-        jc = jv.merge(cons.loc[:, [*keys, "met"]].rename(columns={"met": "c"}), on=keys)
-        dep = jc.loc[jc["j"].to_numpy(bool) != jc["c"].to_numpy(bool), keys]
         units = units.merge(dep.assign(judge_departs=True), on=keys, how="outer")
     else:
         units = units.assign(judge_departs=False)
@@ -694,50 +700,51 @@ def _disagreements(
     wide.columns = [f"verdict:{g}" for g in graders]
     out = first.merge(units, on=keys).merge(unclear, on=keys)
     out = out.merge(wide.reset_index(), on=keys, how="left")
-    c = cons.loc[:, [*keys, "met"]].rename(columns={"met": "consensus"})
-    out = out.merge(c, on=keys, how="left")
+    i, c = pair(context, out, cons, keep_unmatched=True)
+    out = out.iloc[i].reset_index(drop=True)
+    cons_met = cons["met"].to_numpy(bool)
+    out["consensus"] = [None if k < 0 else bool(cons_met[k]) for k in c.tolist()]
     return _ranked_disagreements(out, judge, graders, health, cols)
 
 
 def _disagreements_by_position(
+    context: AnalysisContext | None,
     v: pd.DataFrame,
-    unit: npt.NDArray[np.intp],
+    kept: npt.NDArray[np.intp],
+    unit_of: npt.NDArray[np.intp],
     n_units: int,
     cons: pd.DataFrame,
-    cons_unit: npt.NDArray[np.intp],
-    judge: str | None,
+    departing: npt.NDArray[np.intp],
     humans: Sequence[str],
     graders: Sequence[str],
 ) -> pd.DataFrame | None:
     """:func:`_disagreements`' unit table from unit positions (None: no such unit).
 
-    One row per disagreeing unit in order of its first verdict row (the order of the
-    merge path), with the first row's task, model, text and points, the two reasons,
-    the number of "unclear" marks, every grader's verdict and the consensus.
+    ``kept`` are the rows of ``v`` by ``graders``, ``unit_of`` the unit position of every
+    row of ``v``, ``departing`` the judge's rows that differ from the consensus. One row
+    per disagreeing unit in order of its first verdict row (the order of the merge
+    path), with the first row's task, model, text and points, the two reasons, the
+    number of "unclear" marks, every grader's verdict and the consensus.
     """
-    grader = v["grader"].to_numpy(object)
+    from gradercal.analysis.verdicts import grader_rows, pair
+
     met = v["met"].to_numpy(bool)
-    human = v["grader"].isin(list(humans)).to_numpy(bool)
+    unit = unit_of[kept]
+    human = v["grader"].isin(list(humans)).to_numpy(bool)[kept]
     n = np.bincount(unit[human], minlength=n_units)
-    n_met = np.bincount(unit[human], weights=met[human].astype(np.float64), minlength=n_units)
+    n_met = np.bincount(unit[human], weights=met[kept][human].astype(np.float64), minlength=n_units)
     split = (n >= 2) & (n_met > 0) & (n_met < n)
-    # The decided consensus by unit: -1 undecided, else 0 / 1.
-    c_met = np.full(n_units, -1, dtype=np.int8)
-    c_met[cons_unit] = cons["met"].to_numpy(bool).astype(np.int8)
     departs = np.zeros(n_units, dtype=bool)
-    if judge is not None and not cons.empty:
-        j = grader == judge
-        uj = unit[j]
-        decided = c_met[uj] >= 0
-        departs[uj[decided]] = met[j][decided] != c_met[uj][decided].astype(bool)
-    rows = np.flatnonzero((split | departs)[unit])
+    departs[unit_of[departing]] = True
+    rows = kept[np.flatnonzero((split | departs)[unit])]
     if not len(rows):
         return None
-    sub_unit = unit[rows]
+    sub_unit = unit_of[rows]
     _, first = np.unique(sub_unit, return_index=True)
     first = np.sort(first)
     order = sub_unit[first]  # the disagreeing units, in order of first appearance
-    out = v.iloc[rows[first]].loc[
+    first_rows = rows[first]
+    out = v.iloc[first_rows].loc[
         :, ["response_id", "criterion_id", "task_id", "model", "text", "points"]
     ]
     out = out.reset_index(drop=True)
@@ -749,12 +756,21 @@ def _disagreements_by_position(
     out["experts_split"] = split[order]
     out["judge_departs"] = departs[order]
     out["n_unclear"] = unclear[order].astype(np.int64)
+
+    def matched(right: pd.DataFrame, right_rows: Any, values: Any) -> list[bool | None]:
+        """The value of each disagreeing unit's row of ``right`` (None: no row)."""
+        i, j = pair(
+            context, v, right, left_rows=first_rows, right_rows=right_rows, keep_unmatched=True
+        )
+        code = np.full(len(first_rows), -1, dtype=np.int8)
+        found = j >= 0
+        code[i[found]] = np.asarray(values, dtype=bool)[j[found]]
+        return [None if x < 0 else bool(x) for x in code.tolist()]
+
     for g in graders:
-        lut = np.full(n_units, -1, dtype=np.int8)
-        mine = grader == g
-        lut[unit[mine]] = met[mine].astype(np.int8)
-        out[f"verdict:{g}"] = [None if x < 0 else bool(x) for x in lut[order].tolist()]
-    out["consensus"] = [None if x < 0 else bool(x) for x in c_met[order].tolist()]
+        mine = grader_rows(context, v, g)
+        out[f"verdict:{g}"] = matched(v, mine, met[mine])
+    out["consensus"] = matched(cons, None, cons["met"].to_numpy(bool))
     return out
 
 

@@ -28,7 +28,7 @@ import pandas as pd
 from gradercal.analysis.calibration._types import FloatArray
 from gradercal.analysis.context import AnalysisContext
 from gradercal.analysis.scoring import auto_verdicts, response_scores
-from gradercal.analysis.verdicts import consensus_verdicts, human_graders, verdicts
+from gradercal.analysis.verdicts import consensus_verdicts, human_graders, pair, verdicts
 from gradercal.frames import Frames, object_frame
 
 __all__ = ["UNTAGGED", "calibrated_response_scores", "item_table", "response_table"]
@@ -78,10 +78,11 @@ def item_table(
         for h in (list(humans) if humans is not None else human_graders(frames))
         if h not in judges
     ]
-    v = verdicts(frames, judges, context=context)
+    judged = v = verdicts(frames, judges, context=context)
     keys = ["response_id", "criterion_id"]
     raw = frames.judgments.loc[frames.judgments["grader"].isin(judges)]
     raw = raw.drop_duplicates([*keys, "grader"], keep="last").loc[:, [*keys, "grader", "level"]]
+    # one raw judgment per verdict at most: the rows of ``judged``, in order
     v = v.merge(raw, on=[*keys, "grader"], how="left")
     top = np.clip(v["levels"].to_numpy(np.float64), 2.0, None) - 1.0
     level = np.asarray(v["level"].astype("Float64").to_numpy(np.float64, na_value=np.nan))
@@ -94,6 +95,7 @@ def item_table(
     v = v.assign(judge_score=np.clip(score, 0.0, 1.0), judge_partial=partial)
     if len(judges) == 1:
         out = v.rename(columns={"met": "judge_met"})
+        items = judged  # the same rows: pair them by the context's unit positions
     else:
         g = v.groupby(keys, sort=False)
         agg = g.agg(
@@ -109,12 +111,13 @@ def item_table(
             judge_score=out["share"].to_numpy(np.float64),
             judge_partial=out["partial"].to_numpy(np.float64),
         )
+        items = out
     cons = consensus_verdicts(frames, names, context=context) if names else None
     if cons is not None and not cons.empty:
-        out = out.merge(
-            cons.loc[:, [*keys, "met"]].rename(columns={"met": "human"}), on=keys, how="left"
-        )
-        human = np.asarray(out["human"].astype("Float64").to_numpy(np.float64, na_value=np.nan))
+        i, c = pair(context, items, cons, keep_unmatched=True)
+        if len(i) != len(out) or (i != np.arange(len(out))).any():
+            out = out.iloc[i].reset_index(drop=True)
+        human = np.where(c >= 0, cons["met"].to_numpy(np.float64)[c], np.nan)
     else:
         human = np.full(len(out), np.nan)
     return object_frame(
