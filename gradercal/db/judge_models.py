@@ -12,7 +12,7 @@ from typing import Any
 from sqlalchemy import JSON, DateTime, String
 from sqlalchemy.orm import Mapped, mapped_column
 
-from gradercal.db.models import Base, utcnow
+from gradercal.db.base import Base, utcnow
 
 
 class JudgeCache(Base):

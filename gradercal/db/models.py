@@ -8,8 +8,8 @@ every previous value in :class:`Revision` rows.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-from typing import Any, ClassVar
+from datetime import datetime
+from typing import Any
 
 from sqlalchemy import (
     JSON,
@@ -21,29 +21,16 @@ from sqlalchemy import (
     Index,
     Integer,
     LargeBinary,
-    MetaData,
     String,
     Text,
     UniqueConstraint,
 )
-from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-NAMING = {
-    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
-    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
-    "ck": "ck_%(table_name)s_%(constraint_name)s",
-    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
-    "pk": "pk_%(table_name)s",
-}
-
-
-def utcnow() -> datetime:
-    return datetime.now(UTC)
-
-
-class Base(DeclarativeBase):
-    metadata = MetaData(naming_convention=NAMING)
-    type_annotation_map: ClassVar[dict[Any, Any]] = {dict[str, Any]: JSON, list[Any]: JSON}
+# re-exported: the schema's base, naming convention and clock (see gradercal.db.base)
+from gradercal.db.base import NAMING as NAMING
+from gradercal.db.base import Base as Base
+from gradercal.db.base import utcnow as utcnow
 
 
 class DatabaseInfo(Base):
@@ -334,6 +321,6 @@ class Revision(Base):
     changed_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
-# Tables of the LLM judge (judge_cache) live in their own module; importing it here
-# makes Base.metadata complete wherever the models are loaded.
+# Tables of the LLM judge (judge_cache) live in their own module on the same Base;
+# importing it here makes Base.metadata complete wherever the models are loaded.
 from gradercal.db import judge_models as _judge_models  # noqa: E402, F401
