@@ -97,11 +97,13 @@ from gradercal.stats.intervals import (
 )
 
 __all__ = [
+    "COMPARISON_FIGURES",
     "COMPARISON_METRICS",
     "GROUPINGS",
     "HUMAN_STATISTICS",
     "MET_CATEGORIES",
     "Comparison",
+    "ComparisonFigure",
     "GroupAgreement",
     "Grouping",
     "HumanAgreement",
@@ -132,36 +134,53 @@ HUMAN_STATISTICS: tuple[str, ...] = (
     "gwet_ac1",
     "krippendorff_alpha",
 )
-#: Figures of a candidate–reference comparison, in report order.
-COMPARISON_METRICS: tuple[str, ...] = (
-    "percent_agreement",
-    "precision_met",
-    "recall_met",
-    "f1_met",
-    "precision_not_met",
-    "recall_not_met",
-    "f1_not_met",
-    "balanced_f1",
-    "cohen_kappa",
-    "candidate_met_rate",
-    "reference_met_rate",
-    "leniency_bias",
+
+
+@dataclass(frozen=True)
+class ComparisonFigure:
+    """One figure of a candidate–reference comparison (:func:`compare`).
+
+    Attributes:
+        key: Its name in every result and ``--json``.
+        label: Its name in the command line's tables.
+        undefined: Why it can be undefined (its denominator is zero).
+    """
+
+    key: str
+    label: str
+    undefined: str
+
+
+_NOBODY = "no unit rated by both"
+#: The figures of a candidate–reference comparison, in report order: one entry each, from
+#: which the figure names, their labels and their reasons for being undefined are read.
+COMPARISON_FIGURES: tuple[ComparisonFigure, ...] = (
+    ComparisonFigure("percent_agreement", "agreement", _NOBODY),
+    ComparisonFigure("precision_met", "precision (met)", "the candidate never said met"),
+    ComparisonFigure("recall_met", "recall (met)", "the reference never said met"),
+    ComparisonFigure("f1_met", "F1 (met)", "neither said met"),
+    ComparisonFigure(
+        "precision_not_met", "precision (not met)", "the candidate never said not met"
+    ),
+    ComparisonFigure("recall_not_met", "recall (not met)", "the reference never said not met"),
+    ComparisonFigure("f1_not_met", "F1 (not met)", "neither said not met"),
+    ComparisonFigure(
+        "balanced_f1",
+        "balanced F1",
+        "a class occurs in neither the candidate's nor the reference's verdicts",
+    ),
+    ComparisonFigure(
+        "cohen_kappa",
+        "Cohen's kappa",
+        "no variation: chance agreement is 1 (both used a single category)",
+    ),
+    ComparisonFigure("candidate_met_rate", "met rate", _NOBODY),
+    ComparisonFigure("reference_met_rate", "reference met rate", _NOBODY),
+    ComparisonFigure("leniency_bias", "leniency bias", _NOBODY),
 )
-#: Why each comparison figure can be undefined (its denominator is zero).
-_UNDEFINED: dict[str, str] = {
-    "percent_agreement": "no unit rated by both",
-    "precision_met": "the candidate never said met",
-    "recall_met": "the reference never said met",
-    "f1_met": "neither said met",
-    "precision_not_met": "the candidate never said not met",
-    "recall_not_met": "the reference never said not met",
-    "f1_not_met": "neither said not met",
-    "balanced_f1": "a class occurs in neither the candidate's nor the reference's verdicts",
-    "cohen_kappa": "no variation: chance agreement is 1 (both used a single category)",
-    "candidate_met_rate": "no unit rated by both",
-    "reference_met_rate": "no unit rated by both",
-    "leniency_bias": "no unit rated by both",
-}
+#: Names of the figures of a candidate–reference comparison, in report order.
+COMPARISON_METRICS: tuple[str, ...] = tuple(f.key for f in COMPARISON_FIGURES)
+_UNDEFINED: dict[str, str] = {f.key: f.undefined for f in COMPARISON_FIGURES}
 #: Chance agreement this close to 1 makes kappa 0/0 (as in gradercal.stats).
 _PE_TOLERANCE = 1e-12
 

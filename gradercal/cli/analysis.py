@@ -215,28 +215,10 @@ def agreement(
     _print_agreement(report)
 
 
-#: Labels of the candidate–reference figures (the human–human statistics are labelled by
-#: their phrases in gradercal.stats.registry).
-_CMP_LABELS = {
-    "percent_agreement": "agreement",
-    "precision_met": "precision (met)",
-    "recall_met": "recall (met)",
-    "f1_met": "F1 (met)",
-    "precision_not_met": "precision (not met)",
-    "recall_not_met": "recall (not met)",
-    "f1_not_met": "F1 (not met)",
-    "balanced_f1": "balanced F1",
-    "cohen_kappa": "Cohen's kappa",
-    "candidate_met_rate": "met rate",
-    "reference_met_rate": "reference met rate",
-    "leniency_bias": "leniency bias",
-}
-
-
 def _print_agreement(rep: dict[str, Any]) -> None:
     from rich.table import Table
 
-    from gradercal.analysis.agreement import HUMAN_STATISTICS
+    from gradercal.analysis.agreement import COMPARISON_FIGURES, HUMAN_STATISTICS
     from gradercal.stats.registry import STATISTICS
 
     console = _console()
@@ -298,7 +280,7 @@ def _print_agreement(rep: dict[str, Any]) -> None:
         jt.add_column("experts as judges: range", justify="right")
         jt.add_column("judge, same references", justify="right")
         jt.add_column("within range", justify="center")
-        for key, label in _CMP_LABELS.items():
+        for key, label in ((f.key, f.label) for f in COMPARISON_FIGURES):
             r = hj["human_range"].get(key)
             within = hj["within_human_range"].get(key)
             jt.add_row(
