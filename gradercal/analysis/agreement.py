@@ -599,8 +599,8 @@ def human_agreement(
         n_boot: Task-clustered bootstrap resamples (0: no intervals).
         seed: Bootstrap seed.
         ci: Confidence level.
-        context: An :class:`~gradercal.analysis.context.AnalysisContext` shared by calls on the same frames to reuse verdict and consensus
-            tables (e.g. within one report); None: compute afresh.
+        context: An ``AnalysisContext`` shared by calls on the same frames to reuse verdict
+            and consensus tables (e.g. within one report); None: compute afresh.
     """
     names = list(humans) if humans is not None else human_graders(frames)
     return _human_stats(_verdicts(frames, names, context), n_boot, seed, ci)
@@ -651,8 +651,8 @@ def pairwise_agreement(
         n_boot: Task-clustered bootstrap resamples (0: no intervals).
         seed: Bootstrap seed.
         ci: Confidence level.
-        context: An :class:`~gradercal.analysis.context.AnalysisContext` shared by calls on the same frames to reuse verdict and consensus
-            tables (e.g. within one report); None: compute afresh.
+        context: An ``AnalysisContext`` shared by calls on the same frames to reuse verdict
+            and consensus tables (e.g. within one report); None: compute afresh.
 
     Returns:
         One entry per unordered pair ``(a, b)``, ``a`` before ``b`` in ``graders``.
@@ -707,8 +707,8 @@ def leave_one_out(
         n_boot: Task-clustered bootstrap resamples (0: no intervals).
         seed: Bootstrap seed.
         ci: Confidence level.
-        context: An :class:`~gradercal.analysis.context.AnalysisContext` shared by calls on the same frames to reuse verdict and consensus
-            tables (e.g. within one report); None: compute afresh.
+        context: An ``AnalysisContext`` shared by calls on the same frames to reuse verdict
+            and consensus tables (e.g. within one report); None: compute afresh.
 
     Returns:
         One :class:`Comparison` per human (empty with fewer than two humans), on the
@@ -817,8 +817,8 @@ def judge_agreement(
         seed: Bootstrap seed (the same resamples for every comparison with the same
             tasks).
         ci: Confidence level.
-        context: An :class:`~gradercal.analysis.context.AnalysisContext` shared by calls on the same frames to reuse verdict and consensus
-            tables (e.g. within one report); None: compute afresh.
+        context: An ``AnalysisContext`` shared by calls on the same frames to reuse verdict
+            and consensus tables (e.g. within one report); None: compute afresh.
         progress: Optional ``(stage, done, total)`` callback.
 
     Raises:
@@ -1126,8 +1126,8 @@ def group_agreement(
         n_boot: Task-clustered bootstrap resamples (0: no intervals).
         seed: Bootstrap seed.
         ci: Confidence level.
-        context: An :class:`~gradercal.analysis.context.AnalysisContext` shared by calls on the same frames to reuse verdict and consensus
-            tables (e.g. within one report); None: compute afresh.
+        context: An ``AnalysisContext`` shared by calls on the same frames to reuse verdict
+            and consensus tables (e.g. within one report); None: compute afresh.
         progress: Optional ``(stage, done, total)`` callback.
 
     Returns:

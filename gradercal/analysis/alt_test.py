@@ -700,9 +700,8 @@ def alt_test_frames(
             :func:`alt_test`.
         min_clusters: Fewest tasks for the clustered test of one expert.
         seed: Seed of the clustered test's bootstrap.
-        context: An :class:`~gradercal.analysis.context.AnalysisContext` shared by calls on the same frames (e.g. within one report) to
-            reuse the verdict table (:class:`~gradercal.analysis.context.AnalysisContext`); None: compute
-            afresh.
+        context: An ``AnalysisContext`` shared by calls on the same frames (e.g. within one
+            report) to reuse the verdict table; None: compute afresh.
 
     Raises:
         AltTestRefused: See :func:`alt_test`.

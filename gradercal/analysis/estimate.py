@@ -707,8 +707,8 @@ def estimate_table(
 ) -> pd.DataFrame:
     """Per response: the judge's score and pass, and the consensus's when complete.
 
-    ``context``: an :class:`~gradercal.analysis.context.AnalysisContext` shared by calls on the same frames (e.g. within one report) to
-    reuse the score tables (:class:`~gradercal.analysis.context.AnalysisContext`); None: compute afresh.
+    ``context``: an ``AnalysisContext`` shared by calls on the same frames (e.g. within one
+    report) to reuse the score tables; None: compute afresh.
 
     Returns:
         ``response_id``, ``task_id``, ``model``, ``workflow``, ``domain``,

@@ -139,9 +139,8 @@ def criterion_health(
         bar: The agreement bar (0 < bar ≤ 1).
         details: List the disagreeing verdicts of every flagged criterion (True), of
             the first N flagged ones in rank order (an int), or of none (False).
-        context: An :class:`~gradercal.analysis.context.AnalysisContext` shared by calls on the same frames (e.g. within one report) to
-            reuse the verdict and consensus tables (:class:`~gradercal.analysis.context.AnalysisContext`);
-            None: compute afresh.
+        context: An ``AnalysisContext`` shared by calls on the same frames (e.g. within one
+            report) to reuse the verdict and consensus tables; None: compute afresh.
 
     Returns:
         Every judgment criterion with at least one verdict, most impactful first

@@ -74,9 +74,8 @@ def paired_scores(
         judge: The judge's grader name.
         humans: The graders of the consensus (default: every human grader).
         calibrated: Optional ``response_id``, ``score`` of the calibrated judge.
-        context: An :class:`~gradercal.analysis.context.AnalysisContext` shared by calls on the same frames (e.g. within one report) to
-            reuse the score tables (:class:`~gradercal.analysis.context.AnalysisContext`); None: compute
-            afresh.
+        context: An ``AnalysisContext`` shared by calls on the same frames (e.g. within one
+            report) to reuse the score tables; None: compute afresh.
 
     Returns:
         ``(table, n_unpaired)``: the table has ``response_id``, ``task_id``, ``model``,

@@ -127,8 +127,8 @@ def auto_verdicts(frames: Frames, *, context: AnalysisContext | None = None) -> 
 
     Args:
         frames: The benchmark frames.
-        context: An :class:`~gradercal.analysis.context.AnalysisContext` shared by calls on the same frames (the grid of responses ×
-            criteria, with every auto criterion evaluated, is built once); None:
+        context: An ``AnalysisContext`` shared by calls on the same frames (the grid of
+            responses × criteria, with every auto criterion evaluated, is built once); None:
             compute afresh.
 
     Returns:
@@ -446,8 +446,8 @@ def consensus(
         frames: The benchmark frames.
         humans: Names of the graders whose verdicts count (any kind); None means
             every grader whose ``grader_kind`` is ``"human"``.
-        context: An :class:`~gradercal.analysis.context.AnalysisContext` shared by calls on the same frames (e.g. within one report) to
-            build each consensus once; None: compute afresh.
+        context: An ``AnalysisContext`` shared by calls on the same frames (e.g. within one
+            report) to build each consensus once; None: compute afresh.
 
     Returns:
         ``response_id``, ``criterion_id``, ``met`` ("boolean"), ``level`` ("Int64",
@@ -508,9 +508,9 @@ def response_scores(
             (they come out incomplete). Default: True for the consensus (every
             response), False for a named grader (only responses with at least one
             judgment row from that grader).
-        context: An :class:`~gradercal.analysis.context.AnalysisContext` shared by calls on the same frames (e.g. within one report): the
-            grid, the consensus and each grader's scores are computed once; None:
-            compute afresh.
+        context: An ``AnalysisContext`` shared by calls on the same frames (e.g. within one
+            report): the grid, the consensus and each grader's scores are computed once;
+            None: compute afresh.
 
     Returns:
         One row per response, in response order: ``response_id``, ``task_id``,

@@ -72,8 +72,9 @@ def verdicts(
     Args:
         frames: The benchmark frames.
         graders: Keep only these graders (default: all).
-        context: An :class:`~gradercal.analysis.context.AnalysisContext` shared by calls on the same frames (e.g. within one report): every
-            grader's verdicts are built once and filtered; None: compute afresh.
+        context: An ``AnalysisContext`` shared by calls on the same frames (e.g. within one
+            report): every grader's verdicts are built once and filtered; None: compute
+            afresh.
 
     Returns:
         Columns ``response_id``, ``task_id``, ``model``, ``criterion_id``, ``grader``,
@@ -138,8 +139,8 @@ def consensus_verdicts(
     Args:
         frames: The benchmark frames.
         humans: The graders forming the consensus (default: every human grader).
-        context: An :class:`~gradercal.analysis.context.AnalysisContext` shared by calls on the same frames (e.g. within one report) to
-            build each consensus once (read-only tables); None: compute afresh.
+        context: An ``AnalysisContext`` shared by calls on the same frames (e.g. within one
+            report) to build each consensus once (read-only tables); None: compute afresh.
 
     The one rule every engine uses (agreement, calibration, health, dashboard, prompt
     package): a unit is decided when :func:`gradercal.analysis.scoring.consensus` gives it a

@@ -180,8 +180,8 @@ def cross_fit(
         tag_prefix: See :func:`item_table`.
         holdout: Share of the labelled tasks to hold out (0: none).
         seed: Seed of the held-out draw.
-        context: An :class:`~gradercal.analysis.context.AnalysisContext` shared by calls on the same frames (e.g. within one report) to
-            reuse the verdict, consensus and score tables; None: compute afresh.
+        context: An ``AnalysisContext`` shared by calls on the same frames (e.g. within one
+            report) to reuse the verdict, consensus and score tables; None: compute afresh.
 
     Raises:
         ValueError: Fewer than two labelled calibration tasks, a held-out split that

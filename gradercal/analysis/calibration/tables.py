@@ -60,9 +60,8 @@ def item_table(
         humans: The graders of the consensus (default: every human grader).
         tag_prefix: The *group* of an item is its criterion's first tag (with this
             prefix, e.g. ``"axis:"``, when given); ``"(untagged)"`` without one.
-        context: An :class:`~gradercal.analysis.context.AnalysisContext` shared by calls on the same frames (e.g. within one report) to
-            reuse the verdict and consensus tables (:class:`~gradercal.analysis.context.AnalysisContext`);
-            None: compute afresh.
+        context: An ``AnalysisContext`` shared by calls on the same frames (e.g. within one
+            report) to reuse the verdict and consensus tables; None: compute afresh.
 
     Returns:
         One row per item the judge(s) rated: ``response_id``, ``task_id``, ``model``,
