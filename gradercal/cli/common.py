@@ -71,6 +71,14 @@ benchmark_option = click.option(
     help="Benchmark to use when the database holds several.",
 )
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON instead of tables.")
+seed_option = click.option("--seed", type=int, default=0, show_default=True, help="Bootstrap seed.")
+ci_option = click.option(
+    "--ci",
+    type=click.FloatRange(0.0, 1.0, min_open=True, max_open=True),
+    default=0.95,
+    show_default=True,
+    help="Confidence level of the intervals.",
+)
 
 
 def open_repo(db: str | None) -> Repository:

@@ -14,12 +14,14 @@ import click
 
 from gradercal.cli.common import (
     benchmark_option,
+    ci_option,
     db_option,
     emit_json,
     handle_errors,
     json_option,
     open_repo,
     progress_bar,
+    seed_option,
 )
 from gradercal.errors import GradercalError
 
@@ -70,14 +72,8 @@ def _writable(path: Path, option: str) -> None:
     show_default=True,
     help="Task-clustered bootstrap resamples for the intervals (0: none).",
 )
-@click.option("--seed", type=int, default=0, show_default=True, help="Bootstrap seed.")
-@click.option(
-    "--ci",
-    type=click.FloatRange(0.0, 1.0, min_open=True, max_open=True),
-    default=0.95,
-    show_default=True,
-    help="Confidence level of the intervals.",
-)
+@seed_option
+@ci_option
 @click.option(
     "--output",
     "-o",
