@@ -1138,18 +1138,13 @@ def surveys(
     db: str | None, benchmark: str | None, n_boot: int, seed: int, ci: float, as_json: bool
 ) -> None:
     """Task review surveys: share (strongly) agreeing per dimension, ordinal alpha across reviewers."""
-    from gradercal.analysis.surveys import survey_summary
+    from gradercal.analysis.surveys import REVIEW_DIMENSIONS, survey_summary
     from gradercal.db.calibrations import load_task_reviews
 
     repo = open_repo(db)
     name = repo.benchmark(benchmark).name
     reviews = load_task_reviews(repo, name)
-    try:
-        from gradercal.db.grading import REVIEW_DIMENSIONS
-
-        order: list[str] | None = [d.key for d in REVIEW_DIMENSIONS]
-    except ImportError:  # pragma: no cover - the grading module ships with the database layer
-        order = None
+    order = [d.key for d in REVIEW_DIMENSIONS]
     rep = {"benchmark": name, **survey_summary(reviews, order, n_boot=n_boot, seed=seed, ci=ci)}
     if as_json:
         emit_json(rep)

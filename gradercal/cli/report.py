@@ -133,6 +133,7 @@ def report(
     """
     from gradercal.dashboard import DashboardFilters, compute_dashboard, primary_judge
     from gradercal.dashboard.report import write_html, write_pdf
+    from gradercal.db.calibrations import load_task_reviews
 
     if output is None and pdf is None and not as_json:
         raise click.UsageError("give -o FILE.html, --pdf FILE.pdf or --json")
@@ -177,6 +178,7 @@ def report(
                 benchmark=bench.name,
                 progress=lambda done, total, label: update("computing", done, total),
                 processes=2,  # a forked child takes some sections on Linux
+                reviews=load_task_reviews(repo, bench.name),
             )
         except ValueError as exc:
             raise GradercalError(str(exc)) from exc

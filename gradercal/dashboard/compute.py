@@ -51,6 +51,7 @@ from gradercal.dashboard.sections import (
     _overview,
     _pairwise,
 )
+from gradercal.dashboard.tables import SectionInputs, computed_sections
 from gradercal.errors import GradercalError, NotFoundError
 from gradercal.frames import Frames, frame_from_rows
 
@@ -261,6 +262,7 @@ def compute_dashboard(
     progress: ProgressCallback | None = None,
     cancelled: Callable[[], bool] | None = None,
     processes: int = 1,
+    reviews: pd.DataFrame | None = None,
 ) -> Dashboard:
     """Compute every section of the dashboard.
 
@@ -292,6 +294,8 @@ def compute_dashboard(
             threads that a child must not inherit (the dashboard worker process, the
             ``report`` command). If the child fails, its sections are computed here.
             1: one process.
+        reviews: Task review answers (``gradercal.db.calibrations.load_task_reviews``)
+            for the task review section; None: that section is empty.
 
     Raises:
         Cancelled: ``cancelled()`` returned True.
@@ -311,7 +315,8 @@ def compute_dashboard(
         raise ValueError("bar must be in (0, 1]")
     method, cal_options, cal_source = _calibration_spec(calibration)
     groupings: list[Grouping] = [g for g in GROUPINGS if g != "criterion"]
-    steps = _Steps(8 + len(groupings), progress, cancelled)
+    computed = computed_sections()
+    steps = _Steps(8 + len(groupings) + len(computed), progress, cancelled)
     steps.check()
     f = filter_frames(frames, filters) if filters is not None else frames
     if threshold is not None:
@@ -409,6 +414,26 @@ def compute_dashboard(
         late.models, late.flips, late.health, late.disagreements
     )  # fmt: skip
 
+    # The table sections declared with their own computation (dashboard.tables).
+    if reviews is None:
+        reviews = _empty(("task_id", "reviewer", "dimension", "answer"))
+    elif filters is not None and filters.graders is not None:
+        reviews = reviews.loc[reviews["reviewer"].isin(list(filters.graders))]
+    inputs = SectionInputs(
+        frames=f,
+        reviews=reviews,
+        humans=tuple(humans),
+        primary=primary,
+        n_boot=n_boot,
+        seed=seed,
+        ci=ci,
+    )
+    tables: dict[str, pd.DataFrame] = {}
+    for table in computed:
+        assert table.compute is not None
+        tables[table.key] = table.compute(inputs)
+        steps.step(table.title.lower())
+
     agreement = frame_from_rows(rows, AGREEMENT_COLUMNS) if rows else _empty(AGREEMENT_COLUMNS)
     judges_df = pd.DataFrame(judge_rows) if judge_rows else _empty(("judge", "primary"))
     if primary is not None and not reliability and method != "none":
@@ -427,6 +452,7 @@ def compute_dashboard(
         flips=flips,
         health=health,
         disagreements=disagreements,
+        tables=tables,
         notes=notes,
         calibration=cal_info,
         elapsed=dict(steps.elapsed),

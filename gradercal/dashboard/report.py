@@ -20,6 +20,7 @@ This module imports the core, matplotlib (through :mod:`gradercal.dashboard.char
 from __future__ import annotations
 
 import base64
+import functools
 import html
 import io
 import math
@@ -31,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from gradercal.dashboard.result import EXPERTS, MODEL_SOURCES, Dashboard
+from gradercal.dashboard.tables import TABLE_SECTIONS, TableSection, fmt_ci, fmt_num, fmt_pct
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -56,9 +58,7 @@ REPORT_SECTIONS: tuple[tuple[str, str], ...] = (
     ("reliability", "Reliability and calibration"),
     ("models", "Per-model scores"),
     ("alt-test", "Alternative annotator test"),
-    ("flips", "Pass ↔ fail flips"),
-    ("health", "Criterion health"),
-    ("disagreements", "Disagreements"),
+    *((table.key, table.title) for table in TABLE_SECTIONS),
     ("notes", "Notes"),
 )
 _HEADING = dict(REPORT_SECTIONS)
@@ -100,27 +100,11 @@ def _e(x: Any) -> str:
     return html.escape(str(x), quote=True)
 
 
-def _num(x: Any, digits: int = 3) -> str:
-    try:
-        v = float(x)
-    except (TypeError, ValueError):
-        return "—"
-    return "—" if not math.isfinite(v) else f"{v:.{digits}f}"
+_num = fmt_num
+_pct = fmt_pct
 
 
-def _pct(x: Any) -> str:
-    try:
-        v = float(x)
-    except (TypeError, ValueError):
-        return "—"
-    return "—" if not math.isfinite(v) else f"{v:.1%}"
-
-
-def _ci(value: Any, lo: Any, hi: Any, digits: int = 3) -> str:
-    text = _num(value, digits)
-    if text != "—" and _num(lo) != "—" and _num(hi) != "—":
-        text += f" [{_num(lo, digits)}, {_num(hi, digits)}]"
-    return text
+_ci = fmt_ci
 
 
 def _table(
@@ -590,123 +574,14 @@ def _alt(d: Dashboard) -> str:
     )
 
 
-def _flips(d: Dashboard, max_rows: int) -> str:
-    f = d.flips
-    if f.empty:
-        return "<p>No response changes between pass and fail.</p>"
-    counts = f.groupby(["source", "direction"]).size()
-    summary = ", ".join(
-        f"{str(k[0]).replace('_', ' ')} {k[1]}: {n}"  # type: ignore[index]
-        for k, n in counts.items()
-    )
-    rows = [
-        [
-            _t(r.source.replace("_", " ")),
-            _t(r.model),
-            _t(r.task_id),
-            _t(r.response_id),
-            _n(_num(r.expert_score)),
-            _n(_num(r.judge_score)),
-            _t(r.direction),
-        ]
-        for r in _rows(f.head(max_rows))
-    ]
-    return f"<p>{_e(summary)}</p>" + _table(
-        ["judge", "model", "task", "response", "experts' score", "judge's score", "direction"],
-        rows,
-        total=len(f),
-    )
-
-
-def _health(d: Dashboard, max_rows: int) -> str:
-    h = d.health
-    if h.empty:
-        return "<p>No criterion has verdicts.</p>"
-    flagged = h.loc[h["flagged"].astype(bool)]
-    rows = [
-        [
-            _n(_e(r.rank)),
-            _t(r.task_id),
-            _t(r.criterion_id),
-            _n(_e(r.points)),
-            _n(_pct(r.human_agreement)),
-            _n(_pct(r.judge_disagreement)),
-            _n(_num(r.impact, 2)),
-            _t("; ".join(r.flags)),
-            _t(r.text),
-        ]
-        for r in _rows(flagged.head(max_rows))
-    ]
-    return (
-        f"<p>{len(flagged):,} of {len(h):,} criteria flagged at the bar "
-        f"{_pct(d.overview.get('bar'))}, ranked by impact = |points| × disagreement.</p>"
-        + _table(
-            [
-                "rank",
-                "task",
-                "criterion",
-                "points",
-                "experts agree",
-                "judge departs",
-                "impact",
-                "flags",
-                "text",
-            ],
-            rows,
-            total=len(flagged),
-        )
-    )
-
-
-def _disagreements(d: Dashboard, max_rows: int) -> str:
-    t = d.disagreements
-    if t.empty:
-        return "<p>No disagreement.</p>"
-    vcols = [c for c in t.columns if str(c).startswith("verdict:")]
-
-    def v(x: Any) -> str:
-        return (
-            "—"
-            if x is None or (isinstance(x, float) and math.isnan(x))
-            else ("met" if x else "not met")
-        )
-
-    rows = []
-    for r in t.head(max_rows).to_dict("records"):
-        kind = " and ".join(
-            k
-            for k, on in (
-                ("experts split", r["experts_split"]),
-                ("judge departs", r["judge_departs"]),
-            )
-            if on
-        )
-        rows.append(
-            [
-                _t(r["task_id"]),
-                _t(r["criterion_id"]),
-                _t(r["response_id"]),
-                _t(r["model"]),
-                _t(kind),
-                _t(v(r["consensus"])),
-            ]
-            + [_t(v(r[c])) for c in vcols]
-            + [_t(r["text"])]
-        )
-    return _table(
-        [
-            "task",
-            "criterion",
-            "response",
-            "model",
-            "kind",
-            "consensus",
-            *(c.split(":", 1)[1] for c in vcols),
-            "criterion text",
-        ],
-        rows,
-        total=len(t),
-    )
+def _table_section(table: TableSection, d: Dashboard, max_rows: int) -> str:
+    frame = d.table(table.key)
+    if frame.empty:
+        return f"<p>{_e(table.empty_text)}</p>"
+    shown = table.report(frame, d.overview, max_rows)
+    summary = "" if shown.summary is None else f"<p>{_e(shown.summary)}</p>"
+    rows = [[(_e(value), numeric) for value, numeric in row] for row in shown.rows]
+    return summary + _table(shown.header, rows, total=shown.total)
 
 
 def _notes(d: Dashboard) -> str:
@@ -744,9 +619,12 @@ def _document(
         "reliability": lambda: _reliability(d, images),
         "models": lambda: _models(d, images),
         "alt-test": lambda: _charts(images, "alt-test") + _alt(d),
-        "flips": lambda: _charts(images, "flips") + _flips(d, max_rows),
-        "health": lambda: _charts(images, "health") + _health(d, max_rows),
-        "disagreements": lambda: _charts(images, "disagreements") + _disagreements(d, max_rows),
+        **{
+            table.key: functools.partial(
+                lambda t: _charts(images, t.key) + _table_section(t, d, max_rows), table
+            )
+            for table in TABLE_SECTIONS
+        },
         "notes": lambda: _charts(images, "notes") + _notes(d),
     }
     body = [

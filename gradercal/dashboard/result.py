@@ -147,6 +147,11 @@ class Dashboard:
             ``n_unclear``, then one ``verdict:<grader>`` column per grader (True/False/
             None) — a front end opens the adjudication view on (``response_id``,
             ``criterion_id``).
+        tables: The computed table sections of
+            :data:`gradercal.dashboard.tables.TABLE_SECTIONS` (those with a
+            ``compute``), by key — e.g. ``task_reviews``, one row per task review
+            statement (:data:`~gradercal.dashboard.tables.REVIEW_COLUMNS`). In the JSON
+            each is a list of records under its key, after ``disagreements``.
         notes: Warnings and skipped sections, in order.
         calibration: How the calibrated judge was obtained: ``method``, ``level``,
             ``source`` (``"saved"`` | ``"default"``), ``out_of_fold`` (True),
@@ -165,6 +170,7 @@ class Dashboard:
     flips: pd.DataFrame
     health: pd.DataFrame
     disagreements: pd.DataFrame
+    tables: dict[str, pd.DataFrame] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     calibration: dict[str, Any] | None = None
     elapsed: dict[str, float] = field(default_factory=dict)
@@ -174,6 +180,19 @@ class Dashboard:
         """The judge of the per-judge sections (None without a judge)."""
         pj = self.overview.get("primary_judge")
         return None if pj is None else str(pj)
+
+    def table(self, key: str) -> pd.DataFrame:
+        """The frame of table section ``key`` (a field, or an entry of :attr:`tables`).
+
+        Raises:
+            KeyError: No such section in this dashboard.
+        """
+        if key in self.tables:
+            return self.tables[key]
+        if key in ("flips", "health", "disagreements"):
+            frame: pd.DataFrame = getattr(self, key)
+            return frame
+        raise KeyError(key)
 
     def pairwise_matrix(self, statistic: str = "cohen_kappa") -> pd.DataFrame:
         """Square grader × grader matrix of ``statistic`` (see :func:`pairwise_matrix`)."""
@@ -205,6 +224,7 @@ class Dashboard:
             "flips": _records(self.flips),
             "health": _records(self.health),
             "disagreements": _records(self.disagreements),
+            **{key: _records(frame) for key, frame in self.tables.items()},
             "calibration": json_safe(self.calibration),
             "notes": list(self.notes),
         }

@@ -39,6 +39,7 @@ from sqlalchemy import Select, Table, bindparam, case, func, insert, literal, se
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from gradercal.analysis.surveys import LIKERT, REVIEW_DIMENSIONS, ReviewDimension
 from gradercal.db import models as m
 from gradercal.db.repo import Repository, _task_from_row, judgment_snapshot
 from gradercal.db.session import Database
@@ -66,37 +67,6 @@ __all__ = [
 
 #: Assignment states in which the grader is done with a response.
 FINAL_STATUSES = frozenset({AssignmentStatus.SUBMITTED.value, AssignmentStatus.SKIPPED.value})
-
-
-@dataclass(frozen=True)
-class ReviewDimension:
-    """One statement of the task review survey, answered on :data:`LIKERT`."""
-
-    key: str
-    statement: str
-
-
-#: The task review survey: each statement is answered on a 5-point agreement scale.
-REVIEW_DIMENSIONS: tuple[ReviewDimension, ...] = (
-    ReviewDimension("real_research", "The task reflects real research work."),
-    ReviewDimension(
-        "reasoning_skill", "The task tests the right scientific reasoning and domain skill."
-    ),
-    ReviewDimension(
-        "grounded",
-        "The task is grounded and answerable from the evidence, the artifacts or expert consensus.",
-    ),
-    ReviewDimension("strong_task", "Overall, this is a strong evaluation task."),
-)
-
-#: The 5-point scale of the task review survey.
-LIKERT: dict[int, str] = {
-    1: "Strongly disagree",
-    2: "Disagree",
-    3: "Neither agree nor disagree",
-    4: "Agree",
-    5: "Strongly agree",
-}
 
 
 def blinding_code(rank: int) -> str:

@@ -181,9 +181,9 @@ def test_dashboard_shows_the_numbers_of_compute_dashboard(
         f"{j['cohen_kappa']:.3f}  [{j['cohen_kappa_low']:.3f}, {j['cohen_kappa_high']:.3f}]"
     )
     # Lists: as many rows as computed.
-    assert board.disagreements.proxy.rowCount() == len(ref.disagreements) > 0
-    assert board.flips.proxy.rowCount() == len(ref.flips)
-    assert board.health.proxy.rowCount() == len(ref.health)
+    assert board.section_tables["disagreements"].proxy.rowCount() == len(ref.disagreements) > 0
+    assert board.section_tables["flips"].proxy.rowCount() == len(ref.flips)
+    assert board.section_tables["health"].proxy.rowCount() == len(ref.health)
     # The alt-test verdict is the computed one.
     assert ref.alt_test is not None
     word = "passes" if ref.alt_test["passed"] else "does not pass"
@@ -191,6 +191,41 @@ def test_dashboard_shows_the_numbers_of_compute_dashboard(
     # Every chart has a figure.
     for name, chart in board.charts.items():
         assert chart.figure is not None, name
+
+
+def test_every_table_section_has_its_tab_and_task_reviews_show(
+    open_coordinator: Opener, db_path: str
+) -> None:
+    """The tabs come from dashboard.tables: a section declared there (task reviews) is
+    shown, counted in its tab and equal to compute_dashboard's, without any UI code."""
+    from gradercal.analysis.surveys import REVIEW_DIMENSIONS
+    from gradercal.dashboard.tables import TABLE_SECTIONS
+
+    db = open_database(db_path)
+    store = GradingStore(db)
+    bench = store.benchmark_names()[0]
+    tasks = Repository(db).load_frames().tasks["task_id"].tolist()[:6]
+    for i, task in enumerate(tasks):
+        for j, grader in enumerate(("expert-ana", "expert-ben")):
+            store.save_task_review(
+                grader, bench, task, {"real_research": 3 + (i + j) % 3, "grounded": 4}, None
+            )
+    db.dispose()
+    window = open_coordinator(db_path)
+    board = board_of(window)
+    titles = [board.tables.tabText(i) for i in range(board.tables.count())]
+    for table in TABLE_SECTIONS:
+        widget = board.section_tables[table.key]
+        assert board.tables.indexOf(widget) >= 0
+        assert titles[board.tables.indexOf(widget)].startswith(table.title + " (")
+    reviews = board.section_tables["task_reviews"]
+    assert titles[board.tables.indexOf(reviews)] == "Task reviews (24 answers)"
+    ref = board.result.dashboard.tables["task_reviews"]
+    assert reviews.proxy.rowCount() == len(ref) == len(REVIEW_DIMENSIONS)
+    shown = table_texts(reviews)
+    col = column(reviews, "mean")
+    assert shown[0][col].startswith(format_value(ref.iloc[0]["mean"]))
+    assert ref.iloc[0]["n_answers"] == 12 and ref.iloc[0]["n_tasks"] == 6
 
 
 def test_agreement_table_switches_grouping_sorts_and_filters(
@@ -218,14 +253,14 @@ def test_filters_recompute_the_numbers(qtbot: Any, open_coordinator: Opener, db_
         board.models.set_selected([model])  # schedules a recompute
     ref = reference(db_path, DashboardFilters(models=(model,)))
     assert board.cards["responses"].value.text() == str(ref.overview["n_responses"]) == "10"
-    assert board.disagreements.proxy.rowCount() == len(ref.disagreements)
+    assert board.section_tables["disagreements"].proxy.rowCount() == len(ref.disagreements)
     assert "models: " + model in board.status.text()
     experts = board.graders.values[:2]
     with qtbot.waitSignal(board.computed, timeout=TIMEOUT):
         board.graders.set_selected(experts)
     ref = reference(db_path, DashboardFilters(models=(model,), graders=tuple(experts)))
     assert board.cards["graders"].value.text() == "2 + 1"
-    assert board.disagreements.proxy.rowCount() == len(ref.disagreements)
+    assert board.section_tables["disagreements"].proxy.rowCount() == len(ref.disagreements)
 
 
 def test_cancel_and_stale_results(qtbot: Any, open_coordinator: Opener, db_path: str) -> None:
@@ -264,11 +299,11 @@ def test_double_click_a_disagreement_adjudicates_it(
     assert coord is not None
     board = coord.dashboard
     before = Repository(open_database(db_path)).judgment_records()
-    board.tables.setCurrentWidget(board.disagreements)
-    view = board.disagreements.view
-    first = board.disagreements.row(0)
+    board.tables.setCurrentWidget(board.section_tables["disagreements"])
+    view = board.section_tables["disagreements"].view
+    first = board.section_tables["disagreements"].row(0)
     qtbot.waitUntil(view.isVisible)
-    rect = view.visualRect(board.disagreements.proxy.index(0, 0))
+    rect = view.visualRect(board.section_tables["disagreements"].proxy.index(0, 0))
     assert rect.isValid()
     with qtbot.waitSignal(coord.adjudication.case_loaded, timeout=TIMEOUT):
         qtbot.mouseClick(view.viewport(), Qt.MouseButton.LeftButton, pos=rect.center())
@@ -313,12 +348,12 @@ def test_flip_and_health_rows_open_a_case(open_coordinator: Opener, db_path: str
     board = board_of(open_coordinator(db_path))
     assert board.result is not None
     d = board.result.dashboard
-    health = board.health.row(0)
+    health = board.section_tables["health"].row(0)
     case = board.case_for_row(health)
     assert case is not None and case[1] == health["criterion_id"]
     assert case[0].startswith(str(health["task_id"]))
     if len(d.flips):
-        flip = board.flips.row(0)
+        flip = board.section_tables["flips"].row(0)
         case = board.case_for_row(flip)
         assert case is not None and case[0] == flip["response_id"]
 
@@ -382,7 +417,7 @@ def test_bad_input_keeps_the_window_alive(
     window = open_coordinator(db_path)
     coord = window.coordination
     assert coord is not None
-    first = coord.dashboard.disagreements.row(0)
+    first = coord.dashboard.section_tables["disagreements"].row(0)
     with qtbot.waitSignal(coord.adjudication.case_loaded, timeout=TIMEOUT):
         coord.open_adjudication(first["response_id"], first["criterion_id"])
     adj = coord.adjudication

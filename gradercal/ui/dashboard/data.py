@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from gradercal.dashboard.charts import CHART_REGISTRY, DEFAULT_GROUPING, GROUPINGS, chart_figures
+from gradercal.dashboard.tables import TABLE_SECTIONS
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -389,32 +390,32 @@ def _agreement_table(by: str) -> Callable[[Any], pd.DataFrame]:
     return lambda d: agreement_wide(d.agreement, by)
 
 
+def _section_table(key: str) -> Callable[[Any], pd.DataFrame]:
+    return lambda d: d.table(key)
+
+
+#: The window's tables shown as the dashboard holds them (``judges`` and every table
+#: section of :data:`gradercal.dashboard.tables.TABLE_SECTIONS`, by key): the worker
+#: sends them without their frame and the window puts the Dashboard's back
+#: (:func:`share_frames`), so a large frame is unpickled — and held — once.
+SHARED_FRAMES: tuple[str, ...] = ("judges", *(table.key for table in TABLE_SECTIONS))
+
 TABLES: dict[str, Callable[[Any], pd.DataFrame]] = {
     **{f"agreement:{by}": _agreement_table(by) for by in AGREEMENT_BYS},
     "judges": lambda d: d.judges,
     "models": lambda d: models_wide(d.models),
-    "flips": lambda d: d.flips,
-    "health": lambda d: d.health,
-    "disagreements": lambda d: d.disagreements,
-}
-#: Tables that show a field of the Dashboard as it is: the worker sends them without
-#: their frame and the window puts the Dashboard's back (:func:`share_frames`), so a large
-#: frame is unpickled — and held — once.
-SHARED_FRAMES = {
-    "judges": "judges",
-    "flips": "flips",
-    "health": "health",
-    "disagreements": "disagreements",
+    **{table.key: _section_table(table.key) for table in TABLE_SECTIONS},
 }
 
 
 def share_frames(tables: dict[str, PreparedTable], dash: Any) -> dict[str, PreparedTable]:
     """``tables`` with the frames the worker left out (None) taken from ``dash``."""
     out = dict(tables)
-    for name, attr in SHARED_FRAMES.items():
+    for name in SHARED_FRAMES:
         table = out.get(name)
         if table is not None and table.frame is None:
-            out[name] = replace(table, frame=getattr(dash, attr).reset_index(drop=True))
+            frame = dash.judges if name == "judges" else dash.table(name)
+            out[name] = replace(table, frame=frame.reset_index(drop=True))
     return out
 
 

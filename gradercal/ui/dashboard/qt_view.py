@@ -5,8 +5,9 @@ computes — overview numbers, agreement with confidence intervals by criterion 
 workflow, domain and criterion, the rater heatmap, the judge-vs-consensus confusion
 matrix, the reliability diagram before and after calibration, per-model scores under
 experts / raw judge / calibrated judge / estimate, judges (prompt versions) side by side,
-the alt-test verdict, pass ↔ fail flips, criterion health and the disagreements —
-recomputed whenever a filter (model, workflow, domain, grader subset) changes.
+the alt-test verdict, and one tab per table section of
+:data:`gradercal.dashboard.tables.TABLE_SECTIONS` (pass ↔ fail flips, criterion health,
+the disagreements, task reviews) — recomputed whenever a filter (model, workflow, domain, grader subset) changes.
 
 Computing runs in a separate worker process (:mod:`gradercal.ui.dashboard.worker`, driven
 by :class:`gradercal.ui.dashboard.qt_process.QtDashboardProcess`): it opens the database by
@@ -70,6 +71,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from gradercal.dashboard.tables import TABLE_SECTIONS
 from gradercal.db.adjudication import AdjudicationStore
 from gradercal.db.session import Database
 from gradercal.ui.dashboard.data import (
@@ -690,14 +692,15 @@ class QtDashboardView(QWidget):
         self.tables.addTab(self.judges, "Judges")
         self.model_table = QtFrameTable("Filter the models…")
         self.tables.addTab(self.model_table, "Models")
-        self.disagreements = QtFrameTable(
-            "Filter: task, criterion, model, text… (double-click to adjudicate)"
-        )
-        self.tables.addTab(self.disagreements, "Disagreements")
-        self.flips = QtFrameTable("Filter the flips… (double-click to adjudicate)")
-        self.tables.addTab(self.flips, "Pass ↔ fail flips")
-        self.health = QtFrameTable("Filter the criteria… (double-click to adjudicate)")
-        self.tables.addTab(self.health, "Criterion health")
+        # One tab per table section (gradercal.dashboard.tables), in its order.
+        self.section_tables: dict[str, QtFrameTable] = {}
+        for table in TABLE_SECTIONS:
+            widget = QtFrameTable(table.filter_hint)
+            widget.setObjectName(f"table_{table.key}")
+            self.section_tables[table.key] = widget
+            self.tables.addTab(widget, table.title)
+            if table.opens_adjudication:
+                widget.row_activated.connect(self._open_row)
         self.splitter.addWidget(self.tables)
 
         self.chart_tabs = QTabWidget()
@@ -727,9 +730,6 @@ class QtDashboardView(QWidget):
         for label in (self.verdict, self.notes, self.status):
             _keep_one_line(label)
 
-        self.disagreements.row_activated.connect(self._open_row)
-        self.flips.row_activated.connect(self._open_row)
-        self.health.row_activated.connect(self._open_row)
         self._set_busy(False)
 
     def resizeEvent(self, event: Any) -> None:
@@ -883,12 +883,9 @@ class QtDashboardView(QWidget):
         self.cards["kappa"].set(*self._headline(d.agreement, primary, "cohen_kappa"))
         self.cards["adjudications"].set(f"{o['n_adjudications']:,}")
         self.verdict.setText(alt_test_text(d.alt_test, primary))
-        labels = {
-            self.disagreements: f"Disagreements ({len(d.disagreements):,})",
-            self.flips: f"Pass ↔ fail flips ({len(d.flips):,})",
-            self.health: f"Criterion health ({int(d.health['flagged'].sum()) if 'flagged' in d.health else 0:,} flagged)",
-        }
-        for widget, text in labels.items():
+        for table in TABLE_SECTIONS:
+            widget = self.section_tables[table.key]
+            text = f"{table.title} ({table.count(d.table(table.key))})"
             self.tables.setTabText(self.tables.indexOf(widget), text)
         self.notes.setText(" · ".join(d.notes))
         self.status.setText(
@@ -898,8 +895,7 @@ class QtDashboardView(QWidget):
         # One table or chart per event-loop turn keeps the window responsive: the visible
         # table and chart first.
         tables: list[tuple[str, str, Any]] = [("table", "agreement", None)] + [
-            ("table", name, c.tables[name])
-            for name in ("judges", "models", "flips", "health", "disagreements")
+            ("table", name, c.tables[name]) for name in ("judges", "models", *self.section_tables)
         ]
         current_table = self.tables.currentWidget()
         tables.sort(key=lambda p: self._table_widget(p[1]) is not current_table)
@@ -916,9 +912,7 @@ class QtDashboardView(QWidget):
             "agreement": self.agreement,
             "judges": self.judges,
             "models": self.model_table,
-            "flips": self.flips,
-            "health": self.health,
-            "disagreements": self.disagreements,
+            **self.section_tables,
         }[name]
 
     def _next_chart(self) -> None:

@@ -143,6 +143,7 @@ class Worker:
         self._db: Any = None
         self._url: str | None = None
         self._frames: Any = None
+        self._reviews: Any = None
         self._frames_key: tuple[str, str] | None = None
 
     # -- the input thread ---------------------------------------------------------------------
@@ -229,7 +230,7 @@ class Worker:
             if self._db is not None:
                 self._db.dispose()
                 self._db = None
-            self._frames, self._frames_key = None, None
+            self._frames, self._reviews, self._frames_key = None, None, None
             # The window's process opened (and migrated) it already: only check here.
             self._db = open_database(url, migrate=False)
             self._url = url
@@ -289,6 +290,7 @@ class Worker:
         key = (url, str(request.benchmark))
         loaded = False
         if request.reload or self._frames is None or self._frames_key != key:
+            from gradercal.db.calibrations import load_task_reviews
             from gradercal.db.repo import Repository
 
             # The old frames were frozen (below): unfreeze so that they can be collected.
@@ -296,7 +298,9 @@ class Worker:
             gc.unfreeze()
             gc.collect()
             progress(0, 0, "loading the benchmark")
-            self._frames = Repository(db).load_frames(request.benchmark)
+            repo = Repository(db)
+            self._frames = repo.load_frames(request.benchmark)
+            self._reviews = load_task_reviews(repo, request.benchmark)
             self._frames_key = key
             loaded = True
             # Long-lived, millions of objects: out of the collector's sight.
@@ -316,6 +320,7 @@ class Worker:
             benchmark=request.benchmark,
             progress=progress,
             cancelled=cancel.is_set,
+            reviews=self._reviews,
         )
         phase("compute")
         import dataclasses

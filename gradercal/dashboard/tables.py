@@ -1,0 +1,396 @@
+"""The dashboard's table sections, declared once: what each is, how it is shown.
+
+A *table section* is one long table of the dashboard with a tab in the coordinator's
+window and a section in the HTML/PDF report. :data:`TABLE_SECTIONS` lists them in the
+order both show them; each :class:`TableSection` says
+
+* ``key`` — its name everywhere: the attribute or :attr:`Dashboard.tables
+  <gradercal.dashboard.result.Dashboard.tables>` entry that holds its frame, its key in
+  the dashboard's JSON, the window's table and the report's anchor;
+* ``title``, ``filter_hint``, ``empty_text`` and ``count`` — how the window labels its
+  tab (``title (count)``) and filter box, and what the report says when it is empty;
+* ``report`` — the rows the report lists (:class:`ReportTable`: header, cells, a
+  summary line), from the frame and the overview;
+* ``opens_adjudication`` — its rows name a response and/or a criterion: a double-click
+  in the window opens the adjudication of that item;
+* ``compute`` — how the section is computed from :class:`SectionInputs`. None for the
+  sections the core pipeline of :mod:`gradercal.dashboard.compute` fills itself (flips,
+  criterion health and disagreements share its intermediate results); every section
+  with a ``compute`` is run by :func:`~gradercal.dashboard.compute.compute_dashboard`
+  after the others, stored in :attr:`Dashboard.tables`, written to the JSON, shown by the
+  window and rendered by the report without any other change.
+
+So a new table section is one function and one entry here (see docs/architecture.md).
+The formatting helpers :func:`fmt_num`, :func:`fmt_pct` and :func:`fmt_ci` are shared with the report.
+
+This module imports pandas and the analysis engines it calls (lazily) only.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+if TYPE_CHECKING:
+    from gradercal.frames import Frames
+
+__all__ = [
+    "REVIEW_COLUMNS",
+    "TABLE_SECTIONS",
+    "Cell",
+    "ReportTable",
+    "SectionInputs",
+    "TableSection",
+    "computed_sections",
+    "fmt_ci",
+    "fmt_num",
+    "fmt_pct",
+    "section",
+]
+
+#: One report cell: the value (plain text or a number, escaped by the report) and
+#: whether it is numeric (right-aligned).
+Cell = tuple[Any, bool]
+
+
+def fmt_num(x: Any, digits: int = 3) -> str:
+    """``x`` with ``digits`` decimals; "—" for None, NaN and non-numbers."""
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return "—"
+    return "—" if not math.isfinite(v) else f"{v:.{digits}f}"
+
+
+def fmt_pct(x: Any) -> str:
+    """``x`` as a percentage with one decimal; "—" for None, NaN and non-numbers."""
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return "—"
+    return "—" if not math.isfinite(v) else f"{v:.1%}"
+
+
+def fmt_ci(value: Any, lo: Any, hi: Any, digits: int = 3) -> str:
+    """``value [lo, hi]`` (:func:`fmt_num`); the value alone without a whole interval."""
+    text = fmt_num(value, digits)
+    if text != "—" and fmt_num(lo) != "—" and fmt_num(hi) != "—":
+        text += f" [{fmt_num(lo, digits)}, {fmt_num(hi, digits)}]"
+    return text
+
+
+@dataclass(frozen=True)
+class ReportTable:
+    """What the report shows of a table section.
+
+    Attributes:
+        header: Column headings.
+        rows: The listed rows (already cut to the report's ``max_rows``).
+        total: Rows there are in all (the report says how many were left out).
+        summary: A sentence above the table, or None.
+    """
+
+    header: Sequence[str]
+    rows: list[list[Cell]]
+    total: int
+    summary: str | None = None
+
+
+@dataclass(frozen=True)
+class SectionInputs:
+    """What a computed table section is given.
+
+    Attributes:
+        frames: The (filtered) benchmark frames.
+        reviews: Task review answers of the filtered tasks (``task_id``, ``reviewer``,
+            ``dimension``, ``answer``; see :mod:`gradercal.analysis.surveys`); empty
+            when none were given.
+        humans: The human graders (the experts).
+        primary: The primary judge, or None.
+        n_boot: Task-bootstrap resamples (0: no intervals).
+        seed: Bootstrap seed.
+        ci: Confidence level.
+    """
+
+    frames: Frames
+    reviews: pd.DataFrame
+    humans: Sequence[str]
+    primary: str | None
+    n_boot: int
+    seed: int
+    ci: float
+
+
+def _count(frame: pd.DataFrame) -> str:
+    return f"{len(frame):,}"
+
+
+@dataclass(frozen=True)
+class TableSection:
+    """One table of the dashboard (see the module docstring)."""
+
+    key: str
+    title: str
+    filter_hint: str
+    empty_text: str
+    report: Callable[[pd.DataFrame, Mapping[str, Any], int], ReportTable]
+    count: Callable[[pd.DataFrame], str] = field(default=_count)
+    compute: Callable[[SectionInputs], pd.DataFrame] | None = None
+    opens_adjudication: bool = False
+
+
+# -- flips ------------------------------------------------------------------------------------
+def _flips_report(f: pd.DataFrame, _overview: Mapping[str, Any], max_rows: int) -> ReportTable:
+    counts = f.groupby(["source", "direction"]).size()
+    summary = ", ".join(
+        f"{str(k[0]).replace('_', ' ')} {k[1]}: {n}"  # type: ignore[index]
+        for k, n in counts.items()
+    )
+    rows: list[list[Cell]] = [
+        [
+            (str(r["source"]).replace("_", " "), False),
+            (r["model"], False),
+            (r["task_id"], False),
+            (r["response_id"], False),
+            (fmt_num(r["expert_score"]), True),
+            (fmt_num(r["judge_score"]), True),
+            (r["direction"], False),
+        ]
+        for r in f.head(max_rows).to_dict("records")
+    ]
+    return ReportTable(
+        ["judge", "model", "task", "response", "experts' score", "judge's score", "direction"],
+        rows,
+        len(f),
+        summary,
+    )
+
+
+# -- criterion health -------------------------------------------------------------------------
+def _flagged(h: pd.DataFrame) -> pd.DataFrame:
+    return h.loc[h["flagged"].astype(bool)] if "flagged" in h else h.iloc[:0]
+
+
+def _health_report(h: pd.DataFrame, overview: Mapping[str, Any], max_rows: int) -> ReportTable:
+    flagged = _flagged(h)
+    rows: list[list[Cell]] = [
+        [
+            (r["rank"], True),
+            (r["task_id"], False),
+            (r["criterion_id"], False),
+            (r["points"], True),
+            (fmt_pct(r["human_agreement"]), True),
+            (fmt_pct(r["judge_disagreement"]), True),
+            (fmt_num(r["impact"], 2), True),
+            ("; ".join(r["flags"]), False),
+            (r["text"], False),
+        ]
+        for r in flagged.head(max_rows).to_dict("records")
+    ]
+    return ReportTable(
+        [
+            "rank",
+            "task",
+            "criterion",
+            "points",
+            "experts agree",
+            "judge departs",
+            "impact",
+            "flags",
+            "text",
+        ],
+        rows,
+        len(flagged),
+        f"{len(flagged):,} of {len(h):,} criteria flagged at the bar "
+        f"{fmt_pct(overview.get('bar'))}, ranked by impact = |points| × disagreement.",
+    )
+
+
+# -- disagreements ----------------------------------------------------------------------------
+def _verdict_text(x: Any) -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "—"
+    return "met" if x else "not met"
+
+
+def _disagreements_report(
+    t: pd.DataFrame, _overview: Mapping[str, Any], max_rows: int
+) -> ReportTable:
+    vcols = [c for c in t.columns if str(c).startswith("verdict:")]
+    rows: list[list[Cell]] = []
+    for r in t.head(max_rows).to_dict("records"):
+        kind = " and ".join(
+            k
+            for k, on in (
+                ("experts split", r["experts_split"]),
+                ("judge departs", r["judge_departs"]),
+            )
+            if on
+        )
+        rows.append(
+            [
+                (r["task_id"], False),
+                (r["criterion_id"], False),
+                (r["response_id"], False),
+                (r["model"], False),
+                (kind, False),
+                (_verdict_text(r["consensus"]), False),
+                *((_verdict_text(r[c]), False) for c in vcols),
+                (r["text"], False),
+            ]
+        )
+    return ReportTable(
+        [
+            "task",
+            "criterion",
+            "response",
+            "model",
+            "kind",
+            "consensus",
+            *(str(c).split(":", 1)[1] for c in vcols),
+            "criterion text",
+        ],
+        rows,
+        len(t),
+    )
+
+
+# -- task review surveys ----------------------------------------------------------------------
+#: The figures of the task review section, each with ``_low`` / ``_high`` columns.
+_REVIEW_FIGURES: tuple[str, ...] = (
+    "share_agree_or_strongly_agree",
+    "share_strongly_agree",
+    "mean",
+    "krippendorff_alpha",
+)
+#: Columns of the task review section's frame.
+REVIEW_COLUMNS: tuple[str, ...] = (
+    "dimension",
+    "statement",
+    "n_answers",
+    "n_tasks",
+    "n_reviewers",
+    *(c for fig in _REVIEW_FIGURES for c in (fig, f"{fig}_low", f"{fig}_high")),
+    "note",
+)
+
+
+def _reviews(inputs: SectionInputs) -> pd.DataFrame:
+    """Per survey statement (:data:`~gradercal.analysis.surveys.REVIEW_DIMENSIONS`, then
+    any other dimension answered), the reviewers' answers on the filtered tasks
+    (:func:`gradercal.analysis.surveys.survey_summary`, task-bootstrap intervals)."""
+    from gradercal.analysis.surveys import REVIEW_DIMENSIONS, survey_summary
+
+    reviews = inputs.reviews
+    if not reviews.empty:
+        reviews = reviews.loc[reviews["task_id"].isin(inputs.frames.tasks["task_id"])]
+    if reviews.empty:
+        return pd.DataFrame({c: pd.Series([], dtype=object) for c in REVIEW_COLUMNS})
+    statements = {d.key: d.statement for d in REVIEW_DIMENSIONS}
+    order = list(dict.fromkeys([*statements, *reviews["dimension"]]))
+    rep = survey_summary(reviews, order, n_boot=inputs.n_boot, seed=inputs.seed, ci=inputs.ci)
+    rows = []
+    for d in rep["dimensions"]:
+        row: dict[str, Any] = {c: d[c] for c in ("dimension", "n_answers", "n_tasks")}
+        row["statement"] = statements.get(d["dimension"], d["dimension"])
+        row["n_reviewers"] = d["n_reviewers"]
+        notes = []
+        for fig in _REVIEW_FIGURES:
+            x = d[fig]
+            row[fig] = math.nan if x["value"] is None else float(x["value"])
+            lo, hi = x["ci"] if x.get("ci") else (math.nan, math.nan)
+            row[f"{fig}_low"], row[f"{fig}_high"] = float(lo), float(hi)
+            if x.get("note"):
+                notes.append(f"{fig.replace('_', ' ')}: {x['note']}")
+        row["note"] = "; ".join(notes) or None
+        rows.append(row)
+    return pd.DataFrame(rows, columns=list(REVIEW_COLUMNS))
+
+
+def _reviews_report(r: pd.DataFrame, _overview: Mapping[str, Any], max_rows: int) -> ReportTable:
+    rows: list[list[Cell]] = [
+        [
+            (x["statement"], False),
+            (x["n_answers"], True),
+            (x["n_tasks"], True),
+            (x["n_reviewers"], True),
+            *((fmt_ci(x[fig], x[f"{fig}_low"], x[f"{fig}_high"]), True) for fig in _REVIEW_FIGURES),
+            (x["note"], False),
+        ]
+        for x in r.head(max_rows).to_dict("records")
+    ]
+    return ReportTable(
+        [
+            "statement",
+            "answers",
+            "tasks",
+            "reviewers",
+            "agree or strongly agree",
+            "strongly agree",
+            "mean (1–5)",
+            "ordinal α",
+            "note",
+        ],
+        rows,
+        len(r),
+        "Reviewers' answers on a 5-point scale (1 strongly disagree … 5 strongly agree); "
+        "intervals resample tasks.",
+    )
+
+
+#: Every table section, in the order the window's tabs and the report show them.
+TABLE_SECTIONS: tuple[TableSection, ...] = (
+    TableSection(
+        key="flips",
+        title="Pass ↔ fail flips",
+        filter_hint="Filter the flips… (double-click to adjudicate)",
+        empty_text="No response changes between pass and fail.",
+        report=_flips_report,
+        opens_adjudication=True,
+    ),
+    TableSection(
+        key="health",
+        title="Criterion health",
+        filter_hint="Filter the criteria… (double-click to adjudicate)",
+        empty_text="No criterion has verdicts.",
+        report=_health_report,
+        count=lambda h: f"{len(_flagged(h)):,} flagged",
+        opens_adjudication=True,
+    ),
+    TableSection(
+        key="disagreements",
+        title="Disagreements",
+        filter_hint="Filter: task, criterion, model, text… (double-click to adjudicate)",
+        empty_text="No disagreement.",
+        report=_disagreements_report,
+        opens_adjudication=True,
+    ),
+    TableSection(
+        key="task_reviews",
+        title="Task reviews",
+        filter_hint="Filter the statements…",
+        empty_text="No task review answers.",
+        report=_reviews_report,
+        count=lambda r: f"{int(r['n_answers'].sum()) if len(r) else 0:,} answers",
+        compute=_reviews,
+    ),
+)
+_BY_KEY = {s.key: s for s in TABLE_SECTIONS}
+
+
+def section(key: str) -> TableSection:
+    """The table section named ``key``.
+
+    Raises:
+        KeyError: No such section.
+    """
+    return _BY_KEY[key]
+
+
+def computed_sections() -> tuple[TableSection, ...]:
+    """The sections with their own ``compute`` (stored in ``Dashboard.tables``)."""
+    return tuple(s for s in TABLE_SECTIONS if s.compute is not None)
