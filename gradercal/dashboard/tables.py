@@ -143,31 +143,55 @@ class TableSection:
     opens_adjudication: bool = False
 
 
+#: A report column: its heading and the cell of one record (a dict of the frame's row).
+Column = tuple[str, Callable[[dict[str, Any]], Cell]]
+
+
+def _text(name: str) -> Callable[[dict[str, Any]], Cell]:
+    return lambda r: (r[name], False)
+
+
+def _number(name: str, fmt: Callable[[Any], str] = str) -> Callable[[dict[str, Any]], Cell]:
+    return lambda r: (fmt(r[name]), True)
+
+
+def _listing(
+    frame: pd.DataFrame,
+    columns: Sequence[Column],
+    max_rows: int,
+    summary: str | None = None,
+) -> ReportTable:
+    """The report's table of ``frame``: its first ``max_rows`` records, one cell per column."""
+    records: list[dict[str, Any]] = [
+        {str(k): v for k, v in r.items()} for r in frame.head(max_rows).to_dict("records")
+    ]
+    return ReportTable(
+        [head for head, _cell in columns],
+        [[cell(r) for _head, cell in columns] for r in records],
+        len(frame),
+        summary,
+    )
+
+
 # -- flips ------------------------------------------------------------------------------------
+_FLIP_REPORT: tuple[Column, ...] = (
+    ("judge", lambda r: (str(r["source"]).replace("_", " "), False)),
+    ("model", _text("model")),
+    ("task", _text("task_id")),
+    ("response", _text("response_id")),
+    ("experts' score", _number("expert_score", fmt_num)),
+    ("judge's score", _number("judge_score", fmt_num)),
+    ("direction", _text("direction")),
+)
+
+
 def _flips_report(f: pd.DataFrame, _overview: Mapping[str, Any], max_rows: int) -> ReportTable:
     counts = f.groupby(["source", "direction"]).size()
     summary = ", ".join(
         f"{str(k[0]).replace('_', ' ')} {k[1]}: {n}"  # type: ignore[index]
         for k, n in counts.items()
     )
-    rows: list[list[Cell]] = [
-        [
-            (str(r["source"]).replace("_", " "), False),
-            (r["model"], False),
-            (r["task_id"], False),
-            (r["response_id"], False),
-            (fmt_num(r["expert_score"]), True),
-            (fmt_num(r["judge_score"]), True),
-            (r["direction"], False),
-        ]
-        for r in f.head(max_rows).to_dict("records")
-    ]
-    return ReportTable(
-        ["judge", "model", "task", "response", "experts' score", "judge's score", "direction"],
-        rows,
-        len(f),
-        summary,
-    )
+    return _listing(f, _FLIP_REPORT, max_rows, summary)
 
 
 # -- criterion health -------------------------------------------------------------------------
@@ -175,36 +199,25 @@ def _flagged(h: pd.DataFrame) -> pd.DataFrame:
     return h.loc[h["flagged"].astype(bool)] if "flagged" in h else h.iloc[:0]
 
 
+_HEALTH_REPORT: tuple[Column, ...] = (
+    ("rank", _number("rank")),
+    ("task", _text("task_id")),
+    ("criterion", _text("criterion_id")),
+    ("points", _number("points")),
+    ("experts agree", _number("human_agreement", fmt_pct)),
+    ("judge departs", _number("judge_disagreement", fmt_pct)),
+    ("impact", _number("impact", lambda x: fmt_num(x, 2))),
+    ("flags", lambda r: ("; ".join(r["flags"]), False)),
+    ("text", _text("text")),
+)
+
+
 def _health_report(h: pd.DataFrame, overview: Mapping[str, Any], max_rows: int) -> ReportTable:
     flagged = _flagged(h)
-    rows: list[list[Cell]] = [
-        [
-            (r["rank"], True),
-            (r["task_id"], False),
-            (r["criterion_id"], False),
-            (r["points"], True),
-            (fmt_pct(r["human_agreement"]), True),
-            (fmt_pct(r["judge_disagreement"]), True),
-            (fmt_num(r["impact"], 2), True),
-            ("; ".join(r["flags"]), False),
-            (r["text"], False),
-        ]
-        for r in flagged.head(max_rows).to_dict("records")
-    ]
-    return ReportTable(
-        [
-            "rank",
-            "task",
-            "criterion",
-            "points",
-            "experts agree",
-            "judge departs",
-            "impact",
-            "flags",
-            "text",
-        ],
-        rows,
-        len(flagged),
+    return _listing(
+        flagged,
+        _HEALTH_REPORT,
+        max_rows,
         f"{len(flagged):,} of {len(h):,} criteria flagged at the bar "
         f"{fmt_pct(overview.get('bar'))}, ranked by impact = |points| × disagreement.",
     )
@@ -217,46 +230,30 @@ def _verdict_text(x: Any) -> str:
     return "met" if x else "not met"
 
 
+def _verdict(name: str) -> Callable[[dict[str, Any]], Cell]:
+    return lambda r: (_verdict_text(r[name]), False)
+
+
+def _kind(r: dict[str, Any]) -> Cell:
+    kinds = (("experts split", r["experts_split"]), ("judge departs", r["judge_departs"]))
+    return " and ".join(k for k, on in kinds if on), False
+
+
 def _disagreements_report(
     t: pd.DataFrame, _overview: Mapping[str, Any], max_rows: int
 ) -> ReportTable:
-    vcols = [c for c in t.columns if str(c).startswith("verdict:")]
-    rows: list[list[Cell]] = []
-    for r in t.head(max_rows).to_dict("records"):
-        kind = " and ".join(
-            k
-            for k, on in (
-                ("experts split", r["experts_split"]),
-                ("judge departs", r["judge_departs"]),
-            )
-            if on
-        )
-        rows.append(
-            [
-                (r["task_id"], False),
-                (r["criterion_id"], False),
-                (r["response_id"], False),
-                (r["model"], False),
-                (kind, False),
-                (_verdict_text(r["consensus"]), False),
-                *((_verdict_text(r[c]), False) for c in vcols),
-                (r["text"], False),
-            ]
-        )
-    return ReportTable(
-        [
-            "task",
-            "criterion",
-            "response",
-            "model",
-            "kind",
-            "consensus",
-            *(str(c).split(":", 1)[1] for c in vcols),
-            "criterion text",
-        ],
-        rows,
-        len(t),
-    )
+    vcols = [str(c) for c in t.columns if str(c).startswith("verdict:")]
+    columns: list[Column] = [
+        ("task", _text("task_id")),
+        ("criterion", _text("criterion_id")),
+        ("response", _text("response_id")),
+        ("model", _text("model")),
+        ("kind", _kind),
+        ("consensus", _verdict("consensus")),
+        *((c.split(":", 1)[1], _verdict(c)) for c in vcols),
+        ("criterion text", _text("text")),
+    ]
+    return _listing(t, columns, max_rows)
 
 
 # -- task review surveys ----------------------------------------------------------------------
@@ -311,32 +308,28 @@ def _reviews(inputs: SectionInputs) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=list(REVIEW_COLUMNS))
 
 
+def _interval(fig: str) -> Callable[[dict[str, Any]], Cell]:
+    return lambda r: (fmt_ci(r[fig], r[f"{fig}_low"], r[f"{fig}_high"]), True)
+
+
+_REVIEW_REPORT: tuple[Column, ...] = (
+    ("statement", _text("statement")),
+    ("answers", _number("n_answers")),
+    ("tasks", _number("n_tasks")),
+    ("reviewers", _number("n_reviewers")),
+    ("agree or strongly agree", _interval("share_agree_or_strongly_agree")),
+    ("strongly agree", _interval("share_strongly_agree")),
+    ("mean (1–5)", _interval("mean")),
+    ("ordinal α", _interval("krippendorff_alpha")),
+    ("note", _text("note")),
+)
+
+
 def _reviews_report(r: pd.DataFrame, _overview: Mapping[str, Any], max_rows: int) -> ReportTable:
-    rows: list[list[Cell]] = [
-        [
-            (x["statement"], False),
-            (x["n_answers"], True),
-            (x["n_tasks"], True),
-            (x["n_reviewers"], True),
-            *((fmt_ci(x[fig], x[f"{fig}_low"], x[f"{fig}_high"]), True) for fig in _REVIEW_FIGURES),
-            (x["note"], False),
-        ]
-        for x in r.head(max_rows).to_dict("records")
-    ]
-    return ReportTable(
-        [
-            "statement",
-            "answers",
-            "tasks",
-            "reviewers",
-            "agree or strongly agree",
-            "strongly agree",
-            "mean (1–5)",
-            "ordinal α",
-            "note",
-        ],
-        rows,
-        len(r),
+    return _listing(
+        r,
+        _REVIEW_REPORT,
+        max_rows,
         "Reviewers' answers on a 5-point scale (1 strongly disagree … 5 strongly agree); "
         "intervals resample tasks.",
     )
