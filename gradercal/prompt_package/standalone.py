@@ -1,0 +1,98 @@
+"""The exported judge's kernel as standalone Python source (:func:`kernel_source`).
+
+The exported Inspect AI module and promptfoo assertion must grade as gradercal does
+without gradercal installed. Rather than a second implementation, they carry gradercal's
+own code: :func:`kernel_source` concatenates the sources of the criterion types
+(``AutoRule``, ``Criterion`` and ``CriterionKind`` of :mod:`gradercal.model`), of
+:mod:`gradercal.rubric` (auto rules, credit, rubric score), of
+:mod:`gradercal.judge.parse` (the reply and its log-probabilities), of
+:func:`gradercal.judge.prompts.substitute` and of :mod:`gradercal.prompt_package.kernel`
+(messages, request, decision), dropping the ``gradercal`` imports that the
+concatenation makes local. Every name stays as gradercal defines it, so a test can
+import the generated module and compare it with gradercal's functions directly.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import re
+import textwrap
+from types import ModuleType
+
+__all__ = ["kernel_source"]
+
+_FUTURE = "from __future__ import annotations"
+
+
+def _body(module: ModuleType) -> str:
+    """A module's source without its docstring, ``__future__`` import, ``__all__`` and
+    imports of gradercal."""
+    source = inspect.getsource(module)
+    tree = ast.parse(source)
+    lines = source.splitlines(keepends=True)
+    drop: set[int] = set()
+    for node in tree.body:
+        first, last = node.lineno, node.end_lineno or node.lineno
+        is_doc = (
+            isinstance(node, ast.Expr)
+            and isinstance(node.value, ast.Constant)
+            and isinstance(node.value.value, str)
+            and node is tree.body[0]
+        )
+        is_future = isinstance(node, ast.ImportFrom) and node.module == "__future__"
+        is_ours = isinstance(node, ast.ImportFrom) and (node.module or "").startswith("gradercal")
+        is_all = isinstance(node, ast.Assign | ast.AnnAssign) and any(
+            isinstance(t, ast.Name) and t.id == "__all__"
+            for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
+        )
+        if is_doc or is_future or is_ours or is_all:
+            drop.update(range(first, last + 1))
+    kept = "".join(line for i, line in enumerate(lines, start=1) if i not in drop)
+    return re.sub(r"\n{3,}", "\n\n\n", kept).strip() + "\n"
+
+
+def _definitions() -> str:
+    """The criterion types of :mod:`gradercal.model` and ``substitute`` of the prompts."""
+    from gradercal.judge import prompts
+    from gradercal.model import AutoRule, Criterion, CriterionKind
+
+    parts = [
+        "import re\nfrom dataclasses import dataclass\nfrom enum import StrEnum\n",
+        inspect.getsource(CriterionKind),
+        inspect.getsource(AutoRule),
+        inspect.getsource(Criterion),
+        f"_PLACEHOLDER = re.compile({prompts._PLACEHOLDER.pattern!r})\n",
+        inspect.getsource(prompts.substitute),
+    ]
+    return "\n\n".join(textwrap.dedent(p).strip() + "\n" for p in parts)
+
+
+def kernel_source() -> str:
+    """Standalone Python source of the judge kernel (standard library only).
+
+    It starts with ``from __future__ import annotations`` (so it must open the file it
+    is written into, after a docstring at most) and defines, with gradercal's own code:
+    ``Criterion``, ``AutoRule``, ``rubric_score``, ``evaluate_auto``, ``passes``,
+    ``parse_reply``, ``p_met_from_logprobs``, ``substitute`` and the functions of
+    :mod:`gradercal.prompt_package.kernel` (``build_messages``, ``request_body``,
+    ``read_reply``, ``criteria_of``, ``decide``, …).
+    """
+    from gradercal import rubric
+    from gradercal.judge import parse
+    from gradercal.prompt_package import kernel
+
+    sections = [
+        (
+            "criterion types and placeholders (gradercal.model, gradercal.judge.prompts)",
+            _definitions(),
+        ),
+        ("auto rules and rubric scores (gradercal.rubric)", _body(rubric)),
+        ("the judge's reply (gradercal.judge.parse)", _body(parse)),
+        ("messages, request and decision (gradercal.prompt_package.kernel)", _body(kernel)),
+    ]
+    out = [_FUTURE, ""]
+    for title, text in sections:
+        out.append(f"# {'-' * 8} {title}\n")
+        out.append(text)
+    return "\n".join(out)
