@@ -279,3 +279,37 @@ def stable_hash(obj: Any) -> str:
     """sha256 of the canonical JSON form of ``obj`` (sorted keys, no whitespace)."""
     text = json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+# --------------------------------------------------------------- task review survey
+
+
+@dataclass(frozen=True)
+class ReviewDimension:
+    """One statement of the task review survey, answered on :data:`LIKERT`."""
+
+    key: str
+    statement: str
+
+
+#: The task review survey: each statement is answered on a 5-point agreement scale.
+REVIEW_DIMENSIONS: tuple[ReviewDimension, ...] = (
+    ReviewDimension("real_research", "The task reflects real research work."),
+    ReviewDimension(
+        "reasoning_skill", "The task tests the right scientific reasoning and domain skill."
+    ),
+    ReviewDimension(
+        "grounded",
+        "The task is grounded and answerable from the evidence, the artifacts or expert consensus.",
+    ),
+    ReviewDimension("strong_task", "Overall, this is a strong evaluation task."),
+)
+
+#: The 5-point scale of the task review survey.
+LIKERT: dict[int, str] = {
+    1: "Strongly disagree",
+    2: "Disagree",
+    3: "Neither agree nor disagree",
+    4: "Agree",
+    5: "Strongly agree",
+}

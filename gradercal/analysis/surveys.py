@@ -23,12 +23,12 @@ This module imports pandas, numpy and gradercal's core only.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from gradercal.model import LIKERT, REVIEW_DIMENSIONS, ReviewDimension
 from gradercal.stats.bootstrap import clustered_bootstrap, resampling_weights
 from gradercal.stats.coefficients import krippendorff_alpha
 from gradercal.stats.intervals import boot_json, percentile_interval
@@ -42,36 +42,6 @@ __all__ = [
     "survey_summary",
 ]
 
-
-@dataclass(frozen=True)
-class ReviewDimension:
-    """One statement of the task review survey, answered on :data:`LIKERT`."""
-
-    key: str
-    statement: str
-
-
-#: The task review survey: each statement is answered on a 5-point agreement scale.
-REVIEW_DIMENSIONS: tuple[ReviewDimension, ...] = (
-    ReviewDimension("real_research", "The task reflects real research work."),
-    ReviewDimension(
-        "reasoning_skill", "The task tests the right scientific reasoning and domain skill."
-    ),
-    ReviewDimension(
-        "grounded",
-        "The task is grounded and answerable from the evidence, the artifacts or expert consensus.",
-    ),
-    ReviewDimension("strong_task", "Overall, this is a strong evaluation task."),
-)
-
-#: The 5-point scale of the task review survey.
-LIKERT: dict[int, str] = {
-    1: "Strongly disagree",
-    2: "Disagree",
-    3: "Neither agree nor disagree",
-    4: "Agree",
-    5: "Strongly agree",
-}
 
 #: The answers of the 5-point scale.
 LIKERT_SCALE: tuple[int, ...] = (1, 2, 3, 4, 5)

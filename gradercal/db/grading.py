@@ -39,12 +39,19 @@ from sqlalchemy import Select, Table, bindparam, case, func, insert, literal, se
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from gradercal.analysis.surveys import LIKERT, REVIEW_DIMENSIONS, ReviewDimension
 from gradercal.db import models as m
 from gradercal.db.repo import Repository, _task_from_row, judgment_snapshot
 from gradercal.db.session import Database
 from gradercal.errors import ConflictError, NotFoundError, Problem, ValidationError
-from gradercal.model import AssignmentStatus, CriterionKind, GraderKind, Task
+from gradercal.model import (
+    LIKERT,
+    REVIEW_DIMENSIONS,
+    AssignmentStatus,
+    CriterionKind,
+    GraderKind,
+    ReviewDimension,
+    Task,
+)
 
 __all__ = [
     "LIKERT",

@@ -21,8 +21,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from gradercal.analysis.surveys import LIKERT, REVIEW_DIMENSIONS
 from gradercal.db.grading import GradingStore, ReviewItem, ReviewTask
+from gradercal.model import LIKERT, REVIEW_DIMENSIONS
 from gradercal.ui.qt_markdown import QtMarkdownView
 from gradercal.ui.qt_settings import QtAppSettings
 from gradercal.ui.viewers.qt_artifact_panel import QtArtifactPanel
