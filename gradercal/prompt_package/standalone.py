@@ -20,7 +20,7 @@ import re
 import textwrap
 from types import ModuleType
 
-__all__ = ["kernel_source"]
+__all__ = ["glue_source", "kernel_source", "strip_source"]
 
 _FUTURE = "from __future__ import annotations"
 
@@ -28,7 +28,15 @@ _FUTURE = "from __future__ import annotations"
 def _body(module: ModuleType) -> str:
     """A module's source without its docstring, ``__future__`` import, ``__all__`` and
     imports of gradercal."""
-    source = inspect.getsource(module)
+    return strip_source(inspect.getsource(module))
+
+
+def strip_source(source: str) -> str:
+    """``source`` without its docstring, ``__future__`` import, ``__all__``, imports of
+    gradercal and ``# ruff:`` file directives."""
+    source = "".join(
+        line for line in source.splitlines(keepends=True) if not line.startswith("# ruff:")
+    )
     tree = ast.parse(source)
     lines = source.splitlines(keepends=True)
     drop: set[int] = set()
@@ -96,3 +104,13 @@ def kernel_source() -> str:
         out.append(f"# {'-' * 8} {title}\n")
         out.append(text)
     return "\n".join(out)
+
+
+def glue_source(name: str) -> str:
+    """The stripped source of glue module ``name`` of
+    :mod:`gradercal.prompt_package.exported`, read as text (never imported: it imports
+    the tool it runs in)."""
+    from importlib.resources import files
+
+    text = (files("gradercal.prompt_package.exported") / f"{name}.py").read_text("utf-8")
+    return strip_source(text)

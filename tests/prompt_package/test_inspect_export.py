@@ -30,10 +30,13 @@ from tests.support.judge_server import expected_met, split_prompt
 inspect_ai = pytest.importorskip("inspect_ai")
 
 RUBRIC = [
-    {"criterion": "Names the tumour suppressor gene", "points": 5, "tags": ["axis:accuracy"]},
-    {"criterion": "Mentions haploinsufficiency", "points": 3, "tags": ["axis:completeness"]},
-    {"criterion": "Recommends an untested supplement", "points": -4, "tags": ["axis:safety"]},
-]
+    {"id": "c1", "criterion": "Names the tumour suppressor gene", "points": 5,
+     "tags": ["axis:accuracy"]},
+    {"id": "c2", "criterion": "Mentions haploinsufficiency", "points": 3,
+     "tags": ["axis:completeness"]},
+    {"id": "c3", "criterion": "Recommends an untested supplement", "points": -4,
+     "tags": ["axis:safety"]},
+]  # fmt: skip
 RESPONSES = {
     "Q1": "The suppressor gene is TP53; haploinsufficiency explains the phenotype.",
     "Q2": "Everyone recommends a daily supplement; the mechanism is unclear.",
@@ -158,23 +161,25 @@ def test_inspect_module_loads_and_scores_on_mockllm(tmp_path: Path) -> None:
 
 
 def test_inspect_module_applies_the_threshold_and_refuses_edits(tmp_path: Path) -> None:
-    # with a threshold above 1 no verdict-only "met" passes it: every criterion earns 0
+    # A threshold above 1 turns every "met" into "not met": only the penalty stays out.
     strict = _load_text(tmp_path, to_inspect(_package(threshold=1.5)), "gc_strict")
-    assert strict.credit(True, ["axis:accuracy"]) == 0.0
+    crit = strict.criteria_of(RUBRIC)
+    all_met = {c["id"]: (True, 0.99) for c in RUBRIC}
+    assert strict.decide(strict._DECISION, crit, all_met)["score"] == 0.0
     normal = _load_text(tmp_path, to_inspect(_package(threshold=0.5)), "gc_normal")
-    assert normal.credit(True, []) == 1.0 and normal.credit(False, []) == 0.0
-    assert normal.parse_verdict('noise {"criteria_met": false, "explanation": "x"}') == (
-        False,
-        "x",
-    )
-    assert normal.parse_verdict("no json")[0] is None
+    res = normal.decide(normal._DECISION, crit, all_met)
+    assert res["raw_score"] == pytest.approx(4 / 8) and res["score"] == pytest.approx(4 / 8)
+    low = {"c1": (True, 0.4), "c2": (True, 0.9), "c3": (False, 0.1)}
+    assert normal.decide(normal._DECISION, crit, low)["score"] == pytest.approx(3 / 8)
+    assert normal.read_reply('noise {"criteria_met": false, "explanation": "x"}')[0] is False
+    assert normal.read_reply("no json")[0] is None
     package = _package(threshold=0.5)
-    text = to_inspect(package).replace(
-        f"PROMPT_VERSION = {package.prompt_version!r}", f"PROMPT_VERSION = {'0' * 64!r}", 1
-    )
-    assert "0" * 64 in text
+    text = to_inspect(package)
+    at = text.index("PACKAGE_JSON = (")
+    edited = text[:at] + text[at:].replace("grader", "Grader", 1)  # inside the prompt
+    assert edited != text
     with pytest.raises(RuntimeError, match="the embedded prompt was edited"):
-        _load_text(tmp_path, text, "gc_edited")
+        _load_text(tmp_path, edited, "gc_edited")
 
 
 def _load_text(tmp_path: Path, text: str, name: str) -> ModuleType:

@@ -1,0 +1,208 @@
+"""Inspect AI glue of the exported judge (written below the kernel in the exported file).
+
+``PACKAGE_JSON`` is replaced by the package's prompt and decision when exported.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import math
+from typing import Any
+
+from inspect_ai import Task, task
+from inspect_ai.dataset import FieldSpec, json_dataset
+from inspect_ai.model import (
+    ChatMessage,
+    ChatMessageAssistant,
+    ChatMessageSystem,
+    ChatMessageUser,
+    GenerateConfig,
+    Model,
+    ModelOutput,
+    get_model,
+)
+from inspect_ai.scorer import Score, Target, mean, scorer, stderr
+from inspect_ai.solver import Generate, Solver, TaskState, solver
+
+from gradercal.prompt_package.kernel import (
+    build_messages,
+    criteria_of,
+    decide,
+    read_reply,
+)
+
+PACKAGE_JSON = "{}"
+PACKAGE: dict[str, Any] = json.loads(PACKAGE_JSON)
+PROMPT_VERSION: str = str(PACKAGE.get("prompt_version", ""))
+_PROMPT: dict[str, Any] = PACKAGE.get("prompt", {})
+_DECISION: dict[str, Any] = PACKAGE.get("decision", {})
+_JUDGE: dict[str, Any] = PACKAGE.get("judge", {})
+#: The sample metadata the dataset of :func:`gradercal_grading` keeps.
+SAMPLE_METADATA = ["task_id", "response_id", "model", "response", "answer", "artifacts", "rubric"]
+
+
+def _check() -> None:
+    """Refuse to run an embedded prompt that no longer hashes to its version."""
+    content = {k: _PROMPT[k] for k in ("system", "user", "few_shot", "options")}
+    canonical = json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    digest = hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+    if digest != PROMPT_VERSION:
+        raise RuntimeError(f"the embedded prompt was edited: {digest} != {PROMPT_VERSION}")
+
+
+_check()
+
+_ROLES = {"system": ChatMessageSystem, "user": ChatMessageUser, "assistant": ChatMessageAssistant}
+
+
+def messages(
+    task_prompt: str,
+    response: str,
+    criterion: str,
+    points: int = 1,
+    tags: list[str] | None = None,
+    artifacts: str = "",
+) -> list[ChatMessage]:
+    """The chat messages for one criterion of one response (gradercal's, exactly)."""
+    out: list[ChatMessage] = []
+    for m in build_messages(
+        _PROMPT,
+        response=response,
+        criterion=criterion,
+        points=points,
+        task_prompt=task_prompt,
+        tags=list(tags or []),
+        artifacts=artifacts,
+    ):
+        out.append(_ROLES[m["role"]](content=m["content"]))
+    return out
+
+
+def _config() -> GenerateConfig:
+    p = dict(_JUDGE.get("parameters") or {})
+    return GenerateConfig(
+        temperature=float(p.get("temperature", 0.0)),
+        max_tokens=None if p.get("max_tokens") is None else int(p["max_tokens"]),
+        seed=None if p.get("seed") is None else int(p["seed"]),
+        logprobs=True,
+        top_logprobs=int(p.get("top_logprobs") or 5),
+    )
+
+
+def _logprobs(output: ModelOutput) -> list[dict[str, Any]] | None:
+    if not output.choices or output.choices[0].logprobs is None:
+        return None
+    return [
+        {
+            "token": t.token,
+            "logprob": t.logprob,
+            "top_logprobs": [
+                {"token": a.token, "logprob": a.logprob} for a in t.top_logprobs or []
+            ],
+        }
+        for t in output.choices[0].logprobs.content
+    ]
+
+
+def _rubric(state: TaskState, target: Target) -> list[dict[str, Any]]:
+    items = (state.metadata or {}).get("rubric")
+    if items:
+        return [dict(x) for x in items]
+    return [{"id": "c1", "criterion": target.text, "points": 1, "tags": []}]
+
+
+@solver
+def replay_response() -> Solver:
+    """Take the sample's stored response (``metadata["response"]``) as the model's output,
+    to grade existing responses without generating new ones."""
+
+    async def solve(state: TaskState, generate: Generate) -> TaskState:
+        text = str((state.metadata or {}).get("response", ""))
+        state.output = ModelOutput.from_content(model="gradercal/replay", content=text)
+        return state
+
+    return solve
+
+
+@scorer(metrics=[mean(), stderr()])
+def gradercal_judge(
+    model: str | Model | None = None,
+    pass_threshold: float | None = None,
+    concurrency: int = 16,
+) -> Any:
+    """Grade the output against the sample's rubric as gradercal does: judgment criteria
+    by the judge prompt (concurrently, at most ``concurrency`` requests per sample), auto
+    criteria from ``metadata["answer"]``, the package's calibration applied.
+
+    Args:
+        model: The grader model (default: the model being evaluated).
+        pass_threshold: Pass mark of the rubric score (default: the package's).
+        concurrency: Requests in flight per sample.
+    """
+
+    async def score(state: TaskState, target: Target) -> Score:
+        grader = get_model(model)
+        rubric = _rubric(state, target)
+        criteria = criteria_of(rubric)
+        meta = state.metadata or {}
+        response = state.output.completion
+        task_prompt = str(meta.get("task_prompt", state.input_text))
+        artifacts = str(meta.get("artifacts", ""))
+        gate = asyncio.Semaphore(max(1, int(concurrency)))
+        config = _config()
+
+        async def ask(c: Any) -> tuple[str, bool | None, float | None, str]:
+            msgs = messages(task_prompt, response, c.text, c.points, list(c.tags), artifacts)
+            async with gate:
+                out = await grader.generate(msgs, config=config)
+            met, p_met, why = read_reply(out.completion, _logprobs(out))
+            return c.id, met, p_met, why
+
+        replies = await asyncio.gather(*(ask(c) for c in criteria if c.auto is None))
+        verdicts = {cid: (met, p_met) for cid, met, p_met, _why in replies}
+        why = {cid: text for cid, _m, _p, text in replies}
+        result = decide(
+            _DECISION, criteria, verdicts, answer=meta.get("answer"), pass_threshold=pass_threshold
+        )
+        for entry in result["criteria"]:
+            entry["explanation"] = why.get(entry["id"], "")
+        lines = [
+            f"[{'?' if e['met'] is None else 'x' if e.get('calibrated_met', e['met']) else ' '}] "
+            f"{e['id']}: {e['explanation']}"
+            for e in result["criteria"]
+        ]
+        value = result["score"]
+        return Score(
+            value=value if not math.isnan(value) else 0.0,
+            answer=response,
+            explanation="\n".join(lines),
+            metadata={
+                "prompt_version": PROMPT_VERSION,
+                "raw_score": None if math.isnan(result["raw_score"]) else result["raw_score"],
+                "score": None if math.isnan(value) else value,
+                "passed": result["passed"],
+                "rule": result["rule"],
+                "complete": result["unanswered"] == 0,
+                "unanswered": result["unanswered"],
+                "criteria": result["criteria"],
+            },
+        )
+
+    return score
+
+
+@task
+def gradercal_grading(samples: str = "samples.jsonl", judge: str | None = None) -> Task:
+    """Grade the stored responses of ``samples`` (written by ``gradercal export-prompt
+    --samples``) with this judge: ``inspect eval THIS_FILE@gradercal_grading --model
+    openai/JUDGE_MODEL -T samples=samples.jsonl``."""
+    return Task(
+        dataset=json_dataset(
+            samples,
+            FieldSpec(input="input", target="target", id="id", metadata=list(SAMPLE_METADATA)),
+        ),
+        solver=replay_response(),
+        scorer=gradercal_judge(judge),
+    )
