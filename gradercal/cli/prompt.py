@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import get_args
+from typing import Any, get_args
 
 import click
 
@@ -73,6 +73,14 @@ def _warn(message: str) -> None:
     type=click.Path(dir_okay=False, path_type=Path),
     help="File to write ('-' for standard output).",
 )
+@click.option(
+    "--samples",
+    "samples_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Also write the benchmark's responses as the exported judge's samples (JSONL: "
+    "task prompt, response, structured answer, attachment text, whole rubric), for "
+    "`inspect eval FILE@gradercal_grading -T samples=…` or the promptfoo tests.",
+)
 @json_option
 @handle_errors
 def export_prompt(
@@ -85,6 +93,7 @@ def export_prompt(
     n_boot: int,
     name: str | None,
     output: Path,
+    samples_path: Path | None,
     as_json: bool,
 ) -> None:
     """Export the judge's calibrated prompt package.
@@ -145,6 +154,11 @@ def export_prompt(
                 name=name,
             )
             update("examples", 3, 3)
+            samples = None
+            if samples_path is not None:
+                from gradercal.db.prompt_sources import export_samples
+
+                samples = export_samples(database, src.benchmark, src.frames, package.prompt)
     finally:
         database.dispose()
     warnings = [*src.warnings, *package.warnings]
@@ -160,8 +174,12 @@ def export_prompt(
             output.write_text(text, encoding="utf-8")
         except OSError as exc:
             raise GradercalError(f"cannot write {output}: {exc.strerror}") from exc
+    if samples is not None and samples_path is not None:
+        _write_jsonl(samples_path, samples)
     summary = {
         "output": str(output),
+        "samples": None if samples_path is None else str(samples_path),
+        "n_samples": None if samples is None else len(samples),
         "format": fmt,
         "judge": judge,
         "benchmark": src.benchmark,
@@ -189,6 +207,18 @@ def export_prompt(
             f"({summary['examples_met']} met), guidance for "
             f"{summary['guidance_criteria']} criteria, rule {summary['rule']}"
         )
+
+
+def _write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
+    from gradercal._util.jsonsafe import json_safe
+
+    text = "".join(
+        json.dumps(json_safe(r), ensure_ascii=False, allow_nan=False) + "\n" for r in rows
+    )
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise GradercalError(f"cannot write {path}: {exc.strerror}") from exc
 
 
 @click.command("import-prompt")

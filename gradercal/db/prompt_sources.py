@@ -31,7 +31,7 @@ from gradercal.frames import Frames
 from gradercal.judge.prompts import DEFAULT_PROMPT, PromptTemplate
 from gradercal.prompt_package import AdjudicatedItem, ExpertNote, PromptPackage
 
-__all__ = ["ImportedPrompt", "PromptSources", "gather", "import_package"]
+__all__ = ["ImportedPrompt", "PromptSources", "export_samples", "gather", "import_package"]
 
 
 @dataclass
@@ -134,6 +134,20 @@ def gather(db: Database, benchmark: str | None, judge: str) -> PromptSources:
         tasks=tasks,
         warnings=warnings,
     )
+
+
+def export_samples(
+    db: Database, benchmark: str, frames: Frames, prompt: PromptTemplate
+) -> list[dict[str, Any]]:
+    """Every response of ``benchmark`` as an exported judge's sample
+    (:func:`gradercal.prompt_package.samples.build_samples`), with the task prompt,
+    response text and artifact text that gradercal's runner would send under ``prompt``
+    (its artifact budget)."""
+    from gradercal.db.judging import Scope
+    from gradercal.prompt_package.samples import build_samples
+
+    items = JudgeStore(db).work_items(benchmark, None, Scope("all"), prompt)
+    return build_samples(frames, items)
 
 
 def _read(

@@ -22,24 +22,28 @@ from types import ModuleType
 
 __all__ = ["glue_source", "kernel_source", "strip_source"]
 
-_FUTURE = "from __future__ import annotations"
 
-
-def _body(module: ModuleType) -> str:
-    """A module's source without its docstring, ``__future__`` import, ``__all__`` and
-    imports of gradercal."""
-    return strip_source(inspect.getsource(module))
+def _body(module: ModuleType) -> tuple[list[str], str]:
+    """A module's imports (``import …`` / ``from … import …`` lines of the standard
+    library) and its source without them, its docstring, ``__future__`` import,
+    ``__all__`` and imports of gradercal."""
+    return _split(inspect.getsource(module), hoist=True)
 
 
 def strip_source(source: str) -> str:
     """``source`` without its docstring, ``__future__`` import, ``__all__``, imports of
-    gradercal and ``# ruff:`` file directives."""
+    gradercal and ``# ruff:`` file directives (other imports stay in place)."""
+    return _split(source, hoist=False)[1]
+
+
+def _split(source: str, *, hoist: bool) -> tuple[list[str], str]:
     source = "".join(
         line for line in source.splitlines(keepends=True) if not line.startswith("# ruff:")
     )
     tree = ast.parse(source)
     lines = source.splitlines(keepends=True)
     drop: set[int] = set()
+    imports: list[str] = []
     for node in tree.body:
         first, last = node.lineno, node.end_lineno or node.lineno
         is_doc = (
@@ -54,35 +58,60 @@ def strip_source(source: str) -> str:
             isinstance(t, ast.Name) and t.id == "__all__"
             for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
         )
-        if is_doc or is_future or is_ours or is_all:
+        is_import = isinstance(node, ast.Import | ast.ImportFrom) and not (is_future or is_ours)
+        if hoist and is_import:
+            imports.append(ast.unparse(node))
+        if is_doc or is_future or is_ours or is_all or (hoist and is_import):
             drop.update(range(first, last + 1))
     kept = "".join(line for i, line in enumerate(lines, start=1) if i not in drop)
-    return re.sub(r"\n{3,}", "\n\n\n", kept).strip() + "\n"
+    return imports, re.sub(r"\n{3,}", "\n\n\n", kept).strip() + "\n"
 
 
-def _definitions() -> str:
+def _definitions() -> tuple[list[str], str]:
     """The criterion types of :mod:`gradercal.model` and ``substitute`` of the prompts."""
     from gradercal.judge import prompts
     from gradercal.model import AutoRule, Criterion, CriterionKind
 
     parts = [
-        "import re\nfrom dataclasses import dataclass\nfrom enum import StrEnum\n",
         inspect.getsource(CriterionKind),
         inspect.getsource(AutoRule),
         inspect.getsource(Criterion),
         f"_PLACEHOLDER = re.compile({prompts._PLACEHOLDER.pattern!r})\n",
         inspect.getsource(prompts.substitute),
     ]
-    return "\n\n".join(textwrap.dedent(p).strip() + "\n" for p in parts)
+    imports = [
+        "import re",
+        "from collections.abc import Mapping",
+        "from dataclasses import dataclass",
+        "from enum import StrEnum",
+        "from typing import Any",
+    ]
+    return imports, "\n\n".join(textwrap.dedent(p).strip() + "\n" for p in parts)
+
+
+def _merged(imports: list[str]) -> list[str]:
+    """The import lines, each ``from`` module once with its names merged and sorted."""
+    plain: set[str] = set()
+    names: dict[str, set[str]] = {}
+    for line in imports:
+        node = ast.parse(line).body[0]
+        if isinstance(node, ast.Import):
+            plain.update(f"import {a.name}" for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names.setdefault(node.module, set()).update(a.name for a in node.names)
+    froms = [f"from {mod} import {', '.join(sorted(ns))}" for mod, ns in sorted(names.items())]
+    return sorted(plain) + froms
 
 
 def kernel_source() -> str:
     """Standalone Python source of the judge kernel (standard library only).
 
-    It starts with ``from __future__ import annotations`` (so it must open the file it
-    is written into, after a docstring at most) and defines, with gradercal's own code:
-    ``Criterion``, ``AutoRule``, ``rubric_score``, ``evaluate_auto``, ``passes``,
-    ``parse_reply``, ``p_met_from_logprobs``, ``substitute`` and the functions of
+    It has no ``from __future__ import annotations``: its annotations are evaluated
+    (Python ≥ 3.10), so its dataclasses work in a module that a tool executes without
+    registering it in ``sys.modules`` (as Inspect AI loads task files). Its imports come
+    first; it defines, with gradercal's own code: ``Criterion``, ``AutoRule``,
+    ``rubric_score``, ``evaluate_auto``, ``passes``, ``parse_reply``,
+    ``p_met_from_logprobs``, ``substitute`` and the functions of
     :mod:`gradercal.prompt_package.kernel` (``build_messages``, ``request_body``,
     ``read_reply``, ``criteria_of``, ``decide``, …).
     """
@@ -99,11 +128,12 @@ def kernel_source() -> str:
         ("the judge's reply (gradercal.judge.parse)", _body(parse)),
         ("messages, request and decision (gradercal.prompt_package.kernel)", _body(kernel)),
     ]
-    out = [_FUTURE, ""]
-    for title, text in sections:
+    imports = [line for _title, (lines, _text) in sections for line in lines]
+    out = ["\n".join(_merged(imports)) + "\n"]
+    for title, (_lines, text) in sections:
         out.append(f"# {'-' * 8} {title}\n")
         out.append(text)
-    return "\n".join(out)
+    return "\n\n".join(out)
 
 
 def glue_source(name: str) -> str:

@@ -61,6 +61,23 @@ def expected_met(criterion: str, response: str, *, gullible: bool = False) -> bo
     return bool(kw) and kw in response.lower()
 
 
+def _unit(response: str, criterion: str) -> float:
+    digest = hashlib.sha256(f"{criterion}\x00{response}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64
+
+
+def item_confidence(
+    response: str, criterion: str, met: bool, lenient_every: int = 0
+) -> tuple[bool, float]:
+    """The verdict and P(verdict token) of the ``answers`` mode for one item whose book
+    verdict is ``met``: a confident answer (0.80–0.99), or for a lenient item (a "not met"
+    whose hash falls in the ``1/lenient_every`` share) "met" at 0.55–0.70."""
+    u = _unit(response, criterion)
+    if lenient_every and not met and int(u * 1_000_003) % lenient_every == 0:
+        return True, round(0.55 + 0.15 * u, 4)
+    return met, round(0.80 + 0.19 * u, 4)
+
+
 def split_prompt(user: str) -> tuple[str, str]:
     """(response, criterion) from a user message written with the default prompt's tags."""
     r = _RESPONSE.search(user)
@@ -88,6 +105,13 @@ class ServerConfig:
     hang_s: float = 30.0
     #: requests after this many are held unanswered until :meth:`JudgeServer.release`
     hold_after: int | None = None
+    #: (response text, criterion text) → verdict: the server answers these instead of the
+    #: keyword rule (e.g. the experts' majority, :func:`answer_book`)
+    answers: dict[tuple[str, str], bool] | None = None
+    #: with ``answers``: P(verdict token) varies per item (:func:`item_confidence`) and
+    #: every ``lenient_every``-th "not met" item (by hash) is answered "met" with a low
+    #: confidence, a judge a threshold calibration can correct (0: never)
+    lenient_every: int = 0
 
 
 @dataclass
@@ -262,7 +286,13 @@ class JudgeServer:
         if action == "badbody":
             return 200, {}, b'{"id": "x", "object": "chat.completion", "choices": [{"ind', "badbody"
         response, criterion = split_prompt(user)
-        met = expected_met(criterion, response, gullible=cfg.gullible)
+        p_token = cfg.logprob_p
+        if cfg.answers is not None and (response, criterion) in cfg.answers:
+            met, p_token = item_confidence(
+                response, criterion, cfg.answers[(response, criterion)], cfg.lenient_every
+            )
+        else:
+            met = expected_met(criterion, response, gullible=cfg.gullible)
         if cfg.vote_flip_period and float(body.get("temperature") or 0) > 0:
             digest = _digest(body)
             with self._lock:
@@ -291,7 +321,7 @@ class JudgeServer:
             "finish_reason": finish,
         }
         if body.get("logprobs"):
-            choice["logprobs"] = {"content": _logprobs(content, cfg.logprob_p, body)}
+            choice["logprobs"] = {"content": _logprobs(content, p_token, body)}
         reply = {
             "id": "chatcmpl-test",
             "object": "chat.completion",

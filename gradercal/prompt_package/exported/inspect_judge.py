@@ -39,8 +39,6 @@ PROMPT_VERSION: str = str(PACKAGE.get("prompt_version", ""))
 _PROMPT: dict[str, Any] = PACKAGE.get("prompt", {})
 _DECISION: dict[str, Any] = PACKAGE.get("decision", {})
 _JUDGE: dict[str, Any] = PACKAGE.get("judge", {})
-#: The sample metadata the dataset of :func:`gradercal_grading` keeps.
-SAMPLE_METADATA = ["task_id", "response_id", "model", "response", "answer", "artifacts", "rubric"]
 
 
 def _check() -> None:
@@ -201,7 +199,7 @@ def gradercal_grading(samples: str = "samples.jsonl", judge: str | None = None) 
     return Task(
         dataset=json_dataset(
             samples,
-            FieldSpec(input="input", target="target", id="id", metadata=list(SAMPLE_METADATA)),
+            FieldSpec(input="input", target="target", id="id"),  # metadata: the record's
         ),
         solver=replay_response(),
         scorer=gradercal_judge(judge),
