@@ -17,6 +17,16 @@ fi
 # downgrade the whole environment), so it is installed without its declared dependencies.
 .venv/bin/python -m pip install -q --disable-pip-version-check --no-deps "irrcac==0.4.4"
 
+# shellcheck source=scripts/promptfoo.sh
+source scripts/promptfoo.sh
+if ! promptfoo_setup; then
+    if [ -n "${CI:-}" ]; then
+        echo "promptfoo is required here but could not be installed" >&2
+        exit 1
+    fi
+fi
+if [ -n "${CI:-}" ]; then export GRADERCAL_REQUIRE_PROMPTFOO=1; fi
+
 # shellcheck source=scripts/postgres.sh
 source scripts/postgres.sh
 if pg_test_start; then

@@ -117,14 +117,20 @@ def export_prompt(
     from gradercal.db.prompt_sources import gather
     from gradercal.db.session import open_database
     from gradercal.prompt_package import (
+        MULTI_FILE_FORMATS,
         PackageFormat,
         agreement_card,
         build_package,
-        render,
+        render_files,
     )
 
     if fmt not in get_args(PackageFormat):  # pragma: no cover - click checks
         raise GradercalError(f"unknown format {fmt!r}")
+    if fmt in MULTI_FILE_FORMATS and str(output) == "-":
+        raise GradercalError(
+            f"--format {fmt} writes three files (configuration, assertion, tests): give "
+            "-o FILE.yaml, not -"
+        )
     database = open_database(db)
     try:
         with progress_bar(not as_json) as update:
@@ -155,7 +161,7 @@ def export_prompt(
             )
             update("examples", 3, 3)
             samples = None
-            if samples_path is not None:
+            if samples_path is not None or fmt in MULTI_FILE_FORMATS:
                 from gradercal.db.prompt_sources import export_samples
 
                 samples = export_samples(database, src.benchmark, src.frames, package.prompt)
@@ -166,18 +172,21 @@ def export_prompt(
         from dataclasses import replace
 
         package = replace(package, warnings=warnings)
-    text = render(package, fmt, src.tasks)  # type: ignore[arg-type]
+    files = render_files(package, fmt, output.name, samples or [])  # type: ignore[arg-type]
     if str(output) == "-":
-        click.echo(text, nl=False)
+        click.echo(files[output.name], nl=False)
     else:
-        try:
-            output.write_text(text, encoding="utf-8")
-        except OSError as exc:
-            raise GradercalError(f"cannot write {output}: {exc.strerror}") from exc
+        for name, text in files.items():
+            path = output.with_name(name)
+            try:
+                path.write_text(text, encoding="utf-8")
+            except OSError as exc:
+                raise GradercalError(f"cannot write {path}: {exc.strerror}") from exc
     if samples is not None and samples_path is not None:
         _write_jsonl(samples_path, samples)
     summary = {
         "output": str(output),
+        "files": [] if str(output) == "-" else [str(output.with_name(n)) for n in files],
         "samples": None if samples_path is None else str(samples_path),
         "n_samples": None if samples is None else len(samples),
         "format": fmt,

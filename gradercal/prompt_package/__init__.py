@@ -69,10 +69,16 @@ from gradercal.prompt_package.package import (
 from gradercal.prompt_package.render_inspect import to_inspect
 from gradercal.prompt_package.render_markdown import to_markdown
 from gradercal.prompt_package.render_promptfoo import to_promptfoo
-from gradercal.prompt_package.rendering import PackageFormat, render
+from gradercal.prompt_package.rendering import (
+    MULTI_FILE_FORMATS,
+    PackageFormat,
+    render,
+    render_files,
+)
 
 __all__ = [
     "FORMAT_VERSION",
+    "MULTI_FILE_FORMATS",
     "NO_HOLDOUT_NOTE",
     "AdjudicatedItem",
     "ExpertNote",
@@ -87,6 +93,7 @@ __all__ = [
     "load_schema",
     "package_from_dict",
     "render",
+    "render_files",
     "select_examples",
     "split_tasks",
     "to_inspect",

@@ -205,3 +205,75 @@ def test_inspect_eval_grades_as_gradercal(judged: Judged, tmp_path: Path) -> Non
         assert body["logprobs"] is True and body["top_logprobs"] >= 1
     assert any("<attachments>\n(none)" not in b["messages"][-1]["content"] for b in bodies)
     assert judged.server.stats.max_in_flight > 1
+
+
+def _promptfoo() -> str:
+    exe = os.environ.get("GRADERCAL_PROMPTFOO")
+    if exe and Path(exe).exists():
+        return exe
+    if os.environ.get("GRADERCAL_REQUIRE_PROMPTFOO"):
+        pytest.fail(
+            "GRADERCAL_PROMPTFOO does not name promptfoo (scripts/promptfoo.sh installs it)"
+        )
+    pytest.skip("promptfoo not installed (set GRADERCAL_PROMPTFOO; scripts/test.sh does)")
+
+
+def test_promptfoo_eval_grades_as_gradercal(judged: Judged, tmp_path: Path) -> None:
+    exe = _promptfoo()
+    config, _samples = _export(judged, tmp_path, "promptfoo", "gc_judge.yaml")
+    assert {p.name for p in tmp_path.iterdir()} >= {
+        "gc_judge.yaml", "gc_judge_assert.py", "gc_judge_tests.json",
+    }  # fmt: skip
+    state = tmp_path / "promptfoo-state"
+    env = dict(
+        os.environ,
+        OPENAI_BASE_URL=judged.server.base_url,
+        OPENAI_API_KEY=KEY,
+        PROMPTFOO_PYTHON=sys.executable,
+        PROMPTFOO_CONFIG_DIR=str(state),
+        PROMPTFOO_LOG_DIR=str(state / "logs"),
+        PROMPTFOO_CACHE_PATH=str(state / "cache"),
+        TMPDIR=str(tmp_path),
+        NO_PROXY="127.0.0.1,localhost",
+    )
+    out = tmp_path / "out.json"
+    judged.server.stats.bodies.clear()
+    judged.server.stats.max_in_flight = 0
+    judged.server.config.latency = 0.02
+    proc = subprocess.run(
+        [exe, "eval", "-c", str(config), "-o", str(out), "--no-cache", "--no-write", "-j", "4"],
+        env=env, capture_output=True, text=True, timeout=900, cwd=tmp_path,
+    )  # fmt: skip
+    judged.server.config.latency = 0.0
+    # 100: some tests failed (responses that do not pass), as promptfoo reports them
+    assert proc.returncode in (0, 100), (proc.stdout[-2000:], proc.stderr[-3000:])
+    results = json.loads(out.read_text("utf-8"))["results"]["results"]
+    tool = {}
+    for r in results:
+        sample = r["vars"]["sample"]
+        grading = r["gradingResult"]
+        assert "Error" not in str(grading.get("reason", "")), grading
+        tool[str(sample["response_id"])] = {
+            "score": r["score"],
+            "raw_score": r["namedScores"]["raw_rubric_score"],
+            "passed": r["success"],
+        }
+    _check_parity(judged, tool)
+    # Every request is the runner's, criteria of one test in flight together.
+    package = json.loads(
+        CliRunner()
+        .invoke(
+            main, ["export-prompt", "--db", judged.db, "--judge", JUDGE, "-o", "-", "--n-boot", "0"]
+        )
+        .stdout
+    )
+    expected = _expected_messages(judged, package["prompt"])
+    from tests.support.judge_server import split_prompt
+
+    bodies = judged.server.stats.bodies
+    assert len(bodies) == len(expected)
+    for body in bodies:
+        assert body["messages"] == expected[split_prompt(body["messages"][-1]["content"])]
+        assert body["logprobs"] is True
+    assert judged.server.stats.max_in_flight > 1
+    assert not (Path.home() / ".promptfoo").exists() or os.environ.get("PROMPTFOO_CONFIG_DIR")

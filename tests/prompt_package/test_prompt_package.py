@@ -163,6 +163,13 @@ def export(db_url: str, out: Path, *extra: str) -> dict[str, Any]:
     return summary
 
 
+def _package_json(db_url: str, tmp_path: Path) -> dict[str, Any]:
+    out = tmp_path / "package.json"
+    export(db_url, out)
+    data: dict[str, Any] = json.loads(out.read_text("utf-8"))
+    return data
+
+
 # ------------------------------------------------------------------- schema and JSON
 
 
@@ -601,30 +608,93 @@ def test_markdown_holds_the_card(calibrated_db: str, tmp_path: Path) -> None:
     assert "For reference, out of fold on the 7 calibration tasks" in text
 
 
-def test_promptfoo_config_parses_with_llm_rubric(calibrated_db: str, tmp_path: Path) -> None:
+def test_promptfoo_export_is_a_config_an_assertion_and_tests(
+    calibrated_db: str, tmp_path: Path
+) -> None:
     out = tmp_path / "promptfooconfig.yaml"
     export(calibrated_db, out, "--format", "promptfoo", "--examples", "2")
     config = yaml.safe_load(out.read_text("utf-8"))
-    assert config["prompts"] == ["{{task_prompt}}"]
-    assert len(config["tests"]) == 10
-    asserts = [a for t in config["tests"] for a in t["assert"]]
-    assert {a["type"] for a in asserts} <= {"llm-rubric", "not-llm-rubric"}
-    assert any(a["type"] == "llm-rubric" for a in asserts)
+    assert config["prompts"] == ["{{ sample.response }}"] and config["providers"] == ["echo"]
+    (check,) = config["defaultTest"]["assert"]
+    assert check["type"] == "python"
+    assert check["value"] == "file://promptfooconfig_assert.py:get_assert"
+    assert config["tests"] == "file://promptfooconfig_tests.json"
+    tests = json.loads((tmp_path / "promptfooconfig_tests.json").read_text("utf-8"))
     db = open_database(calibrated_db)
     try:
         frames = Repository(db).load_frames()
     finally:
         db.dispose()
-    judged = frames.criteria.loc[frames.criteria["kind"] != "auto"]
-    assert len(asserts) == len(judged)
-    negative = int((judged["points"] < 0).sum())
-    assert sum(a["type"] == "not-llm-rubric" for a in asserts) == negative
-    for a in asserts:
-        msgs = a["rubricPrompt"]
-        assert msgs[0]["role"] == "system" and '"pass"' in msgs[0]["content"]
-        assert len(msgs) == 1 + 2 * 2 + 1
-        assert "{{ output }}" in msgs[-1]["content"] and "{{ rubric }}" in msgs[-1]["content"]
-    assert all(t["threshold"] == pytest.approx(0.7) for t in config["tests"])
+    assert len(tests) == len(frames.responses)
+    # The whole rubric, auto criteria included, inside the one object variable.
+    first = tests[0]["vars"]["sample"]
+    rubric = frames.criteria.loc[frames.criteria["task_id"] == first["task_id"]]
+    assert [c["id"] for c in first["rubric"]] == rubric.sort_values("position")[
+        "criterion_id"
+    ].tolist()
+    assert any(c["auto"] for t in tests for c in t["vars"]["sample"]["rubric"])
+    # The assertion is standalone gradercal code with the calibration embedded.
+    source = (tmp_path / "promptfooconfig_assert.py").read_text("utf-8")
+    assert "def rubric_score(" in source and "def get_assert(" in source
+    assert "import gradercal" not in source and "from gradercal" not in source
+    # Its decision is the saved calibration's (the file changes with the calibration).
+    namespace: dict[str, Any] = {"__name__": "promptfooconfig_assert"}
+    exec(compile(source, "promptfooconfig_assert.py", "exec", dont_inherit=True), namespace)
+    assert namespace["_DECISION"]["rule"] == "threshold"
+    assert namespace["_DECISION"]["params"]["threshold"] == pytest.approx(
+        _package_json(calibrated_db, tmp_path)["decision"]["params"]["threshold"]
+    )
+    # No stdout form for three files.
+    res = cli(
+        "export-prompt", "--db", calibrated_db, "--judge", JUDGE, "--format", "promptfoo",
+        "-o", "-", "--n-boot", "0",
+    )  # fmt: skip
+    assert res.exit_code == 1 and "three files" in res.output
+
+
+def test_promptfoo_texts_reach_the_judge_as_written(tmp_path: Path) -> None:
+    """Criterion and response texts with template syntax stay literal: they travel in an
+    object variable that promptfoo does not render, and the assertion builds the
+    messages itself."""
+    from gradercal.prompt_package import to_promptfoo
+
+    package = build_package(
+        judge={"name": "j", "model": "m"},
+        base_prompt=DEFAULT_PROMPT,
+        benchmark="b",
+        notes=[],
+        adjudicated=[],
+        calibration=None,
+        card={"notes": []},
+        pass_threshold=0.7,
+        n_examples=0,
+    )
+    tricky = "Uses {{ dose }} and {% if unsafe %}warns{% endif %} {# note #}"
+    sample = {
+        "id": "r1",
+        "input": "Task {{ x }}",
+        "target": "",
+        "metadata": {
+            "task_id": "t1", "response_id": "r1", "model": "m", "response": tricky,
+            "answer": None, "artifacts": "",
+            "rubric": [{"id": "c1", "criterion": tricky, "points": 2, "tags": [], "levels": 2,
+                        "auto": None}],
+        },
+    }  # fmt: skip
+    files = to_promptfoo(package, [sample], stem="pf")
+    tests = json.loads(files["pf_tests.json"])
+    assert tests[0]["vars"]["sample"]["rubric"][0]["criterion"] == tricky
+    assert "{{" not in yaml.safe_load(files["pf.yaml"])["description"]
+    namespace: dict[str, Any] = {"__name__": "pf_assert"}
+    exec(compile(files["pf_assert.py"], "pf_assert.py", "exec", dont_inherit=True), namespace)
+    msgs = namespace["build_messages"](
+        namespace["_PROMPT"],
+        response=tricky,
+        criterion=tricky,
+        points=2,
+        task_prompt="Task {{ x }}",
+    )
+    assert tricky in msgs[-1]["content"] and "Task {{ x }}" in msgs[-1]["content"]
 
 
 def test_export_without_calibration_says_so(demo_db: str, tmp_path: Path) -> None:
@@ -682,7 +752,7 @@ def test_unclear_notes_saved_in_the_grading_app_become_guidance(demo_db: str) ->
     assert "Is a paraphrase enough here?" in texts
     assert "Is a paraphrase enough here?" in json.dumps(package.prompt.options["guidance"])
     assert "## Rubric guidance" in to_markdown(package)
-    assert to_promptfoo(package).startswith("# promptfoo configuration")
+    assert to_promptfoo(package)["gradercal_judge.yaml"].startswith("# promptfoo evaluation")
 
 
 def test_export_does_not_import_the_openai_sdk(tmp_path: Path) -> None:

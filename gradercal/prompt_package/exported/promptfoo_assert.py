@@ -1,0 +1,181 @@
+"""promptfoo glue of the exported judge (written below the kernel in the exported file).
+
+promptfoo runs :func:`get_assert` once per test, in a fresh Python process, with the
+test's output and context. ``PACKAGE_JSON`` is replaced by the package's prompt,
+decision and judge settings when exported. Standard library only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import time
+import urllib.error
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from gradercal.prompt_package.kernel import (
+    build_messages,
+    criteria_of,
+    decide,
+    read_reply,
+    request_body,
+)
+
+PACKAGE_JSON = "{}"
+PACKAGE: dict[str, Any] = json.loads(PACKAGE_JSON)
+PROMPT_VERSION: str = str(PACKAGE.get("prompt_version", ""))
+_PROMPT: dict[str, Any] = PACKAGE.get("prompt", {})
+_DECISION: dict[str, Any] = PACKAGE.get("decision", {})
+_JUDGE: dict[str, Any] = PACKAGE.get("judge", {})
+#: HTTP statuses worth another attempt.
+_RETRY = {408, 409, 429, 500, 502, 503, 504}
+
+
+def _check() -> None:
+    """Refuse to run an embedded prompt that no longer hashes to its version."""
+    content = {k: _PROMPT[k] for k in ("system", "user", "few_shot", "options")}
+    canonical = json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    digest = hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+    if digest != PROMPT_VERSION:
+        raise RuntimeError(f"the embedded prompt was edited: {digest} != {PROMPT_VERSION}")
+
+
+_check()
+
+
+def _settings(config: dict[str, Any]) -> tuple[str, str, str | None, int, float]:
+    """(chat-completions URL, model, API key, concurrency, timeout) from the assertion's
+    ``config`` and the environment."""
+    base = os.environ.get(str(config.get("base_url_env", "OPENAI_BASE_URL"))) or str(
+        config.get("base_url") or "https://api.openai.com/v1"
+    )
+    model = str(config.get("model") or _JUDGE.get("model") or "")
+    if not model:
+        raise RuntimeError("no judge model: set `model` in the assertion's config")
+    key = os.environ.get(str(config.get("api_key_env", "OPENAI_API_KEY")))
+    return (
+        base.rstrip("/") + "/chat/completions",
+        model,
+        key,
+        int(config.get("concurrency", 8)),
+        float(config.get("timeout", 120.0)),
+    )
+
+
+def _post(url: str, body: dict[str, Any], key: str | None, timeout: float) -> dict[str, Any]:
+    data = json.dumps(body, ensure_ascii=False).encode("utf-8")
+    headers = {"Content-Type": "application/json"}
+    if key:
+        headers["Authorization"] = f"Bearer {key}"
+    for attempt in range(4):
+        try:
+            req = urllib.request.Request(url, data=data, headers=headers, method="POST")
+            with urllib.request.urlopen(req, timeout=timeout) as resp:
+                reply: dict[str, Any] = json.loads(resp.read().decode("utf-8"))
+                return reply
+        except urllib.error.HTTPError as exc:
+            if exc.code not in _RETRY or attempt == 3:
+                raise RuntimeError(f"judge server: HTTP {exc.code} {exc.reason}") from None
+        except (urllib.error.URLError, TimeoutError) as exc:
+            if attempt == 3:
+                raise RuntimeError(f"judge server unreachable: {exc}") from None
+        time.sleep(0.5 * 2**attempt)
+    raise RuntimeError("unreachable")  # pragma: no cover
+
+
+def grade(output: str, sample: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
+    """gradercal's grading of ``output`` against the sample's rubric (see the kernel)."""
+    url, model, key, concurrency, timeout = _settings(config)
+    criteria = criteria_of(sample.get("rubric") or [])
+    params = dict(_JUDGE.get("parameters") or {})
+
+    def ask(c: Any) -> tuple[str, bool | None, float | None, str]:
+        msgs = build_messages(
+            _PROMPT,
+            response=output,
+            criterion=c.text,
+            points=c.points,
+            task_prompt=str(sample.get("input", "")),
+            tags=list(c.tags),
+            artifacts=str(sample.get("artifacts", "")),
+        )
+        reply = _post(url, request_body(model, msgs, params), key, timeout)
+        choice = (reply.get("choices") or [{}])[0]
+        content = (choice.get("message") or {}).get("content")
+        logprobs = (choice.get("logprobs") or {}).get("content")
+        met, p_met, why = read_reply(content, logprobs)
+        return c.id, met, p_met, why
+
+    judged = [c for c in criteria if c.auto is None]
+    with ThreadPoolExecutor(max_workers=max(1, min(concurrency, len(judged) or 1))) as pool:
+        replies = list(pool.map(ask, judged))
+    verdicts = {cid: (met, p_met) for cid, met, p_met, _why in replies}
+    why = {cid: text for cid, _m, _p, text in replies}
+    threshold = config.get("pass_threshold")
+    result = decide(
+        _DECISION,
+        criteria,
+        verdicts,
+        answer=sample.get("answer"),
+        pass_threshold=None if threshold is None else float(threshold),
+    )
+    for entry in result["criteria"]:
+        entry["explanation"] = why.get(entry["id"], "")
+    return result
+
+
+def _number(x: float) -> float | None:
+    return None if math.isnan(x) else x
+
+
+def get_assert(output: str, context: dict[str, Any]) -> dict[str, Any]:
+    """promptfoo's entry point: the test's score is gradercal's calibrated rubric score
+    and it passes exactly when gradercal's pass/fail says so (``score ≥ threshold −
+    1e-9``). A response with a criterion the judge gave no verdict on scores 0 and
+    fails, saying so."""
+    test_vars = dict(context.get("vars") or {})
+    sample = test_vars.get("sample")
+    if not isinstance(sample, dict):
+        sample = ((context.get("test") or {}).get("vars") or {}).get("sample")
+    if not isinstance(sample, dict):
+        return {"pass": False, "score": 0.0, "reason": "the test has no `sample` variable"}
+    result = grade(output, sample, dict(context.get("config") or {}))
+    score = result["score"]
+    components = [
+        {
+            "pass": bool(e.get("calibrated_met", e["met"])),
+            "score": 1.0 if e.get("calibrated_met", e["met"]) else 0.0,
+            "reason": f"{e['id']}: {'no verdict' if e['met'] is None else e['explanation']}",
+        }
+        for e in result["criteria"]
+    ]
+    complete = result["unanswered"] == 0 and not math.isnan(score)
+    reason = (
+        f"rubric score {score:.4f} ({result['rule']}; raw {result['raw_score']:.4f}), "
+        f"{'passes' if result['passed'] else 'fails'} at {result['pass_threshold']}"
+        if complete
+        else f"incomplete: {result['unanswered']} criteria without a verdict"
+    )
+    return {
+        "pass": bool(result["passed"]),
+        "score": score if complete else 0.0,
+        "reason": reason,
+        "componentResults": components,
+        "namedScores": {
+            "rubric_score": score if complete else 0.0,
+            "raw_rubric_score": _number(result["raw_score"]) or 0.0,
+        },
+        "metadata": {
+            "prompt_version": PROMPT_VERSION,
+            "raw_score": _number(result["raw_score"]),
+            "score": _number(score),
+            "passed": result["passed"],
+            "rule": result["rule"],
+            "complete": complete,
+            "criteria": result["criteria"],
+        },
+    }
