@@ -81,11 +81,13 @@ ci_option = click.option(
 )
 
 
-def open_repo(db: str | None) -> Repository:
+def open_repo(db: str | None, *, create: bool = False) -> Repository:
+    """The repository of ``--db``; an existing database only unless ``create`` (the
+    commands that make one: ``import``, ``init``)."""
     from gradercal.db.repo import Repository
     from gradercal.db.session import open_database
 
-    return Repository(open_database(db))
+    return Repository(open_database(db, create=create))
 
 
 @contextmanager

@@ -40,7 +40,7 @@ def init(db: str | None, as_json: bool) -> None:
     """Create the database (or upgrade it to the current schema)."""
     from gradercal.db.session import head_revision
 
-    repo = open_repo(db)
+    repo = open_repo(db, create=True)
     info = {"database": repo.db.display, "schema_revision": head_revision()}
     if as_json:
         emit_json(info)
@@ -64,8 +64,10 @@ def import_(path: Path, db: str | None, benchmark: str | None, as_json: bool) ->
     from gradercal.db.repo import benchmark_of
     from gradercal.formats import read_path, recognise
 
-    repo = open_repo(db)
+    if str(path) != "-" and not path.exists():  # a bad path creates no database
+        raise GradercalError(f"{path}: no such file or folder")
     found = recognise(path)
+    repo = open_repo(db, create=True)
     target = benchmark or found.benchmark or repo.benchmark(None).name
     catalog = repo.catalog(target)
     data = benchmark_of(read_path(path, catalog), target)

@@ -179,7 +179,7 @@ def _store(db: str | None) -> JudgeStore:
     from gradercal.db.judging import JudgeStore
     from gradercal.db.session import open_database
 
-    return JudgeStore(open_database(db))
+    return JudgeStore(open_database(db, create=False))
 
 
 def _checked_price(model: str, conn: _Connection) -> Price | None:

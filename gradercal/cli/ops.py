@@ -29,7 +29,7 @@ benchmark_option = click.option(
 def _open(db: str | None) -> Database:
     from gradercal.db.session import open_database
 
-    return open_database(db)
+    return open_database(db, create=False)
 
 
 def _split(text: str) -> list[str]:
@@ -476,7 +476,7 @@ def check(db: str | None, quick: bool, no_blobs: bool, as_json: bool) -> None:
     from gradercal.db.maintenance import check as run_check
     from gradercal.db.maintenance import open_checked
 
-    opened = open_checked(db)
+    opened = open_checked(db, create=False)
     try:
         report = run_check(opened.db, quick=quick, blobs=not no_blobs)
     finally:

@@ -131,7 +131,7 @@ def export_prompt(
             f"--format {fmt} writes three files (configuration, assertion, tests): give "
             "-o FILE.yaml, not -"
         )
-    database = open_database(db)
+    database = open_database(db, create=False)
     try:
         with progress_bar(not as_json) as update:
             update("reading", 0, 3)
@@ -260,7 +260,7 @@ def import_prompt(file: Path, db: str | None, as_json: bool) -> None:
             [Problem(str(file), exc.lineno, None, f"not JSON: {exc.msg}")]
         ) from None
     package = package_from_dict(data, source=str(file))
-    database = open_database(db)
+    database = open_database(db, create=False)
     try:
         result = import_package(database, package)
     finally:

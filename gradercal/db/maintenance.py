@@ -486,8 +486,13 @@ class OpenResult:
     message: str | None = None
 
 
-def open_checked(db: str | os.PathLike[str] | URL | None = None) -> OpenResult:
+def open_checked(
+    db: str | os.PathLike[str] | URL | None = None, *, create: bool = True
+) -> OpenResult:
     """Open a database for the app; a damaged SQLite file is opened read-only.
+
+    ``create=False`` refuses a SQLite file that does not exist (see
+    :func:`~gradercal.db.session.open_database`).
 
     A SQLite file is first checked with ``PRAGMA quick_check`` through a read-only
     connection. When the file is damaged it is opened read-only (no migration, no
@@ -502,7 +507,7 @@ def open_checked(db: str | os.PathLike[str] | URL | None = None) -> OpenResult:
         return OpenResult(open_database(url))
     path = Path(url.database)
     if not path.exists():
-        return OpenResult(open_database(url))
+        return OpenResult(open_database(url, create=create))
     problem = _quick_check_file(path)
     if problem is None:
         try:

@@ -110,7 +110,23 @@ def _json_default(value: Any) -> Any:
 
 
 def make_engine(url: URL, **kwargs: Any) -> Engine:
-    """Create an engine with gradercal's settings for the backend."""
+    """Create an engine with gradercal's settings for the backend.
+
+    Raises:
+        DatabaseError: A URL scheme SQLAlchemy has no driver for.
+    """
+    from sqlalchemy.exc import NoSuchModuleError
+
+    try:
+        return _make_engine(url, **kwargs)
+    except NoSuchModuleError:
+        raise DatabaseError(
+            f"unknown database URL scheme {url.drivername!r} in {display_url(url)}: use a "
+            "file path, sqlite:///PATH or postgresql+psycopg://USER@HOST/DB"
+        ) from None
+
+
+def _make_engine(url: URL, **kwargs: Any) -> Engine:
     kwargs.setdefault("json_serializer", _json_dumps)
     if url.get_backend_name() == "sqlite":
         if url.database and url.database != ":memory:":
@@ -312,10 +328,29 @@ def database_id(db: Database) -> str:
 
 
 def open_database(
-    db: str | os.PathLike[str] | URL | None = None, *, migrate: bool = True
+    db: str | os.PathLike[str] | URL | None = None,
+    *,
+    migrate: bool = True,
+    create: bool = True,
 ) -> Database:
-    """Open (creating or upgrading as needed) the gradercal database at ``db``."""
+    """Open (creating or upgrading as needed) the gradercal database at ``db``.
+
+    ``create=False`` (the commands that read or change an existing benchmark) refuses a
+    SQLite file that does not exist instead of creating an empty one: a mistyped
+    ``--db`` is an error, never a new database.
+
+    Raises:
+        DatabaseError: No such database file (``create=False``), an unknown URL scheme,
+            or a database that cannot be opened or migrated.
+    """
     url = db if isinstance(db, URL) else resolve_url(db)
+    if not create and url.get_backend_name() == "sqlite":
+        path = url.database
+        if path and path != ":memory:" and not Path(path).exists():
+            raise DatabaseError(
+                f"no database at {path} (a mistyped --db or $GRADERCAL_DB?); "
+                "`gradercal import PATH --db FILE` creates one"
+            )
     engine = make_engine(url)
     try:
         if migrate:

@@ -102,6 +102,7 @@ def test_bad_input_exits_1_lists_problems_and_leaves_the_database_unchanged(
 
 def test_unknown_grader_and_missing_benchmark_are_clear(tmp_path: Path, mini: Path) -> None:
     db = tmp_path / "g.sqlite"
+    run("init", "--db", db)
     result = CliRunner().invoke(main, ["scores", "--db", str(db)])
     assert result.exit_code == 1 and "holds no benchmark yet" in result.output
     run("import", mini, "--db", db)
@@ -344,3 +345,42 @@ def test_the_healthbench_style_sample_imports(tmp_path: Path) -> None:
         run("import", DEMO.parent / "healthbench_style.jsonl", "--db", db, "--json").output
     )
     assert (report["tasks_added"], report["responses_added"]) == (3, 2)
+
+
+READING_COMMANDS: list[list[str]] = [
+    ["scores"],
+    ["agreement"],
+    ["health"],
+    ["surveys"],
+    ["report", "--json"],
+    ["judge", "runs"],
+    ["export-prompt", "--judge", "j", "-o", "out.json"],
+    ["packet", "conflicts"],
+    ["check"],
+    ["assign", "--graders", "ana,ben", "--overlap", "1"],
+]
+
+
+@pytest.mark.parametrize("args", READING_COMMANDS, ids=lambda a: " ".join(a[:2]))
+def test_a_mistyped_db_is_an_error_never_a_new_database(tmp_path: Path, args: list[str]) -> None:
+    missing = tmp_path / "typo.sqlite"
+    result = CliRunner().invoke(main, [*args, "--db", str(missing)], catch_exceptions=False)
+    assert result.exit_code in (1, 2), result.output
+    if result.exit_code == 1:
+        assert f"no database at {missing}" in result.output
+    assert not missing.exists()
+    assert "Traceback" not in result.output
+
+
+def test_unknown_url_scheme_and_bad_import_path_are_one_line(tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, ["scores", "--db", "foo://host/db"], catch_exceptions=False)
+    assert result.exit_code == 1
+    assert "unknown database URL scheme 'foo'" in result.output
+    assert len(result.output.strip().splitlines()) == 1
+    db = tmp_path / "new.sqlite"
+    result = CliRunner().invoke(main, ["import", str(tmp_path / "nowhere"), "--db", str(db)])
+    assert result.exit_code == 1 and "no such file or folder" in result.output
+    assert not db.exists()
+    # The commands that make a database still do.
+    run("init", "--db", db)
+    assert db.exists()
