@@ -268,12 +268,19 @@ def _pct(value: float | None, digits: int = 1) -> str:
     "--output",
     required=True,
     type=click.Path(path_type=Path, dir_okay=False),
-    help="Output file: .csv, .jsonl or .parquet (the format follows the suffix).",
+    help="Output file: .csv, .jsonl or .parquet (the format follows the suffix); "
+    "'-' for standard output (JSONL, or CSV with --format csv).",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["csv", "jsonl", "parquet"]),
+    help="The format, whatever the suffix.",
 )
 @db_option
 @benchmark_option
 @handle_errors
-def export(what: str, output: Path, db: str | None, benchmark: str | None) -> None:
+def export(what: str, output: Path, db: str | None, benchmark: str | None, fmt: str | None) -> None:
     """Export judgments, scores, tasks or responses to CSV, JSONL or Parquet.
 
     `export judgments -o FILE.jsonl` writes the judgments.jsonl format, so the file
@@ -282,9 +289,13 @@ def export(what: str, output: Path, db: str | None, benchmark: str | None) -> No
     """
     from gradercal.formats import response_record, task_record
 
-    suffix = output.suffix.lower()
+    suffix = "." + fmt if fmt else output.suffix.lower()
+    if str(output) == "-" and not fmt:
+        suffix = ".jsonl"
     if suffix not in (".csv", ".jsonl", ".parquet"):
-        raise GradercalError(f"{output}: unknown suffix {suffix!r}; use .csv, .jsonl or .parquet")
+        raise GradercalError(
+            f"{output}: unknown suffix {suffix!r}; use .csv, .jsonl or .parquet (or --format)"
+        )
     repo = open_repo(db)
     records: list[dict[str, Any]]
     if what == "judgments":
@@ -299,8 +310,9 @@ def export(what: str, output: Path, db: str | None, benchmark: str | None) -> No
 
         df = all_grader_scores(repo.load_frames(benchmark))
         records = df.astype(object).where(df.notna(), None).to_dict(orient="records")  # type: ignore[assignment]
-    n = write_records(records, output)
-    click.echo(f"wrote {n} {what} rows to {output}")
+    n = write_records(records, output, suffix.lstrip("."))
+    if str(output) != "-":
+        click.echo(f"wrote {n} {what} rows to {output}")
 
 
 def _criterion_rows(tasks: list[Any]) -> list[dict[str, Any]]:
@@ -327,25 +339,74 @@ def _criterion_rows(tasks: list[Any]) -> list[dict[str, Any]]:
     return rows
 
 
-def write_records(records: list[dict[str, Any]], output: Path) -> int:
-    """Write records by suffix: JSONL as is, CSV/Parquet through pandas."""
+def write_records(records: list[dict[str, Any]], output: Path, fmt: str | None = None) -> int:
+    """Write records as ``fmt`` (default: by suffix): JSONL as is, CSV/Parquet as a typed
+    table (:func:`_frame`); ``output`` ``-`` is standard output (JSONL or CSV)."""
+    fmt = fmt or output.suffix.lower().lstrip(".")
+    if str(output) == "-":
+        if fmt == "parquet":
+            raise GradercalError("Parquet cannot go to standard output: give -o FILE.parquet")
+        import sys
+
+        if fmt == "jsonl":
+            from gradercal._util.jsonsafe import json_safe
+
+            for r in records:
+                sys.stdout.write(json.dumps(json_safe(r), ensure_ascii=False) + "\n")
+            return len(records)
+        frame = _frame(records)
+        frame.to_csv(sys.stdout, index=False)
+        return len(frame)
     output.parent.mkdir(parents=True, exist_ok=True)
-    if output.suffix.lower() == ".jsonl":
+    if fmt == "jsonl":
         from gradercal.formats import write_jsonl
 
         return write_jsonl(output, records)
     frame = _frame(records)
-    if output.suffix.lower() == ".csv":
+    if fmt == "csv":
         frame.to_csv(output, index=False)
     else:
-        frame.to_parquet(output, index=False)
+        try:
+            frame.to_parquet(output, index=False)
+        except ImportError as exc:
+            raise GradercalError(
+                f"writing Parquet needs pyarrow ({exc}); pip install 'gradercal[parquet]'"
+            ) from exc
     return len(frame)
 
 
+#: Columns written as integers (nullable), booleans and timestamps in CSV/Parquet.
+_INT_COLUMNS = frozenset({"level", "revision", "points", "position", "n_artifacts", "levels"})
+_BOOL_COLUMNS = frozenset({"met"})
+_FLAG_COLUMNS = frozenset({"unclear"})  # absent = False
+
+
 def _frame(records: list[dict[str, Any]]) -> pd.DataFrame:
+    """Records as a typed table: nested values (answers, lists) as JSON text, ``*_at``
+    columns as timezone-aware timestamps (UTC), counts and levels as nullable integers,
+    verdicts as nullable booleans, flags as booleans."""
     import pandas as pd
 
-    return pd.DataFrame.from_records(records)
+    frame = pd.DataFrame.from_records(records)
+    for col in frame.columns:
+        s = frame[col]
+        if s.map(lambda v: isinstance(v, dict | list | tuple)).any():
+            frame[col] = s.map(
+                lambda v: (
+                    None
+                    if v is None
+                    else json.dumps(list(v) if isinstance(v, tuple) else v, ensure_ascii=False)
+                )
+            )
+        elif str(col).endswith("_at"):
+            frame[col] = pd.to_datetime(s, utc=True, format="ISO8601")
+        elif col in _INT_COLUMNS:
+            frame[col] = pd.to_numeric(s).astype("Int64")
+        elif col in _BOOL_COLUMNS:
+            frame[col] = s.astype("boolean")
+        elif col in _FLAG_COLUMNS:
+            frame[col] = s.map(lambda v: bool(v) if v is not None and v == v else False)
+    return frame
 
 
 @click.group()

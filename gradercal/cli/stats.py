@@ -112,10 +112,17 @@ def read_ratings_csv(
     Raises:
         ValidationError: Listing every problem as ``file:line: field: message``.
     """
-    name = str(path)
+    name = "<stdin>" if str(path) == "-" else str(path)
     try:
-        with path.open(encoding="utf-8-sig", newline="") as fh:
-            rows = list(_numbered_rows(fh))
+        if str(path) == "-":
+            import io
+            import sys
+
+            text = sys.stdin.buffer.read().decode("utf-8-sig")
+            rows = list(_numbered_rows(io.StringIO(text, newline="")))
+        else:
+            with path.open(encoding="utf-8-sig", newline="") as fh:
+                rows = list(_numbered_rows(fh))
     except UnicodeDecodeError:
         raise ValidationError([Problem(name, None, None, "not UTF-8 text")]) from None
     except csv.Error as exc:

@@ -1,0 +1,89 @@
+"""Command-line conventions: typed tabular exports, '-' for standard output and input,
+``python -m gradercal``."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from gradercal.cli import main
+from tests.conftest import DATA, DEMO
+
+
+@pytest.fixture(scope="module")
+def demo_db(tmp_path_factory: pytest.TempPathFactory) -> str:
+    db = str(tmp_path_factory.mktemp("conv") / "demo.sqlite")
+    res = CliRunner().invoke(main, ["import", str(DEMO), "--db", db, "--json"])
+    assert res.exit_code == 0, res.output
+    return db
+
+
+def _run(*args: str, stdin: str | None = None) -> str:
+    res = CliRunner().invoke(main, list(args), input=stdin, catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    return res.stdout
+
+
+def test_responses_csv_writes_answers_as_json(demo_db: str, tmp_path: Path) -> None:
+    out = tmp_path / "r.csv"
+    _run("export", "responses", "--db", demo_db, "-o", str(out))
+    csv = pd.read_csv(out)
+    jsonl = [
+        json.loads(x) for x in _run("export", "responses", "--db", demo_db, "-o", "-").splitlines()
+    ]
+    by_id = {r["id"]: r for r in jsonl}
+    answered = csv.loc[csv["answer"].notna()]
+    assert len(answered) > 0
+    for rid, text in zip(answered["id"], answered["answer"], strict=True):
+        assert json.loads(text) == by_id[rid]["answer"]  # JSON, not a Python repr
+
+
+def test_parquet_judgments_have_real_types(demo_db: str, tmp_path: Path) -> None:
+    out = tmp_path / "j.parquet"
+    _run("export", "judgments", "--db", demo_db, "-o", str(out))
+    j = pd.read_parquet(out)
+    assert isinstance(j["updated_at"].dtype, pd.DatetimeTZDtype)
+    assert str(j["updated_at"].dt.tz) == "UTC"
+    assert str(j["level"].dtype) == "Int64" and j["level"].notna().any()
+    assert j["unclear"].dtype == bool and not j["unclear"].isna().any()
+    assert str(j["met"].dtype) == "boolean"
+    assert str(j["revision"].dtype) == "Int64"
+
+
+def test_dash_writes_standard_output(demo_db: str, tmp_path: Path) -> None:
+    out = tmp_path / "j.jsonl"
+    _run("export", "judgments", "--db", demo_db, "-o", str(out))
+    assert (
+        _run("export", "judgments", "--db", demo_db, "-o", "-").splitlines()
+        == out.read_text("utf-8").splitlines()
+    )
+    text = _run("export", "scores", "--db", demo_db, "-o", "-", "--format", "csv")
+    assert text.splitlines()[0].startswith("response_id,task_id,model,grader,score")
+    res = CliRunner().invoke(
+        main, ["export", "judgments", "--db", demo_db, "-o", "-", "--format", "parquet"]
+    )
+    assert res.exit_code == 1 and "Parquet cannot go to standard output" in res.output
+
+
+def test_stats_reads_standard_input() -> None:
+    path = DATA / "golden" / "ratings.csv"
+    from_file = json.loads(_run("stats", str(path), "--json"))
+    from_stdin = json.loads(_run("stats", "-", "--json", stdin=path.read_text("utf-8")))
+    for key in ("file", "path", "source"):
+        from_file.pop(key, None), from_stdin.pop(key, None)
+    assert from_stdin == from_file and from_file["n_ratings"] == 103
+    res = CliRunner().invoke(main, ["stats", "-"], input="unit,rater,value\nu1,a,1\nu1,a,2\n")
+    assert res.exit_code == 1 and "<stdin>:3: rater" in res.output
+
+
+def test_python_m_gradercal() -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "gradercal", "--version"], capture_output=True, text=True, check=True
+    )
+    assert out.stdout.startswith("gradercal, version")
