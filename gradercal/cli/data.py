@@ -370,7 +370,7 @@ def write_records(records: list[dict[str, Any]], output: Path, fmt: str | None =
             frame.to_parquet(output, index=False)
         except ImportError as exc:
             raise GradercalError(
-                f"writing Parquet needs pyarrow ({exc}); pip install 'gradercal[parquet]'"
+                f"writing Parquet needs pyarrow ({exc}); pip install pyarrow"
             ) from exc
     return len(frame)
 
