@@ -217,9 +217,10 @@ def _launch(
     label: str,
 ) -> _Launched:
     """Record a run, judge ``items`` through the server, commit every verdict, close the run."""
-    from gradercal.judge.client import JudgeClient, RetryPolicy
+    from gradercal.judge.client import JudgeClient, RetryPolicy, check_server
     from gradercal.judge.secrets import resolve_api_key
 
+    check_server(conn.base_url, timeout=min(conn.timeout, 10.0))
     key = resolve_api_key(conn.api_key_env)
     if key.value is None:
         click.echo(

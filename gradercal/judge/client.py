@@ -230,6 +230,60 @@ HTTP_BACKENDS: tuple[str, ...] = ("auto", "direct", "aiohttp", "httpx")
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 
 
+def check_server(base_url: str | None, timeout: float = 5.0) -> str:
+    """Fail fast, saying why, when the judge server cannot be reached at all.
+
+    Checks that the base URL (``base_url``, else ``$OPENAI_BASE_URL``, else OpenAI's) is
+    an ``http(s)://`` URL, that its host resolves and that a TCP connection to it opens
+    within ``timeout`` seconds. Nothing is sent. Returns the URL checked (without
+    credentials).
+
+    Raises:
+        GradercalError: Not an http(s) URL, a host that does not resolve, a refused or
+            unanswered connection — with the cause, in seconds rather than after every
+            request's retries.
+    """
+    import socket
+
+    url = base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_BASE_URL
+    shown = public_url(url) or url
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise GradercalError(
+            f"base URL {shown!r} is not an http:// or https:// URL "
+            "(e.g. http://localhost:8000/v1)"
+        )
+    host = parts.hostname
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        raise GradercalError(f"base URL {shown!r} has an invalid port") from None
+    try:
+        socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except socket.gaierror as exc:
+        raise GradercalError(
+            f"cannot reach the judge server {shown}: host {host!r} does not resolve "
+            f"({exc.strerror})"
+        ) from None
+    try:
+        socket.create_connection((host, port), timeout=timeout).close()
+    except ConnectionRefusedError:
+        raise GradercalError(
+            f"cannot reach the judge server {shown}: connection refused by {host}:{port} "
+            "(is the server running, on that port?)"
+        ) from None
+    except TimeoutError:
+        raise GradercalError(
+            f"cannot reach the judge server {shown}: no answer from {host}:{port} within "
+            f"{timeout:g} s"
+        ) from None
+    except OSError as exc:
+        raise GradercalError(
+            f"cannot reach the judge server {shown}: {exc.strerror or exc}"
+        ) from None
+    return shown
+
+
 def _http_client(backend: HttpBackend) -> tuple[Any, str]:
     """The SDK's HTTP client for ``backend`` (None: the SDK's own httpx client)."""
     if backend == "httpx":

@@ -87,3 +87,34 @@ def test_python_m_gradercal() -> None:
         [sys.executable, "-m", "gradercal", "--version"], capture_output=True, text=True, check=True
     )
     assert out.stdout.startswith("gradercal, version")
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+    return port  # nothing listens there once the socket is closed
+
+
+@pytest.mark.parametrize(
+    ("url", "message"),
+    [
+        (None, "connection refused by 127.0.0.1:"),
+        ("localhost:8000", "is not an http:// or https:// URL"),
+        ("http://no-such-host.invalid/v1", "does not resolve"),
+    ],
+)
+def test_an_unreachable_judge_server_fails_at_once_with_the_cause(
+    demo_db: str, url: str | None, message: str
+) -> None:
+    base = url or f"http://127.0.0.1:{_free_port()}/v1"
+    res = CliRunner(env={"OPENAI_API_KEY": "k"}).invoke(
+        main,
+        ["judge", "run", "--db", demo_db, "--judge", "j-down", "--model", "m", "--base-url", base],
+    )
+    assert res.exit_code == 1, res.output
+    assert message in res.output and "Traceback" not in res.output
+    runs = json.loads(_run("judge", "runs", "--db", demo_db, "--json") or "[]")
+    assert not [r for r in runs if r.get("judge") == "j-down"]  # no run was started
