@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gradercal.errors import Problem, ValidationError
-from gradercal.formats import healthbench, v1
+from gradercal.formats import healthbench, healthbench_meta, v1
 from gradercal.formats._lines import Recognised
 from gradercal.formats.healthbench import read_healthbench
 from gradercal.formats.v1 import (
@@ -61,8 +61,19 @@ def _read_healthbench(path: Path, _catalog: Catalog | None) -> BenchmarkData:
     return read_healthbench(path)
 
 
+def _read_healthbench_meta(path: Path, _catalog: Catalog | None) -> BenchmarkData:
+    return healthbench_meta.read_healthbench_meta(path)
+
+
 #: The import formats, asked in this order (the first that recognises a path reads it).
 FORMATS: tuple[ImportFormat, ...] = (
+    ImportFormat(
+        healthbench_meta.FORMAT_NAME,
+        "HealthBench meta-evaluation JSONL (physicians' binary labels per completion and "
+        "rubric criterion)",
+        healthbench_meta.recognise,
+        _read_healthbench_meta,
+    ),
     ImportFormat(
         healthbench.FORMAT_NAME,
         "HealthBench-style JSONL (prompt, rubrics, optional completion per line)",

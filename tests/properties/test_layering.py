@@ -24,7 +24,7 @@ import pytest
 
 from tests.conftest import ROOT
 
-FRONT_ENDS = ("cli", "ui", "db")
+FRONT_ENDS = ("__main__", "cli", "ui", "db")  # __main__: `python -m gradercal`, on cli
 
 
 def _config() -> dict[str, object]:
