@@ -203,10 +203,18 @@ def agreement(
             progress=update,
             benchmark=name,
         )
+    from gradercal.analysis.meta_eval import has_categories, meta_eval_report
+
+    if has_categories(frames):  # a HealthBench meta-evaluation: its own metric beside ours
+        report["healthbench_meta"] = meta_eval_report(
+            frames, judges=None if judge is None else [judge], humans=names
+        )
     if as_json:
         emit_json(report)
         return
     _print_agreement(report)
+    if "healthbench_meta" in report:
+        _print_meta_eval(report["healthbench_meta"])
 
 
 def _print_agreement(rep: dict[str, Any]) -> None:
@@ -1113,6 +1121,40 @@ def _print_impact(rep: dict[str, Any], groups: list[str]) -> None:
     if rep.get("calibration") is None:
         notes.append("no calibrated judge: run `gradercal calibrate` or pass --calibration METHOD")
     _notes(console, notes)
+
+
+def _print_meta_eval(meta: dict[str, Any]) -> None:
+    from rich.table import Table
+
+    cats = sorted({c for r in [*meta["judges"], *meta["humans"]] for c in r["by_category"]})
+    t = Table(
+        title="HealthBench meta-evaluation: pairwise balanced F1 against each physician",
+        title_justify="left",
+    )
+    t.add_column("grader")
+    t.add_column("pairs", justify="right")
+    t.add_column("balanced F1", justify="right")
+    for c in cats:
+        t.add_column(c, justify="right")
+
+    def cell(x: Any) -> str:
+        return "—" if x is None else f"{x:.3f}"
+
+    for r in [*meta["judges"], *meta["humans"]]:
+        t.add_row(
+            r["grader"],
+            f"{r['n_pairs']:,}",
+            cell(r["balanced_f1"]),
+            *(cell(r["by_category"].get(c, {}).get("balanced_f1")) for c in cats),
+        )
+    mean = meta["humans_mean"]
+    t.add_row(
+        f"physicians' mean ({mean['n_humans']})",
+        "",
+        cell(mean["balanced_f1"]),
+        *(cell(mean["by_category"].get(c)) for c in cats),
+    )
+    _console().print(t)
 
 
 # ------------------------------------------------------------------------------ surveys

@@ -94,8 +94,7 @@ def read_healthbench_meta(path: str | Path, name: str | None = None) -> Benchmar
     if problems:
         raise ValidationError(problems)
     tasks = [
-        Task(id=pid, prompt=prompts[pid], criteria=tuple(criteria[pid].values()))
-        for pid in prompts
+        Task(id=pid, prompt=prompts[pid], criteria=tuple(criteria[pid].values())) for pid in prompts
     ]
     return BenchmarkData(
         benchmark=Benchmark(name=name or p.stem),

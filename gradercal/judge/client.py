@@ -250,8 +250,7 @@ def check_server(base_url: str | None, timeout: float = 5.0) -> str:
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise GradercalError(
-            f"base URL {shown!r} is not an http:// or https:// URL "
-            "(e.g. http://localhost:8000/v1)"
+            f"base URL {shown!r} is not an http:// or https:// URL (e.g. http://localhost:8000/v1)"
         )
     host = parts.hostname
     try:
