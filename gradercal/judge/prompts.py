@@ -184,31 +184,8 @@ class PromptTemplate:
         return value if isinstance(value, Mapping) else {}
 
     def guidance_for(self, criterion: str, tags: Sequence[str] = ()) -> str:
-        """The text of ``{{guidance}}`` for one criterion: its own clarifications, those
-        of its tags (in the criterion's tag order), then the general ones."""
-        g = self.guidance
-        parts: list[str] = []
-        wanted = normalize_text(criterion)
-        own = [
-            x
-            for text, notes in dict(g.get("criteria") or {}).items()
-            if normalize_text(text) == wanted
-            for x in notes
-        ]
-        if own:
-            parts.append("Clarifications of this criterion by the expert graders:")
-            parts.extend(f"- {x}" for x in own)
-        by_tag = dict(g.get("tags") or {})
-        for tag in dict.fromkeys(str(t) for t in tags):
-            notes = by_tag.get(tag) or []
-            if notes:
-                parts.append(f"For criteria tagged {tag}:")
-                parts.extend(f"- {x}" for x in notes)
-        general = list(g.get("general") or [])
-        if general:
-            parts.append("In general:")
-            parts.extend(f"- {x}" for x in general)
-        return "\n".join(parts) if parts else NO_GUIDANCE
+        """The text of ``{{guidance}}`` for one criterion (:func:`guidance_text`)."""
+        return guidance_text(self.guidance, criterion, tags)
 
     @property
     def artifact_budget_tokens(self) -> int:
@@ -357,6 +334,35 @@ def prompt_from_dict(data: Mapping[str, Any], *, source: str = "prompt") -> Prom
         name=data.get("name"),
         parent_hash=data.get("parent_hash"),
     )
+
+
+def guidance_text(guidance: Mapping[str, Any], criterion: str, tags: Sequence[str] = ()) -> str:
+    """The text of ``{{guidance}}`` for one criterion: its own clarifications (matched by
+    whitespace-normalised text), those of its tags (in the criterion's tag order), then
+    the general ones; :data:`NO_GUIDANCE` when none applies."""
+    g = guidance
+    parts: list[str] = []
+    wanted = normalize_text(criterion)
+    own = [
+        x
+        for text, notes in dict(g.get("criteria") or {}).items()
+        if normalize_text(text) == wanted
+        for x in notes
+    ]
+    if own:
+        parts.append("Clarifications of this criterion by the expert graders:")
+        parts.extend(f"- {x}" for x in own)
+    by_tag = dict(g.get("tags") or {})
+    for tag in dict.fromkeys(str(t) for t in tags):
+        notes = by_tag.get(tag) or []
+        if notes:
+            parts.append(f"For criteria tagged {tag}:")
+            parts.extend(f"- {x}" for x in notes)
+    general = list(g.get("general") or [])
+    if general:
+        parts.append("In general:")
+        parts.extend(f"- {x}" for x in general)
+    return "\n".join(parts) if parts else NO_GUIDANCE
 
 
 def normalize_text(text: str) -> str:

@@ -21,7 +21,7 @@ where that is written, as plain functions over JSON-like data:
   the response score) and pass/fail at the benchmark's threshold.
 
 Its only gradercal imports are :mod:`gradercal.model`, :mod:`gradercal.rubric`,
-:mod:`gradercal.judge.parse` and :func:`gradercal.judge.prompts.substitute`, all
+:mod:`gradercal.judge.parse` and :func:`gradercal.judge.prompts.substitute` and ``guidance_text``, all
 standard-library code: :func:`gradercal.prompt_package.standalone.kernel_source` writes
 those sources and this module's into the exported file in place of the imports, so
 the exported judge runs the very code gradercal runs, without gradercal installed.
@@ -30,6 +30,7 @@ Nothing here may import anything else of gradercal or any third-party package.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from collections.abc import Mapping, Sequence
@@ -41,59 +42,45 @@ from gradercal.judge.parse import (
     p_met_from_logprobs,
     parse_reply,
 )
-from gradercal.judge.prompts import substitute
+from gradercal.judge.prompts import guidance_text, substitute
 from gradercal.model import AutoRule, Criterion
 from gradercal.rubric import PASS_EPSILON, evaluate_auto, rubric_score
 
 __all__ = [
     "UNTAGGED_GROUP",
     "build_messages",
+    "check_prompt",
     "criteria_of",
     "decide",
-    "guidance_text",
     "judge_probability",
+    "prompt_guidance",
     "read_reply",
     "request_body",
 ]
 
 #: The group of a criterion without a (matching) tag, as in the calibration tables.
 UNTAGGED_GROUP = "(untagged)"
-#: Text of ``{{guidance}}`` when no clarification applies.
-_NO_GUIDANCE = "(none)"
 
 
-def _normalized(text: str) -> str:
-    return " ".join(str(text).split())
-
-
-def guidance_text(prompt: Mapping[str, Any], criterion: str, tags: Sequence[str]) -> str:
-    """``{{guidance}}`` for one criterion (as ``PromptTemplate.guidance_for``): its own
-    clarifications, those of its tags in the criterion's order, then the general ones."""
+def prompt_guidance(prompt: Mapping[str, Any], criterion: str, tags: Sequence[str]) -> str:
+    """``{{guidance}}`` for one criterion under the package's prompt
+    (:func:`gradercal.judge.prompts.guidance_text` of its ``guidance`` option)."""
     g = (prompt.get("options") or {}).get("guidance")
-    if not isinstance(g, Mapping):
-        return _NO_GUIDANCE
-    parts: list[str] = []
-    wanted = _normalized(criterion)
-    own = [
-        x
-        for text, notes in dict(g.get("criteria") or {}).items()
-        if _normalized(text) == wanted
-        for x in notes
-    ]
-    if own:
-        parts.append("Clarifications of this criterion by the expert graders:")
-        parts.extend(f"- {x}" for x in own)
-    by_tag = dict(g.get("tags") or {})
-    for tag in dict.fromkeys(str(t) for t in tags):
-        notes = by_tag.get(tag) or []
-        if notes:
-            parts.append(f"For criteria tagged {tag}:")
-            parts.extend(f"- {x}" for x in notes)
-    general = list(g.get("general") or [])
-    if general:
-        parts.append("In general:")
-        parts.extend(f"- {x}" for x in general)
-    return "\n".join(parts) if parts else _NO_GUIDANCE
+    return guidance_text(g if isinstance(g, Mapping) else {}, criterion, tags)
+
+
+def check_prompt(prompt: Mapping[str, Any], version: str) -> None:
+    """Refuse a prompt that no longer hashes to its version (an edited export).
+
+    Raises:
+        RuntimeError: The sha256 of the canonical ``{system, user, few_shot, options}``
+            differs from ``version``.
+    """
+    content = {k: prompt[k] for k in ("system", "user", "few_shot", "options")}
+    canonical = json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    digest = hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+    if digest != version:
+        raise RuntimeError(f"the embedded prompt was edited: {digest} != {version}")
 
 
 def _variables(
@@ -113,7 +100,7 @@ def _variables(
         "points": f"{int(points):+d}",
         "criterion_tags": ", ".join(tags) or "(none)",
         "artifacts": artifacts or "(none)",
-        "guidance": guidance_text(prompt, criterion, tags),
+        "guidance": prompt_guidance(prompt, criterion, tags),
     }
 
 

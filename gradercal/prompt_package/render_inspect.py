@@ -10,10 +10,8 @@ and judge settings embedded as a JSON literal.
 
 from __future__ import annotations
 
-import json
-
 from gradercal.prompt_package.package import PromptPackage
-from gradercal.prompt_package.standalone import glue_source, kernel_source
+from gradercal.prompt_package.standalone import exported_judge
 
 __all__ = ["to_inspect"]
 
@@ -45,12 +43,6 @@ or use the scorer in your own task: ``scorer=gradercal_judge("openai/gpt-4.1-min
 '''
 
 
-def _py_literal(text: str, indent: str = "    ") -> str:
-    """``text`` as a parenthesised run of short string literals."""
-    chunks = [text[i : i + 72] for i in range(0, len(text), 72)] or [""]
-    return "(\n" + "".join(f"{indent}{c!r}\n" for c in chunks) + ")"
-
-
 def to_inspect(package: PromptPackage) -> str:
     """A Python module for Inspect AI: the ``gradercal_judge`` scorer, the
     ``replay_response`` solver and the ``gradercal_grading`` task, grading exactly as
@@ -59,27 +51,10 @@ def to_inspect(package: PromptPackage) -> str:
     The module imports inspect_ai (gradercal does not); it checks on import that the
     embedded prompt still hashes to the prompt version.
     """
-    body = package.to_dict()
-    embedded = {
-        "prompt_version": package.prompt_version,
-        "prompt": body["prompt"],
-        "decision": body["decision"],
-        "judge": {
-            "name": package.judge.get("name"),
-            "model": package.judge.get("model"),
-            "parameters": dict(package.judge.get("parameters") or {}),
-        },
-    }
-    literal = _py_literal(json.dumps(embedded, sort_keys=True, ensure_ascii=False))
-    glue = glue_source("inspect_judge")
-    marker = 'PACKAGE_JSON = "{}"'
-    if marker not in glue:  # pragma: no cover - the glue module defines it
-        raise RuntimeError("the Inspect glue lost its PACKAGE_JSON placeholder")
-    glue = glue.replace(marker, f"PACKAGE_JSON = {literal}", 1)
     header = _HEADER.format(
         version=package.prompt_version,
         judge=str(package.judge.get("name")),
         benchmark=package.benchmark or "no benchmark",
         rule=package.decision.get("rule", "verdict"),
     )
-    return header + kernel_source() + "\n\n# -------- Inspect AI\n\n" + glue
+    return exported_judge(package, "inspect_judge", header)

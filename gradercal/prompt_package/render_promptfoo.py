@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from gradercal.prompt_package.package import PromptPackage
-from gradercal.prompt_package.standalone import glue_source, kernel_source
+from gradercal.prompt_package.standalone import exported_judge
 
 __all__ = ["to_promptfoo"]
 
@@ -43,32 +43,9 @@ configuration written beside this file; the judge server is read from the assert
 '''
 
 
-def _literal(text: str, indent: str = "    ") -> str:
-    chunks = [text[i : i + 72] for i in range(0, len(text), 72)] or [""]
-    return "(\n" + "".join(f"{indent}{c!r}\n" for c in chunks) + ")"
-
-
 def _plain(text: str) -> str:
     """Text for the YAML configuration with nothing promptfoo would render."""
     return re.sub(r"\{[{%#]|[}%#]\}", "", text)
-
-
-def _embedded(package: PromptPackage) -> str:
-    body = package.to_dict()
-    return json.dumps(
-        {
-            "prompt_version": package.prompt_version,
-            "prompt": body["prompt"],
-            "decision": body["decision"],
-            "judge": {
-                "name": package.judge.get("name"),
-                "model": package.judge.get("model"),
-                "parameters": dict(package.judge.get("parameters") or {}),
-            },
-        },
-        sort_keys=True,
-        ensure_ascii=False,
-    )
 
 
 def to_promptfoo(
@@ -88,18 +65,13 @@ def to_promptfoo(
     """
     import yaml
 
-    glue = glue_source("promptfoo_assert")
-    marker = 'PACKAGE_JSON = "{}"'
-    if marker not in glue:  # pragma: no cover - the glue module defines it
-        raise RuntimeError("the promptfoo glue lost its PACKAGE_JSON placeholder")
-    glue = glue.replace(marker, f"PACKAGE_JSON = {_literal(_embedded(package))}", 1)
     header = _ASSERT_HEADER.format(
         version=package.prompt_version,
         judge=str(package.judge.get("name")),
         benchmark=package.benchmark or "no benchmark",
         rule=package.decision.get("rule", "verdict"),
     )
-    assertion = header + kernel_source() + "\n\n# -------- promptfoo\n\n" + glue
+    assertion = exported_judge(package, "promptfoo_assert", header)
     judge_model = model or package.judge.get("model")
     config: dict[str, Any] = {
         "description": _plain(

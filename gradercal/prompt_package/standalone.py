@@ -19,8 +19,12 @@ import inspect
 import re
 import textwrap
 from types import ModuleType
+from typing import TYPE_CHECKING
 
-__all__ = ["glue_source", "kernel_source", "strip_source"]
+if TYPE_CHECKING:
+    from gradercal.prompt_package.package import PromptPackage
+
+__all__ = ["exported_judge", "glue_source", "kernel_source", "strip_source"]
 
 
 def _body(module: ModuleType) -> tuple[list[str], str]:
@@ -77,11 +81,14 @@ def _definitions() -> tuple[list[str], str]:
         inspect.getsource(AutoRule),
         inspect.getsource(Criterion),
         f"_PLACEHOLDER = re.compile({prompts._PLACEHOLDER.pattern!r})\n",
+        f"NO_GUIDANCE = {prompts.NO_GUIDANCE!r}\n",
         inspect.getsource(prompts.substitute),
+        inspect.getsource(prompts.normalize_text),
+        inspect.getsource(prompts.guidance_text),
     ]
     imports = [
         "import re",
-        "from collections.abc import Mapping",
+        "from collections.abc import Mapping, Sequence",
         "from dataclasses import dataclass",
         "from enum import StrEnum",
         "from typing import Any",
@@ -144,3 +151,39 @@ def glue_source(name: str) -> str:
 
     text = (files("gradercal.prompt_package.exported") / f"{name}.py").read_text("utf-8")
     return strip_source(text)
+
+
+def _literal(text: str, indent: str = "    ") -> str:
+    """``text`` as a parenthesised run of short string literals."""
+    chunks = [text[i : i + 72] for i in range(0, len(text), 72)] or [""]
+    return "(\n" + "".join(f"{indent}{c!r}\n" for c in chunks) + ")"
+
+
+def exported_judge(package: PromptPackage, glue: str, header: str) -> str:
+    """The whole exported file: ``header`` (a docstring), the kernel, then glue module
+    ``glue`` of :mod:`gradercal.prompt_package.exported` with the package's prompt
+    version, prompt, decision and judge settings embedded in place of its
+    ``PACKAGE_JSON = "{}"`` placeholder."""
+    import json
+
+    body = package.to_dict()
+    embedded = json.dumps(
+        {
+            "prompt_version": package.prompt_version,
+            "prompt": body["prompt"],
+            "decision": body["decision"],
+            "judge": {
+                "name": package.judge.get("name"),
+                "model": package.judge.get("model"),
+                "parameters": dict(package.judge.get("parameters") or {}),
+            },
+        },
+        sort_keys=True,
+        ensure_ascii=False,
+    )
+    text = glue_source(glue)
+    marker = 'PACKAGE_JSON = "{}"'
+    if marker not in text:  # pragma: no cover - every glue module defines it
+        raise RuntimeError(f"the {glue} glue lost its PACKAGE_JSON placeholder")
+    text = text.replace(marker, f"PACKAGE_JSON = {_literal(embedded)}", 1)
+    return header + kernel_source() + f"\n\n# -------- {glue}\n\n" + text

@@ -136,6 +136,29 @@ def _expected_messages(judged: Judged, prompt: dict[str, Any]) -> dict[tuple[str
     return out
 
 
+def _check_requests(judged: Judged) -> None:
+    """The tool's requests are gradercal's: the runner's messages under the exported
+    prompt (attachment text included), log-probabilities asked for, the criteria of one
+    response in flight together."""
+    from tests.support.judge_server import split_prompt
+
+    package = json.loads(
+        CliRunner()
+        .invoke(
+            main, ["export-prompt", "--db", judged.db, "--judge", JUDGE, "-o", "-", "--n-boot", "0"]
+        )
+        .stdout
+    )
+    expected = _expected_messages(judged, package["prompt"])
+    bodies = judged.server.stats.bodies
+    assert len(bodies) == len(expected)
+    for body in bodies:
+        assert body["messages"] == expected[split_prompt(body["messages"][-1]["content"])]
+        assert body["logprobs"] is True and body["top_logprobs"] >= 1
+    assert any("<attachments>\n(none)" not in b["messages"][-1]["content"] for b in bodies)
+    assert judged.server.stats.max_in_flight > 1
+
+
 def _export(judged: Judged, tmp_path: Path, fmt: str, name: str) -> tuple[Path, Path]:
     out, samples = tmp_path / name, tmp_path / "samples.jsonl"
     _cli(
@@ -185,26 +208,7 @@ def test_inspect_eval_grades_as_gradercal(judged: Judged, tmp_path: Path) -> Non
         tool[str(s.id)] = meta
         assert score.value == pytest.approx(meta["score"])
     _check_parity(judged, tool)
-    # The requests are gradercal's: the runner's messages (attachment text included),
-    # log-probabilities asked for, criteria of a sample in flight together.
-    package = json.loads(
-        CliRunner()
-        .invoke(
-            main, ["export-prompt", "--db", judged.db, "--judge", JUDGE, "-o", "-", "--n-boot", "0"]
-        )
-        .stdout
-    )
-    expected = _expected_messages(judged, package["prompt"])
-    bodies = judged.server.stats.bodies
-    assert len(bodies) == len(expected)
-    from tests.support.judge_server import split_prompt
-
-    for body in bodies:
-        key = split_prompt(body["messages"][-1]["content"])
-        assert body["messages"] == expected[key]
-        assert body["logprobs"] is True and body["top_logprobs"] >= 1
-    assert any("<attachments>\n(none)" not in b["messages"][-1]["content"] for b in bodies)
-    assert judged.server.stats.max_in_flight > 1
+    _check_requests(judged)
 
 
 def _promptfoo() -> str:
@@ -259,21 +263,4 @@ def test_promptfoo_eval_grades_as_gradercal(judged: Judged, tmp_path: Path) -> N
             "passed": r["success"],
         }
     _check_parity(judged, tool)
-    # Every request is the runner's, criteria of one test in flight together.
-    package = json.loads(
-        CliRunner()
-        .invoke(
-            main, ["export-prompt", "--db", judged.db, "--judge", JUDGE, "-o", "-", "--n-boot", "0"]
-        )
-        .stdout
-    )
-    expected = _expected_messages(judged, package["prompt"])
-    from tests.support.judge_server import split_prompt
-
-    bodies = judged.server.stats.bodies
-    assert len(bodies) == len(expected)
-    for body in bodies:
-        assert body["messages"] == expected[split_prompt(body["messages"][-1]["content"])]
-        assert body["logprobs"] is True
-    assert judged.server.stats.max_in_flight > 1
-    assert not (Path.home() / ".promptfoo").exists() or os.environ.get("PROMPTFOO_CONFIG_DIR")
+    _check_requests(judged)

@@ -6,7 +6,6 @@
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 import math
 from typing import Any
@@ -28,6 +27,7 @@ from inspect_ai.solver import Generate, Solver, TaskState, solver
 
 from gradercal.prompt_package.kernel import (
     build_messages,
+    check_prompt,
     criteria_of,
     decide,
     read_reply,
@@ -41,16 +41,7 @@ _DECISION: dict[str, Any] = PACKAGE.get("decision", {})
 _JUDGE: dict[str, Any] = PACKAGE.get("judge", {})
 
 
-def _check() -> None:
-    """Refuse to run an embedded prompt that no longer hashes to its version."""
-    content = {k: _PROMPT[k] for k in ("system", "user", "few_shot", "options")}
-    canonical = json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    digest = hashlib.sha256(canonical.encode("utf-8")).hexdigest()
-    if digest != PROMPT_VERSION:
-        raise RuntimeError(f"the embedded prompt was edited: {digest} != {PROMPT_VERSION}")
-
-
-_check()
+check_prompt(_PROMPT, PROMPT_VERSION)  # an edited embedded prompt is refused
 
 _ROLES = {"system": ChatMessageSystem, "user": ChatMessageUser, "assistant": ChatMessageAssistant}
 

@@ -7,7 +7,6 @@ decision and judge settings when exported. Standard library only.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import os
@@ -19,6 +18,7 @@ from typing import Any
 
 from gradercal.prompt_package.kernel import (
     build_messages,
+    check_prompt,
     criteria_of,
     decide,
     read_reply,
@@ -35,16 +35,7 @@ _JUDGE: dict[str, Any] = PACKAGE.get("judge", {})
 _RETRY = {408, 409, 429, 500, 502, 503, 504}
 
 
-def _check() -> None:
-    """Refuse to run an embedded prompt that no longer hashes to its version."""
-    content = {k: _PROMPT[k] for k in ("system", "user", "few_shot", "options")}
-    canonical = json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    digest = hashlib.sha256(canonical.encode("utf-8")).hexdigest()
-    if digest != PROMPT_VERSION:
-        raise RuntimeError(f"the embedded prompt was edited: {digest} != {PROMPT_VERSION}")
-
-
-_check()
+check_prompt(_PROMPT, PROMPT_VERSION)  # an edited embedded prompt is refused
 
 
 def _settings(config: dict[str, Any]) -> tuple[str, str, str | None, int, float]:
