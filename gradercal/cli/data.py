@@ -67,6 +67,8 @@ def import_(path: Path, db: str | None, benchmark: str | None, as_json: bool) ->
     if str(path) != "-" and not path.exists():  # a bad path creates no database
         raise GradercalError(f"{path}: no such file or folder")
     found = recognise(path)
+    if found.kind is None and path.is_file():
+        read_path(path)  # says which formats were tried, before any database is opened
     repo = open_repo(db, create=True)
     target = benchmark or found.benchmark or repo.benchmark(None).name
     catalog = repo.catalog(target)

@@ -55,6 +55,8 @@ class ImportFormat:
     description: str
     recognise: Callable[[Path], Recognised | None]
     read: Callable[[Path, Catalog | None], BenchmarkData]
+    #: What its recogniser looks for (said when no format recognises a file).
+    looks_for: str = ""
 
 
 def _read_healthbench(path: Path, _catalog: Catalog | None) -> BenchmarkData:
@@ -73,18 +75,23 @@ FORMATS: tuple[ImportFormat, ...] = (
         "rubric criterion)",
         healthbench_meta.recognise,
         _read_healthbench_meta,
+        "a .jsonl file whose lines have binary_labels, anonymized_physician_ids, rubric "
+        "and completion",
     ),
     ImportFormat(
         healthbench.FORMAT_NAME,
         "HealthBench-style JSONL (prompt, rubrics, optional completion per line)",
         healthbench.recognise,
         _read_healthbench,
+        "a .jsonl file whose lines have prompt and rubrics",
     ),
     ImportFormat(
         v1.FORMAT_NAME,
         "gradercal benchmark folder v1 (tasks, responses, judgments JSONL; docs/formats.md)",
         v1.recognise,
         read_folder,
+        "a folder with tasks.jsonl, or one tasks, responses or judgments .jsonl file "
+        "(docs/formats.md)",
     ),
 )
 _FALLBACK = FORMATS[-1]
@@ -112,5 +119,10 @@ def read_path(path: str | Path, catalog: Catalog | None = None) -> BenchmarkData
     if not p.exists():
         raise ValidationError([Problem(str(path), None, None, "no such file or folder")])
     found = recognise(p)
+    if found.kind is None and p.is_file():
+        tried = "; ".join(f"{f.name} needs {f.looks_for}" for f in FORMATS)
+        raise ValidationError(
+            [Problem(p.name, None, None, f"no import format reads this file (tried {tried})")]
+        )
     fmt = next(f for f in FORMATS if f.name == found.format)
     return fmt.read(p, catalog)

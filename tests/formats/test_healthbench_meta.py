@@ -74,3 +74,14 @@ def test_bad_lines_are_named_and_nothing_is_imported(tmp_path: Path) -> None:
     out = CliRunner().invoke(main, ["agreement", "--db", str(db), "--json"])
     assert out.exit_code == 0, out.output
     assert json.loads(out.stdout)["humans"] == ["physician:p1", "physician:p2", "physician:p3"]
+
+
+def test_an_unrecognised_file_names_the_formats_tried(tmp_path: Path) -> None:
+    junk = tmp_path / "notes.jsonl"
+    junk.write_text('{"foo": 1}\n', "utf-8")
+    db = tmp_path / "db.sqlite"
+    res = CliRunner().invoke(main, ["import", str(junk), "--db", str(db)])
+    assert res.exit_code == 1
+    for name in ("healthbench-meta needs", "healthbench needs", "v1 needs"):
+        assert name in res.output
+    assert not db.exists()
