@@ -437,6 +437,10 @@ def run(
         )
         _print_estimate(judge_name, model, prompt.content_hash, str(where), estimate, as_json)
         return
+    from gradercal.judge.client import check_server
+
+    # An unreachable server fails here, before the judge grader or a run is recorded.
+    check_server(conn.base_url, timeout=min(conn.timeout, 10.0))
     _note_interrupted(store)
     info = store.ensure_judge(judge_name, model=model, prompt=prompt, parameters=params.to_dict())
     items = store.work_items(benchmark, info, where, prompt)

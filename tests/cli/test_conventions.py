@@ -118,3 +118,8 @@ def test_an_unreachable_judge_server_fails_at_once_with_the_cause(
     assert message in res.output and "Traceback" not in res.output
     runs = json.loads(_run("judge", "runs", "--db", demo_db, "--json") or "[]")
     assert not [r for r in runs if r.get("judge") == "j-down"]  # no run was started
+    import sqlite3
+
+    with sqlite3.connect(demo_db) as conn:
+        names = {n for (n,) in conn.execute("SELECT name FROM grader")}
+    assert "judge-gpt" in names and "j-down" not in names  # nor a judge grader created
