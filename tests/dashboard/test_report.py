@@ -199,9 +199,13 @@ def test_cli_filters_and_refusals(demo_db: Path, tmp_path: Path) -> None:
     d = json.loads(res.stdout)["dashboard"]
     assert d["overview"]["n_responses"] == 10 and d["overview"]["models"] == ["atlas-7b"]
     assert d["calibration"] is None
-    bad = runner.invoke(
-        main, ["report", "--db", str(tmp_path / "none.sqlite"), "-o", str(tmp_path / "x.html")]
-    )
+    missing = tmp_path / "none.sqlite"
+    bad = runner.invoke(main, ["report", "--db", str(missing), "-o", str(tmp_path / "x.html")])
+    assert bad.exit_code == 1 and "error: no database at" in bad.output
+    assert not missing.exists()  # a mistyped --db creates nothing
+    empty = tmp_path / "empty.sqlite"
+    assert runner.invoke(main, ["init", "--db", str(empty)]).exit_code == 0
+    bad = runner.invoke(main, ["report", "--db", str(empty), "-o", str(tmp_path / "x.html")])
     assert bad.exit_code == 1 and "error: " in bad.output and "no benchmark" in bad.output
     junk = tmp_path / "junk.sqlite"
     junk.write_text("not a database")
