@@ -351,11 +351,9 @@ def write_records(records: list[dict[str, Any]], output: Path, fmt: str | None =
         import sys
 
         if fmt == "jsonl":
-            from gradercal._util.jsonsafe import json_safe
+            from gradercal.formats.v1 import dump_jsonl
 
-            for r in records:
-                sys.stdout.write(json.dumps(json_safe(r), ensure_ascii=False) + "\n")
-            return len(records)
+            return dump_jsonl(sys.stdout, records)
         frame = _frame(records)
         frame.to_csv(sys.stdout, index=False)
         return len(frame)

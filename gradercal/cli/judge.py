@@ -201,6 +201,13 @@ class _Launched:
     saved: int
 
 
+def _check_server(conn: _Connection) -> None:
+    """Fail at once, with the cause, when the judge server cannot be reached."""
+    from gradercal.judge.client import check_server
+
+    check_server(conn.base_url, timeout=min(conn.timeout, 10.0))
+
+
 def _launch(
     store: JudgeStore,
     info: JudgeInfo,
@@ -217,10 +224,9 @@ def _launch(
     label: str,
 ) -> _Launched:
     """Record a run, judge ``items`` through the server, commit every verdict, close the run."""
-    from gradercal.judge.client import JudgeClient, RetryPolicy, check_server
+    from gradercal.judge.client import JudgeClient, RetryPolicy
     from gradercal.judge.secrets import resolve_api_key
 
-    check_server(conn.base_url, timeout=min(conn.timeout, 10.0))
     key = resolve_api_key(conn.api_key_env)
     if key.value is None:
         click.echo(
@@ -437,10 +443,8 @@ def run(
         )
         _print_estimate(judge_name, model, prompt.content_hash, str(where), estimate, as_json)
         return
-    from gradercal.judge.client import check_server
-
     # An unreachable server fails here, before the judge grader or a run is recorded.
-    check_server(conn.base_url, timeout=min(conn.timeout, 10.0))
+    _check_server(conn)
     _note_interrupted(store)
     info = store.ensure_judge(judge_name, model=model, prompt=prompt, parameters=params.to_dict())
     items = store.work_items(benchmark, info, where, prompt)
@@ -620,6 +624,7 @@ def probe(
         def collect(v: Verdict) -> None:
             results[v.item.ref] = v.met if v.status == "ok" else None
 
+        _check_server(conn)
         done = _launch(
             store,
             info,

@@ -7,8 +7,8 @@ constants here name the labels and columns of those tables (:data:`EXPERTS`,
 ``--json`` prints (``format: "gradercal.dashboard"``, ``format_version: 1``), and
 :func:`pairwise_matrix` turns the long pairwise table into a square matrix.
 
-This module imports pandas, numpy and :mod:`gradercal._util.jsonsafe` (the JSON rules)
-only.
+This module imports pandas, numpy, :mod:`gradercal._util.jsonsafe` (the JSON rules) and
+:mod:`gradercal.dashboard.tables` (which sections are fields) only.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from gradercal._util.jsonsafe import json_safe
+from gradercal.dashboard.tables import section
 
 __all__ = [
     "AGREEMENT_COLUMNS",
@@ -189,7 +190,7 @@ class Dashboard:
         """
         if key in self.tables:
             return self.tables[key]
-        if key in ("flips", "health", "disagreements"):
+        if section(key).compute is None:  # a section the core pipeline fills: a field
             frame: pd.DataFrame = getattr(self, key)
             return frame
         raise KeyError(key)

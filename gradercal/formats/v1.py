@@ -13,7 +13,7 @@ import mimetypes
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, TextIO
 
 from gradercal.errors import Problem, ValidationError
 from gradercal.formats._lines import (
@@ -616,10 +616,15 @@ def judgment_record(j: Judgment) -> dict[str, Any]:
 
 def write_jsonl(path: str | Path, records: Iterable[Mapping[str, Any]]) -> int:
     """Write records as UTF-8 JSON Lines; returns the number written."""
-    n = 0
     with Path(path).open("w", encoding="utf-8", newline="\n") as fh:
-        for rec in records:
-            fh.write(json.dumps(rec, ensure_ascii=False, sort_keys=False))
-            fh.write("\n")
-            n += 1
+        return dump_jsonl(fh, records)
+
+
+def dump_jsonl(fh: TextIO, records: Iterable[Mapping[str, Any]]) -> int:
+    """Write records as JSON Lines to an open text stream; returns the number written."""
+    n = 0
+    for rec in records:
+        fh.write(json.dumps(rec, ensure_ascii=False, sort_keys=False))
+        fh.write("\n")
+        n += 1
     return n

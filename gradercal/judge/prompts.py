@@ -27,6 +27,7 @@ whether the (undesirable) behaviour occurs, not on whether the response is good.
 from __future__ import annotations
 
 import functools
+import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -252,31 +253,9 @@ class PromptTemplate:
             raise ValidationError(problems)
 
     def render(self, ctx: PromptContext) -> list[dict[str, str]]:
-        """The chat messages for one request: system, few-shot pairs, user."""
-        values = self._values(ctx)
-        messages = [{"role": "system", "content": substitute(self.system, values)}]
-        for ex in self.few_shot:
-            shot = PromptContext(
-                response=str(ex["response"]),
-                criterion=str(ex["criterion"]),
-                points=int(ex.get("points", 0)),
-                task_prompt=str(ex.get("task_prompt", "")),
-                criterion_tags=tuple(ex.get("criterion_tags", ())),
-                artifacts=str(ex.get("artifacts", "")),
-            )
-            answer = {
-                "explanation": str(ex.get("explanation", "")),
-                "criteria_met": bool(ex["criteria_met"]),
-            }
-            messages.append({"role": "user", "content": substitute(self.user, self._values(shot))})
-            messages.append({"role": "assistant", "content": _json(answer)})
-        messages.append({"role": "user", "content": substitute(self.user, values)})
-        return messages
-
-    def _values(self, ctx: PromptContext) -> dict[str, str]:
-        values = ctx.variables()
-        values["guidance"] = self.guidance_for(ctx.criterion, ctx.criterion_tags)
-        return values
+        """The chat messages for one request: system, few-shot pairs, user
+        (:func:`render_messages`)."""
+        return render_messages(self.system, self.user, self.few_shot, self.guidance, ctx)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready form (the shape :func:`prompt_from_dict` reads)."""
@@ -334,6 +313,42 @@ def prompt_from_dict(data: Mapping[str, Any], *, source: str = "prompt") -> Prom
         name=data.get("name"),
         parent_hash=data.get("parent_hash"),
     )
+
+
+def render_messages(
+    system: str,
+    user: str,
+    few_shot: Sequence[Mapping[str, Any]],
+    guidance: Mapping[str, Any],
+    ctx: PromptContext,
+) -> list[dict[str, str]]:
+    """The chat messages of one request: the system message, a user message and the
+    assistant's JSON answer per few-shot example, then the user message — every
+    placeholder substituted, ``{{guidance}}`` by :func:`guidance_text`."""
+
+    def values(c: PromptContext) -> dict[str, str]:
+        out = c.variables()
+        out["guidance"] = guidance_text(guidance, c.criterion, c.criterion_tags)
+        return out
+
+    messages = [{"role": "system", "content": substitute(system, values(ctx))}]
+    for ex in few_shot:
+        shot = PromptContext(
+            response=str(ex["response"]),
+            criterion=str(ex["criterion"]),
+            points=int(ex.get("points", 0)),
+            task_prompt=str(ex.get("task_prompt", "")),
+            criterion_tags=tuple(ex.get("criterion_tags", ())),
+            artifacts=str(ex.get("artifacts", "")),
+        )
+        answer = {
+            "explanation": str(ex.get("explanation", "")),
+            "criteria_met": bool(ex["criteria_met"]),
+        }
+        messages.append({"role": "user", "content": substitute(user, values(shot))})
+        messages.append({"role": "assistant", "content": json.dumps(answer, ensure_ascii=False)})
+    messages.append({"role": "user", "content": substitute(user, values(ctx))})
+    return messages
 
 
 def guidance_text(guidance: Mapping[str, Any], criterion: str, tags: Sequence[str] = ()) -> str:
@@ -404,12 +419,6 @@ def placeholders(text: str) -> set[str]:
 def substitute(template: str, values: Mapping[str, str]) -> str:
     """Replace every ``{{name}}`` of ``template`` in one pass (values are not re-scanned)."""
     return _PLACEHOLDER.sub(lambda m: values.get(m.group(1), m.group(0)), template)
-
-
-def _json(obj: Any) -> str:
-    import json
-
-    return json.dumps(obj, ensure_ascii=False)
 
 
 #: The prompt shipped with gradercal.

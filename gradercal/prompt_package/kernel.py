@@ -21,7 +21,8 @@ where that is written, as plain functions over JSON-like data:
   the response score) and pass/fail at the benchmark's threshold.
 
 Its only gradercal imports are :mod:`gradercal.model`, :mod:`gradercal.rubric`,
-:mod:`gradercal.judge.parse` and :func:`gradercal.judge.prompts.substitute` and ``guidance_text``, all
+:mod:`gradercal.judge.parse` and the message rendering of :mod:`gradercal.judge.prompts`
+(``PromptContext``, ``render_messages`` with ``substitute`` and ``guidance_text``), all
 standard-library code: :func:`gradercal.prompt_package.standalone.kernel_source` writes
 those sources and this module's into the exported file in place of the imports, so
 the exported judge runs the very code gradercal runs, without gradercal installed.
@@ -30,8 +31,6 @@ Nothing here may import anything else of gradercal or any third-party package.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -42,8 +41,8 @@ from gradercal.judge.parse import (
     p_met_from_logprobs,
     parse_reply,
 )
-from gradercal.judge.prompts import guidance_text, substitute
-from gradercal.model import AutoRule, Criterion
+from gradercal.judge.prompts import PromptContext, render_messages
+from gradercal.model import AutoRule, Criterion, stable_hash
 from gradercal.rubric import PASS_EPSILON, evaluate_auto, rubric_score
 
 __all__ = [
@@ -53,20 +52,12 @@ __all__ = [
     "criteria_of",
     "decide",
     "judge_probability",
-    "prompt_guidance",
     "read_reply",
     "request_body",
 ]
 
 #: The group of a criterion without a (matching) tag, as in the calibration tables.
 UNTAGGED_GROUP = "(untagged)"
-
-
-def prompt_guidance(prompt: Mapping[str, Any], criterion: str, tags: Sequence[str]) -> str:
-    """``{{guidance}}`` for one criterion under the package's prompt
-    (:func:`gradercal.judge.prompts.guidance_text` of its ``guidance`` option)."""
-    g = (prompt.get("options") or {}).get("guidance")
-    return guidance_text(g if isinstance(g, Mapping) else {}, criterion, tags)
 
 
 def check_prompt(prompt: Mapping[str, Any], version: str) -> None:
@@ -76,32 +67,9 @@ def check_prompt(prompt: Mapping[str, Any], version: str) -> None:
         RuntimeError: The sha256 of the canonical ``{system, user, few_shot, options}``
             differs from ``version``.
     """
-    content = {k: prompt[k] for k in ("system", "user", "few_shot", "options")}
-    canonical = json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    digest = hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+    digest = stable_hash({k: prompt[k] for k in ("system", "user", "few_shot", "options")})
     if digest != version:
         raise RuntimeError(f"the embedded prompt was edited: {digest} != {version}")
-
-
-def _variables(
-    prompt: Mapping[str, Any],
-    *,
-    response: str,
-    criterion: str,
-    points: int,
-    task_prompt: str,
-    tags: Sequence[str],
-    artifacts: str,
-) -> dict[str, str]:
-    return {
-        "task_prompt": task_prompt,
-        "response": response,
-        "criterion": criterion,
-        "points": f"{int(points):+d}",
-        "criterion_tags": ", ".join(tags) or "(none)",
-        "artifacts": artifacts or "(none)",
-        "guidance": prompt_guidance(prompt, criterion, tags),
-    }
 
 
 def build_messages(
@@ -114,38 +82,26 @@ def build_messages(
     tags: Sequence[str] = (),
     artifacts: str = "",
 ) -> list[dict[str, str]]:
-    """The chat messages of one request: system, the few-shot pairs, user.
+    """The chat messages of one request (:func:`gradercal.judge.prompts.render_messages`).
 
     ``prompt`` is the package's prompt (``system``, ``user``, ``few_shot``, ``options``).
     """
-    values = _variables(
-        prompt,
+    guidance = (prompt.get("options") or {}).get("guidance")
+    ctx = PromptContext(
         response=response,
         criterion=criterion,
-        points=points,
+        points=int(points),
         task_prompt=task_prompt,
-        tags=[str(t) for t in tags],
+        criterion_tags=tuple(str(t) for t in tags),
         artifacts=artifacts,
     )
-    out = [{"role": "system", "content": substitute(str(prompt["system"]), values)}]
-    for ex in prompt.get("few_shot") or ():
-        shot = _variables(
-            prompt,
-            response=str(ex["response"]),
-            criterion=str(ex["criterion"]),
-            points=int(ex.get("points", 0)),
-            task_prompt=str(ex.get("task_prompt", "")),
-            tags=[str(t) for t in ex.get("criterion_tags", ())],
-            artifacts=str(ex.get("artifacts", "")),
-        )
-        answer = {
-            "explanation": str(ex.get("explanation", "")),
-            "criteria_met": bool(ex["criteria_met"]),
-        }
-        out.append({"role": "user", "content": substitute(str(prompt["user"]), shot)})
-        out.append({"role": "assistant", "content": json.dumps(answer, ensure_ascii=False)})
-    out.append({"role": "user", "content": substitute(str(prompt["user"]), values)})
-    return out
+    return render_messages(
+        str(prompt["system"]),
+        str(prompt["user"]),
+        list(prompt.get("few_shot") or ()),
+        guidance if isinstance(guidance, Mapping) else {},
+        ctx,
+    )
 
 
 def request_body(

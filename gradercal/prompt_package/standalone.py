@@ -3,11 +3,12 @@
 The exported Inspect AI module and promptfoo assertion must grade as gradercal does
 without gradercal installed. Rather than a second implementation, they carry gradercal's
 own code: :func:`kernel_source` concatenates the sources of the criterion types
-(``AutoRule``, ``Criterion`` and ``CriterionKind`` of :mod:`gradercal.model`), of
+(``AutoRule``, ``Criterion``, ``CriterionKind`` and ``stable_hash`` of
+:mod:`gradercal.model`), of the message rendering of :mod:`gradercal.judge.prompts`
+(``PromptContext``, ``render_messages``, ``substitute``, ``guidance_text``), of
 :mod:`gradercal.rubric` (auto rules, credit, rubric score), of
-:mod:`gradercal.judge.parse` (the reply and its log-probabilities), of
-:func:`gradercal.judge.prompts.substitute` and of :mod:`gradercal.prompt_package.kernel`
-(messages, request, decision), dropping the ``gradercal`` imports that the
+:mod:`gradercal.judge.parse` (the reply and its log-probabilities) and of
+:mod:`gradercal.prompt_package.kernel` (messages, request, decision), dropping the ``gradercal`` imports that the
 concatenation makes local. Every name stays as gradercal defines it, so a test can
 import the generated module and compare it with gradercal's functions directly.
 """
@@ -72,21 +73,27 @@ def _split(source: str, *, hoist: bool) -> tuple[list[str], str]:
 
 
 def _definitions() -> tuple[list[str], str]:
-    """The criterion types of :mod:`gradercal.model` and ``substitute`` of the prompts."""
+    """The criterion types and ``stable_hash`` of :mod:`gradercal.model`, and the message
+    rendering of :mod:`gradercal.judge.prompts`."""
+    from gradercal import model
     from gradercal.judge import prompts
-    from gradercal.model import AutoRule, Criterion, CriterionKind
 
     parts = [
-        inspect.getsource(CriterionKind),
-        inspect.getsource(AutoRule),
-        inspect.getsource(Criterion),
+        inspect.getsource(model.CriterionKind),
+        inspect.getsource(model.AutoRule),
+        inspect.getsource(model.Criterion),
+        inspect.getsource(model.stable_hash),
         f"_PLACEHOLDER = re.compile({prompts._PLACEHOLDER.pattern!r})\n",
         f"NO_GUIDANCE = {prompts.NO_GUIDANCE!r}\n",
+        inspect.getsource(prompts.PromptContext),
         inspect.getsource(prompts.substitute),
         inspect.getsource(prompts.normalize_text),
         inspect.getsource(prompts.guidance_text),
+        inspect.getsource(prompts.render_messages),
     ]
     imports = [
+        "import hashlib",
+        "import json",
         "import re",
         "from collections.abc import Mapping, Sequence",
         "from dataclasses import dataclass",
@@ -128,7 +135,7 @@ def kernel_source() -> str:
 
     sections = [
         (
-            "criterion types and placeholders (gradercal.model, gradercal.judge.prompts)",
+            "criterion types and messages (gradercal.model, gradercal.judge.prompts)",
             _definitions(),
         ),
         ("auto rules and rubric scores (gradercal.rubric)", _body(rubric)),
