@@ -32,8 +32,10 @@ class GradercalError(Exception):
 class ValidationError(GradercalError):
     """An input failed validation; ``problems`` lists every problem found."""
 
-    def __init__(self, problems: Iterable[Problem]) -> None:
+    def __init__(self, problems: Iterable[Problem], hint: str | None = None) -> None:
         self.problems = list(problems)
+        #: A closing line on what the input was taken for (e.g. which format read it).
+        self.hint = hint
         super().__init__(self.render())
 
     def render(self, limit: int = MAX_LISTED_PROBLEMS) -> str:
@@ -41,6 +43,8 @@ class ValidationError(GradercalError):
         rest = len(self.problems) - limit
         if rest > 0:
             lines.append(f"… and {rest} more problem{'s' if rest != 1 else ''}")
+        if self.hint:
+            lines.append(self.hint)
         return "\n".join(lines)
 
 

@@ -348,7 +348,9 @@ def empty_frames(pass_threshold: float = DEFAULT_PASS_THRESHOLD) -> Frames:
     )
 
 
-def frames_from_data(data: BenchmarkData, adjudications: Iterable[Adjudication] = ()) -> Frames:
+def frames_from_data(
+    data: BenchmarkData, adjudications: Iterable[Adjudication] | None = None
+) -> Frames:
     """Build :class:`Frames` from in-memory benchmark data.
 
     Rows keep the order of ``data`` (tasks, then each task's rubric in tuple order;
@@ -360,8 +362,8 @@ def frames_from_data(data: BenchmarkData, adjudications: Iterable[Adjudication] 
 
     Args:
         data: The benchmark, e.g. as returned by an importer.
-        adjudications: Final verdicts to include (they are not part of
-            :class:`BenchmarkData`).
+        adjudications: Final verdicts to include; None: the data's own
+            (:attr:`BenchmarkData.adjudications`, e.g. a folder's adjudications.jsonl).
 
     Returns:
         Frames whose ``pass_threshold`` is the benchmark's.
@@ -417,7 +419,7 @@ def frames_from_data(data: BenchmarkData, adjudications: Iterable[Adjudication] 
         ADJUDICATION_DTYPES,
         (
             (a.response_id, a.criterion_id, bool(a.met), a.level, a.adjudicator, a.note)
-            for a in adjudications
+            for a in (data.adjudications if adjudications is None else adjudications)
         ),
     )
     return Frames(

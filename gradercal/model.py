@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
+from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
@@ -240,6 +241,9 @@ class Judgment:
     rationale: str | None = None
     unclear: bool = False
     unclear_note: str | None = None
+    #: When the verdict was first given and last changed (timezone-aware; None: now).
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -252,6 +256,9 @@ class Adjudication:
     adjudicator: str
     note: str | None = None
     level: int | None = None
+    #: When the decision was first made and last changed (timezone-aware; None: now).
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -273,6 +280,9 @@ class BenchmarkData:
     responses: list[Response] = field(default_factory=list)
     judgments: list[Judgment] = field(default_factory=list)
     blobs: dict[str, str] = field(default_factory=dict)
+    adjudications: list[Adjudication] = field(default_factory=list)
+    #: The model behind each judge grader named in the judgments, where the file says.
+    grader_models: dict[str, str] = field(default_factory=dict)
 
 
 def stable_hash(obj: Any) -> str:

@@ -12,6 +12,9 @@ What is generated here rather than written by hand:
 * ``judgments.jsonl``: verdicts of three human experts and one LLM judge, derived from the
   hand-specified true verdicts in ``demo_content.TRUTH`` plus seeded noise (see
   ``NOISE``);
+* ``adjudications.jsonl``: a coordinator's final verdicts on the expert disagreements
+  for which the content gives an evidence note (the note explains the decision; the
+  decision is the true verdict);
 * ``truth.json``: the true verdicts, the auto-criterion outcomes and the noise settings.
 """
 
@@ -1238,6 +1241,42 @@ def build_judgments() -> tuple[list[dict[str, Any]], dict[str, Any]]:
     return judgments, truth_out
 
 
+#: Who settles the demo's disagreements, and when (pinned, like every demo time).
+ADJUDICATOR = "lead-dana"
+ADJUDICATED_AT = "2024-06-10T14:00:00+00:00"
+
+
+def build_adjudications(
+    judgments: list[dict[str, Any]], truth: dict[str, Any]
+) -> list[dict[str, Any]]:
+    """Final verdicts on the human disagreements that the content has a note for."""
+    votes: dict[tuple[str, str], set[bool]] = {}
+    for j in judgments:
+        if j["grader_kind"] == "human":
+            votes.setdefault((j["response_id"], j["criterion_id"]), set()).add(j["met"])
+    out: list[dict[str, Any]] = []
+    for resp in content.RESPONSES:
+        notes = content.TRUTH[resp["id"]].get("notes", {})
+        for cid, verdict in truth[resp["id"]].items():
+            if len(votes.get((resp["id"], cid), ())) < 2 or cid not in notes:
+                continue
+            rec: dict[str, Any] = {
+                "response_id": resp["id"],
+                "criterion_id": cid,
+                "met": verdict["met"],
+            }
+            if verdict.get("level") is not None:
+                rec["level"] = verdict["level"]
+            rec.update(
+                adjudicator=ADJUDICATOR,
+                note=notes[cid],
+                created_at=ADJUDICATED_AT,
+                updated_at=ADJUDICATED_AT,
+            )
+            out.append(rec)
+    return out
+
+
 # ======================================================================================
 # Auto criteria (to record their outcomes in truth.json)
 # ======================================================================================
@@ -1304,6 +1343,7 @@ def build(out: Path = OUT) -> dict[str, Any]:
     _write_jsonl(out / "responses.jsonl", content.RESPONSES)
     judgments, truth = build_judgments()
     _write_jsonl(out / "judgments.jsonl", judgments)
+    _write_jsonl(out / "adjudications.jsonl", build_adjudications(judgments, truth))
 
     tasks = {t["id"]: t for t in content.TASKS}
     auto: dict[str, dict[str, bool]] = {}

@@ -52,27 +52,104 @@ def init(db: str | None, as_json: bool) -> None:
 @click.argument("path", type=click.Path(path_type=Path))
 @db_option
 @benchmark_option
+@click.option(
+    "--map",
+    "column_map",
+    multiple=True,
+    metavar="FIELD=COLUMN",
+    help="A table's column for a gradercal field, e.g. --map response_id=item "
+    "--map grader=rater (repeat, or comma-separate). Tables only.",
+)
 @json_option
 @handle_errors
-def import_(path: Path, db: str | None, benchmark: str | None, as_json: bool) -> None:
-    """Import a benchmark folder, one of its JSONL files, or a HealthBench-style JSONL file.
+def import_(
+    path: Path,
+    db: str | None,
+    benchmark: str | None,
+    column_map: tuple[str, ...],
+    as_json: bool,
+) -> None:
+    """Import a benchmark folder, one of its JSONL files, a judgments or adjudications
+    table (CSV, TSV, Excel, Parquet), or a HealthBench JSONL file; '-' reads JSONL from
+    standard input.
 
     Everything is validated first; a file with any bad line imports nothing and every
     problem is listed as file:line: field: message. Importing the same data again
-    changes nothing.
+    changes nothing. Artifact paths of tasks read from standard input are relative to
+    the current folder.
     """
+    import tempfile
+
+    if str(path) == "-":
+        from dataclasses import replace
+
+        from gradercal.errors import ValidationError
+
+        with tempfile.TemporaryDirectory(prefix="gradercal-stdin-") as tmp:
+            spooled = _spool_stdin(Path(tmp))
+            try:
+                _import(spooled, db, benchmark, column_map, as_json, stdin=True)
+            except ValidationError as exc:  # problems name the input, not its spool file
+                raise ValidationError(
+                    [
+                        replace(p, file="<stdin>") if p.file == spooled.name else p
+                        for p in exc.problems
+                    ],
+                    hint=exc.hint,
+                ) from None
+        return
+    if not path.exists():  # a bad path creates no database
+        raise GradercalError(f"{path}: no such file or folder")
+    _import(path, db, benchmark, column_map, as_json)
+
+
+def _spool_stdin(folder: Path) -> Path:
+    """Standard input copied to a JSONL file in ``folder`` (the readers read files)."""
+    import shutil
+    import sys
+
+    target = folder / "stdin.jsonl"
+    with target.open("wb") as out:
+        shutil.copyfileobj(sys.stdin.buffer, out)
+    if target.stat().st_size == 0:
+        raise GradercalError("-: standard input is empty (expected JSON Lines)")
+    return target
+
+
+def _import(
+    path: Path,
+    db: str | None,
+    benchmark: str | None,
+    column_map: tuple[str, ...],
+    as_json: bool,
+    *,
+    stdin: bool = False,
+) -> None:
     from gradercal.db.repo import benchmark_of
     from gradercal.formats import read_path, recognise
+    from gradercal.formats.tables import parse_column_map
 
-    if str(path) != "-" and not path.exists():  # a bad path creates no database
-        raise GradercalError(f"{path}: no such file or folder")
+    mapping = parse_column_map(column_map)
     found = recognise(path)
+    if stdin:
+        from gradercal.formats.v1 import read_stream
+
+        # standard input names no folder: tasks go to --benchmark or the stored one
+        found = type(found)(found.format, found.kind, None, threshold_from_file=False)
     if found.kind is None and path.is_file():
         read_path(path)  # says which formats were tried, before any database is opened
     repo = open_repo(db, create=True)
+    if stdin and not benchmark and found.kind == "tasks" and not repo.benchmarks():
+        raise GradercalError(
+            "-: tasks from standard input name no benchmark; give --benchmark NAME"
+        )
     target = benchmark or found.benchmark or repo.benchmark(None).name
     catalog = repo.catalog(target)
-    data = benchmark_of(read_path(path, catalog), target)
+    if stdin and found.format == "v1":
+        data = read_stream(path, "<stdin>", Path.cwd(), catalog)
+    else:
+        data = read_path(path, catalog, mapping)
+    data = benchmark_of(data, target)
     with progress_bar(not as_json) as update:
         report = repo.import_data(
             data, threshold_from_file=found.threshold_from_file, progress=update
@@ -80,8 +157,9 @@ def import_(path: Path, db: str | None, benchmark: str | None, as_json: bool) ->
     if as_json:
         emit_json(report.to_dict())
         return
+    shown = "-" if stdin else str(path)
     if not report.changed:
-        click.echo(f"{path}: nothing new; {repo.db.display} unchanged")
+        click.echo(f"{shown}: nothing new; {repo.db.display} unchanged")
         return
     parts = [
         f"{report.tasks_added} tasks",
@@ -89,11 +167,19 @@ def import_(path: Path, db: str | None, benchmark: str | None, as_json: bool) ->
         f"{report.responses_added} responses",
         f"{report.judgments_added} judgments",
     ]
+    if report.adjudications_added or data.adjudications:
+        parts.append(f"{report.adjudications_added} adjudications")
     click.echo(f"imported into benchmark {report.benchmark!r}: " + ", ".join(parts))
     if report.judgments_updated:
         click.echo(f"updated {report.judgments_updated} judgments (old values kept as revisions)")
+    if report.adjudications_updated:
+        click.echo(
+            f"updated {report.adjudications_updated} adjudications (old values kept as revisions)"
+        )
     if report.graders_added:
         click.echo("new graders: " + ", ".join(report.graders_added))
+    if report.grader_models_set:
+        click.echo("judge models recorded: " + ", ".join(report.grader_models_set))
     if report.pass_threshold_changed:
         old, new = report.pass_threshold_changed
         click.echo(f"pass threshold changed from {old} to {new}")
@@ -264,7 +350,9 @@ def _pct(value: float | None, digits: int = 1) -> str:
 
 
 @click.command()
-@click.argument("what", type=click.Choice(["judgments", "scores", "tasks", "responses"]))
+@click.argument(
+    "what", type=click.Choice(["judgments", "adjudications", "scores", "tasks", "responses"])
+)
 @click.option(
     "-o",
     "--output",
@@ -283,10 +371,11 @@ def _pct(value: float | None, digits: int = 1) -> str:
 @benchmark_option
 @handle_errors
 def export(what: str, output: Path, db: str | None, benchmark: str | None, fmt: str | None) -> None:
-    """Export judgments, scores, tasks or responses to CSV, JSONL or Parquet.
+    """Export judgments, adjudications, scores, tasks or responses to CSV, JSONL or Parquet.
 
-    `export judgments -o FILE.jsonl` writes the judgments.jsonl format, so the file
-    imports back unchanged. `export tasks -o FILE.jsonl` writes tasks.jsonl records;
+    `export judgments -o FILE.jsonl` writes the judgments.jsonl format (judges' models
+    and every verdict's times included), so the file imports back unchanged; so do
+    `export adjudications` and the CSV/Parquet forms of both. `export tasks -o FILE.jsonl` writes tasks.jsonl records;
     as CSV/Parquet it writes one row per criterion.
     """
     from gradercal.formats import response_record, task_record
@@ -302,6 +391,8 @@ def export(what: str, output: Path, db: str | None, benchmark: str | None, fmt: 
     records: list[dict[str, Any]]
     if what == "judgments":
         records = repo.judgment_records(benchmark)
+    elif what == "adjudications":
+        records = repo.adjudication_records(benchmark)
     elif what == "tasks":
         tasks = repo.load_tasks(benchmark)
         records = [task_record(t) for t in tasks] if suffix == ".jsonl" else _criterion_rows(tasks)
@@ -370,7 +461,7 @@ def write_records(records: list[dict[str, Any]], output: Path, fmt: str | None =
             frame.to_parquet(output, index=False)
         except ImportError as exc:
             raise GradercalError(
-                f"writing Parquet needs pyarrow ({exc}); pip install pyarrow"
+                f"{output}: writing Parquet needs pyarrow: pip install 'gradercal[parquet]'"
             ) from exc
     return len(frame)
 

@@ -6,9 +6,9 @@ Everything above ``gradercal.db`` (CLI, UI) calls these methods and never writes
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -88,6 +88,11 @@ class ImportReport:
     judgments_added: int = 0
     judgments_updated: int = 0
     judgments_unchanged: int = 0
+    adjudications_added: int = 0
+    adjudications_updated: int = 0
+    adjudications_unchanged: int = 0
+    #: judge graders whose model the file named (stored where it was unknown)
+    grader_models_set: list[str] = field(default_factory=list)
 
     @property
     def changed(self) -> bool:
@@ -99,12 +104,47 @@ class ImportReport:
             or self.graders_added
             or self.judgments_added
             or self.judgments_updated
+            or self.adjudications_added
+            or self.adjudications_updated
+            or self.grader_models_set
         )
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
         out["changed"] = self.changed
         return out
+
+
+def _criterion_ids(s: Session, task_ids: Iterable[int]) -> dict[tuple[int, str], int]:
+    """``(task row id, criterion id in the files) → criterion row id`` for these tasks."""
+    out: dict[tuple[int, str], int] = {}
+    for batch in _batches(sorted(task_ids), 500):
+        for cid, tid, ext in s.execute(
+            select(m.Criterion.id, m.Criterion.task_id, m.Criterion.external_id).where(
+                m.Criterion.task_id.in_(batch)
+            )
+        ):
+            out[(tid, ext)] = cid
+    return out
+
+
+def _iso(when: datetime | None) -> str | None:
+    """A stored time as ISO 8601 with its offset (SQLite hands times back without one:
+    they are stored in UTC)."""
+    if when is None:
+        return None
+    return (when if when.tzinfo else when.replace(tzinfo=UTC)).isoformat()
+
+
+def adjudication_snapshot(row: m.Adjudication) -> dict[str, Any]:
+    """The value of an adjudication as the ``revision`` table keeps it before a change."""
+    return {
+        "met": row.met,
+        "level": row.level,
+        "note": row.note,
+        "adjudicator": row.adjudicator,
+        "updated_at": row.updated_at.isoformat(),
+    }
 
 
 def _core_insert(s: Session, table: type[m.Base], rows: Sequence[dict[str, Any]]) -> None:
@@ -270,6 +310,7 @@ class Repository:
             task_ids = self._import_tasks(s, bench.id, data, report, notify)
             response_ids = self._import_responses(s, bench.id, data, task_ids, report, notify)
             self._import_judgments(s, bench.id, data, response_ids, report, notify)
+            self._import_adjudications(s, data, response_ids, report)
         return report
 
     def _import_tasks(
@@ -485,7 +526,11 @@ class Repository:
         return out
 
     def _grader_ids(
-        self, s: Session, judgments: Sequence[Judgment], report: ImportReport
+        self,
+        s: Session,
+        judgments: Sequence[Judgment],
+        report: ImportReport,
+        data_models: Mapping[str, str] | None = None,
     ) -> dict[str, int]:
         kinds: dict[str, GraderKind] = {}
         for j in judgments:
@@ -493,18 +538,29 @@ class Repository:
         if not kinds:
             return {}
         rows = s.execute(
-            select(m.Grader.id, m.Grader.name, m.Grader.kind).where(m.Grader.name.in_(list(kinds)))
+            select(m.Grader.id, m.Grader.name, m.Grader.kind, m.Grader.model).where(
+                m.Grader.name.in_(list(kinds))
+            )
         )
+        models = data_models or {}
         ids: dict[str, int] = {}
-        for gid, name, kind in rows:
+        for gid, name, kind, model in rows:
             if kind != kinds[name].value:
                 raise ConflictError(
                     f"grader {name!r} is stored as a {kind}, the file says {kinds[name].value}"
                 )
+            wanted = models.get(name)
+            if wanted is not None and model not in (None, wanted):
+                raise ConflictError(
+                    f"judge {name!r} is stored as model {model!r}, the file says {wanted!r}"
+                )
+            if wanted is not None and model is None:
+                s.execute(update(m.Grader).where(m.Grader.id == gid).values(model=wanted))
+                report.grader_models_set.append(name)
             ids[name] = gid
         for name, kind in kinds.items():
             if name not in ids:
-                g = m.Grader(name=name, kind=kind.value)
+                g = m.Grader(name=name, kind=kind.value, model=models.get(name))
                 s.add(g)
                 s.flush()
                 ids[name] = g.id
@@ -522,16 +578,8 @@ class Repository:
     ) -> None:
         if not data.judgments:
             return
-        grader_ids = self._grader_ids(s, data.judgments, report)
-        needed_tasks = {response_ids[j.response_id][1] for j in data.judgments}
-        crit_ids: dict[tuple[int, str], int] = {}
-        for batch in _batches(sorted(needed_tasks), 500):
-            for cid, tid, ext in s.execute(
-                select(m.Criterion.id, m.Criterion.task_id, m.Criterion.external_id).where(
-                    m.Criterion.task_id.in_(batch)
-                )
-            ):
-                crit_ids[(tid, ext)] = cid
+        grader_ids = self._grader_ids(s, data.judgments, report, data.grader_models)
+        crit_ids = _criterion_ids(s, {response_ids[j.response_id][1] for j in data.judgments})
         existing: dict[tuple[int, int, int], Row[Any]] = {}
         if not report.benchmark_created:
             q = (
@@ -554,14 +602,21 @@ class Repository:
             for row in s.execute(q):
                 existing[(row.grader_id, row.response_id, row.criterion_id)] = row
         now = m.utcnow()
-        stamp = _bind_value(s, m.Judgment.__table__.c.created_at, now)
+        bind = m.Judgment.__table__.c.created_at.type.bind_processor(s.connection().dialect)
+
+        def stored(when: datetime | None) -> Any:
+            value = now if when is None else when
+            return bind(value) if bind is not None else value
+
+        stamp = stored(None)
         new_rows: list[tuple[Any, ...]] = []
-        updates: list[tuple[Row[Any], dict[str, Any]]] = []
+        updates: list[tuple[Row[Any], dict[str, Any], datetime | None]] = []
         for j in data.judgments:
             rid, tid = response_ids[j.response_id]
             key = (grader_ids[j.grader], rid, crit_ids[(tid, j.criterion_id)])
             old = existing.get(key)
             if old is None:
+                created = stamp if j.created_at is None else stored(j.created_at)
                 new_rows.append(
                     (
                         *key,
@@ -573,8 +628,8 @@ class Repository:
                         j.unclear_note,
                         "import",
                         1,
-                        stamp,
-                        stamp,
+                        created,
+                        created if j.updated_at is None else stored(j.updated_at),
                     )
                 )
                 continue
@@ -582,7 +637,7 @@ class Repository:
             if all(getattr(old, f) == values[f] for f in _JUDGMENT_FIELDS):
                 report.judgments_unchanged += 1
             else:
-                updates.append((old, values))
+                updates.append((old, values, j.updated_at))
         total = len(new_rows)
         columns = (
             "grader_id",
@@ -597,10 +652,82 @@ class Repository:
         for done, batch in enumerate(_batches(new_rows), start=1):
             _raw_insert(s, m.Judgment, columns, batch)
             notify("judgments", min(done * BATCH_ROWS, total), total)
-        for old, values in updates:
+        for old, values, when in updates:
             self._supersede_judgment(s, old, values, source="import", actor=None, now=now)
+            if when is not None:  # the change's own time, from the file
+                s.execute(update(m.Judgment).where(m.Judgment.id == old.id).values(updated_at=when))
         report.judgments_added = len(new_rows)
         report.judgments_updated = len(updates)
+
+    def _import_adjudications(
+        self,
+        s: Session,
+        data: BenchmarkData,
+        response_ids: dict[str, tuple[int, int]],
+        report: ImportReport,
+    ) -> None:
+        """New final verdicts are added; a changed one is revised, its old value kept in
+        ``revision`` (the same history as a decision taken in the app)."""
+        if not data.adjudications:
+            return
+        crit_ids = _criterion_ids(s, {response_ids[a.response_id][1] for a in data.adjudications})
+        keys = {
+            a: (
+                response_ids[a.response_id][0],
+                crit_ids[(response_ids[a.response_id][1], a.criterion_id)],
+            )
+            for a in data.adjudications
+        }
+        existing: dict[tuple[int, int], m.Adjudication] = {}
+        for batch in _batches(sorted({rid for rid, _c in keys.values()}), 500):
+            for found in s.scalars(
+                select(m.Adjudication)
+                .where(m.Adjudication.response_id.in_(batch))
+                .with_for_update()
+            ):
+                existing[(found.response_id, found.criterion_id)] = found
+        now = m.utcnow()
+        for a, key in keys.items():
+            row = existing.get(key)
+            if row is None:
+                created = a.created_at or now
+                s.add(
+                    m.Adjudication(
+                        response_id=key[0],
+                        criterion_id=key[1],
+                        adjudicator=a.adjudicator,
+                        met=a.met,
+                        level=a.level,
+                        note=a.note,
+                        created_at=created,
+                        updated_at=a.updated_at or created,
+                    )
+                )
+                report.adjudications_added += 1
+                continue
+            if (row.met, row.level, row.note, row.adjudicator) == (
+                a.met,
+                a.level,
+                a.note,
+                a.adjudicator,
+            ):
+                report.adjudications_unchanged += 1
+                continue
+            s.add(
+                m.Revision(
+                    entity="adjudication",
+                    entity_id=row.id,
+                    revision=row.revision,
+                    data=adjudication_snapshot(row),
+                    actor=None,
+                    source="import",
+                    changed_at=now,
+                )
+            )
+            row.met, row.level, row.note, row.adjudicator = a.met, a.level, a.note, a.adjudicator
+            row.revision += 1
+            row.updated_at = a.updated_at or now
+            report.adjudications_updated += 1
 
     @staticmethod
     def _supersede_judgment(
@@ -688,6 +815,7 @@ class Repository:
                     *[getattr(m.Judgment, f) for f in _JUDGMENT_FIELDS],
                     m.Task.external_id.label("task_id"),
                     m.Grader.model.label("judge_model"),
+                    m.Judgment.created_at,
                     m.Judgment.updated_at,
                     m.Judgment.revision,
                 )
@@ -716,7 +844,50 @@ class Repository:
                 if row.judge_model:
                     rec["model"] = row.judge_model
                 rec["revision"] = row.revision
-                rec["updated_at"] = row.updated_at.isoformat() if row.updated_at else None
+                rec["created_at"] = _iso(row.created_at)
+                rec["updated_at"] = _iso(row.updated_at)
+                out.append(rec)
+            return out
+
+    def adjudication_records(self, benchmark: str | None = None) -> list[dict[str, Any]]:
+        """Every final verdict as an adjudications.jsonl record plus task_id and revision."""
+        bench = self.benchmark(benchmark)
+        with self.db.read() as s:
+            q = (
+                select(
+                    m.Response.external_id.label("response_id"),
+                    m.Criterion.external_id.label("criterion_id"),
+                    m.Adjudication.met,
+                    m.Adjudication.level,
+                    m.Adjudication.adjudicator,
+                    m.Adjudication.note,
+                    m.Task.external_id.label("task_id"),
+                    m.Adjudication.revision,
+                    m.Adjudication.created_at,
+                    m.Adjudication.updated_at,
+                )
+                .join(m.Response, m.Response.id == m.Adjudication.response_id)
+                .join(m.Criterion, m.Criterion.id == m.Adjudication.criterion_id)
+                .join(m.Task, m.Task.id == m.Response.task_id)
+                .where(m.Response.benchmark_id == bench.id)
+                .order_by(m.Task.position, m.Response.id, m.Criterion.position)
+            )
+            out: list[dict[str, Any]] = []
+            for row in s.execute(q):
+                rec: dict[str, Any] = {
+                    "response_id": row.response_id,
+                    "criterion_id": row.criterion_id,
+                    "met": row.met,
+                }
+                if row.level is not None:
+                    rec["level"] = row.level
+                rec["adjudicator"] = row.adjudicator
+                if row.note is not None:
+                    rec["note"] = row.note
+                rec["task_id"] = row.task_id
+                rec["revision"] = row.revision
+                rec["created_at"] = _iso(row.created_at)
+                rec["updated_at"] = _iso(row.updated_at)
                 out.append(rec)
             return out
 
@@ -913,13 +1084,7 @@ class Repository:
                     entity="adjudication",
                     entity_id=row.id,
                     revision=row.revision,
-                    data={
-                        "met": row.met,
-                        "level": row.level,
-                        "note": row.note,
-                        "adjudicator": row.adjudicator,
-                        "updated_at": row.updated_at.isoformat(),
-                    },
+                    data=adjudication_snapshot(row),
                     actor=adjudicator,
                     source="ui",
                     changed_at=now,

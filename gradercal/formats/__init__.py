@@ -11,12 +11,12 @@ reader explains what is wrong with an unrecognised path.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from gradercal.errors import Problem, ValidationError
-from gradercal.formats import healthbench, healthbench_meta, v1
+from gradercal.formats import healthbench, healthbench_meta, tables, v1
 from gradercal.formats._lines import Recognised
 from gradercal.formats.healthbench import read_healthbench
 from gradercal.formats.v1 import (
@@ -57,6 +57,9 @@ class ImportFormat:
     read: Callable[[Path, Catalog | None], BenchmarkData]
     #: What its recogniser looks for (said when no format recognises a file).
     looks_for: str = ""
+    #: Its reader taking a column map (``--map FIELD=COLUMN``), for formats whose
+    #: files name their own columns; None: the format's fields are fixed.
+    read_mapped: Callable[[Path, Catalog | None, Mapping[str, str]], BenchmarkData] | None = None
 
 
 def _read_healthbench(path: Path, _catalog: Catalog | None) -> BenchmarkData:
@@ -86,12 +89,22 @@ FORMATS: tuple[ImportFormat, ...] = (
         "a .jsonl file whose lines have prompt and rubrics",
     ),
     ImportFormat(
+        tables.FORMAT_NAME,
+        "judgments or adjudications as a CSV, TSV, Excel or Parquet table (gradercal's own "
+        "exports, or any table with --map FIELD=COLUMN)",
+        tables.recognise,
+        tables.read_table,
+        "a " + "/".join(tables.SUFFIXES) + " file",
+        read_mapped=tables.read_table,
+    ),
+    ImportFormat(
         v1.FORMAT_NAME,
-        "gradercal benchmark folder v1 (tasks, responses, judgments JSONL; docs/formats.md)",
+        "gradercal benchmark folder v1 (tasks, responses, judgments, adjudications JSONL; "
+        "docs/formats.md)",
         v1.recognise,
         read_folder,
-        "a folder with tasks.jsonl, or one tasks, responses or judgments .jsonl file "
-        "(docs/formats.md)",
+        "a folder with tasks.jsonl, or one tasks, responses, judgments or adjudications "
+        ".jsonl file (docs/formats.md)",
     ),
 )
 _FALLBACK = FORMATS[-1]
@@ -109,8 +122,15 @@ def recognise(path: str | Path) -> Recognised:
     return Recognised(_FALLBACK.name, None, folder.resolve().name)
 
 
-def read_path(path: str | Path, catalog: Catalog | None = None) -> BenchmarkData:
+def read_path(
+    path: str | Path,
+    catalog: Catalog | None = None,
+    column_map: Mapping[str, str] | None = None,
+) -> BenchmarkData:
     """Read whatever ``gradercal import`` was given, with the format that recognises it.
+
+    ``column_map`` (``{field: column}``) names the columns of a table whose headers are
+    not gradercal's field names; formats with fixed fields refuse one.
 
     Raises:
         ValidationError: with every problem found; nothing is returned half-read.
@@ -125,4 +145,35 @@ def read_path(path: str | Path, catalog: Catalog | None = None) -> BenchmarkData
             [Problem(p.name, None, None, f"no import format reads this file (tried {tried})")]
         )
     fmt = next(f for f in FORMATS if f.name == found.format)
-    return fmt.read(p, catalog)
+    if column_map:
+        if fmt.read_mapped is None:
+            mapped = ", ".join(f.name for f in FORMATS if f.read_mapped is not None)
+            raise ValidationError(
+                [
+                    Problem(
+                        p.name,
+                        None,
+                        None,
+                        f"--map applies to tables ({mapped}); this is a {fmt.name} "
+                        "file, whose fields are fixed",
+                    )
+                ]
+            )
+        return _explained(fmt, p, lambda: fmt.read_mapped(p, catalog, column_map))  # type: ignore[misc]
+    return _explained(fmt, p, lambda: fmt.read(p, catalog))
+
+
+def _explained(fmt: ImportFormat, path: Path, read: Callable[[], BenchmarkData]) -> BenchmarkData:
+    """``read()``; a file's problems close with the format that took it and the others
+    (a file taken for the wrong format then says so)."""
+    try:
+        return read()
+    except ValidationError as exc:
+        if not path.is_file() or exc.hint:
+            raise
+        others = "; ".join(f"{f.name}: {f.looks_for}" for f in FORMATS if f is not fmt)
+        raise ValidationError(
+            exc.problems,
+            hint=f"(read as {fmt.description}, the first format that recognised it; "
+            f"the others read {others})",
+        ) from None

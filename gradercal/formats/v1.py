@@ -12,6 +12,7 @@ import math
 import mimetypes
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 from typing import Any, TextIO
 
@@ -26,6 +27,7 @@ from gradercal.formats._lines import (
 from gradercal.model import (
     DEFAULT_PASS_THRESHOLD,
     FORMAT_VERSION,
+    Adjudication,
     Artifact,
     ArtifactKind,
     AutoRule,
@@ -43,6 +45,7 @@ FORMAT_NAME = "v1"
 TASKS_FILE = "tasks.jsonl"
 RESPONSES_FILE = "responses.jsonl"
 JUDGMENTS_FILE = "judgments.jsonl"
+ADJUDICATIONS_FILE = "adjudications.jsonl"
 BENCHMARK_FILE = "benchmark.json"
 
 #: Refuse single artifact files above this size (a guard against accidents, not a format rule).
@@ -86,12 +89,31 @@ def read_folder(folder: str | Path, catalog: Catalog | None = None) -> Benchmark
             not (root / TASKS_FILE).exists()
             and not (root / RESPONSES_FILE).exists()
             and not (root / JUDGMENTS_FILE).exists()
+            and not (root / ADJUDICATIONS_FILE).exists()
         ):
             raise ValidationError(
                 [Problem(str(folder), None, None, f"not a benchmark folder: no {TASKS_FILE}")]
             )
         return reader.read_all()
     return reader.read_one(only)
+
+
+def read_stream(source: Path, label: str, root: Path, catalog: Catalog | None) -> BenchmarkData:
+    """Read one v1 JSONL file kept at ``source`` (e.g. standard input, spooled), reported
+    as ``label``, with artifact paths relative to ``root``.
+
+    Raises:
+        ValidationError: listing every problem found.
+    """
+    reader = _Reader(root.resolve(), catalog or Catalog())
+    reader.sources[label] = source
+    return reader.read_one(label)
+
+
+def table_reader(root: Path, catalog: Catalog) -> _Reader:
+    """A reader whose :meth:`_Reader.judgment_rows` and :meth:`_Reader.adjudication_rows`
+    validate records from elsewhere (a table's rows) by this format's rules."""
+    return _Reader(root.resolve(), catalog)
 
 
 class _Reader:
@@ -103,6 +125,8 @@ class _Reader:
         self.tasks: dict[str, Task] = {}
         self.responses: dict[str, Response] = {}
         self.judgments: list[Judgment] = []
+        self.adjudications: list[Adjudication] = []
+        self.grader_models: dict[str, str] = {}
         self.blobs: dict[str, str] = {}
         self._hash_cache: dict[Path, tuple[str, int]] = {}
         # ids seen on lines that failed validation: references to them are not reported
@@ -110,6 +134,11 @@ class _Reader:
         self._bad_tasks: set[str] = set()
         self._bad_responses: set[str] = set()
         self._criteria_of_task: dict[str, dict[str, tuple[str, int]]] = {}
+        #: files read from elsewhere than the root, by the name they are reported under
+        self.sources: dict[str, Path] = {}
+
+    def _file(self, name: str) -> Path:
+        return self.sources.get(name) or self.root / name
 
     # -- orchestration -------------------------------------------------------------
     def read_all(self) -> BenchmarkData:
@@ -121,10 +150,13 @@ class _Reader:
             self._read_responses()
         if (self.root / JUDGMENTS_FILE).exists():
             self._read_judgments()
-        return self._finish()
+        if (self.root / ADJUDICATIONS_FILE).exists():
+            self._read_adjudications()
+        return self.finish()
 
     def read_one(self, name: str) -> BenchmarkData:
-        kind = sniff_jsonl(self.root / name) if name.endswith(".jsonl") else None
+        source = self._file(name)
+        kind = sniff_jsonl(source) if source.name.endswith(".jsonl") else None
         if name == BENCHMARK_FILE:
             self._read_benchmark()
         elif kind == "tasks":
@@ -133,13 +165,20 @@ class _Reader:
             self._read_responses(name)
         elif kind == "judgments":
             self._read_judgments(name)
+        elif kind == "adjudications":
+            self._read_adjudications(name)
         else:
             self.problems.append(
-                Problem(name, None, None, "not a tasks, responses or judgments JSONL file")
+                Problem(
+                    name,
+                    None,
+                    None,
+                    "not a tasks, responses, judgments or adjudications JSONL file",
+                )
             )
-        return self._finish()
+        return self.finish()
 
-    def _finish(self) -> BenchmarkData:
+    def finish(self) -> BenchmarkData:
         if self.problems:
             raise ValidationError(self.problems)
         return BenchmarkData(
@@ -148,6 +187,8 @@ class _Reader:
             responses=list(self.responses.values()),
             judgments=self.judgments,
             blobs=self.blobs,
+            adjudications=self.adjudications,
+            grader_models=self.grader_models,
         )
 
     @staticmethod
@@ -170,7 +211,7 @@ class _Reader:
 
     # -- tasks.jsonl ---------------------------------------------------------------
     def _read_tasks(self, name: str = TASKS_FILE) -> None:
-        for lineno, value in read_jsonl(self.root / name, name, self.problems):
+        for lineno, value in read_jsonl(self._file(name), name, self.problems):
             if not check_schema("task", value, name, lineno, self.problems):
                 self._remember_bad(value, self._bad_tasks)
                 continue
@@ -352,7 +393,7 @@ class _Reader:
         return task_id in self.tasks or task_id in self.catalog.criteria
 
     def _read_responses(self, name: str = RESPONSES_FILE) -> None:
-        for lineno, value in read_jsonl(self.root / name, name, self.problems):
+        for lineno, value in read_jsonl(self._file(name), name, self.problems):
             if not check_schema("response", value, name, lineno, self.problems):
                 self._remember_bad(value, self._bad_responses)
                 continue
@@ -393,42 +434,97 @@ class _Reader:
         return cached
 
     def _read_judgments(self, name: str = JUDGMENTS_FILE) -> None:
+        self.judgment_rows(name, read_jsonl(self._file(name), name, self.problems))
+
+    def _criterion_of(self, name: str, lineno: int, rid: str, cid: str) -> tuple[str, int] | None:
+        """The (kind, levels) of a judged criterion of a response; None, with the problem
+        recorded, when the response or criterion is unknown or the criterion is auto."""
+        criteria = self._criterion_info(rid)
+        if criteria is None:
+            self.problems.append(
+                Problem(name, lineno, "response_id", f"unknown response_id {rid!r}")
+            )
+            return None
+        info = criteria.get(cid)
+        if info is None:
+            self.problems.append(
+                Problem(
+                    name,
+                    lineno,
+                    "criterion_id",
+                    f"unknown criterion_id {cid!r} for response {rid!r}",
+                )
+            )
+            return None
+        if info[0] == "auto":
+            self.problems.append(
+                Problem(
+                    name,
+                    lineno,
+                    "criterion_id",
+                    f"{cid!r} is an auto criterion, graded from the answer, not judged",
+                )
+            )
+            return None
+        return info
+
+    def _level_ok(
+        self, name: str, lineno: int, level: int | None, met: bool | None, levels: int
+    ) -> bool:
+        """A level below the criterion's count that agrees with ``met`` (or no level)."""
+        if level is None:
+            return True
+        if level >= levels:
+            self.problems.append(
+                Problem(
+                    name,
+                    lineno,
+                    "level",
+                    f"must be below {levels} (the criterion has {levels} levels)",
+                )
+            )
+            return False
+        if met is not None and met != (level == levels - 1):
+            self.problems.append(Problem(name, lineno, "met", f"disagrees with level {level}"))
+            return False
+        return True
+
+    def _stamps(
+        self, name: str, lineno: int, value: Mapping[str, Any]
+    ) -> tuple[datetime | None, datetime | None] | None:
+        """``created_at`` and ``updated_at`` of a record (ISO 8601; UTC when no offset),
+        in UTC; None, with the problem recorded, when one does not parse."""
+        out: list[datetime | None] = []
+        for key in ("created_at", "updated_at"):
+            raw = value.get(key)
+            if raw is None:
+                out.append(None)
+                continue
+            try:
+                stamp = datetime.fromisoformat(raw)
+            except (TypeError, ValueError):
+                self.problems.append(
+                    Problem(name, lineno, key, f"not an ISO 8601 date and time: {raw!r}")
+                )
+                return None
+            out.append(stamp.astimezone(UTC) if stamp.tzinfo else stamp.replace(tzinfo=UTC))
+        return out[0], out[1]
+
+    def judgment_rows(self, name: str, rows: Iterable[tuple[int, Any]]) -> None:
+        """Validate judgment records (from a JSONL file or a table's rows) into
+        :attr:`judgments`; every problem is recorded with its line."""
         seen: set[tuple[str, str, str]] = set()
         kinds: dict[str, str] = dict(self.catalog.grader_kinds)
-        for lineno, value in read_jsonl(self.root / name, name, self.problems):
+        for lineno, value in rows:
             if not check_schema("judgment", value, name, lineno, self.problems):
                 continue
             rid, cid, grader = value["response_id"], value["criterion_id"], value["grader"]
             if rid in self._bad_responses:
                 continue
-            criteria = self._criterion_info(rid)
-            if criteria is None:
-                self.problems.append(
-                    Problem(name, lineno, "response_id", f"unknown response_id {rid!r}")
-                )
-                continue
-            info = criteria.get(cid)
+            info = self._criterion_of(name, lineno, rid, cid)
             if info is None:
-                self.problems.append(
-                    Problem(
-                        name,
-                        lineno,
-                        "criterion_id",
-                        f"unknown criterion_id {cid!r} for response {rid!r}",
-                    )
-                )
                 continue
-            ckind, levels = info
-            if ckind == "auto":
-                self.problems.append(
-                    Problem(
-                        name,
-                        lineno,
-                        "criterion_id",
-                        f"{cid!r} is an auto criterion, graded from the answer, not judged",
-                    )
-                )
-                continue
+            _ckind, levels = info
             key = (grader, rid, cid)
             if key in seen:
                 self.problems.append(
@@ -455,20 +551,24 @@ class _Reader:
                 continue
             level = value.get("level")
             met = value["met"]
-            if level is not None:
-                if level >= levels:
+            if not self._level_ok(name, lineno, level, met, levels):
+                continue
+            stamps = self._stamps(name, lineno, value)
+            if stamps is None:
+                continue
+            model = value.get("model")
+            if model is not None:
+                if kind != GraderKind.JUDGE.value:
                     self.problems.append(
-                        Problem(
-                            name,
-                            lineno,
-                            "level",
-                            f"must be below {levels} (the criterion has {levels} levels)",
-                        )
+                        Problem(name, lineno, "model", f"{grader!r} is not a judge grader")
                     )
                     continue
-                if met is not None and met != (level == levels - 1):
+                known = self.grader_models.setdefault(grader, model)
+                if known != model:
                     self.problems.append(
-                        Problem(name, lineno, "met", f"disagrees with level {level}")
+                        Problem(
+                            name, lineno, "model", f"judge {grader!r} is {known!r} on other lines"
+                        )
                     )
                     continue
             self.judgments.append(
@@ -483,6 +583,53 @@ class _Reader:
                     rationale=value.get("rationale"),
                     unclear=bool(value.get("unclear", False)),
                     unclear_note=value.get("unclear_note"),
+                    created_at=stamps[0],
+                    updated_at=stamps[1],
+                )
+            )
+
+    # -- adjudications.jsonl -------------------------------------------------------
+    def _read_adjudications(self, name: str = ADJUDICATIONS_FILE) -> None:
+        self.adjudication_rows(name, read_jsonl(self._file(name), name, self.problems))
+
+    def adjudication_rows(self, name: str, rows: Iterable[tuple[int, Any]]) -> None:
+        """Validate adjudication records into :attr:`adjudications` (one per response and
+        criterion; on judged criteria only)."""
+        seen: set[tuple[str, str]] = set()
+        for lineno, value in rows:
+            if not check_schema("adjudication", value, name, lineno, self.problems):
+                continue
+            rid, cid = value["response_id"], value["criterion_id"]
+            if rid in self._bad_responses:
+                continue
+            info = self._criterion_of(name, lineno, rid, cid)
+            if info is None:
+                continue
+            if (rid, cid) in seen:
+                self.problems.append(
+                    Problem(
+                        name, lineno, "criterion_id", f"duplicate adjudication of {rid!r} / {cid!r}"
+                    )
+                )
+                continue
+            seen.add((rid, cid))
+            level, met = value.get("level"), value["met"]
+            if not self._level_ok(name, lineno, level, met, info[1]):
+                continue
+            stamps = self._stamps(name, lineno, value)
+            if stamps is None:
+                continue
+            note = value.get("note")
+            self.adjudications.append(
+                Adjudication(
+                    response_id=rid,
+                    criterion_id=cid,
+                    met=met,
+                    adjudicator=value["adjudicator"],
+                    note=note if note and note.strip() else None,
+                    level=level,
+                    created_at=stamps[0],
+                    updated_at=stamps[1],
                 )
             )
 
@@ -497,13 +644,16 @@ def _is_number(value: Any) -> bool:
 def sniff_jsonl(path: Path) -> str | None:
     """Guess what a JSONL file holds from its first non-blank line.
 
-    Returns ``"tasks"``, ``"responses"``, ``"judgments"`` or None (not a v1 file).
+    Returns ``"tasks"``, ``"responses"``, ``"judgments"``, ``"adjudications"`` or None
+    (not a v1 file).
     """
     first = first_record(path)
     if first is None:
         return None
     if "rubric" in first:
         return "tasks"
+    if "criterion_id" in first and "adjudicator" in first and "grader" not in first:
+        return "adjudications"
     if "criterion_id" in first:
         return "judgments"
     if "task_id" in first and "text" in first:
@@ -528,7 +678,7 @@ def recognise(path: Path) -> Recognised | None:
     kind = sniff_jsonl(path)
     if kind is None:
         return None
-    if kind in ("responses", "judgments"):
+    if kind in ("responses", "judgments", "adjudications"):
         return Recognised(FORMAT_NAME, kind, None)
     return Recognised(FORMAT_NAME, kind, _peek_name(path.parent) or path.parent.resolve().name)
 
@@ -611,7 +761,33 @@ def judgment_record(j: Judgment) -> dict[str, Any]:
     rec.update({k: v for k, v in optional.items() if v is not None})
     if j.unclear:
         rec["unclear"] = True
+    rec.update(_stamp_fields(j.created_at, j.updated_at))
     return rec
+
+
+def adjudication_record(a: Adjudication) -> dict[str, Any]:
+    """The adjudications.jsonl object for a final verdict."""
+    rec: dict[str, Any] = {
+        "response_id": a.response_id,
+        "criterion_id": a.criterion_id,
+        "met": a.met,
+    }
+    if a.level is not None:
+        rec["level"] = a.level
+    rec["adjudicator"] = a.adjudicator
+    if a.note is not None:
+        rec["note"] = a.note
+    rec.update(_stamp_fields(a.created_at, a.updated_at))
+    return rec
+
+
+def _stamp_fields(created: datetime | None, updated: datetime | None) -> dict[str, str]:
+    out = {}
+    if created is not None:
+        out["created_at"] = created.isoformat()
+    if updated is not None:
+        out["updated_at"] = updated.isoformat()
+    return out
 
 
 def write_jsonl(path: str | Path, records: Iterable[Mapping[str, Any]]) -> int:

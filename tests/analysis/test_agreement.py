@@ -237,9 +237,10 @@ def test_pairwise_kappa_equals_scikit_learn(demo: Frames) -> None:
 def test_demo_report_shape(demo: Frames) -> None:
     rep = ag.agreement_report(demo, judge="judge-gpt", by="workflow", n_boot=200, seed=1)
     hj = rep["human_judge"]
-    # the judge is more lenient than the experts on the demo
-    assert hj["confusion"] == {"tp": 174, "fp": 45, "fn": 17, "tn": 148}
-    assert hj["metrics"]["leniency_bias"]["value"] == pytest.approx((45 - 17) / 384)
+    # the judge is more lenient than the experts on the demo (reference: the experts'
+    # majority, or the final verdict where adjudications.jsonl has one; counted by hand)
+    assert hj["confusion"] == {"tp": 174, "fp": 45, "fn": 18, "tn": 147}
+    assert hj["metrics"]["leniency_bias"]["value"] == pytest.approx((45 - 18) / 384)
     assert hj["within_human_range"]["leniency_bias"] is False
     lo, hi = hj["metrics"]["leniency_bias"]["ci"]
     assert 0 < lo < (45 - 17) / 384 < hi

@@ -359,8 +359,14 @@ def test_test_metrics_equal_an_independent_recomputation(demo: Frames) -> None:
     share = human["met"].mean()
     judge = j.loc[j["grader"] == "judge-gpt"].set_index(["response_id", "criterion_id"])
     both = judge.join(share.rename("share"), how="inner")
-    both = both.loc[both["share"] != 0.5]  # a tie is no consensus
-    y = (both["share"] > 0.5).to_numpy(int)
+    # an adjudicated item's reference is the final verdict, whatever the experts' split
+    final = demo.adjudications.set_index(["response_id", "criterion_id"])["met"]
+    both = both.join(final.astype(bool).rename("final"), how="left")
+    decided = both["final"].notna()
+    both = both.loc[decided | (both["share"] != 0.5)]  # a tie is no consensus
+    y = np.where(
+        both["final"].notna(), both["final"].fillna(False).astype(bool), both["share"] > 0.5
+    ).astype(int)
     met = both["met"].to_numpy(bool)
     s = np.where(met, both["confidence"], 1 - both["confidence"])
     s = np.where(np.isnan(both["confidence"]), met.astype(float), s)

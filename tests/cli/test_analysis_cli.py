@@ -82,7 +82,10 @@ def test_agreement_json_equals_the_library(demo_db: Path) -> None:
         frames, judge="judge-gpt", by="tag", n_boot=100, seed=3, benchmark=out["benchmark"]
     )
     assert out == json.loads(json.dumps(json_safe(lib)))
-    assert out["human_judge"]["confusion"] == {"tp": 174, "fp": 45, "fn": 17, "tn": 148}
+    # the reference is the experts' majority, replaced by the final verdict where the
+    # demo's adjudications.jsonl has one (counted by hand from the demo's files: one
+    # adjudication turns a majority "not met" the judge shared into "met")
+    assert out["human_judge"]["confusion"] == {"tp": 174, "fp": 45, "fn": 18, "tn": 147}
     assert set(out) >= {
         "benchmark",
         "humans",

@@ -123,3 +123,53 @@ def test_an_unreachable_judge_server_fails_at_once_with_the_cause(
     with sqlite3.connect(demo_db) as conn:
         names = {n for (n,) in conn.execute("SELECT name FROM grader")}
     assert "judge-gpt" in names and "j-down" not in names  # nor a judge grader created
+
+
+def test_import_reads_json_lines_from_standard_input(tmp_path: Path) -> None:
+    """`import -` takes tasks (artifact paths relative to the current folder), then
+    responses and judgments piped in; the result equals importing the files."""
+    import os
+
+    db = str(tmp_path / "stdin.sqlite")
+    here = os.getcwd()
+    tasks = (DEMO / "tasks.jsonl").read_text("utf-8")
+    res = CliRunner().invoke(main, ["import", "-", "--db", db], input=tasks)
+    assert res.exit_code != 0 and "give --benchmark NAME" in res.output
+    name = json.loads((DEMO / "benchmark.json").read_text("utf-8"))["name"]
+    os.chdir(DEMO)  # tasks.jsonl names artifacts/… relative to the demo folder
+    try:
+        said = _run("import", "-", "--db", db, "--benchmark", name, stdin=tasks)
+    finally:
+        os.chdir(here)
+    assert "10 tasks, 9 artifacts" in said
+    for name in ("responses.jsonl", "judgments.jsonl", "adjudications.jsonl"):
+        _run("import", "-", "--db", db, stdin=(DEMO / name).read_text("utf-8"))
+    folder_db = str(tmp_path / "folder.sqlite")
+    _run("import", str(DEMO), "--db", folder_db)
+    for what in ("tasks", "responses", "judgments", "adjudications"):
+        a = _run("export", what, "--db", db, "-o", "-")
+        b = _run("export", what, "--db", folder_db, "-o", "-")
+        if what in ("judgments",):  # import times differ; everything else is equal
+            strip = ("created_at", "updated_at")
+            a, b = (
+                [{k: v for k, v in json.loads(x).items() if k not in strip} for x in t.splitlines()]
+                for t in (a, b)
+            )
+        assert a == b, what
+    # problems are reported against <stdin>, and an empty input is refused
+    res = CliRunner().invoke(main, ["import", "-", "--db", db], input='{"id": "r"}\n')
+    assert res.exit_code != 0 and "<stdin>" in res.output
+    res = CliRunner().invoke(main, ["import", "-", "--db", db], input="")
+    assert res.exit_code != 0 and "standard input is empty" in res.output
+
+
+def test_a_file_read_as_the_wrong_format_says_which_format_read_it(tmp_path: Path) -> None:
+    """A HealthBench-like file with a typo'd field is taken for a tasks file (it has a
+    rubric); the problems end by saying so and naming the other formats."""
+    path = tmp_path / "eval.jsonl"
+    path.write_text(json.dumps({"prompt_id": "p1", "rubric": "Mentions dose"}) + "\n", "utf-8")
+    res = CliRunner().invoke(main, ["import", str(path), "--db", str(tmp_path / "w.sqlite")])
+    assert res.exit_code != 0
+    last = res.output.strip().splitlines()[-1]
+    assert "read as gradercal benchmark folder v1" in last, res.output
+    assert "healthbench-meta: a .jsonl file whose lines have binary_labels" in last

@@ -467,10 +467,19 @@ def test_points_and_labels_are_bounded(mini: Path) -> None:
 def test_the_format_registry_recognises_each_kind_of_path(mini: Path, tmp_path: Path) -> None:
     """Each path goes to the first format that recognises it, with the benchmark it names;
     an unrecognised path falls back to v1, whose reader says what is wrong."""
-    assert [f.name for f in FORMATS] == ["healthbench-meta", "healthbench", "v1"]
+    assert [f.name for f in FORMATS] == ["healthbench-meta", "healthbench", "table", "v1"]
     assert recognise(mini) == Recognised("v1", "folder", "mini", threshold_from_file=True)
     assert recognise(mini / "tasks.jsonl") == Recognised("v1", "tasks", "mini")
     assert recognise(mini / "judgments.jsonl") == Recognised("v1", "judgments", None)
+    adjudications = tmp_path / "final.jsonl"
+    write_jsonl(
+        adjudications,
+        [{"response_id": "r", "criterion_id": "c", "met": True, "adjudicator": "lead"}],
+    )
+    assert recognise(adjudications) == Recognised("v1", "adjudications", None)
+    table = tmp_path / "ratings.csv"
+    table.write_text("item,rater,verdict\n")
+    assert recognise(table) == Recognised("table", "table", None)
     bare = tmp_path / "bare"
     bare.mkdir()
     write_jsonl(bare / "tasks.jsonl", [])
