@@ -351,15 +351,17 @@ def _pct(value: float | None, digits: int = 1) -> str:
 
 @click.command()
 @click.argument(
-    "what", type=click.Choice(["judgments", "adjudications", "scores", "tasks", "responses"])
+    "what",
+    type=click.Choice(["judgments", "adjudications", "scores", "tasks", "responses", "benchmark"]),
 )
 @click.option(
     "-o",
     "--output",
     required=True,
-    type=click.Path(path_type=Path, dir_okay=False),
+    type=click.Path(path_type=Path),
     help="Output file: .csv, .jsonl or .parquet (the format follows the suffix); "
-    "'-' for standard output (JSONL, or CSV with --format csv).",
+    "'-' for standard output (JSONL, or CSV with --format csv); a new folder for "
+    "`export benchmark`.",
 )
 @click.option(
     "--format",
@@ -371,7 +373,12 @@ def _pct(value: float | None, digits: int = 1) -> str:
 @benchmark_option
 @handle_errors
 def export(what: str, output: Path, db: str | None, benchmark: str | None, fmt: str | None) -> None:
-    """Export judgments, adjudications, scores, tasks or responses to CSV, JSONL or Parquet.
+    """Export judgments, adjudications, scores, tasks or responses to CSV, JSONL or
+    Parquet, or the whole benchmark as a format v1 folder.
+
+    `export benchmark -o DIR` writes benchmark.json, tasks, responses, judgments and
+    adjudications JSONL and every artifact file at its original path: a folder that
+    `gradercal import DIR` reads back into the same benchmark (DIR must not exist).
 
     `export judgments -o FILE.jsonl` writes the judgments.jsonl format (judges' models
     and every verdict's times included), so the file imports back unchanged; so do
@@ -380,6 +387,12 @@ def export(what: str, output: Path, db: str | None, benchmark: str | None, fmt: 
     """
     from gradercal.formats import response_record, task_record
 
+    if what == "benchmark":
+        n = _export_folder(open_repo(db), benchmark, output)
+        click.echo(f"wrote benchmark folder {output} ({n} files)")
+        return
+    if output.is_dir():
+        raise GradercalError(f"{output}: is a folder; give a file name")
     suffix = "." + fmt if fmt else output.suffix.lower()
     if str(output) == "-" and not fmt:
         suffix = ".jsonl"
@@ -406,6 +419,66 @@ def export(what: str, output: Path, db: str | None, benchmark: str | None, fmt: 
     n = write_records(records, output, suffix.lstrip("."))
     if str(output) != "-":
         click.echo(f"wrote {n} {what} rows to {output}")
+
+
+def _export_folder(repo: Any, benchmark: str | None, output: Path) -> int:
+    """The benchmark as a format v1 folder at ``output``, written beside it first and
+    moved into place whole (an interrupted export leaves no half folder)."""
+    import shutil
+    import tempfile
+    from pathlib import PurePosixPath
+
+    from gradercal.formats import response_record, task_record, write_jsonl
+
+    if str(output) == "-":
+        raise GradercalError("a benchmark folder cannot go to standard output: give -o DIR")
+    if output.exists():
+        raise GradercalError(f"{output}: already exists; give a new folder")
+    bench = repo.benchmark(benchmark)
+    tasks = repo.load_tasks(bench.name)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{output.name}-", dir=output.parent))
+    try:
+        settings = {
+            "name": bench.name,
+            "pass_threshold": bench.pass_threshold,
+            "format_version": bench.format_version,
+        }
+        (tmp / "benchmark.json").write_text(
+            json.dumps(settings, ensure_ascii=False, indent=2) + "\n", encoding="utf-8"
+        )
+        files = 1
+        for task in tasks:
+            for art in task.artifacts:
+                if art.path is None or art.sha256 is None:
+                    continue
+                rel = PurePosixPath(art.path)
+                if rel.is_absolute() or ".." in rel.parts:  # never written outside DIR
+                    raise GradercalError(f"task {task.id}: unsafe artifact path {art.path!r}")
+                target = tmp.joinpath(*rel.parts)
+                if not target.exists():
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    target.write_bytes(repo.read_blob(art.sha256))
+                    files += 1
+        informative = ("task_id", "revision")  # verdicts' read-only extras
+        tables = {
+            "tasks.jsonl": [task_record(t) for t in tasks],
+            "responses.jsonl": [response_record(r) for r in repo.load_responses(bench.name)],
+            "judgments.jsonl": repo.judgment_records(bench.name),
+            "adjudications.jsonl": repo.adjudication_records(bench.name),
+        }
+        for name, records in tables.items():
+            if not records and name != "tasks.jsonl":
+                continue
+            if name in ("judgments.jsonl", "adjudications.jsonl"):
+                records = [{k: v for k, v in r.items() if k not in informative} for r in records]
+            write_jsonl(tmp / name, records)
+            files += 1
+        tmp.rename(output)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return files
 
 
 def _criterion_rows(tasks: list[Any]) -> list[dict[str, Any]]:

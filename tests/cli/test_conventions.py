@@ -173,3 +173,50 @@ def test_a_file_read_as_the_wrong_format_says_which_format_read_it(tmp_path: Pat
     last = res.output.strip().splitlines()[-1]
     assert "read as gradercal benchmark folder v1" in last, res.output
     assert "healthbench-meta: a .jsonl file whose lines have binary_labels" in last
+
+
+def test_export_benchmark_writes_a_folder_that_imports_back_the_same(
+    demo_db: str, tmp_path: Path
+) -> None:
+    """`export benchmark -o DIR` writes a v1 folder (artifact bytes included) that imports
+    into an empty database as the same benchmark: every export of it is identical."""
+    out = tmp_path / "copy"
+    _run("export", "benchmark", "--db", demo_db, "-o", str(out))
+    for name in ("benchmark.json", "tasks.jsonl", "responses.jsonl", "judgments.jsonl"):
+        assert (out / name).is_file(), name
+    for art in (DEMO / "artifacts").rglob("*"):
+        if art.is_file():
+            copy = out / art.relative_to(DEMO)
+            assert copy.read_bytes() == art.read_bytes(), art
+    db = str(tmp_path / "copy.sqlite")
+    _run("import", str(out), "--db", db)
+    assert _run("benchmarks", "--db", db, "--json") == _run("benchmarks", "--db", demo_db, "--json")
+    for what in ("tasks", "responses", "judgments", "adjudications"):
+        a = _run("export", what, "--db", db, "-o", "-")
+        assert a == _run("export", what, "--db", demo_db, "-o", "-"), what
+    # an existing folder is never overwritten, and nothing is left half written
+    res = CliRunner().invoke(main, ["export", "benchmark", "--db", demo_db, "-o", str(out)])
+    assert res.exit_code == 1 and "already exists" in res.output
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".copy")]
+    res = CliRunner().invoke(main, ["export", "judgments", "--db", demo_db, "-o", str(out)])
+    assert res.exit_code == 1 and "is a folder" in res.output
+
+
+def test_an_interrupted_benchmark_export_leaves_nothing(
+    demo_db: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gradercal.db.repo import Repository
+
+    calls = []
+
+    def failing(self: Repository, sha256: str) -> bytes:
+        calls.append(sha256)
+        if len(calls) > 2:
+            raise KeyboardInterrupt
+        return b"x"
+
+    monkeypatch.setattr(Repository, "read_blob", failing)
+    out = tmp_path / "copy"
+    res = CliRunner().invoke(main, ["export", "benchmark", "--db", demo_db, "-o", str(out)])
+    assert res.exit_code != 0 and len(calls) == 3
+    assert list(tmp_path.iterdir()) == []  # neither the folder nor its temporary twin
