@@ -519,7 +519,7 @@ def write_records(records: list[dict[str, Any]], output: Path, fmt: str | None =
 
             return dump_jsonl(sys.stdout, records)
         frame = _frame(records)
-        frame.to_csv(sys.stdout, index=False)
+        _inert(frame).to_csv(sys.stdout, index=False)
         return len(frame)
     output.parent.mkdir(parents=True, exist_ok=True)
     if fmt == "jsonl":
@@ -528,7 +528,7 @@ def write_records(records: list[dict[str, Any]], output: Path, fmt: str | None =
         return write_jsonl(output, records)
     frame = _frame(records)
     if fmt == "csv":
-        frame.to_csv(output, index=False)
+        _inert(frame).to_csv(output, index=False)
     else:
         try:
             frame.to_parquet(output, index=False)
@@ -537,6 +537,19 @@ def write_records(records: list[dict[str, Any]], output: Path, fmt: str | None =
                 f"{output}: writing Parquet needs pyarrow: pip install 'gradercal[parquet]'"
             ) from exc
     return len(frame)
+
+
+def _inert(frame: pd.DataFrame) -> pd.DataFrame:
+    """Text cells a spreadsheet would run as a formula (starting with = + - @, a tab or a
+    carriage return) prefixed with ``'``, as OWASP advises against CSV injection;
+    gradercal's table import takes the quote off again (docs/formats.md)."""
+    from gradercal.formats.tables import neutralise_cell
+
+    out = frame.copy()
+    for col in out.columns:
+        if out[col].dtype == object or str(out[col].dtype) in ("str", "string"):
+            out[col] = out[col].map(neutralise_cell)
+    return out
 
 
 #: Columns written as integers (nullable), booleans and timestamps in CSV/Parquet.

@@ -9,7 +9,9 @@ table holds follows from its columns: a ``grader`` column makes it judgments, an
 per field (verdicts accept true/false, 1/0, yes/no, met/not met, pass/fail), then checked
 by exactly the rules of format v1's JSONL files, so a problem is reported as
 ``file:row: field: message`` with the row as a spreadsheet numbers it (the header is row
-1). Columns the table has beyond the known fields are ignored.
+1). Columns the table has beyond the known fields are ignored. A CSV or TSV cell that
+starts with ``'`` followed by a formula character is read without the quote: that is how
+gradercal's CSV exports keep spreadsheets from running text as formulas.
 """
 
 from __future__ import annotations
@@ -29,7 +31,8 @@ FORMAT_NAME = "table"
 #: File suffixes read as tables, and how pandas reads each.
 SUFFIXES = (".csv", ".tsv", ".xlsx", ".xlsm", ".parquet")
 
-_TEXT = "text"
+_TEXT = "text"  # free text: kept exactly
+_NAME = "name"  # ids and names: surrounding blanks dropped
 _VERDICT = "verdict"
 _FLAG = "flag"
 _INT = "integer"
@@ -38,27 +41,27 @@ _TIME = "time"
 
 #: The fields of a judgments table and the kind of value each holds.
 JUDGMENT_FIELDS: dict[str, str] = {
-    "response_id": _TEXT,
-    "criterion_id": _TEXT,
-    "grader": _TEXT,
-    "grader_kind": _TEXT,
+    "response_id": _NAME,
+    "criterion_id": _NAME,
+    "grader": _NAME,
+    "grader_kind": _NAME,
     "met": _VERDICT,
     "level": _INT,
     "confidence": _NUMBER,
     "rationale": _TEXT,
     "unclear": _FLAG,
     "unclear_note": _TEXT,
-    "model": _TEXT,
+    "model": _NAME,
     "created_at": _TIME,
     "updated_at": _TIME,
 }
 #: The fields of an adjudications table.
 ADJUDICATION_FIELDS: dict[str, str] = {
-    "response_id": _TEXT,
-    "criterion_id": _TEXT,
+    "response_id": _NAME,
+    "criterion_id": _NAME,
     "met": _VERDICT,
     "level": _INT,
-    "adjudicator": _TEXT,
+    "adjudicator": _NAME,
     "note": _TEXT,
     "created_at": _TIME,
     "updated_at": _TIME,
@@ -69,6 +72,26 @@ _REQUIRED = {
 }
 _TRUE = frozenset({"true", "t", "1", "yes", "y", "met", "pass", "passed"})
 _FALSE = frozenset({"false", "f", "0", "no", "n", "not met", "not_met", "fail", "failed"})
+
+
+#: What makes a spreadsheet read a cell as a formula (OWASP's CSV-injection list).
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def neutralise_cell(value: Any) -> Any:
+    """A text cell that a spreadsheet would run as a formula, prefixed with ``'`` (so is
+    one that already starts with quotes before a formula character: the import takes
+    exactly one quote off, and every text comes back as it was)."""
+    if isinstance(value, str) and value.lstrip("'").startswith(FORMULA_STARTS):
+        return "'" + value
+    return value
+
+
+def _restore_cell(value: str) -> str:
+    """The inverse of :func:`neutralise_cell` on a CSV/TSV cell."""
+    if value.startswith("'") and value.lstrip("'").startswith(FORMULA_STARTS):
+        return value[1:]
+    return value
 
 
 def recognise(path: Path) -> Recognised | None:
@@ -190,13 +213,14 @@ def _load(path: Path) -> Any:
     suffix = path.suffix.lower()
     try:
         if suffix in (".csv", ".tsv"):
-            return pd.read_csv(
+            frame = pd.read_csv(
                 path,
                 sep="\t" if suffix == ".tsv" else ",",
                 dtype=str,
                 keep_default_na=False,
                 encoding="utf-8-sig",
             )
+            return frame.map(_restore_cell)
         if suffix in (".xlsx", ".xlsm"):
             return pd.read_excel(path, dtype=object)
         return pd.read_parquet(path)
@@ -244,10 +268,12 @@ def _convert(value: Any, kind: str) -> Any:
         value = value.item() if getattr(value, "ndim", 0) == 0 else value  # numpy scalars
     if _blank(value):
         return False if kind == _FLAG else None
-    if kind == _TEXT:
+    if kind == _NAME:
         if isinstance(value, float) and value.is_integer():
             return str(int(value))  # an id a spreadsheet turned into a number
         return str(value).strip() if isinstance(value, str | int | float) else value
+    if kind == _TEXT:
+        return value if isinstance(value, str) else str(value)
     if kind in (_VERDICT, _FLAG):
         if isinstance(value, bool):
             return value

@@ -272,3 +272,39 @@ def test_parquet_without_pyarrow_says_which_extra_to_install(
     res = gc("import", str(good), "--db", db)
     assert res.exit_code == 1 and "pip install 'gradercal[parquet]'" in res.output
     assert fingerprint(db) == before
+
+
+def test_csv_exports_never_carry_live_formulas_and_read_back_exactly(tmp_path: Path) -> None:
+    """Text a spreadsheet would run (= + - @ tab CR at the start) is written behind a
+    quote (OWASP's advice against CSV injection); importing the CSV gives every text
+    back exactly, already-quoted ones included."""
+    texts = [
+        '=HYPERLINK("http://example.invalid","x")',
+        "+1 for the control",
+        "-0.5 log fold",
+        "@reviewer see figure 2",
+        "\tindented",
+        "'=already quoted",
+        "''+twice",
+        "it's fine",
+        "'plain quote",
+    ]
+    db = str(tmp_path / "f.sqlite")
+    demo_without_verdicts(db)
+    rows = [
+        {"response_id": "T01-atlas", "criterion_id": f"c{i + 1}", "grader": "zed",
+         "met": False, "rationale": t}
+        for i, t in enumerate(texts)
+    ]  # fmt: skip
+    src = tmp_path / "judgments.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows), "utf-8")
+    ok("import", str(src), "--db", db)
+    out = tmp_path / "j.csv"
+    ok("export", "judgments", "--db", db, "-o", str(out))
+    cells = pd.read_csv(out, dtype=str, keep_default_na=False)["rationale"].tolist()
+    assert not [c for c in cells if c.startswith(("=", "+", "-", "@", "\t", "\r"))]
+    assert cells[0] == "'" + texts[0] and cells[7] == "it's fine" and cells[8] == "'plain quote"
+    other = str(tmp_path / "g.sqlite")
+    demo_without_verdicts(other)
+    ok("import", str(out), "--db", other)
+    assert [r["rationale"] for r in export_jsonl(other, "judgments")] == texts

@@ -27,7 +27,9 @@ pytestmark = pytest.mark.gui
 @pytest.fixture
 def store(db_url: str) -> Iterator[AdjudicationStore]:
     db = open_database(db_url)
-    Repository(db).import_data(read_folder(DEMO))
+    data = read_folder(DEMO)
+    data.adjudications.clear()  # these tests start from a benchmark nobody has adjudicated
+    Repository(db).import_data(data)
     try:
         yield AdjudicationStore(db)
     finally:
