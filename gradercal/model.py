@@ -265,7 +265,9 @@ class Benchmark:
 class BenchmarkData:
     """Everything read from one benchmark folder or file, validated, ready to persist.
 
-    ``blobs`` maps the sha256 of each artifact file to its absolute path on disk.
+    ``blobs`` maps the sha256 of each artifact file to its absolute path on disk;
+    ``notes`` says what the reader read but did not import (shown with the import's
+    summary).
     """
 
     benchmark: Benchmark
@@ -273,6 +275,7 @@ class BenchmarkData:
     responses: list[Response] = field(default_factory=list)
     judgments: list[Judgment] = field(default_factory=list)
     blobs: dict[str, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
 
 
 def stable_hash(obj: Any) -> str:

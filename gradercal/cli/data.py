@@ -55,22 +55,27 @@ def init(db: str | None, as_json: bool) -> None:
 @json_option
 @handle_errors
 def import_(path: Path, db: str | None, benchmark: str | None, as_json: bool) -> None:
-    """Import a benchmark folder, one of its JSONL files, or a HealthBench-style JSONL file.
+    """Import a benchmark folder, one of its JSONL files, a HealthBench-style JSONL file,
+    or Inspect AI eval logs (.eval, .json or a folder of them).
 
     Everything is validated first; a file with any bad line imports nothing and every
     problem is listed as file:line: field: message. Importing the same data again
     changes nothing.
     """
     from gradercal.db.repo import benchmark_of
-    from gradercal.formats import read_path, recognise
+    from gradercal.formats import check_ready, read_path, recognise
 
     if str(path) != "-" and not path.exists():  # a bad path creates no database
         raise GradercalError(f"{path}: no such file or folder")
     found = recognise(path)
     if found.kind is None and path.is_file():
         read_path(path)  # says which formats were tried, before any database is opened
+    check_ready(found)  # and a missing optional extra
     repo = open_repo(db, create=True)
-    target = benchmark or found.benchmark or repo.benchmark(None).name
+    target = benchmark or found.benchmark
+    if target is None and found.new_benchmark is not None and not repo.benchmarks():
+        target = found.new_benchmark  # a file that stands alone, into an empty database
+    target = target or repo.benchmark(None).name
     catalog = repo.catalog(target)
     data = benchmark_of(read_path(path, catalog), target)
     with progress_bar(not as_json) as update:
@@ -78,10 +83,11 @@ def import_(path: Path, db: str | None, benchmark: str | None, as_json: bool) ->
             data, threshold_from_file=found.threshold_from_file, progress=update
         )
     if as_json:
-        emit_json(report.to_dict())
+        emit_json({**report.to_dict(), **({"notes": data.notes} if data.notes else {})})
         return
     if not report.changed:
         click.echo(f"{path}: nothing new; {repo.db.display} unchanged")
+        _echo_notes(data.notes)
         return
     parts = [
         f"{report.tasks_added} tasks",
@@ -97,6 +103,13 @@ def import_(path: Path, db: str | None, benchmark: str | None, as_json: bool) ->
     if report.pass_threshold_changed:
         old, new = report.pass_threshold_changed
         click.echo(f"pass threshold changed from {old} to {new}")
+    _echo_notes(data.notes)
+
+
+def _echo_notes(notes: list[str]) -> None:
+    """What the reader read but did not import (e.g. an Inspect log's whole-sample scores)."""
+    for note in notes:
+        click.echo(f"note: {note}")
 
 
 @click.command()

@@ -2,9 +2,11 @@
 
 Each import format is one module here with a ``recognise(path)`` (does it read this path,
 and which benchmark does it belong to?) and a reader; :data:`FORMATS` lists them in the
-order they are asked. ``gradercal import`` calls :func:`recognise` then :func:`read_path`,
-and knows nothing of any format. Adding a format: write its module (recogniser, reader,
-a fixture made by the upstream tool in the tests) and add one entry to :data:`FORMATS`.
+order they are asked. ``gradercal import`` calls :func:`recognise`, :func:`check_ready`
+(before it opens a database) then :func:`read_path`, and knows nothing of any format.
+Adding a format: write its module (recogniser, reader, a fixture made by the upstream
+tool in the tests) and add one entry to :data:`FORMATS`; a format that needs an optional
+extra says so in its ``unavailable``.
 Format v1 (docs/formats.md) is also what the exporters write and the fallback whose
 reader explains what is wrong with an unrecognised path.
 """
@@ -15,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from gradercal.errors import Problem, ValidationError
+from gradercal.errors import GradercalError, Problem, ValidationError
 from gradercal.formats import healthbench, healthbench_meta, v1
 from gradercal.formats._lines import Recognised
 from gradercal.formats.healthbench import read_healthbench
@@ -35,6 +37,7 @@ __all__ = [
     "Catalog",
     "ImportFormat",
     "Recognised",
+    "check_ready",
     "judgment_record",
     "read_folder",
     "read_healthbench",
@@ -47,6 +50,10 @@ __all__ = [
 ]
 
 
+def _ready() -> str | None:
+    return None
+
+
 @dataclass(frozen=True)
 class ImportFormat:
     """One import format: its name, how it recognises a path, and its reader."""
@@ -57,6 +64,8 @@ class ImportFormat:
     read: Callable[[Path, Catalog | None], BenchmarkData]
     #: What its recogniser looks for (said when no format recognises a file).
     looks_for: str = ""
+    #: Why its reader cannot run here (an optional extra is not installed), or None.
+    unavailable: Callable[[], str | None] = _ready
 
 
 def _read_healthbench(path: Path, _catalog: Catalog | None) -> BenchmarkData:
@@ -109,6 +118,22 @@ def recognise(path: str | Path) -> Recognised:
     return Recognised(_FALLBACK.name, None, folder.resolve().name)
 
 
+def check_ready(found: Recognised) -> None:
+    """Raise when the format that recognised a path cannot read it here (its optional
+    extra is not installed): one line saying what to install.
+
+    Raises:
+        GradercalError: the reason, e.g. ``pip install 'gradercal[inspect]'``.
+    """
+    reason = _format(found).unavailable()
+    if reason is not None:
+        raise GradercalError(f"{found.format} format: {reason}")
+
+
+def _format(found: Recognised) -> ImportFormat:
+    return next(f for f in FORMATS if f.name == found.format)
+
+
 def read_path(path: str | Path, catalog: Catalog | None = None) -> BenchmarkData:
     """Read whatever ``gradercal import`` was given, with the format that recognises it.
 
@@ -124,5 +149,4 @@ def read_path(path: str | Path, catalog: Catalog | None = None) -> BenchmarkData
         raise ValidationError(
             [Problem(p.name, None, None, f"no import format reads this file (tried {tried})")]
         )
-    fmt = next(f for f in FORMATS if f.name == found.format)
-    return fmt.read(p, catalog)
+    return _format(found).read(p, catalog)
