@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gradercal.errors import GradercalError, Problem, ValidationError
-from gradercal.formats import healthbench, healthbench_meta, v1
+from gradercal.formats import healthbench, healthbench_meta, inspect_log, v1
 from gradercal.formats._lines import Recognised
 from gradercal.formats.healthbench import read_healthbench
 from gradercal.formats.v1 import (
@@ -93,6 +93,15 @@ FORMATS: tuple[ImportFormat, ...] = (
         healthbench.recognise,
         _read_healthbench,
         "a .jsonl file whose lines have prompt and rubrics",
+    ),
+    ImportFormat(
+        inspect_log.FORMAT_NAME,
+        "Inspect AI eval logs (.eval, .json, or a folder of them): samples as responses, "
+        "per-criterion scores as judge verdicts; needs the inspect extra",
+        inspect_log.recognise,
+        inspect_log.read_inspect,
+        inspect_log.LOOKS_FOR,
+        inspect_log.unavailable,
     ),
     ImportFormat(
         v1.FORMAT_NAME,
