@@ -29,6 +29,7 @@ Every problem is reported with the log's file name and the sample; nothing is ha
 from __future__ import annotations
 
 import math
+import os
 import re
 import zipfile
 from collections import Counter
@@ -107,11 +108,19 @@ def recognise(path: Path) -> Recognised | None:
             return None
         if next(iter(_logs_in(path)), None) is None:
             return None
-        return Recognised(FORMAT_NAME, "log-folder", None, new_benchmark=path.resolve().name)
+        return Recognised(FORMAT_NAME, "log-folder", None, new_benchmark=_name(path))
     if not (path.is_file() and _is_log(path)):
         return None
+    return Recognised(FORMAT_NAME, "log", None, new_benchmark=_name(path))
+
+
+def _name(path: Path) -> str:
+    """The benchmark a log (its eval's task, as Inspect's file name spells it, else the
+    file's name) or a folder of logs (its name) makes in an empty database."""
+    if path.is_dir():
+        return path.resolve().name
     match = _LOG_NAME.match(path.stem)
-    return Recognised(FORMAT_NAME, "log", None, new_benchmark=match["task"] if match else path.stem)
+    return match["task"] if match else path.stem
 
 
 def _is_log(path: Path) -> bool:
@@ -130,12 +139,12 @@ def _is_log(path: Path) -> bool:
 
 
 def _logs_in(folder: Path) -> Iterator[Path]:
-    for p in folder.rglob("*"):
-        rel = p.relative_to(folder).parts
-        if any(part.startswith(".") for part in rel) or not p.is_file():
-            continue
-        if p.suffix == ".eval" or (p.suffix == ".json" and _is_log(p)):
-            yield p
+    for top, dirs, names in os.walk(folder):
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        for name in names:
+            p = Path(top, name)
+            if not name.startswith(".") and p.is_file() and _is_log(p):
+                yield p
 
 
 def log_files(folder: Path) -> list[Path]:
@@ -172,11 +181,8 @@ def read_inspect(path: str | Path, catalog: Catalog | None = None) -> BenchmarkD
 
     if p.is_dir():
         files = [(f, f.relative_to(p).as_posix()) for f in log_files(p)]
-        name = p.resolve().name
     elif p.is_file():
         files = [(p, p.name)]
-        match = _LOG_NAME.match(p.stem)
-        name = match["task"] if match else p.stem
     else:
         raise ValidationError([Problem(str(path), None, None, "no such file or folder")])
     reader = _Reader(catalog or Catalog())
@@ -200,7 +206,7 @@ def read_inspect(path: str | Path, catalog: Catalog | None = None) -> BenchmarkD
             )
             continue
         reader.read_log(log, display)
-    return reader.finish(name)
+    return reader.finish(_name(p))
 
 
 def _reason(exc: BaseException) -> str:

@@ -393,3 +393,31 @@ def test_import_of_a_judge_log_adds_verdicts_to_the_stored_responses(
     fresh = _cli("import", str(logs.judged), "--db", str(tmp_path / "fresh.sqlite"))
     assert fresh["benchmark"] == "gradercal-grading" and fresh["benchmark_created"]
     assert (fresh["tasks_added"], fresh["responses_added"]) == (2, 4)
+
+
+def test_samples_that_ended_in_an_error_are_left_out_and_said(tmp_path: Path) -> None:
+    from inspect_ai import Task
+    from inspect_ai import eval as inspect_eval
+    from inspect_ai.dataset import Sample
+    from inspect_ai.model import ModelOutput, get_model
+    from inspect_ai.solver import generate
+
+    def answer(messages: list[Any], *_args: Any) -> Any:
+        if "dose-response" in messages[-1].text:
+            raise RuntimeError("the model fell over")
+        return _offline(ModelOutput.from_content("mockllm/model", ANSWERS["M1"]))
+
+    tasks = {t["id"]: t["prompt"] for t in read_jsonl(DATA / "mini" / "tasks.jsonl")}
+    model = get_model("mockllm/model", custom_outputs=answer, memoize=False)
+    task = Task(
+        dataset=[Sample(id=tid, input=prompt, target="") for tid, prompt in tasks.items()],
+        solver=generate(),
+        name="mini_check",
+    )
+    (log,) = inspect_eval(
+        task, model=model, log_dir=str(tmp_path / "logs"), display="none", fail_on_error=False
+    )
+    assert {str(s.id) for s in log.samples or [] if s.error is not None} == {"M2"}
+    data = read_path(Path(log.location), _mini_catalog(tmp_path))
+    assert [r.task_id for r in data.responses] == ["M1"]
+    assert "1 sample that ended in an error left out" in data.notes
