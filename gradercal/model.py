@@ -272,7 +272,9 @@ class Benchmark:
 class BenchmarkData:
     """Everything read from one benchmark folder or file, validated, ready to persist.
 
-    ``blobs`` maps the sha256 of each artifact file to its absolute path on disk.
+    ``blobs`` maps the sha256 of each artifact file to its absolute path on disk;
+    ``notes`` says what the reader read but did not import (shown with the import's
+    summary).
     """
 
     benchmark: Benchmark
@@ -283,6 +285,7 @@ class BenchmarkData:
     adjudications: list[Adjudication] = field(default_factory=list)
     #: The model behind each judge grader named in the judgments, where the file says.
     grader_models: dict[str, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
 
 
 def stable_hash(obj: Any) -> str:

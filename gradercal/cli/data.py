@@ -70,8 +70,8 @@ def import_(
     as_json: bool,
 ) -> None:
     """Import a benchmark folder, one of its JSONL files, a judgments or adjudications
-    table (CSV, TSV, Excel, Parquet), or a HealthBench JSONL file; '-' reads JSONL from
-    standard input.
+    table (CSV, TSV, Excel, Parquet), a HealthBench JSONL file, or Inspect AI eval logs
+    (.eval, .json or a folder of them); '-' reads JSONL from standard input.
 
     Everything is validated first; a file with any bad line imports nothing and every
     problem is listed as file:line: field: message. Importing the same data again
@@ -126,7 +126,7 @@ def _import(
     stdin: bool = False,
 ) -> None:
     from gradercal.db.repo import benchmark_of
-    from gradercal.formats import read_path, recognise
+    from gradercal.formats import check_ready, read_path, recognise
     from gradercal.formats.tables import parse_column_map
 
     mapping = parse_column_map(column_map)
@@ -138,12 +138,16 @@ def _import(
         found = type(found)(found.format, found.kind, None, threshold_from_file=False)
     if found.kind is None and path.is_file():
         read_path(path)  # says which formats were tried, before any database is opened
+    check_ready(found)  # and a missing optional extra
     repo = open_repo(db, create=True)
     if stdin and not benchmark and found.kind == "tasks" and not repo.benchmarks():
         raise GradercalError(
             "-: tasks from standard input name no benchmark; give --benchmark NAME"
         )
-    target = benchmark or found.benchmark or repo.benchmark(None).name
+    target = benchmark or found.benchmark
+    if target is None and found.new_benchmark is not None and not repo.benchmarks():
+        target = found.new_benchmark  # a file that stands alone, into an empty database
+    target = target or repo.benchmark(None).name
     catalog = repo.catalog(target)
     if stdin and found.format == "v1":
         data = read_stream(path, "<stdin>", Path.cwd(), catalog)
@@ -155,11 +159,12 @@ def _import(
             data, threshold_from_file=found.threshold_from_file, progress=update
         )
     if as_json:
-        emit_json(report.to_dict())
+        emit_json({**report.to_dict(), **({"notes": data.notes} if data.notes else {})})
         return
     shown = "-" if stdin else str(path)
     if not report.changed:
         click.echo(f"{shown}: nothing new; {repo.db.display} unchanged")
+        _echo_notes(data.notes)
         return
     parts = [
         f"{report.tasks_added} tasks",
@@ -183,6 +188,13 @@ def _import(
     if report.pass_threshold_changed:
         old, new = report.pass_threshold_changed
         click.echo(f"pass threshold changed from {old} to {new}")
+    _echo_notes(data.notes)
+
+
+def _echo_notes(notes: list[str]) -> None:
+    """What the reader read but did not import (e.g. an Inspect log's whole-sample scores)."""
+    for note in notes:
+        click.echo(f"note: {note}")
 
 
 @click.command()

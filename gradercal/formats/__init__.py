@@ -2,9 +2,11 @@
 
 Each import format is one module here with a ``recognise(path)`` (does it read this path,
 and which benchmark does it belong to?) and a reader; :data:`FORMATS` lists them in the
-order they are asked. ``gradercal import`` calls :func:`recognise` then :func:`read_path`,
-and knows nothing of any format. Adding a format: write its module (recogniser, reader,
-a fixture made by the upstream tool in the tests) and add one entry to :data:`FORMATS`.
+order they are asked. ``gradercal import`` calls :func:`recognise`, :func:`check_ready`
+(before it opens a database) then :func:`read_path`, and knows nothing of any format.
+Adding a format: write its module (recogniser, reader, a fixture made by the upstream
+tool in the tests) and add one entry to :data:`FORMATS`; a format that needs an optional
+extra says so in its ``unavailable``.
 Format v1 (docs/formats.md) is also what the exporters write and the fallback whose
 reader explains what is wrong with an unrecognised path.
 """
@@ -15,8 +17,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from gradercal.errors import Problem, ValidationError
-from gradercal.formats import healthbench, healthbench_meta, tables, v1
+from gradercal.errors import GradercalError, Problem, ValidationError
+from gradercal.formats import healthbench, healthbench_meta, inspect_log, tables, v1
 from gradercal.formats._lines import Recognised
 from gradercal.formats.healthbench import read_healthbench
 from gradercal.formats.v1 import (
@@ -35,6 +37,7 @@ __all__ = [
     "Catalog",
     "ImportFormat",
     "Recognised",
+    "check_ready",
     "judgment_record",
     "read_folder",
     "read_healthbench",
@@ -45,6 +48,10 @@ __all__ = [
     "task_record",
     "write_jsonl",
 ]
+
+
+def _ready() -> str | None:
+    return None
 
 
 @dataclass(frozen=True)
@@ -60,6 +67,8 @@ class ImportFormat:
     #: Its reader taking a column map (``--map FIELD=COLUMN``), for formats whose
     #: files name their own columns; None: the format's fields are fixed.
     read_mapped: Callable[[Path, Catalog | None, Mapping[str, str]], BenchmarkData] | None = None
+    #: Why its reader cannot run here (an optional extra is not installed), or None.
+    unavailable: Callable[[], str | None] = _ready
 
 
 def _read_healthbench(path: Path, _catalog: Catalog | None) -> BenchmarkData:
@@ -87,6 +96,15 @@ FORMATS: tuple[ImportFormat, ...] = (
         healthbench.recognise,
         _read_healthbench,
         "a .jsonl file whose lines have prompt and rubrics",
+    ),
+    ImportFormat(
+        inspect_log.FORMAT_NAME,
+        "Inspect AI eval logs (.eval, .json, or a folder of them): samples as responses, "
+        "per-criterion scores as judge verdicts; needs the inspect extra",
+        inspect_log.recognise,
+        inspect_log.read_inspect,
+        inspect_log.LOOKS_FOR,
+        unavailable=inspect_log.unavailable,
     ),
     ImportFormat(
         tables.FORMAT_NAME,
@@ -122,6 +140,22 @@ def recognise(path: str | Path) -> Recognised:
     return Recognised(_FALLBACK.name, None, folder.resolve().name)
 
 
+def check_ready(found: Recognised) -> None:
+    """Raise when the format that recognised a path cannot read it here (its optional
+    extra is not installed): one line saying what to install.
+
+    Raises:
+        GradercalError: the reason, e.g. ``pip install 'gradercal[inspect]'``.
+    """
+    reason = _format(found).unavailable()
+    if reason is not None:
+        raise GradercalError(f"{found.format} format: {reason}")
+
+
+def _format(found: Recognised) -> ImportFormat:
+    return next(f for f in FORMATS if f.name == found.format)
+
+
 def read_path(
     path: str | Path,
     catalog: Catalog | None = None,
@@ -144,7 +178,7 @@ def read_path(
         raise ValidationError(
             [Problem(p.name, None, None, f"no import format reads this file (tried {tried})")]
         )
-    fmt = next(f for f in FORMATS if f.name == found.format)
+    fmt = _format(found)
     if column_map:
         if fmt.read_mapped is None:
             mapped = ", ".join(f.name for f in FORMATS if f.read_mapped is not None)

@@ -33,12 +33,16 @@ class Recognised:
             the database's benchmark (files that add to one, e.g. more judgments).
         threshold_from_file: The path carries the benchmark's settings (its pass
             threshold replaces the stored one).
+        new_benchmark: With ``benchmark`` None, the benchmark to make when the database
+            holds none yet (files that can stand alone, e.g. Inspect logs); None: such a
+            database is an error.
     """
 
     format: str
     kind: str | None
     benchmark: str | None
     threshold_from_file: bool = False
+    new_benchmark: str | None = None
 
 
 def first_record(path: Path) -> dict[str, Any] | None:

@@ -467,7 +467,13 @@ def test_points_and_labels_are_bounded(mini: Path) -> None:
 def test_the_format_registry_recognises_each_kind_of_path(mini: Path, tmp_path: Path) -> None:
     """Each path goes to the first format that recognises it, with the benchmark it names;
     an unrecognised path falls back to v1, whose reader says what is wrong."""
-    assert [f.name for f in FORMATS] == ["healthbench-meta", "healthbench", "table", "v1"]
+    assert [f.name for f in FORMATS] == [
+        "healthbench-meta",
+        "healthbench",
+        "inspect",
+        "table",
+        "v1",
+    ]
     assert recognise(mini) == Recognised("v1", "folder", "mini", threshold_from_file=True)
     assert recognise(mini / "tasks.jsonl") == Recognised("v1", "tasks", "mini")
     assert recognise(mini / "judgments.jsonl") == Recognised("v1", "judgments", None)

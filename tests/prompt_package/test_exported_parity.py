@@ -168,10 +168,11 @@ def _export(judged: Judged, tmp_path: Path, fmt: str, name: str) -> tuple[Path, 
     return out, samples
 
 
-def test_inspect_eval_grades_as_gradercal(judged: Judged, tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def inspect_log(judged: Judged, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The log of the real ``inspect eval`` of the exported judge against the server."""
     pytest.importorskip("inspect_ai")
-    from inspect_ai.log import read_eval_log
-
+    tmp_path = tmp_path_factory.mktemp("inspect")
     module, samples = _export(judged, tmp_path, "inspect", "gc_judge.py")
     exe = Path(sys.executable).with_name("inspect")
     logs = tmp_path / "logs"
@@ -198,7 +199,13 @@ def test_inspect_eval_grades_as_gradercal(judged: Judged, tmp_path: Path) -> Non
     judged.server.config.latency = 0.0
     assert proc.returncode == 0, proc.stderr[-3000:]
     (path,) = logs.glob("*.json")
-    log = read_eval_log(str(path))
+    return path
+
+
+def test_inspect_eval_grades_as_gradercal(judged: Judged, inspect_log: Path) -> None:
+    from inspect_ai.log import read_eval_log
+
+    log = read_eval_log(str(inspect_log))
     assert log.status == "success", log.error
     tool = {}
     for s in log.samples or []:
@@ -209,6 +216,32 @@ def test_inspect_eval_grades_as_gradercal(judged: Judged, tmp_path: Path) -> Non
         assert score.value == pytest.approx(meta["score"])
     _check_parity(judged, tool)
     _check_requests(judged)
+
+
+def test_the_inspect_log_imports_as_gradercals_own_verdicts(
+    judged: Judged, inspect_log: Path, tmp_path: Path
+) -> None:
+    """``gradercal import`` of that log gives, per criterion of every response, the
+    verdicts and confidences gradercal's own runner recorded from the same server."""
+    import sqlite3
+
+    db = str(tmp_path / "copy.sqlite")
+    with sqlite3.connect(judged.db) as src, sqlite3.connect(db) as dst:
+        src.backup(dst)
+    imported = f"judge:openai-api/loop/{MODEL}"
+    report = _cli("import", str(inspect_log), "--db", db)
+    assert report["responses_added"] == 0 and report["graders_added"] == [imported]
+    database = open_database(db)
+    judgments = Repository(database).load_frames().judgments
+    database.dispose()
+    key = ["response_id", "criterion_id"]
+    own = judgments.loc[judgments["grader"] == JUDGE].set_index(key).sort_index()
+    got = judgments.loc[judgments["grader"] == imported].set_index(key).sort_index()
+    assert report["judgments_added"] == len(own) == len(got) > 100
+    assert list(got.index) == list(own.index)
+    assert (got["met"] == own["met"]).all()
+    assert got["confidence"].to_numpy() == pytest.approx(own["confidence"].to_numpy(), abs=1e-6)
+    assert set(got["grader_kind"]) == {"judge"}
 
 
 def _promptfoo() -> str:
