@@ -526,7 +526,7 @@ class JudgeClient:
         await self.aclose()
 
     # -- requests ----------------------------------------------------------------
-    def request_body(self, messages: Sequence[Mapping[str, str]]) -> dict[str, Any]:
+    def request_body(self, messages: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         """The exact JSON body sent for ``messages`` under the current settings."""
         p = self.params
         body: dict[str, Any] = {
@@ -561,7 +561,7 @@ class JudgeClient:
 
     async def sample(
         self,
-        messages: Sequence[Mapping[str, str]],
+        messages: Sequence[Mapping[str, Any]],
         index: int = 0,
         cached: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> SampleOutcome:
