@@ -568,7 +568,8 @@ class JudgeClient:
         """Ask for one verdict, with retries; never raises except :class:`JudgeFatalError`.
 
         Args:
-            messages: The chat messages (from :meth:`PromptTemplate.render`).
+            messages: The chat messages (from :meth:`JudgeRunner.messages`: a message's
+                content is text, or a list of text and image parts).
             index: Sample index (0 … samples−1), part of the cache key.
             cached: Replies already known, by cache key (see :meth:`cache_key`).
         """

@@ -5,6 +5,9 @@ with the prompt, asks the client for ``samples`` verdicts (cached replies are lo
 up in bulk beforehand) and hands every :class:`Verdict` to ``on_verdict`` as soon as
 it is complete, so the caller can commit it right away. Memory stays flat however
 long the run: items are read lazily and nothing is kept per item after its verdict.
+An item with figures (``images``, a prompt with the ``vision`` option) carries them as
+image parts of its last message (:meth:`JudgeRunner.messages`) and records them in its
+verdict's provenance.
 
 A verdict's ``met`` is the majority of the samples that parsed (ties go to the first
 sample's verdict); ``p_met`` is the mean P(met) from log-probabilities when every
