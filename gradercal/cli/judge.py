@@ -383,6 +383,30 @@ def judge() -> None:
     "calibration: responses the experts graded; tasks:…: those tasks.",
 )
 @click.option(
+    "--vision",
+    is_flag=True,
+    help="A judge that sees figures: send each task's PNG/JPEG artifacts and its PDF pages "
+    "(rendered) as images. A prompt option: the prompt version becomes one derived with it.",
+)
+@click.option(
+    "--vision-dpi",
+    type=click.IntRange(36, 600),
+    metavar="N",
+    help="With --vision: resolution of the rendered PDF pages (default 100, or the prompt's).",
+)
+@click.option(
+    "--vision-pages",
+    type=click.IntRange(0, 100),
+    metavar="N",
+    help="With --vision: PDF pages sent per task, across its PDFs (default 4, or the prompt's).",
+)
+@click.option(
+    "--vision-images",
+    type=click.IntRange(0, 100),
+    metavar="N",
+    help="With --vision: image artifacts sent per task (default 4, or the prompt's).",
+)
+@click.option(
     "--dry-run",
     is_flag=True,
     help="Only estimate: pairs, requests, tokens and cost (nothing is sent or recorded).",
@@ -403,6 +427,10 @@ def run(
     response_format: str,
     logprobs: bool,
     scope: str,
+    vision: bool,
+    vision_dpi: int | None,
+    vision_pages: int | None,
+    vision_images: int | None,
     dry_run: bool,
     as_json: bool,
 ) -> None:
@@ -415,6 +443,12 @@ def run(
     calibration (`gradercal calibrate`), the calibrated per-model figures are printed
     too. Auto criteria are never sent. Exit status: 0 complete, 3 items left (max cost,
     failures to retry), 1 error, 130 interrupted.
+
+    With --vision the judge also sees each task's figures: PNG/JPEG artifacts as they
+    are and PDF pages rendered at --vision-dpi, within --vision-pages pages and
+    --vision-images images per task, sent as image parts of the request (the model must
+    accept images). It is an option of the prompt version, so a new one (NAME+vision) is
+    derived and stored; a judge keeps its prompt version, so give a new --judge name.
     """
     from gradercal.db.judging import Scope
     from gradercal.judge.client import JudgeParams
@@ -434,7 +468,8 @@ def run(
     existing = store.judge(judge_name)
     if prompt_ref is None and existing is not None and existing.prompt_hash:
         prompt_ref = existing.prompt_hash
-    prompt = store.load_prompt(prompt_ref)
+    base_prompt = store.load_prompt(prompt_ref)
+    prompt = _with_vision(base_prompt, vision, vision_dpi, vision_pages, vision_images)
     model_price = _checked_price(model, conn)
     if dry_run:
         items = store.work_items(benchmark, existing, where, prompt)
@@ -446,6 +481,8 @@ def run(
     # An unreachable server fails here, before the judge grader or a run is recorded.
     _check_server(conn)
     _note_interrupted(store)
+    if prompt is not base_prompt:  # a derived version needs its parent stored
+        store.save_prompt(base_prompt)
     info = store.ensure_judge(judge_name, model=model, prompt=prompt, parameters=params.to_dict())
     items = store.work_items(benchmark, info, where, prompt)
     summary: dict[str, Any] = {
@@ -456,6 +493,8 @@ def run(
         "database": store.db.display,
         "items": len(items),
     }
+    if prompt.vision is not None:
+        summary["vision"] = prompt.vision.to_dict()
     if not items:
         summary.update(status="completed", run_id=None)
         summary["calibrated"] = calibrated_summary(store, benchmark, judge_name)
@@ -478,6 +517,7 @@ def run(
             "scope": str(where),
             "benchmark": benchmark,
             "prompt_version": prompt.content_hash,
+            **({} if prompt.vision is None else {"vision": prompt.vision.to_dict()}),
         },
         show_progress=not as_json,
         label=f"judge {judge_name}",
@@ -497,6 +537,12 @@ def run(
             "failed": f"failed: {stats.message}",
         }.get(stats.status, stats.status)
         click.echo(f"judge {judge_name!r} run {done.run_id} {head}: {_stats_line(stats)}")
+        if prompt.vision is not None:
+            v = prompt.vision
+            click.echo(
+                f"figures sent as images (prompt {prompt.short_hash}): PDF pages at {v.dpi} dpi, "
+                f"at most {v.max_pages} pages and {v.max_images} images per task"
+            )
         if stats.adaptations:
             click.echo("server adaptations: " + "; ".join(stats.adaptations))
         left = len(items) - stats.ok
@@ -511,6 +557,32 @@ def run(
     code = _exit_code(stats, done.interrupted)
     if code:
         sys.exit(code)
+
+
+def _with_vision(
+    prompt: PromptTemplate,
+    vision: bool,
+    dpi: int | None,
+    pages: int | None,
+    images: int | None,
+) -> PromptTemplate:
+    """``prompt``, or with ``--vision`` the version of it that sends the task's figures
+    (the options given over the prompt's own vision settings, else the defaults)."""
+    if not vision:
+        if (dpi, pages, images) != (None, None, None):
+            raise click.UsageError("--vision-dpi, --vision-pages and --vision-images need --vision")
+        return prompt
+    from gradercal.judge.prompts import with_vision
+    from gradercal.judge.vision import DEFAULT_VISION
+
+    have = prompt.vision or DEFAULT_VISION
+    settings = dataclasses.replace(
+        have,
+        dpi=have.dpi if dpi is None else dpi,
+        max_pages=have.max_pages if pages is None else pages,
+        max_images=have.max_images if images is None else images,
+    )
+    return with_vision(prompt, settings)
 
 
 def _print_estimate(

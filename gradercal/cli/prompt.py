@@ -30,6 +30,10 @@ from gradercal.errors import GradercalError, Problem, ValidationError
 __all__ = ["export_prompt", "import_prompt"]
 
 
+#: Formats that are a judge of their own (it sends the requests), and the tool it runs in.
+_JUDGE_FORMATS = {"inspect": "Inspect AI", "promptfoo": "promptfoo"}
+
+
 def _warn(message: str) -> None:
     click.echo(click.style("warning: ", fg="yellow", bold=True) + message, err=True)
 
@@ -123,6 +127,7 @@ def export_prompt(
         build_package,
         render_files,
     )
+    from gradercal.prompt_package.standalone import require_text_only
 
     if fmt not in get_args(PackageFormat):  # pragma: no cover - click checks
         raise GradercalError(f"unknown format {fmt!r}")
@@ -136,6 +141,11 @@ def export_prompt(
         with progress_bar(not as_json) as update:
             update("reading", 0, 3)
             src = gather(database, benchmark, judge)
+            # the exported judges send text only: refuse before any work, never drop figures
+            if fmt in _JUDGE_FORMATS:
+                require_text_only(src.base_prompt, f"the exported {_JUDGE_FORMATS[fmt]} judge")
+            if samples_path is not None:
+                require_text_only(src.base_prompt, "the exported judges' samples (--samples)")
             update("agreement card", 1, 3)
             card = agreement_card(
                 src.frames,

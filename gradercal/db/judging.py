@@ -44,6 +44,7 @@ from gradercal.judge.artifacts import ArtifactInput, artifact_context
 from gradercal.judge.pricing import Price
 from gradercal.judge.probes import expert_reference
 from gradercal.judge.prompts import DEFAULT_PROMPT, PromptTemplate
+from gradercal.judge.vision import ImageSet, task_images
 
 if TYPE_CHECKING:  # the client and runner import the openai SDK (seconds): on first use
     from gradercal.judge.client import JudgeClient
@@ -611,17 +612,16 @@ class JudgeStore:
             ):
                 criteria[row.id] = row
         task_ids = sorted({r.task_id for r in responses.values()})
-        tasks: dict[int, tuple[str, str, str]] = {}
-        budget = prompt.artifact_budget_tokens
+        tasks: dict[int, tuple[str, str, str, ImageSet | None]] = {}
         for batch in _batches(task_ids):
             for tid, ext, text in s.execute(
                 select(m.Task.id, m.Task.external_id, m.Task.prompt).where(m.Task.id.in_(batch))
             ):
-                tasks[tid] = (ext, text, self._artifacts(s, tid, budget) if budget else "")
+                tasks[tid] = (ext, text, *self._artifacts(s, tid, prompt))
         out = []
         for rid, cid in pairs:
             r, c = responses[rid], criteria[cid]
-            task_ext, task_prompt, artifacts = tasks[r.task_id]
+            task_ext, task_prompt, artifacts, images = tasks[r.task_id]
             out.append(
                 WorkItem(
                     ref=(rid, cid),
@@ -634,11 +634,18 @@ class JudgeStore:
                     task_prompt=task_prompt,
                     criterion_tags=tuple(c.tags or ()),
                     artifacts=artifacts,
+                    images=images,
                 )
             )
         return out
 
-    def _artifacts(self, s: Session, task_id: int, budget: int) -> str:
+    def _artifacts(
+        self, s: Session, task_id: int, prompt: PromptTemplate
+    ) -> tuple[str, ImageSet | None]:
+        """A task's artifact text and, for a prompt with ``vision``, its figures."""
+        budget, vision = prompt.artifact_budget_tokens, prompt.vision
+        if not budget and vision is None:
+            return "", None
         arts = s.execute(
             select(
                 m.Artifact.kind,
@@ -656,7 +663,10 @@ class JudgeStore:
         for kind, title, name, path, media_type, url, sha in arts:
             data = s.scalar(select(m.Blob.data).where(m.Blob.sha256 == sha)) if sha else None
             inputs.append(ArtifactInput(kind, title, name or path, media_type, url, data))
-        return artifact_context(inputs, budget)
+        if vision is None:
+            return artifact_context(inputs, budget), None
+        images = task_images(inputs, vision)
+        return artifact_context(inputs, budget, images.notes()), images
 
     # -- analysis ------------------------------------------------------------------
     def length_frame(self, benchmark: str | None, judge_name: str) -> pd.DataFrame:

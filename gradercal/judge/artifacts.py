@@ -3,16 +3,18 @@
 The caller passes the bytes (the database stores them); this module never reads files
 or the network. PDFs become their text (PyMuPDF), tables their first rows (pandas),
 text-like files (sequences, structures, plain text) their beginning; images and links
-are named but not sent. Tokens are estimated as characters / 4, the usual rule of
-thumb for English text with BPE tokenizers; the budget is shared evenly between the
-task's artifacts (what one does not use goes to the next).
+are named but not sent (a judge that sees figures is sent images and PDF pages as image
+parts, :mod:`gradercal.judge.vision`, and their sections say so). Tokens are estimated
+as characters / 4, the usual rule of thumb for English text with BPE tokenizers; the
+budget is shared evenly between the task's artifacts (what one does not use goes to the
+next).
 """
 
 from __future__ import annotations
 
 import io
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 #: Characters per token of the estimate.
@@ -57,12 +59,19 @@ def cut_to_tokens(text: str, tokens: int) -> str:
     return text[:keep].rstrip() + _CUT
 
 
-def artifact_context(artifacts: Sequence[ArtifactInput], budget_tokens: int) -> str:
+def artifact_context(
+    artifacts: Sequence[ArtifactInput],
+    budget_tokens: int,
+    attached: Mapping[int, str] | None = None,
+) -> str:
     """The text block describing ``artifacts`` for the judge, within ``budget_tokens``.
 
     Args:
         artifacts: The task's artifacts in order.
         budget_tokens: Token budget for the whole block; 0 gives an empty string.
+        attached: Artifact position → what of it is attached as images (e.g. ``pages
+            1–2 of 3 attached as images 1–2 of 3``), said in its header; an attached
+            image is no longer "not shown".
 
     Returns:
         One section per artifact (``### title (kind)`` then its content), or ``""``.
@@ -73,18 +82,20 @@ def artifact_context(artifacts: Sequence[ArtifactInput], budget_tokens: int) -> 
     parts: list[str] = []
     for i, art in enumerate(artifacts):
         share = remaining // (len(artifacts) - i)
-        header = f"### {art.title} ({art.kind})"
+        note = (attached or {}).get(i)
+        header = f"### {art.title} ({art.kind})" + (f" [{note}]" if note else "")
         body_budget = max(share - estimate_tokens(header) - 1, 0)
         # one character over the limit, so that a longer text is cut visibly
-        text = artifact_text(art, body_budget * CHARS_PER_TOKEN + 1)
+        text = artifact_text(art, body_budget * CHARS_PER_TOKEN + 1, attached=note is not None)
         section = f"{header}\n{cut_to_tokens(text, body_budget)}"
         remaining -= min(estimate_tokens(section), remaining)
         parts.append(section)
     return "\n\n".join(parts)
 
 
-def artifact_text(art: ArtifactInput, max_chars: int) -> str:
-    """The text of one artifact (about ``max_chars`` long at most, before the cut mark)."""
+def artifact_text(art: ArtifactInput, max_chars: int, *, attached: bool = False) -> str:
+    """The text of one artifact (about ``max_chars`` long at most, before the cut mark);
+    ``attached``: the judge is sent it as an image too."""
     kind = art.kind
     if kind == "url" or (art.data is None and art.url):
         return f"[link, not opened: {art.url}]"
@@ -96,7 +107,8 @@ def artifact_text(art: ArtifactInput, max_chars: int) -> str:
         if kind == "table":
             return _table_head(art.data, art.name or "", max_chars)
         if kind == "image":
-            return f"[image {art.name or art.title}: not shown to the judge]"
+            shown = "attached below" if attached else "not shown to the judge"
+            return f"[image {art.name or art.title}: {shown}]"
     except Exception as exc:  # a corrupt file must not stop the run
         return f"[could not read {art.name or art.title}: {type(exc).__name__}]"
     return art.data[: max_chars * 4 + 16].decode("utf-8", errors="replace")[:max_chars]

@@ -526,7 +526,7 @@ class JudgeClient:
         await self.aclose()
 
     # -- requests ----------------------------------------------------------------
-    def request_body(self, messages: Sequence[Mapping[str, str]]) -> dict[str, Any]:
+    def request_body(self, messages: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         """The exact JSON body sent for ``messages`` under the current settings."""
         p = self.params
         body: dict[str, Any] = {
@@ -561,14 +561,15 @@ class JudgeClient:
 
     async def sample(
         self,
-        messages: Sequence[Mapping[str, str]],
+        messages: Sequence[Mapping[str, Any]],
         index: int = 0,
         cached: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> SampleOutcome:
         """Ask for one verdict, with retries; never raises except :class:`JudgeFatalError`.
 
         Args:
-            messages: The chat messages (from :meth:`PromptTemplate.render`).
+            messages: The chat messages (from :meth:`JudgeRunner.messages`: a message's
+                content is text, or a list of text and image parts).
             index: Sample index (0 … samples−1), part of the cache key.
             cached: Replies already known, by cache key (see :meth:`cache_key`).
         """

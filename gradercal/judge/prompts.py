@@ -18,6 +18,13 @@ criterion (matched by criterion text, whitespace-normalised) and its tags, plus 
 general ones (:meth:`PromptTemplate.guidance_for`). A prompt with guidance must use
 ``{{guidance}}``; prompts without it are unchanged (and so are their hashes).
 
+A judge that sees figures has the option ``vision``: ``{"dpi": int, "max_pages": int,
+"max_images": int}`` (:class:`~gradercal.judge.vision.VisionSettings`; keys left out take
+their defaults, filled in when the prompt is made, so the hash covers what is sent). Its
+requests carry the task's images and rendered PDF pages as image parts after the user
+message (:mod:`gradercal.judge.vision`); the rendering of the messages' text
+(:func:`render_messages`) is the same with or without it.
+
 The default prompt (:data:`DEFAULT_PROMPT`) follows HealthBench's grader: one request
 per criterion of one response, answered with a JSON object
 ``{"explanation": str, "criteria_met": bool}``; negative-point criteria are judged on
@@ -34,6 +41,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gradercal.errors import Problem, ValidationError
+from gradercal.judge.vision import VisionSettings, vision_problems, vision_settings
 from gradercal.model import stable_hash
 
 #: Placeholders a template may use.
@@ -53,8 +61,8 @@ DEFAULT_OPTIONS: Mapping[str, Any] = {
     # token budget of the artifact context (0: no artifact text is sent)
     "artifact_budget_tokens": 2000,
 }
-#: Options that carry content and have no default (absent: none).
-CONTENT_OPTIONS: tuple[str, ...] = ("guidance",)
+#: Options that carry content and have no default (absent: none; ``vision`` absent: text only).
+CONTENT_OPTIONS: tuple[str, ...] = ("guidance", "vision")
 #: Text of ``{{guidance}}`` when no clarification applies to the criterion.
 NO_GUIDANCE = "(none)"
 
@@ -157,6 +165,9 @@ class PromptTemplate:
         object.__setattr__(self, "few_shot", tuple(dict(x) for x in self.few_shot))
         object.__setattr__(self, "options", dict(self.options))
         self.validate()
+        if "vision" in self.options:  # the defaults of the keys left out, filled in
+            normal = vision_settings(self.options["vision"]).to_dict()
+            object.__setattr__(self, "options", {**self.options, "vision": normal})
 
     @functools.cached_property
     def content_hash(self) -> str:
@@ -187,6 +198,12 @@ class PromptTemplate:
     def guidance_for(self, criterion: str, tags: Sequence[str] = ()) -> str:
         """The text of ``{{guidance}}`` for one criterion (:func:`guidance_text`)."""
         return guidance_text(self.guidance, criterion, tags)
+
+    @property
+    def vision(self) -> VisionSettings | None:
+        """How the task's figures are sent (None: text only, the default)."""
+        value = self.options.get("vision")
+        return None if value is None else vision_settings(value)
 
     @property
     def artifact_budget_tokens(self) -> int:
@@ -232,6 +249,8 @@ class PromptTemplate:
                 Problem(where, None, "options.artifact_budget_tokens", "must be an integer ≥ 0")
             )
         problems.extend(_guidance_problems(where, self.options.get("guidance")))
+        if "vision" in self.options:
+            problems.extend(vision_problems(where, self.options["vision"]))
         if self.guidance and "guidance" not in placeholders(self.user) | placeholders(self.system):
             problems.append(
                 Problem(
@@ -280,6 +299,18 @@ class PromptTemplate:
         }
         fields.update(changes)
         return PromptTemplate(**fields, parent_hash=self.content_hash)
+
+
+def with_vision(prompt: PromptTemplate, settings: VisionSettings) -> PromptTemplate:
+    """``prompt`` sending the task's figures under ``settings``.
+
+    ``prompt`` itself when it already does; else a version derived from it (its parent),
+    named after it with ``+vision`` (so that its own name still finds the text-only one).
+    """
+    if prompt.options.get("vision") == settings.to_dict():
+        return prompt
+    name = (prompt.name or "unnamed").removesuffix("+vision") + "+vision"
+    return prompt.derive(options={**prompt.options, "vision": settings.to_dict()}, name=name)
 
 
 def prompt_from_dict(data: Mapping[str, Any], *, source: str = "prompt") -> PromptTemplate:

@@ -5,6 +5,9 @@ with the prompt, asks the client for ``samples`` verdicts (cached replies are lo
 up in bulk beforehand) and hands every :class:`Verdict` to ``on_verdict`` as soon as
 it is complete, so the caller can commit it right away. Memory stays flat however
 long the run: items are read lazily and nothing is kept per item after its verdict.
+An item with figures (``images``, a prompt with the ``vision`` option) carries them as
+image parts of its last message (:meth:`JudgeRunner.messages`) and records them in its
+verdict's provenance.
 
 A verdict's ``met`` is the majority of the samples that parsed (ties go to the first
 sample's verdict); ``p_met`` is the mean P(met) from log-probabilities when every
@@ -32,6 +35,7 @@ from typing import Any, Literal, Protocol
 from gradercal.judge.client import JudgeClient, JudgeFatalError, SampleOutcome
 from gradercal.judge.pricing import Price
 from gradercal.judge.prompts import PromptContext, PromptTemplate
+from gradercal.judge.vision import ImageSet, with_images
 
 VerdictStatus = Literal["ok", "parse_failure", "error"]
 RunStatus = Literal["running", "completed", "stopped_cost", "cancelled", "failed", "interrupted"]
@@ -42,6 +46,8 @@ class WorkItem:
     """One (response, criterion) pair to judge.
 
     ``ref`` is the caller's own handle (e.g. database keys), passed through untouched.
+    ``images``: the task's figures, for a prompt with the ``vision`` option (None: text
+    only); one :class:`~gradercal.judge.vision.ImageSet` is shared by a task's items.
     """
 
     ref: Hashable
@@ -54,6 +60,7 @@ class WorkItem:
     task_prompt: str = ""
     criterion_tags: tuple[str, ...] = ()
     artifacts: str = ""
+    images: ImageSet | None = None
 
     def context(self) -> PromptContext:
         return PromptContext(
@@ -182,6 +189,8 @@ def aggregate(
         "cost_usd": cost,
         "samples": [o.provenance() for o in outcomes],
     }
+    if item.images is not None:
+        provenance["vision"] = item.images.provenance()
     return Verdict(
         item=item,
         status=status,
@@ -239,6 +248,14 @@ class JudgeRunner:
         self._stopping = False
         self._in_flight_items = 0
 
+    def messages(self, item: WorkItem) -> list[dict[str, Any]]:
+        """The chat messages of one request: the prompt's (:meth:`PromptTemplate.render`),
+        with the item's figures as image parts of the last one when it has some."""
+        messages = self.prompt.render(item.context())
+        if item.images is not None and item.images.images:
+            return with_images(messages, item.images.images)
+        return list(messages)
+
     def stop(self, reason: str = "cancelled") -> None:
         """Start no new work item; the run ends when those in flight are done."""
         if not self._stopping:
@@ -261,7 +278,7 @@ class JudgeRunner:
             for batch in _chunks(iter(items), self.chunk):
                 if self._stopping:
                     break
-                rendered = [self.prompt.render(it.context()) for it in batch]
+                rendered = [self.messages(it) for it in batch]
                 known: Mapping[str, Mapping[str, Any]] = {}
                 if self.cache is not None:
                     keys = [
@@ -329,10 +346,10 @@ class JudgeRunner:
         self,
         item: WorkItem,
         known: Mapping[str, Mapping[str, Any]],
-        messages: list[dict[str, str]] | None = None,
+        messages: list[dict[str, Any]] | None = None,
     ) -> Verdict:
         if messages is None:
-            messages = self.prompt.render(item.context())
+            messages = self.messages(item)
         n = self.client.params.samples
         if n == 1:
             outcomes = [await self.client.sample(messages, 0, known)]
@@ -404,7 +421,8 @@ def estimate_run(
     price: Price | None = None,
     completion_tokens: int = EXPECTED_COMPLETION_TOKENS,
 ) -> RunEstimate:
-    """Size and cost of judging ``items`` (every sample a request; retries not counted)."""
+    """Size and cost of judging ``items`` (every sample a request; retries not counted);
+    figures count :meth:`~gradercal.judge.vision.ImageSet.estimated_tokens`."""
     from gradercal.judge.artifacts import estimate_tokens
 
     n = 0
@@ -412,6 +430,8 @@ def estimate_run(
     for item in items:
         n += 1
         per_sample += sum(estimate_tokens(msg["content"]) for msg in prompt.render(item.context()))
+        if item.images is not None:
+            per_sample += item.images.estimated_tokens()
     requests = n * samples
     prompt_tokens = per_sample * samples
     out_tokens = requests * completion_tokens
@@ -429,7 +449,7 @@ def estimate_run(
     )
 
 
-_Entry = tuple[WorkItem, list[dict[str, str]], Mapping[str, Mapping[str, Any]]]
+_Entry = tuple[WorkItem, list[dict[str, Any]], Mapping[str, Mapping[str, Any]]]
 
 
 def _chunks(it: Iterator[WorkItem], size: int) -> Iterator[list[WorkItem]]:

@@ -234,6 +234,18 @@ def to_markdown(package: PromptPackage) -> str:
     out.append("")
     out += ["## System template", "", _fence(p.system), "", "## User template", ""]
     out += [_fence(p.user), ""]
+    vision = p.vision
+    if vision is not None:
+        out += [
+            "## Figures",
+            "",
+            "The judge also sees each task's figures, sent as images after the user message: "
+            f"PNG/JPEG artifacts and PDF pages rendered at {vision.dpi} dpi, at most "
+            f"{vision.max_pages} PDF pages and {vision.max_images} images per task. The "
+            "exported Inspect AI and promptfoo judges send text only, so they refuse this "
+            "prompt version.",
+            "",
+        ]
     return "\n".join(out)
 
 

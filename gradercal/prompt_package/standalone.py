@@ -11,6 +11,10 @@ own code: :func:`kernel_source` concatenates the sources of the criterion types
 :mod:`gradercal.prompt_package.kernel` (messages, request, decision), dropping the ``gradercal`` imports that the
 concatenation makes local. Every name stays as gradercal defines it, so a test can
 import the generated module and compare it with gradercal's functions directly.
+
+The exported judges send text only: a prompt version with the ``vision`` option (a judge
+that sees the tasks' figures) is refused (:func:`require_text_only`), never exported
+with its figures silently dropped.
 """
 
 from __future__ import annotations
@@ -22,10 +26,32 @@ import textwrap
 from types import ModuleType
 from typing import TYPE_CHECKING
 
+from gradercal.errors import GradercalError
+
 if TYPE_CHECKING:
+    from gradercal.judge.prompts import PromptTemplate
     from gradercal.prompt_package.package import PromptPackage
 
-__all__ = ["exported_judge", "glue_source", "kernel_source", "strip_source"]
+__all__ = ["exported_judge", "glue_source", "kernel_source", "require_text_only", "strip_source"]
+
+#: The tool each glue module runs in.
+_TOOLS = {"inspect_judge": "Inspect AI", "promptfoo_assert": "promptfoo"}
+
+
+def require_text_only(prompt: PromptTemplate, what: str) -> None:
+    """Refuse ``what`` (e.g. ``the exported Inspect AI judge``) for a prompt that sends
+    the tasks' figures: the exported judges send text only, and a judge without its
+    figures would not grade as gradercal does.
+
+    Raises:
+        GradercalError: The prompt has the ``vision`` option (one line, saying what to do).
+    """
+    if prompt.vision is not None:
+        raise GradercalError(
+            f"prompt version {prompt.short_hash} sends the tasks' figures to the judge "
+            f"(option vision), which {what} cannot do: export --format json or markdown, "
+            "or a judge whose prompt version has no vision"
+        )
 
 
 def _body(module: ModuleType) -> tuple[list[str], str]:
@@ -173,6 +199,7 @@ def exported_judge(package: PromptPackage, glue: str, header: str) -> str:
     ``PACKAGE_JSON = "{}"`` placeholder."""
     import json
 
+    require_text_only(package.prompt, f"the exported {_TOOLS.get(glue, glue)} judge")
     body = package.to_dict()
     embedded = json.dumps(
         {

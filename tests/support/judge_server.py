@@ -17,6 +17,9 @@ keep-alive) for the official SDK, and judges deterministically:
   ``length``), ``nobool`` (``criteria_met`` a string), ``badbody`` (HTTP body cut
   off), ``echo_key`` (the Authorization header echoed in the reply),
   ``echo_key_500`` (echoed in a 500 error body);
+* **images**: a message whose content is a list of parts (a judge that sees figures) is
+  read by its text parts; its ``image_url`` parts are kept with the body and count 85
+  prompt tokens each;
 * **logprobs** when asked (P(verdict token) = ``logprob_p``), **usage** token counts
   (characters / 4), rejection of named parameters with HTTP 400 (``reject_params``),
   votes that vary between repeats at temperature > 0 (``vote_flip_period``).
@@ -76,6 +79,20 @@ def item_confidence(
     if lenient_every and not met and int(u * 1_000_003) % lenient_every == 0:
         return True, round(0.55 + 0.15 * u, 4)
     return met, round(0.80 + 0.19 * u, 4)
+
+
+def message_text(content: Any) -> str:
+    """A message's text: its content, or the text of its ``text`` parts one per line."""
+    if isinstance(content, str):
+        return content
+    return "\n".join(p.get("text", "") for p in content if p.get("type") == "text")
+
+
+def image_parts(content: Any) -> list[dict[str, Any]]:
+    """The ``image_url`` parts of a message's content (none for plain text)."""
+    if isinstance(content, str):
+        return []
+    return [p for p in content if p.get("type") == "image_url"]
 
 
 def split_prompt(user: str) -> tuple[str, str]:
@@ -266,7 +283,10 @@ class JudgeServer:
         for param in sorted(cfg.reject_params):
             if param in body:
                 return 400, {}, _error(f"Unsupported parameter: '{param}'"), "400"
-        user = next((m["content"] for m in reversed(body["messages"]) if m["role"] == "user"), "")
+        user = next(
+            (message_text(m["content"]) for m in reversed(body["messages"]) if m["role"] == "user"),
+            "",
+        )
         action = self._action(user, body)
         if action.startswith(("429", "503")):
             code, _, arg = action.partition(":")
@@ -314,7 +334,8 @@ class JudgeServer:
         elif action == "nobool":
             content = json.dumps({"explanation": explanation, "criteria_met": "yes"})
             tag = "nobool"
-        prompt_chars = sum(len(m["content"]) for m in body["messages"])
+        prompt_chars = sum(len(message_text(m["content"])) for m in body["messages"])
+        prompt_chars += 4 * 85 * sum(len(image_parts(m["content"])) for m in body["messages"])
         choice: dict[str, Any] = {
             "index": 0,
             "message": {"role": "assistant", "content": content},
