@@ -41,7 +41,13 @@ from typing import TYPE_CHECKING, Any, TypeGuard
 from gradercal.errors import Problem, ValidationError
 from gradercal.formats._lines import Recognised, check_schema
 from gradercal.formats.healthbench import _render_conversation
-from gradercal.formats.v1 import JUDGMENTS_FILE, RESPONSES_FILE, TASKS_FILE, Catalog
+from gradercal.formats.v1 import (
+    ADJUDICATIONS_FILE,
+    JUDGMENTS_FILE,
+    RESPONSES_FILE,
+    TASKS_FILE,
+    Catalog,
+)
 from gradercal.model import (
     AutoRule,
     Benchmark,
@@ -104,7 +110,10 @@ def recognise(path: Path) -> Recognised | None:
     after the eval's task (as Inspect's file name spells it) or the folder.
     """
     if path.is_dir():
-        if any((path / name).exists() for name in (TASKS_FILE, RESPONSES_FILE, JUDGMENTS_FILE)):
+        if any(
+            (path / name).exists()
+            for name in (TASKS_FILE, RESPONSES_FILE, JUDGMENTS_FILE, ADJUDICATIONS_FILE)
+        ):
             return None
         if next(iter(_logs_in(path)), None) is None:
             return None
