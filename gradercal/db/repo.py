@@ -19,6 +19,7 @@ from gradercal.db import models as m
 from gradercal.db.session import Database
 from gradercal.errors import ConflictError, NotFoundError, Problem, ValidationError
 from gradercal.model import (
+    Adjudication,
     Artifact,
     ArtifactKind,
     AutoRule,
@@ -134,6 +135,34 @@ def _iso(when: datetime | None) -> str | None:
     if when is None:
         return None
     return (when if when.tzinfo else when.replace(tzinfo=UTC)).isoformat()
+
+
+def _revise_adjudication(
+    s: Session,
+    row: m.Adjudication,
+    decision: Adjudication,
+    *,
+    source: str,
+    actor: str | None,
+    now: datetime,
+) -> None:
+    """Replace a stored final verdict by ``decision``, its old value kept in ``revision``
+    (changed at ``decision.updated_at`` when it says, else now)."""
+    s.add(
+        m.Revision(
+            entity="adjudication",
+            entity_id=row.id,
+            revision=row.revision,
+            data=adjudication_snapshot(row),
+            actor=actor,
+            source=source,
+            changed_at=now,
+        )
+    )
+    row.met, row.level, row.note = decision.met, decision.level, decision.note
+    row.adjudicator = decision.adjudicator
+    row.revision += 1
+    row.updated_at = decision.updated_at or now
 
 
 def adjudication_snapshot(row: m.Adjudication) -> dict[str, Any]:
@@ -713,20 +742,7 @@ class Repository:
             ):
                 report.adjudications_unchanged += 1
                 continue
-            s.add(
-                m.Revision(
-                    entity="adjudication",
-                    entity_id=row.id,
-                    revision=row.revision,
-                    data=adjudication_snapshot(row),
-                    actor=None,
-                    source="import",
-                    changed_at=now,
-                )
-            )
-            row.met, row.level, row.note, row.adjudicator = a.met, a.level, a.note, a.adjudicator
-            row.revision += 1
-            row.updated_at = a.updated_at or now
+            _revise_adjudication(s, row, a, source="import", actor=None, now=now)
             report.adjudications_updated += 1
 
     @staticmethod
@@ -872,22 +888,26 @@ class Repository:
                 .where(m.Response.benchmark_id == bench.id)
                 .order_by(m.Task.position, m.Response.id, m.Criterion.position)
             )
+            from gradercal.formats.v1 import adjudication_record
+
             out: list[dict[str, Any]] = []
             for row in s.execute(q):
-                rec: dict[str, Any] = {
-                    "response_id": row.response_id,
-                    "criterion_id": row.criterion_id,
-                    "met": row.met,
-                }
-                if row.level is not None:
-                    rec["level"] = row.level
-                rec["adjudicator"] = row.adjudicator
-                if row.note is not None:
-                    rec["note"] = row.note
-                rec["task_id"] = row.task_id
-                rec["revision"] = row.revision
-                rec["created_at"] = _iso(row.created_at)
-                rec["updated_at"] = _iso(row.updated_at)
+                rec = adjudication_record(
+                    Adjudication(
+                        row.response_id,
+                        row.criterion_id,
+                        row.met,
+                        row.adjudicator,
+                        row.note,
+                        row.level,
+                    )
+                )
+                rec.update(
+                    task_id=row.task_id,
+                    revision=row.revision,
+                    created_at=_iso(row.created_at),
+                    updated_at=_iso(row.updated_at),
+                )
                 out.append(rec)
             return out
 
@@ -1079,20 +1099,8 @@ class Repository:
                     )
                 )
                 return
-            s.add(
-                m.Revision(
-                    entity="adjudication",
-                    entity_id=row.id,
-                    revision=row.revision,
-                    data=adjudication_snapshot(row),
-                    actor=adjudicator,
-                    source="ui",
-                    changed_at=now,
-                )
-            )
-            row.met, row.level, row.note, row.adjudicator = met, level, note, adjudicator
-            row.revision += 1
-            row.updated_at = now
+            decision = Adjudication(response_id, criterion_id, met, adjudicator, note, level)
+            _revise_adjudication(s, row, decision, source="ui", actor=adjudicator, now=now)
 
 
 def _task_from_row(t: m.Task, crits: list[m.Criterion], arts: list[m.Artifact]) -> Task:
