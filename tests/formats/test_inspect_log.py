@@ -179,7 +179,13 @@ def _mini_catalog(tmp_path: Path) -> Catalog:
 
 # -- recognising ------------------------------------------------------------------------
 def test_recognises_eval_and_json_logs_and_log_folders(logs: Logs, tmp_path: Path) -> None:
-    assert [f.name for f in FORMATS] == ["healthbench-meta", "healthbench", "inspect", "v1"]
+    assert [f.name for f in FORMATS] == [
+        "healthbench-meta",
+        "healthbench",
+        "inspect",
+        "table",
+        "v1",
+    ]
     assert recognise(logs.eval_log) == Recognised(
         "inspect", "log", None, new_benchmark="mini-check"
     )
@@ -308,7 +314,9 @@ def test_a_judge_log_into_an_empty_database_makes_its_tasks(logs: Logs, tmp_path
 def test_a_sample_without_a_task_or_rubric_is_a_named_problem(logs: Logs) -> None:
     with pytest.raises(ValidationError) as info:
         read_path(logs.eval_log)  # nothing stored: no task M1 or M2
-    lines = sorted(str(info.value).splitlines())
+    *problems, hint = str(info.value).splitlines()
+    assert hint.startswith("(read as Inspect AI eval logs")  # which format took the file
+    lines = sorted(problems)
     assert len(lines) == 2
     assert lines[0].startswith(f"{logs.eval_log.name}: sample 'M1': its task 'M1'")
     assert lines[1].startswith(f"{logs.eval_log.name}: sample 'M2': its task 'M2'")

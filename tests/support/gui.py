@@ -286,13 +286,18 @@ def write_gui_benchmark(folder: Path, *, corrupt_pdf: bool = False) -> Path:
     return folder
 
 
-def import_folder(db_url: str, folder: Path) -> None:
+def import_folder(db_url: str, folder: Path, *, adjudications: bool = True) -> None:
+    """Import a benchmark folder; ``adjudications=False`` leaves its final verdicts out
+    (a benchmark nobody has adjudicated yet)."""
     from gradercal.db.repo import Repository
     from gradercal.db.session import open_database
     from gradercal.formats import read_folder
 
     db = open_database(db_url)
     try:
-        Repository(db).import_data(read_folder(folder))
+        data = read_folder(folder)
+        if not adjudications:
+            data.adjudications.clear()
+        Repository(db).import_data(data)
     finally:
         db.dispose()

@@ -60,7 +60,7 @@ Opener = Callable[..., QtMainWindow]
 @pytest.fixture(scope="module")
 def demo_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("demo") / "demo.sqlite"
-    import_folder(str(path), DEMO)
+    import_folder(str(path), DEMO, adjudications=False)  # the tests adjudicate
     return path
 
 
