@@ -205,9 +205,9 @@ def _explained(fmt: ImportFormat, path: Path, read: Callable[[], BenchmarkData])
     except ValidationError as exc:
         if not path.is_file() or exc.hint:
             raise
-        others = "; ".join(f"{f.name}: {f.looks_for}" for f in FORMATS if f is not fmt)
+        others = ", ".join(f.name for f in FORMATS if f is not fmt)
         raise ValidationError(
             exc.problems,
-            hint=f"(read as {fmt.description}, the first format that recognised it; "
-            f"the others read {others})",
+            hint=f"(read as {fmt.name}: {fmt.description}; if it is another kind of file, "
+            f"gradercal also reads {others}: see docs/formats.md)",
         ) from None

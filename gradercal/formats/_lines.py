@@ -100,23 +100,90 @@ def read_jsonl(path: Path, display: str, problems: list[Problem]) -> Iterator[tu
                     Problem(display, lineno, None, f"invalid JSON: {exc.msg} (column {exc.colno})")
                 )
                 continue
+            twice = duplicate_key(raw, value)
+            if twice is not None:
+                problems.append(Problem(display, lineno, twice, _TWICE))
+                continue
             yield lineno, value
 
 
 def read_json(path: Path, display: str, problems: list[Problem]) -> Any:
-    """Read one JSON document, recording a problem (and returning None) when it is bad."""
+    """Read one JSON document (a UTF-8 byte order mark is allowed, as on the JSONL files),
+    recording a problem (and returning None) when it is bad."""
+    raw = path.read_bytes()
     try:
-        text = path.read_bytes().decode("utf-8")
+        text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         problems.append(Problem(display, None, None, f"invalid UTF-8 at byte {exc.start + 1}"))
         return None
+    text = text.removeprefix("\ufeff")
     try:
-        return orjson.loads(text)
+        value = orjson.loads(text)
     except orjson.JSONDecodeError as exc:
         problems.append(
             Problem(display, exc.lineno, None, f"invalid JSON: {exc.msg} (column {exc.colno})")
         )
         return None
+    twice = duplicate_key(raw, value)
+    if twice is not None:
+        problems.append(Problem(display, None, twice, _TWICE))
+        return None
+    return value
+
+
+_TWICE = "named twice in one object (JSON keeps only the last; give each field once)"
+
+
+def duplicate_key(raw: bytes, value: Any) -> str | None:
+    """Where ``raw`` (the text ``value`` was parsed from) names a key twice in one object,
+    as a field path (``rubric[2].points``); None when it does not.
+
+    Parsers keep the last of two equal keys silently. The check is cheap: ``"`` followed
+    by ``:`` occurs in JSON text only after a key (inside strings a quote is always
+    escaped, and the value written back escapes it the same way), so a text with more of
+    them than its value written back lost a key; only then is it parsed again, slowly,
+    to name the key.
+    """
+    if raw.count(b'":') <= orjson.dumps(value).count(b'":'):
+        return None
+    found: list[tuple[str, dict[str, Any]]] = []
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        obj = dict(items)
+        if not found and len(obj) < len(items):
+            seen: set[str] = set()
+            for key, _ in items:
+                if key in seen:
+                    found.append((key, obj))
+                    break
+                seen.add(key)
+        return obj
+
+    text = raw.decode("utf-8", errors="replace").removeprefix("\ufeff")
+    json.loads(text, object_pairs_hook=pairs)
+    if not found:  # pragma: no cover - the count says a key was lost
+        return "(line)"
+    key, obj = found[0]
+    where = _path_to(value, obj)
+    return f"{where}.{key}" if where else key
+
+
+def _path_to(value: Any, target: dict[str, Any], prefix: str = "") -> str | None:
+    """The path of the object equal to ``target`` inside ``value`` ("" for ``value``)."""
+    if isinstance(value, dict):
+        if value == target:
+            return prefix
+        items: Any = value.items()
+    elif isinstance(value, list):
+        items = ((f"[{i}]", v) for i, v in enumerate(value))
+    else:
+        return None
+    for k, v in items:
+        step = k if k.startswith("[") else (f".{k}" if prefix else k)
+        found = _path_to(v, target, prefix + step)
+        if found is not None:
+            return found
+    return None
 
 
 def _loads_or_none(text: str) -> Any:

@@ -171,8 +171,8 @@ def test_a_file_read_as_the_wrong_format_says_which_format_read_it(tmp_path: Pat
     res = CliRunner().invoke(main, ["import", str(path), "--db", str(tmp_path / "w.sqlite")])
     assert res.exit_code != 0
     last = res.output.strip().splitlines()[-1]
-    assert "read as gradercal benchmark folder v1" in last, res.output
-    assert "healthbench-meta: a .jsonl file whose lines have binary_labels" in last
+    assert last.startswith("(read as v1: gradercal benchmark folder v1"), res.output
+    assert "gradercal also reads healthbench-meta, healthbench, inspect, table" in last
 
 
 def test_export_benchmark_writes_a_folder_that_imports_back_the_same(

@@ -495,3 +495,32 @@ def test_the_format_registry_recognises_each_kind_of_path(mini: Path, tmp_path: 
     assert recognise(junk) == Recognised("v1", None, tmp_path.resolve().name)
     with pytest.raises(ValidationError):
         read_path(junk)
+
+
+def test_a_key_named_twice_is_refused_by_line_and_path(tmp_path: Path) -> None:
+    """JSON parsers keep the last of two equal keys silently; the import refuses them,
+    naming the line and the field, also inside nested objects and benchmark.json (which
+    may start with a byte order mark, like the JSONL files)."""
+    from gradercal.formats._lines import duplicate_key
+
+    folder = tmp_path / "twice"
+    folder.mkdir()
+    one = '[{"id": "c1", "criterion": "Names the assay", "points": 2}]'
+    tasks = [
+        '{"id": "t1", "prompt": "Say it", "rubric": [], "rubric": ' + one + "}",
+        '{"id": "t2", "prompt": "Say it", "rubric": [{"id": "c1", "criterion": "x", '
+        '"points": 1}, {"id": "c2", "criterion": "Quotes \\": it", "points": 1, "points": 5}]}',
+        '{"id": "t3", "prompt": "A \\"quoted\\": string is fine", "rubric": ' + one + "}",
+    ]
+    (folder / "tasks.jsonl").write_text("\n".join(tasks) + "\n", "utf-8")
+    (folder / "benchmark.json").write_bytes(
+        "\ufeff".encode() + b'{"name": "b", "pass_threshold": 0.7, "pass_threshold": 0.5}'
+    )
+    with pytest.raises(ValidationError) as info:
+        read_folder(folder)
+    got = {(p.file, p.line, p.field) for p in info.value.problems}
+    assert ("tasks.jsonl", 1, "rubric") in got
+    assert ("tasks.jsonl", 2, "rubric[1].points") in got
+    assert ("benchmark.json", None, "pass_threshold") in got
+    assert not [p for p in info.value.problems if p.line == 3]  # quotes in strings are fine
+    assert duplicate_key(b'{"a": "x\\": y", "b": {"c": 1}}', {"a": 'x": y', "b": {"c": 1}}) is None

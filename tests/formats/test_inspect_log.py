@@ -315,7 +315,7 @@ def test_a_sample_without_a_task_or_rubric_is_a_named_problem(logs: Logs) -> Non
     with pytest.raises(ValidationError) as info:
         read_path(logs.eval_log)  # nothing stored: no task M1 or M2
     *problems, hint = str(info.value).splitlines()
-    assert hint.startswith("(read as Inspect AI eval logs")  # which format took the file
+    assert hint.startswith("(read as inspect: Inspect AI eval logs")  # the format that took it
     lines = sorted(problems)
     assert len(lines) == 2
     assert lines[0].startswith(f"{logs.eval_log.name}: sample 'M1': its task 'M1'")

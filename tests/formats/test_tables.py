@@ -152,7 +152,7 @@ def test_table_problems_name_file_row_and_field_and_change_nothing(tmp_path: Pat
     assert "bad.csv:3: met: must be a boolean or null" in res.output, res.output
     assert "bad.csv:4: criterion_id: unknown criterion_id 'c99'" in res.output
     assert "bad.csv:5: criterion_id: 'c1' is an auto criterion" in res.output
-    assert "read as judgments or adjudications as a CSV" in res.output  # which format took it
+    assert "(read as table: judgments or adjudications as a CSV" in res.output
     assert fingerprint(db) == before
     # a mapped column that is not there, and a table that is neither kind
     res = gc("import", str(path), "--db", db, "--map", "grader=reviewer")
