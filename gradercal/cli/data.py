@@ -139,20 +139,32 @@ def _import(
     if found.kind is None and path.is_file():
         read_path(path)  # says which formats were tried, before any database is opened
     check_ready(found)  # and a missing optional extra
+
+    def read(catalog: Any) -> Any:
+        if stdin and found.format == "v1":
+            return read_stream(path, "<stdin>", Path.cwd(), catalog)
+        return read_path(path, catalog, mapping)
+
+    from gradercal.db.session import database_exists
+
+    nameless = GradercalError(
+        "-: tasks from standard input name no benchmark; give --benchmark NAME"
+    )
+    unnamed = stdin and not benchmark and found.kind == "tasks"
+    data = None
+    if not database_exists(db):  # a new database: read (and refuse) before creating it
+        if unnamed:
+            raise nameless
+        data = read(None)
     repo = open_repo(db, create=True)
-    if stdin and not benchmark and found.kind == "tasks" and not repo.benchmarks():
-        raise GradercalError(
-            "-: tasks from standard input name no benchmark; give --benchmark NAME"
-        )
+    if unnamed and not repo.benchmarks():
+        raise nameless
     target = benchmark or found.benchmark
     if target is None and found.new_benchmark is not None and not repo.benchmarks():
         target = found.new_benchmark  # a file that stands alone, into an empty database
     target = target or repo.benchmark(None).name
-    catalog = repo.catalog(target)
-    if stdin and found.format == "v1":
-        data = read_stream(path, "<stdin>", Path.cwd(), catalog)
-    else:
-        data = read_path(path, catalog, mapping)
+    if data is None:
+        data = read(repo.catalog(target))
     data = benchmark_of(data, target)
     with progress_bar(not as_json) as update:
         report = repo.import_data(

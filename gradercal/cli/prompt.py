@@ -255,20 +255,16 @@ def import_prompt(file: Path, db: str | None, as_json: bool) -> None:
     """
     from gradercal.db.prompt_sources import import_package
     from gradercal.db.session import open_database
+    from gradercal.formats._lines import read_json
     from gradercal.prompt_package import package_from_dict
 
-    try:
-        text = file.read_text("utf-8")
+    problems: list[Problem] = []
+    try:  # UTF-8, JSON, nesting and keys named twice are checked
+        data = read_json(file, str(file), problems)
     except OSError as exc:
         raise GradercalError(f"cannot read {file}: {exc.strerror}") from exc
-    except UnicodeDecodeError:
-        raise GradercalError(f"{file}: not UTF-8 text") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ValidationError(
-            [Problem(str(file), exc.lineno, None, f"not JSON: {exc.msg}")]
-        ) from None
+    if problems:
+        raise ValidationError(problems)
     package = package_from_dict(data, source=str(file))
     database = open_database(db, create=False)
     try:

@@ -327,6 +327,16 @@ def database_id(db: Database) -> str:
     return str(value)
 
 
+def database_exists(db: str | os.PathLike[str] | URL | None = None) -> bool:
+    """False only for a SQLite file that is not there yet (a server database is taken to
+    exist: connecting says otherwise)."""
+    url = db if isinstance(db, URL) else resolve_url(db)
+    if url.get_backend_name() != "sqlite":
+        return True
+    path = url.database
+    return not path or path == ":memory:" or Path(path).exists()
+
+
 def open_database(
     db: str | os.PathLike[str] | URL | None = None,
     *,

@@ -100,6 +100,9 @@ def read_jsonl(path: Path, display: str, problems: list[Problem]) -> Iterator[tu
                     Problem(display, lineno, None, f"invalid JSON: {exc.msg} (column {exc.colno})")
                 )
                 continue
+            if too_deep(raw, value):
+                problems.append(Problem(display, lineno, None, _DEEP))
+                continue
             twice = duplicate_key(raw, value)
             if twice is not None:
                 problems.append(Problem(display, lineno, twice, _TWICE))
@@ -124,11 +127,34 @@ def read_json(path: Path, display: str, problems: list[Problem]) -> Any:
             Problem(display, exc.lineno, None, f"invalid JSON: {exc.msg} (column {exc.colno})")
         )
         return None
+    if too_deep(raw, value):
+        problems.append(Problem(display, None, None, _DEEP))
+        return None
     twice = duplicate_key(raw, value)
     if twice is not None:
         problems.append(Problem(display, None, twice, _TWICE))
         return None
     return value
+
+
+#: Deepest nesting of objects and lists accepted in a file (docs/formats.md).
+MAX_DEPTH = 64
+_DEEP = f"nested more than {MAX_DEPTH} levels deep (objects and lists inside each other)"
+
+
+def too_deep(raw: bytes, value: Any) -> bool:
+    """Whether ``value`` nests objects and lists more than :data:`MAX_DEPTH` levels (a text
+    with fewer brackets than that cannot, so most lines are never walked)."""
+    if raw.count(b"{") + raw.count(b"[") <= MAX_DEPTH:
+        return False
+    level: list[tuple[Any, int]] = [(value, 1)]
+    while level:
+        item, depth = level.pop()
+        if depth > MAX_DEPTH:
+            return True
+        children = item.values() if isinstance(item, dict) else item
+        level.extend((c, depth + 1) for c in children if isinstance(c, dict | list))
+    return False
 
 
 _TWICE = "named twice in one object (JSON keeps only the last; give each field once)"

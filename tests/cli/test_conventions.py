@@ -220,3 +220,32 @@ def test_an_interrupted_benchmark_export_leaves_nothing(
     res = CliRunner().invoke(main, ["export", "benchmark", "--db", demo_db, "-o", str(out)])
     assert res.exit_code != 0 and len(calls) == 3
     assert list(tmp_path.iterdir()) == []  # neither the folder nor its temporary twin
+
+
+def test_absurd_nesting_is_one_clear_line_and_a_new_database_is_not_made(tmp_path: Path) -> None:
+    """Metadata nested 600 deep, or a prompt package nested 100,000 deep, is refused in
+    one line naming the file; a failed import into a new path leaves no database."""
+    deep: dict[str, object] = {}
+    cur = deep
+    for _ in range(600):
+        cur["a"] = {}
+        cur = cur["a"]  # type: ignore[assignment]
+    folder = tmp_path / "deep"
+    folder.mkdir()
+    task = {"id": "t", "prompt": "p", "rubric": [{"id": "c1", "criterion": "x", "points": 1}]}
+    (folder / "tasks.jsonl").write_text(json.dumps({**task, "metadata": deep}) + "\n", "utf-8")
+    db = tmp_path / "new.sqlite"
+    res = CliRunner().invoke(main, ["import", str(folder), "--db", str(db)])
+    assert res.exit_code == 1, res.output
+    assert "tasks.jsonl:1: nested more than 64 levels deep" in res.output
+    assert "Traceback" not in res.output and not db.exists()
+    package = tmp_path / "deep.json"
+    package.write_text('{"a": ' + "[" * 100_000 + "]" * 100_000 + "}", "utf-8")
+    _run("import", str(DEMO), "--db", str(db))
+    res = CliRunner().invoke(main, ["import-prompt", str(package), "--db", str(db)])
+    assert res.exit_code == 1 and res.output.startswith(f"error: {package}:1: invalid JSON")
+    assert len(res.output.strip().splitlines()) == 1
+    shallow = tmp_path / "shallow"
+    shallow.mkdir()
+    (shallow / "tasks.jsonl").write_text(json.dumps(task) + "\n", "utf-8")
+    _run("import", str(shallow), "--db", str(tmp_path / "ok.sqlite"))  # 4 levels are fine
