@@ -6,6 +6,7 @@ few-shot examples and the templates.
 
 from __future__ import annotations
 
+import html
 from collections.abc import Mapping
 from typing import Any
 
@@ -47,6 +48,13 @@ _LABELS = {
 }
 
 
+def _md(value: Any) -> str:
+    """Text from rubrics, notes and names, safe inline in Markdown: HTML is shown as text
+    (``<``, ``>`` and ``&`` escaped; Markdown renderers pass raw HTML through) and line
+    breaks become spaces (they would end the list item or heading)."""
+    return html.escape(str(value), quote=False).replace("\r", " ").replace("\n", " ")
+
+
 def _fence(text: str) -> str:
     ticks = "```"
     while ticks in text:
@@ -77,8 +85,8 @@ def _card_markdown(package: PromptPackage) -> list[str]:
     out.append(f"- **Prompt version**: `{package.prompt_version}`")
     out.append(f"- **Derived from**: `{card.get('base_prompt_version')}`")
     j = package.judge
-    out.append(f"- **Judge**: {j.get('name')} (model {j.get('model') or '—'})")
-    out.append(f"- **Experts**: {', '.join(card.get('experts') or []) or '—'}")
+    out.append(f"- **Judge**: {_md(j.get('name'))} (model {_md(j.get('model') or '—')})")
+    out.append(f"- **Experts**: {_md(', '.join(card.get('experts') or []) or '—')}")
     prov = card.get("provenance") or {}
     counts = prov.get("counts") or {}
     if counts:
@@ -100,7 +108,7 @@ def _card_markdown(package: PromptPackage) -> list[str]:
                 "",
                 f"{held['scheme']}.",
                 "",
-                f"Held-out tasks: {', '.join(split.get('held_out_tasks') or []) or '—'}.",
+                f"Held-out tasks: {_md(', '.join(split.get('held_out_tasks') or []) or '—')}.",
                 "",
             ]
         elif kind is None:
@@ -186,37 +194,37 @@ def to_markdown(package: PromptPackage) -> str:
     """A readable document: card, decision rule, guidance, examples, templates."""
     p = package.prompt
     out = [
-        f"# Calibrated judge prompt: {p.name or 'unnamed'}",
+        f"# Calibrated judge prompt: {_md(p.name or 'unnamed')}",
         "",
-        f"Benchmark: {package.benchmark or '—'} · exported {package.created_at} · "
+        f"Benchmark: {_md(package.benchmark or '—')} · exported {package.created_at} · "
         f"package format {package.format_version} · prompt version `{package.prompt_version}`",
         "",
     ]
     if package.warnings:
-        out += ["> **Warnings**", ">"] + [f"> - {w}" for w in package.warnings] + [""]
+        out += ["> **Warnings**", ">"] + [f"> - {_md(w)}" for w in package.warnings] + [""]
     out += _card_markdown(package)
     out += ["## Rubric guidance", ""]
     g = package.guidance
     if g.get("general"):
-        out += ["**In general**", ""] + [f"- {x}" for x in g["general"]] + [""]
+        out += ["**In general**", ""] + [f"- {_md(x)}" for x in g["general"]] + [""]
     for t in g.get("tags", []):
         line = (
-            f"- **{t['tag']}**: {t['n_adjudicated']} adjudicated, judge overruled on 'met' "
+            f"- **{_md(t['tag'])}**: {t['n_adjudicated']} adjudicated, judge overruled on 'met' "
             f"{t['judge_overruled_met']}×, on 'not met' {t['judge_overruled_not_met']}×"
         )
-        out.append(line + ("".join(f" — {r}" for r in t["rules"])))
+        out.append(line + ("".join(f" — {_md(r)}" for r in t["rules"])))
     if g.get("tags"):
         out.append("")
     for c in g.get("criteria", []):
         out.append(
-            f"**{c['task_id']}/{c['criterion_id']}** — {c['criterion']} "
+            f"**{_md(c['task_id'])}/{_md(c['criterion_id'])}** — {_md(c['criterion'])} "
             f"({c['n_unclear']} unclear flag(s), {c['n_adjudication_notes']} adjudication note(s))"
         )
         out.append("")
         for n in c["notes"]:
             out.append(
-                f"- {n['text']} — {n['count']}× by {', '.join(n['authors'])} "
-                f"({', '.join(n['sources'])})"
+                f"- {_md(n['text'])} — {n['count']}× by {_md(', '.join(n['authors']))} "
+                f"({_md(', '.join(n['sources']))})"
             )
         out.append("")
     if not (g.get("general") or g.get("tags") or g.get("criteria")):
@@ -227,9 +235,10 @@ def to_markdown(package: PromptPackage) -> str:
     for i, (ex, shot) in enumerate(zip(package.examples, p.few_shot, strict=False), 1):
         verdict = "met" if ex["criteria_met"] else "not met"
         out.append(
-            f"{i}. **{ex['task_id']}/{ex['criterion_id']}** on response {ex['response_id']}: "
-            f"**{verdict}** (judge said {_verdict_word(ex.get('judge_met'))}; tags "
-            f"{', '.join(ex['tags']) or '—'}) — {shot.get('explanation', '')}"
+            f"{i}. **{_md(ex['task_id'])}/{_md(ex['criterion_id'])}** on response "
+            f"{_md(ex['response_id'])}: **{verdict}** (judge said "
+            f"{_verdict_word(ex.get('judge_met'))}; tags {_md(', '.join(ex['tags']) or '—')}) "
+            f"— {_md(shot.get('explanation', ''))}"
         )
     out.append("")
     out += ["## System template", "", _fence(p.system), "", "## User template", ""]

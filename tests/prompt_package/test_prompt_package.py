@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -774,3 +775,31 @@ def test_export_does_not_import_the_openai_sdk(tmp_path: Path) -> None:
     )
     assert out.stdout.strip() == "[]", out.stdout + out.stderr
     assert json.loads((tmp_path / "judge.json").read_text("utf-8"))["card"]["held_out"]
+
+
+def test_markdown_shows_html_from_notes_and_names_as_text(tmp_path: Path) -> None:
+    """Adjudication notes and names are the experts' text: HTML in them is escaped in the
+    Markdown export (renderers pass raw HTML through), and nothing else changes."""
+    from gradercal.db.repo import Repository
+    from gradercal.db.session import open_database
+
+    db = str(tmp_path / "html.sqlite")
+    cli("import", str(DEMO), "--db", db)
+    note = '<script>alert(1)</script> & <img src=x onerror="alert(2)">'
+    database = open_database(db)
+    try:
+        repo = Repository(database)
+        for a in repo.adjudication_records():
+            repo.adjudicate(
+                None, a["response_id"], a["criterion_id"], met=a["met"], level=a.get("level"),
+                adjudicator="<b>lead</b>", note=f"{a['note']} {note}",
+            )  # fmt: skip
+    finally:
+        database.dispose()
+    out = tmp_path / "judge.md"
+    cli("export-prompt", "--db", db, "--judge", JUDGE, "--format", "markdown", "-o", str(out))
+    text = out.read_text("utf-8")
+    outside_fences = re.sub(r"```.*?```", "", text, flags=re.DOTALL)
+    assert "&lt;script&gt;alert(1)&lt;/script&gt; &amp; &lt;img" in outside_fences
+    for raw in ("<script", "<img", "<b>"):
+        assert raw not in outside_fences, raw
