@@ -152,10 +152,14 @@ def read_ratings_csv(
 
     records: list[tuple[int, str, str, str, str]] = []  # line, unit, rater, value, cluster
     for line, row in rows[1:]:
-        if len(row) < len(columns):
+        if len(row) != len(columns):
             problems.append(
                 Problem(name, line, None, f"expected {len(columns)} fields, found {len(row)}")
             )
+            continue
+        nul = next((c for c, cell in zip(columns, row, strict=True) if "\x00" in cell), None)
+        if nul is not None:
+            problems.append(Problem(name, line, nul or None, "contains a NUL character"))
             continue
         cells = {col: row[i].strip() for col, i in index.items()}
         for col in ("unit", "rater", *([cluster_col] if cluster_col else [])):

@@ -465,3 +465,12 @@ def test_weighted_bootstrap_intervals_are_the_bootstraps(tmp_path: Path) -> None
     # the weighted ones differ from their unweighted namesakes
     assert data["weighted_fleiss_kappa"]["ci"] != data["fleiss_kappa"]["ci"]
     assert data["weighted_conger_kappa"]["value"] != data["conger_kappa"]["value"]
+
+
+def test_extra_fields_and_nul_bytes_are_refused_by_line(tmp_path: Path) -> None:
+    path = write(tmp_path, "unit,rater,value\n1,a,1\n1,b,1,surplus\n2,a\x00x,0\n2,b,0\n")
+    fails(
+        run(path),
+        f"{path}:3: expected 3 fields, found 4",
+        f"{path}:4: rater: contains a NUL character",
+    )
