@@ -283,6 +283,9 @@ def _friendly(err: SchemaError) -> tuple[str, str]:
         return field, f"must be {err.validator_value!r}, got {_show(err.instance)}"
     if err.validator == "minItems":
         return field, "must not be empty"
+    if err.validator == "maxItems":
+        count = len(err.instance) if isinstance(err.instance, list) else "more"
+        return field, f"has {count} items; at most {err.validator_value} are accepted"
     if err.validator == "minLength":
         return field, "must not be empty"
     if err.validator == "additionalProperties":

@@ -524,3 +524,19 @@ def test_a_key_named_twice_is_refused_by_line_and_path(tmp_path: Path) -> None:
     assert ("benchmark.json", None, "pass_threshold") in got
     assert not [p for p in info.value.problems if p.line == 3]  # quotes in strings are fine
     assert duplicate_key(b'{"a": "x\\": y", "b": {"c": 1}}', {"a": 'x": y', "b": {"c": 1}}) is None
+
+
+def test_an_absurd_rubric_is_refused_with_the_stated_limit(tmp_path: Path) -> None:
+    folder = tmp_path / "huge"
+    folder.mkdir()
+    rubric = [{"id": f"c{i}", "criterion": "x", "points": 1} for i in range(1001)]
+    ok = {"id": "t2", "prompt": "p", "rubric": rubric[:1000]}
+    (folder / "tasks.jsonl").write_text(
+        json.dumps({"id": "t1", "prompt": "p", "rubric": rubric}) + "\n" + json.dumps(ok) + "\n",
+        "utf-8",
+    )
+    with pytest.raises(ValidationError) as info:
+        read_folder(folder)
+    assert [str(p) for p in info.value.problems] == [
+        "tasks.jsonl:1: rubric: has 1001 items; at most 1000 are accepted"
+    ]
