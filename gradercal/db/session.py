@@ -374,5 +374,9 @@ def open_database(
         raise
     except Exception as exc:
         engine.dispose()
-        raise DatabaseError(f"cannot open database {display_url(url)}: {exc}") from exc
+        reason = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
+        hint = ""
+        if "not a database" in reason or "malformed" in reason:
+            hint = " (damaged, or not a gradercal database: restore a copy from `gradercal backup`)"
+        raise DatabaseError(f"cannot open database {display_url(url)}: {reason}{hint}") from exc
     return Database(engine)

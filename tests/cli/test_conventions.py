@@ -249,3 +249,21 @@ def test_absurd_nesting_is_one_clear_line_and_a_new_database_is_not_made(tmp_pat
     shallow.mkdir()
     (shallow / "tasks.jsonl").write_text(json.dumps(task) + "\n", "utf-8")
     _run("import", str(shallow), "--db", str(tmp_path / "ok.sqlite"))  # 4 levels are fine
+
+
+def test_a_damaged_database_file_is_one_line_and_left_as_it_was(
+    demo_db: str, tmp_path: Path
+) -> None:
+    good = Path(demo_db).read_bytes()
+    damaged = tmp_path / "damaged.sqlite"
+    damaged.write_bytes(good[:8192] + bytes(range(256)) * 256)  # a torn copy
+    junk = tmp_path / "junk.sqlite"
+    junk.write_bytes(b"these are my notes, not a database\n" * 200)
+    for path, reason in ((damaged, "malformed"), (junk, "not a database")):
+        before = path.read_bytes()
+        for args in (["scores"], ["import", str(DEMO)]):
+            res = CliRunner().invoke(main, [*args, "--db", str(path)])
+            assert res.exit_code == 1, res.output
+            lines = res.output.strip().splitlines()
+            assert len(lines) == 1 and reason in lines[0] and "gradercal backup" in lines[0]
+        assert path.read_bytes() == before
