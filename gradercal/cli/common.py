@@ -52,8 +52,35 @@ def handle_errors(fn: F) -> F:
         except GradercalError as exc:
             fail(str(exc))
             sys.exit(1)
+        except Exception as exc:
+            message = storage_failure(exc)
+            if message is None:
+                raise
+            fail(message)
+            sys.exit(1)
 
     return wrapper  # type: ignore[return-value]
+
+
+def storage_failure(exc: BaseException) -> str | None:
+    """One line for a failure of the disk or the database server under a command (a full
+    disk, an I/O error, a lost connection); None for anything else (a bug: shown whole).
+    Writes are transactions, so such a failure leaves the database as it was."""
+    import errno
+
+    from sqlalchemy.exc import OperationalError
+
+    if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
+        return f"the disk is full ({exc.filename or 'writing'}): free some space and run it again"
+    if not isinstance(exc, OperationalError):
+        return None
+    reason = str(exc.orig).strip().splitlines()[0] if exc.orig is not None else str(exc)
+    if "full" in reason.lower():
+        return (
+            f"the database's disk is full ({reason}): nothing was written; free some space "
+            "and run it again"
+        )
+    return f"the database failed ({reason}): nothing was written"
 
 
 db_option = click.option(

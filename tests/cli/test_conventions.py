@@ -7,13 +7,14 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
 from click.testing import CliRunner
 
 from gradercal.cli import main
-from tests.conftest import DATA, DEMO
+from tests.conftest import DATA, DEMO, fingerprint
 
 
 @pytest.fixture(scope="module")
@@ -267,3 +268,34 @@ def test_a_damaged_database_file_is_one_line_and_left_as_it_was(
             lines = res.output.strip().splitlines()
             assert len(lines) == 1 and reason in lines[0] and "gradercal backup" in lines[0]
         assert path.read_bytes() == before
+
+
+def test_a_full_disk_during_import_is_one_line_and_writes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SQLite's own "database or disk is full", made real by capping the file's pages
+    (PRAGMA max_page_count) once the empty database exists: the import says so in one
+    line, exits 1, and the database holds what it held."""
+    from sqlalchemy import event
+
+    from gradercal.db import session
+
+    db = tmp_path / "full.sqlite"
+    _run("init", "--db", str(db))
+    real = session._make_engine
+
+    def capped(url: Any, **kwargs: Any) -> Any:
+        engine = real(url, **kwargs)
+        event.listen(
+            engine, "connect", lambda conn, _rec: conn.execute("PRAGMA max_page_count = 60")
+        )
+        return engine
+
+    monkeypatch.setattr(session, "_make_engine", capped)
+    before = fingerprint(str(db))
+    res = CliRunner().invoke(main, ["import", str(DEMO), "--db", str(db)])
+    assert res.exit_code == 1, res.output
+    assert res.output.startswith("error: the database's disk is full (database or disk is full)")
+    assert len(res.output.strip().splitlines()) == 1
+    monkeypatch.undo()
+    assert fingerprint(str(db)) == before
