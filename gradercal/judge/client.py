@@ -28,6 +28,7 @@ import asyncio
 import email.utils
 import hashlib
 import logging
+import math
 import os
 import random
 import time
@@ -383,6 +384,24 @@ def encode_body(body: Mapping[str, Any]) -> bytes:
 
 def _sample_key(digest: bytes, sample: int) -> str:
     return hashlib.sha256(digest + b"#" + str(sample).encode()).hexdigest()
+
+
+def _usage(value: Any) -> tuple[int, int] | None:
+    """``(prompt_tokens, completion_tokens)`` of a reply's ``usage``; None (unknown) when
+    it is missing or malformed (not an object, counts that are not whole numbers ≥ 0)."""
+    if not isinstance(value, dict):
+        return None
+    counts = []
+    for key in ("prompt_tokens", "completion_tokens"):
+        n = value.get(key, 0)
+        if n is None:
+            n = 0
+        if isinstance(n, bool) or not isinstance(n, int | float):
+            return None
+        if not math.isfinite(n) or n < 0 or n != int(n):
+            return None
+        counts.append(int(n))
+    return counts[0], counts[1]
 
 
 def _verdict_key_token(tokens: Sequence[Any]) -> int:
@@ -761,24 +780,30 @@ class JudgeClient:
                 )
             except (KeyError, TypeError, ValueError, AttributeError):
                 p_met = None  # malformed log-probabilities: confidence falls back to samples
-        usage = reply.get("usage")
-        usage = usage if isinstance(usage, dict) else None
+        tokens_used = _usage(reply.get("usage"))
         model = reply.get("model")
         rid = reply.get("id")
         return Completion(
-            content=None if content is None else self.redact(str(content)),
-            finish_reason=None if finish is None else str(finish),
-            prompt_tokens=int((usage or {}).get("prompt_tokens") or 0),
-            completion_tokens=int((usage or {}).get("completion_tokens") or 0),
+            content=self._clean(content),
+            finish_reason=self._clean(finish),
+            prompt_tokens=tokens_used[0] if tokens_used else 0,
+            completion_tokens=tokens_used[1] if tokens_used else 0,
             p_met=p_met,
-            server_model=None if model is None else str(model),
-            request_id=None if rid is None else self.redact(str(rid)),
-            usage_reported=usage is not None,
+            server_model=self._clean(model),
+            request_id=self._clean(rid),
+            usage_reported=tokens_used is not None,
         )
+
+    def _clean(self, value: Any) -> str | None:
+        """A reply's field as it may be stored: text, the key redacted (a server may echo
+        it anywhere), NUL characters dropped (PostgreSQL text cannot hold them)."""
+        if value is None:
+            return None
+        return self.redact(str(value)).replace("\x00", "")
 
     def _text(self, exc: BaseException) -> str:
         text = str(exc) or type(exc).__name__
-        return self.redact(text[:500])
+        return self.redact(text[:500]).replace("\x00", "")
 
     # -- waiting -------------------------------------------------------------------
     def _pause(self, seconds: float) -> None:

@@ -57,7 +57,8 @@ def parse_reply(content: str | None) -> ParsedReply:
     explanation = obj.get("explanation", "")
     if not isinstance(explanation, str):
         explanation = json.dumps(explanation, ensure_ascii=False)
-    return ParsedReply(met=met, explanation=explanation)
+    # a JSON-escaped NUL (\u0000) decodes to one; databases' text cannot hold it
+    return ParsedReply(met=met, explanation=explanation.replace("\x00", ""))
 
 
 def _json_object(content: str) -> dict[str, Any]:

@@ -16,8 +16,9 @@ from urllib.parse import urlsplit, urlunsplit
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 #: Keyring service under which ``gradercal judge`` looks keys up (user name: the variable).
 KEYRING_SERVICE = "gradercal"
-#: Shorter secrets are not redacted (they would blank ordinary words); none is used as a key.
-MIN_SECRET_LENGTH = 8
+#: Every secret is redacted, whatever its length: a short key blanks the words that hold
+#: it, which is the right trade (a leaked key costs more than a garbled log line).
+MIN_SECRET_LENGTH = 1
 REDACTED = "[REDACTED]"
 
 

@@ -261,7 +261,8 @@ def test_keys_are_redacted_and_never_shown(monkeypatch: pytest.MonkeyPatch) -> N
     assert resolve_api_key("GC_KEY").value is None
     r = Redactor(secret, None, "short")
     assert r(f"Bearer {secret} failed") == "Bearer [REDACTED] failed"
-    assert r("a short word") == "a short word"  # too short to be a key: left alone
+    # a key is redacted whatever its length: a leaked short key costs more than a word
+    assert r("a short word") == "a [REDACTED] word"
     assert r.deep({"a": [f"x{secret}"], secret: 1}) == {"a": ["x[REDACTED]"], "[REDACTED]": 1}
     assert public_url("https://user:pw@api.example.com:8443/v1?api-key=zz") == (
         "https://api.example.com:8443/v1"

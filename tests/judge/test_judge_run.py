@@ -263,6 +263,39 @@ def test_api_key_never_reaches_database_files_output_or_logs(
     assert canary not in bad.output
 
 
+def test_a_hostile_reply_is_stored_clean_and_never_stops_the_run(
+    mini_db: str, server: JudgeServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A reply with a NUL character in its text (PostgreSQL text cannot hold one), the
+    key echoed in its model and id fields, and a malformed usage (a text count, a
+    negative one): the verdict is stored without the NUL, the key (however short) is
+    nowhere, the usage counts as unknown, and the run finishes."""
+    key = "k3Yq9"  # shorter than keys usually are: redacted all the same
+    monkeypatch.setenv(KEY_ENV, key)
+    server.config.require_key = key
+    server.config.faults = [Fault("Notes the premature stop codon", ["hostile"])]
+    result = cli(*run_args(mini_db, server, "--json"))
+    assert result.exit_code == 0, result.output
+    assert server.stats.replies["hostile"] >= 1
+    hostile = [x["row"] for x in judge_rows(mini_db) if x["criterion_text"].startswith("Notes")]
+    assert hostile and all(j.met is not None for j in hostile)
+    for j in hostile:
+        assert "\x00" not in (j.rationale or "") and j.rationale.endswith(" seen")
+        sample = j.provenance["samples"][0]
+        assert sample.get("usage_reported") is False, sample
+        assert key not in json.dumps(j.provenance)
+    db = open_database(mini_db)
+    try:
+        with db.engine.connect() as conn:
+            for table in m.Base.metadata.sorted_tables:
+                for row in conn.execute(select(table)):
+                    assert key not in repr(tuple(row)), table.name
+            runs = conn.execute(select(m.JudgeRun.prompt_tokens, m.JudgeRun.completion_tokens))
+            assert all(p >= 0 and c >= 0 for p, c in runs)
+    finally:
+        db.dispose()
+
+
 def test_interrupted_run_keeps_every_verdict_and_resumes_without_duplicates(
     mini_db: str,
 ) -> None:

@@ -16,7 +16,9 @@ keep-alive) for the official SDK, and judges deterministically:
   ``malformed`` (prose, no JSON), ``truncated`` (JSON cut off, finish_reason
   ``length``), ``nobool`` (``criteria_met`` a string), ``badbody`` (HTTP body cut
   off), ``echo_key`` (the Authorization header echoed in the reply),
-  ``echo_key_500`` (echoed in a 500 error body);
+  ``echo_key_500`` (echoed in a 500 error body), ``hostile`` (a valid verdict whose
+  explanation holds a NUL character, the key echoed in ``model``, ``id`` and
+  ``finish_reason``-free fields, and a malformed ``usage``: a text count and a negative one);
 * **images**: a message whose content is a list of parts (a judge that sees figures) is
   read by its text parts; its ``image_url`` parts are kept with the body and count 85
   prompt tokens each;
@@ -355,6 +357,18 @@ class JudgeServer:
                 "total_tokens": math.ceil(prompt_chars / 4) + math.ceil(len(content) / 4),
             },
         }
+        if action == "hostile":
+            key = auth.removeprefix("Bearer ")
+            choice["message"]["content"] = json.dumps(
+                {"explanation": f"{explanation}\u0000 seen", "criteria_met": met}
+            )
+            choice.pop("logprobs", None)
+            reply.update(
+                model=f"{body['model']}-{key}",
+                id=f"chatcmpl-{key}",
+                usage={"prompt_tokens": "lots", "completion_tokens": -5},
+            )
+            tag = "hostile"
         return 200, {"x-request-id": "req-test"}, json.dumps(reply).encode(), tag
 
     def _action(self, user: str, body: dict[str, Any]) -> str:
