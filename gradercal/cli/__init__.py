@@ -129,3 +129,7 @@ def main() -> None:
       gradercal scores                   per-model mean rubric score and pass rate
       gradercal export judgments -o j.csv
     """
+    from gradercal._util.scratch import exit_on_sigterm, sweep_temp
+
+    exit_on_sigterm()  # a stopped command still removes its scratch folders
+    sweep_temp()  # and those a killed one left behind

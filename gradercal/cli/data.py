@@ -78,15 +78,15 @@ def import_(
     changes nothing. Artifact paths of tasks read from standard input are relative to
     the current folder.
     """
-    import tempfile
 
     if str(path) == "-":
         from dataclasses import replace
 
+        from gradercal._util.scratch import scratch_dir
         from gradercal.errors import ValidationError
 
-        with tempfile.TemporaryDirectory(prefix="gradercal-stdin-") as tmp:
-            spooled = _spool_stdin(Path(tmp))
+        with scratch_dir("gradercal-stdin-") as tmp:
+            spooled = _spool_stdin(tmp)
             try:
                 _import(spooled, db, benchmark, column_map, as_json, stdin=True)
             except ValidationError as exc:  # problems name the input, not its spool file
@@ -448,6 +448,7 @@ def export(what: str, output: Path, db: str | None, benchmark: str | None, fmt: 
 def _export_folder(repo: Any, benchmark: str | None, output: Path) -> int:
     """The benchmark as a format v1 folder at ``output``, written beside it first and
     moved into place whole (an interrupted export leaves no half folder)."""
+    import os
     import shutil
     import tempfile
     from pathlib import PurePosixPath
@@ -461,7 +462,10 @@ def _export_folder(repo: Any, benchmark: str | None, output: Path) -> int:
     bench = repo.benchmark(benchmark)
     tasks = repo.load_tasks(bench.name)
     output.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{output.name}-", dir=output.parent))
+    from gradercal._util.scratch import sweep_stale
+
+    sweep_stale(f".{output.name}-", output.parent)  # left by a killed export
+    tmp = Path(tempfile.mkdtemp(prefix=f".{output.name}-{os.getpid()}-", dir=output.parent))
     try:
         settings = {
             "name": bench.name,

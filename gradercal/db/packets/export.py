@@ -13,7 +13,6 @@ under a key kept in the source database's ``database_info``).
 from __future__ import annotations
 
 import os
-import tempfile
 import time
 from collections import defaultdict
 from collections.abc import Sequence
@@ -25,6 +24,7 @@ from sqlalchemy import insert, select
 from sqlalchemy.orm import Session
 
 from gradercal import __version__
+from gradercal._util.scratch import scratch_dir
 from gradercal.db import models as m
 from gradercal.db.grading import blinding_code
 from gradercal.db.packets._common import _finish_sqlite, _packet_key, _value, response_digest
@@ -128,8 +128,7 @@ def _write_export(
     created: str,
 ) -> dict[str, int]:
     out.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix=".gcpkg-", dir=out.parent) as tmp_name:
-        tmp = Path(tmp_name)
+    with scratch_dir(".gcpkg-", out.parent) as tmp:
         sqlite_path = tmp / DATABASE
         pdb = open_database(sqlite_path)
         try:

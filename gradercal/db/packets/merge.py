@@ -14,7 +14,6 @@ nothing is overwritten. Merging the same packet again changes nothing.
 from __future__ import annotations
 
 import os
-import tempfile
 import time
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
@@ -26,6 +25,7 @@ from sqlalchemy import Table, bindparam, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from gradercal._util.scratch import scratch_dir
 from gradercal.db import models as m
 from gradercal.db.packets._common import (
     _FIELDS,
@@ -146,8 +146,7 @@ def merge_packet(
     """
     started = time.perf_counter()
     src = Path(path)
-    with tempfile.TemporaryDirectory(prefix="gradercal-merge-") as tmp_name:
-        tmp = Path(tmp_name)
+    with scratch_dir("gradercal-merge-") as tmp:
         manifest = read_packet(src, tmp, limits)
         _check_belongs(db, manifest, src)
         record = _read_record(tmp / EXPORT, manifest)

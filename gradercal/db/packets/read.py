@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -27,6 +26,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from gradercal._util.scratch import scratch_dir
 from gradercal.db.packets._common import _FIELDS, MAX_TEXT, _packet_key, response_digest
 from gradercal.db.session import Database, database_id
 from gradercal.model import AssignmentStatus
@@ -467,8 +467,8 @@ def packet_info(path: str | os.PathLike[str], db: Database | None = None) -> dic
         PacketError: the packet is damaged, unsafe, or (with ``db``) not this database's.
     """
     src = Path(path)
-    with tempfile.TemporaryDirectory(prefix="gradercal-info-") as tmp:
-        manifest = read_packet(src, Path(tmp))
+    with scratch_dir("gradercal-info-") as tmp:
+        manifest = read_packet(src, tmp)
         out = manifest.to_dict()
         out.pop("seal", None)
         out["path"] = str(src)

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from gradercal._util.scratch import sweep_stale
 from gradercal.db.packets._common import _finish_sqlite
 from gradercal.db.packets.read import _connect_packet_db
 from gradercal.db.session import open_database
@@ -153,7 +154,8 @@ def open_packet(
 
 def _open_packet(src: Path, work: Path) -> PacketSession:
     work.parent.mkdir(parents=True, exist_ok=True)
-    incoming = Path(tempfile.mkdtemp(prefix=".incoming-", dir=work.parent))
+    sweep_stale(".incoming-", work.parent)  # left by a killed opening
+    incoming = Path(tempfile.mkdtemp(prefix=f".incoming-{os.getpid()}-", dir=work.parent))
     warnings: list[str] = []
     try:
         manifest = read_packet(src, incoming)
