@@ -340,6 +340,40 @@ def test_a_crashed_session_is_recovered_from_the_working_folder(
 
 
 @sqlite_only
+def test_an_older_copy_of_a_packet_is_refused_after_a_newer_one(
+    coordinator: Database, tmp_path: Path
+) -> None:
+    """Save 1 of a packet copied aside, then save 2 merged: merging the old copy would
+    roll save 2's verdict back, so it is refused and the database keeps save 2."""
+    import shutil
+
+    path = tmp_path / "ana.gcpkg"
+    export_packet(coordinator, "p-ana", path)
+    session = open_packet(path, workdir=tmp_path / "w")
+    store = GradingStore(session.db)
+    aid = store.queue("p-ana")[0].assignment_id
+    crit = first_judgment_criterion(store, "p-ana", aid)
+    store.save_judgment(aid, crit, JudgmentValue(met=True, rationale="first look"))
+    assert session.save().generation == 1
+    old = tmp_path / "ana-monday.gcpkg"
+    shutil.copy(path, old)
+    store.save_judgment(aid, crit, JudgmentValue(met=False, rationale="on second thought"))
+    assert session.save().generation == 2
+    session.close()
+    assert merge_packet(coordinator, path).judgments_added == 1
+    before = current_judgments(coordinator, "p-ana")[(aid, crit)]
+    with pytest.raises(PacketError, match=r"older copy .* save 1 of it, but save 2 was merged"):
+        merge_packet(coordinator, old)
+    after = current_judgments(coordinator, "p-ana")[(aid, crit)]
+    assert (
+        (after.met, after.rationale)
+        == (before.met, before.rationale)
+        == (False, "on second thought")
+    )
+    assert merge_packet(coordinator, path).judgments_added == 0  # the newest again: a no-op
+
+
+@sqlite_only
 def test_a_replaced_packet_file_never_discards_the_old_working_folder(
     coordinator: Database, tmp_path: Path
 ) -> None:

@@ -175,6 +175,25 @@ def merge_packet(
     return report
 
 
+def _check_generation(s: Any, manifest: Manifest) -> None:
+    """Refuse an older copy of a packet than one already merged (its verdicts would roll
+    the newer ones back), and remember the newest merged save of each packet."""
+    key = f"packet_generation:{manifest.packet_id}"
+    row = s.get(m.DatabaseInfo, key, with_for_update=True)
+    merged = int(row.value) if row is not None else -1
+    if manifest.generation < merged:
+        raise PacketError(
+            f"this is an older copy of packet {manifest.packet_id} ({manifest.grader}): "
+            f"save {manifest.generation} of it, but save {merged} was merged already; "
+            "merging it would undo the later work, so nothing was merged (merge the newest "
+            "copy, or export a new packet)"
+        )
+    if row is None:
+        s.add(m.DatabaseInfo(key=key, value=str(manifest.generation)))
+    elif manifest.generation > merged:
+        row.value = str(manifest.generation)
+
+
 def _unpacked_work(src: Path, manifest: Manifest) -> list[str]:
     """A warning when the packet's working folder (beside it) holds work this file lacks.
 
@@ -264,6 +283,7 @@ def _merge(
         g = s.execute(select(m.Grader.id, m.Grader.kind).where(m.Grader.name == grader)).first()
         if g is None or g.kind != GraderKind.HUMAN.value:
             raise PacketError(f"this database has no human grader {grader!r} any more")
+        _check_generation(s, manifest)
         ids = sorted(content.assignments)
         rows = s.execute(
             select(
