@@ -478,7 +478,7 @@ def _tamper_cases(
                     e,
                     "INSERT INTO judgment (grader_id, response_id, criterion_id, met, unclear, "
                     "source, revision, created_at, updated_at) SELECT a.grader_id, a.response_id, "
-                    "c.id, 1, 0, 'ui', 1, '2024-01-01 00:00:00', '2024-01-01 00:00:00' "
+                    "c.id, 1, 0, 'ui', 1, datetime('now'), datetime('now') "
                     "FROM assignment a JOIN response r ON r.id = a.response_id JOIN criterion c "
                     "ON c.task_id = r.task_id WHERE c.kind = 'auto' AND NOT EXISTS (SELECT 1 FROM "
                     "judgment j WHERE j.response_id = a.response_id AND j.criterion_id = c.id) "
@@ -487,6 +487,46 @@ def _tamper_cases(
                 )
             ),
             "auto criterion",
+        ),
+        "absurd-time-on-task": (
+            lambda e: with_manifest_hashes(
+                edit_db(e, "UPDATE assignment SET time_spent_s = 1e15", tmp)
+            ),
+            "s on task; the app never records more than",
+        ),
+        "verdict-dated-before-the-export": (
+            lambda e: with_manifest_hashes(
+                edit_db(
+                    e,
+                    "UPDATE judgment SET met = NOT met, updated_at = '2020-01-01 00:00:00' "
+                    "WHERE id = (SELECT min(id) FROM judgment WHERE met IS NOT NULL)",
+                    tmp,
+                )
+            ),
+            "outside the packet's life",
+        ),
+        "history-from-before-the-export": (
+            lambda e: with_manifest_hashes(
+                edit_db(
+                    e,
+                    "INSERT INTO revision (entity, entity_id, revision, data, source, changed_at) "
+                    "SELECT 'judgment', j.id, 0, '{\"met\": true}', 'ui', datetime('now') "
+                    "FROM judgment j WHERE j.revision >= 1 LIMIT 1",
+                    tmp,
+                )
+            ),
+            "carries history from before the export",
+        ),
+        "submitted-with-nothing-answered": (
+            lambda e: with_manifest_hashes(
+                edit_db(
+                    e,
+                    "UPDATE judgment SET met = NULL, level = NULL WHERE response_id = (SELECT "
+                    "response_id FROM assignment WHERE status = 'submitted' ORDER BY id LIMIT 1)",
+                    tmp,
+                )
+            ),
+            "is marked submitted with .* criteria unanswered",
         ),
         "wrong-type-in-met": (
             lambda e: with_manifest_hashes(

@@ -151,7 +151,7 @@ def merge_packet(
         _check_belongs(db, manifest, src)
         record = _read_record(tmp / EXPORT, manifest)
         content = _read_packet_db(tmp / DATABASE, manifest)
-    _check_content(content, record)
+    _check_content(content, record, manifest.created_at)
     if not db.is_sqlite:
         _strip_nul(content, record)
     report = MergeReport(
@@ -173,6 +173,34 @@ def merge_packet(
             _reset(report)
     report.seconds = round(time.perf_counter() - started, 3)
     return report
+
+
+def _check_submissions(
+    content: _PacketContent,
+    record: _Record,
+    found: dict[int, _DbAssignment],
+    criteria: dict[tuple[int, str], tuple[int, str, int]],
+) -> None:
+    """A response the packet newly marks submitted has every judged criterion answered
+    in the packet, as the app demands before it lets a grader submit."""
+    answered: dict[int, set[str]] = {}
+    for j in content.judgments:
+        if j.value.get("met") is not None or j.value.get("level") is not None:
+            answered.setdefault(j.assignment_id, set()).add(j.criterion_id)
+    for aid, a in content.assignments.items():
+        if a.status != "submitted" or record.assignments[aid]["status"] == "submitted":
+            continue
+        task = found[aid].task_pk
+        judged = {
+            ext for (t, ext), (_c, kind, _l) in criteria.items() if t == task and kind != "auto"
+        }
+        missing = sorted(judged - answered.get(aid, set()))
+        if missing:
+            raise PacketError(
+                f"assignment {aid} ({a.task_id}) is marked submitted with {len(missing)} of "
+                f"its {len(judged)} criteria unanswered (first: {missing[0]}); the app never "
+                "submits that, so nothing was merged"
+            )
 
 
 def _check_generation(s: Any, manifest: Manifest) -> None:
@@ -347,6 +375,7 @@ def _merge(
             ).where(m.Criterion.task_id.in_(task_pks))
         ).all()
         criteria = {(t, ext): (cid, kind, int(levels)) for cid, t, ext, kind, levels in crit_rows}
+        _check_submissions(content, record, found, criteria)
         now = m.utcnow()
         _merge_judgments(s, manifest, record, content, found, criteria, g.id, now, report)
         _merge_assignments(s, manifest, record, content, found, now, report)

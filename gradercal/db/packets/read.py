@@ -16,12 +16,13 @@ database, also its seal (:func:`_check_belongs`, which
 from __future__ import annotations
 
 import json
+import math
 import os
 import sqlite3
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -428,7 +429,59 @@ def _read_record(path: Path, manifest: Manifest) -> _Record:
 
 
 # -- checks against the record and the database ------------------------------------------------
-def _check_content(content: _PacketContent, record: _Record) -> None:
+#: Most time on one response a packet may report (the app counts time while a response
+#: is open; a week is far beyond any real grading).
+MAX_TIME_ON_TASK_S = 7 * 24 * 3600.0
+#: Clock difference allowed between the grader's machine and the coordinator's.
+CLOCK_SKEW = timedelta(minutes=10)
+
+
+def _check_content(content: _PacketContent, record: _Record, created_at: str | None = None) -> None:
+    """The packet matches its export record, and holds only what the app could have
+    written since the export: plausible time on task, and changes (verdicts, their
+    history) dated between the export and now."""
+    _check_matches_record(content, record)
+    for aid, a in content.assignments.items():
+        if not (math.isfinite(a.time_spent_s) and 0 <= a.time_spent_s <= MAX_TIME_ON_TASK_S):
+            raise PacketError(
+                f"assignment {aid} ({a.task_id}) reports {a.time_spent_s:g} s on task; the "
+                f"app never records more than {MAX_TIME_ON_TASK_S:g} s"
+            )
+    if created_at is None:
+        return
+    try:
+        made = datetime.fromisoformat(created_at)
+    except ValueError:
+        raise PacketError("the packet's manifest has no valid creation time") from None
+    made = made if made.tzinfo else made.replace(tzinfo=UTC)
+    earliest, latest = made - CLOCK_SKEW, datetime.now(UTC) + CLOCK_SKEW
+
+    def dated(when: datetime | None, what: str) -> None:
+        if when is not None and not earliest <= when <= latest:
+            raise PacketError(
+                f"{what} is dated {when.isoformat()}, outside the packet's life (made "
+                f"{made.isoformat()}): the app could not have written it; nothing was merged"
+            )
+
+    for j in content.judgments:
+        exported = record.judgments.get((j.assignment_id, j.criterion_id))
+        where = f"the judgment on {j.task_id}/{j.criterion_id} (assignment {j.assignment_id})"
+        if exported is None or exported["value"] != j.value:
+            dated(j.updated_at, where)
+        base = exported["revision"] if exported is not None else 1  # revisions start at 1
+        for h in j.history:
+            if h["revision"] < base:  # a row kept at revision base is the exported value
+                raise PacketError(
+                    f"{where} carries history from before the export (revision "
+                    f"{h['revision']}); nothing was merged"
+                )
+            dated(h["changed_at"], f"a revision of {where}")
+    for aid, a in content.assignments.items():
+        if a.status != record.assignments[aid]["status"]:
+            dated(a.submitted_at, f"the submission of assignment {aid} ({a.task_id})")
+
+
+def _check_matches_record(content: _PacketContent, record: _Record) -> None:
     if set(content.assignments) != set(record.assignments):
         extra = sorted(set(content.assignments) - set(record.assignments))
         raise PacketError(
