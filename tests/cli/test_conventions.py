@@ -257,7 +257,10 @@ def test_a_damaged_database_file_is_one_line_and_left_as_it_was(
 ) -> None:
     good = Path(demo_db).read_bytes()
     damaged = tmp_path / "damaged.sqlite"
-    damaged.write_bytes(good[:8192] + bytes(range(256)) * 256)  # a torn copy
+    # the header kept, the schema page and everything after it overwritten
+    damaged.write_bytes(
+        good[:100] + (bytes(range(256)) * (len(good) // 256 + 1))[: len(good) - 100]
+    )
     junk = tmp_path / "junk.sqlite"
     junk.write_bytes(b"these are my notes, not a database\n" * 200)
     for path, reason in ((damaged, "malformed"), (junk, "not a database")):

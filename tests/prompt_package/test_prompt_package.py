@@ -550,7 +550,7 @@ def test_tampered_or_invalid_package_is_refused(calibrated_db: str, tmp_path: Pa
     refused(wrong_type, "$.prompt.few_shot[0].criteria_met", "is not of type 'boolean'")
     future = dict(good, format_version=2)
     refused(future, "$.format_version")
-    refused("{not json", "bad.json:1", "not JSON")
+    refused("{not json", "bad.json:1", "invalid JSON")
 
 
 def test_import_into_another_database(calibrated_db: str, tmp_path: Path) -> None:
