@@ -137,6 +137,29 @@ def _iso(when: datetime | None) -> str | None:
     return (when if when.tzinfo else when.replace(tzinfo=UTC)).isoformat()
 
 
+def _keep_revision(
+    s: Session,
+    entity: str,
+    row: Any,
+    data: dict[str, Any],
+    actor: str | None,
+    source: str,
+    now: datetime,
+) -> None:
+    """The ``revision`` row keeping ``row``'s value (``data``) before it changes."""
+    s.add(
+        m.Revision(
+            entity=entity,
+            entity_id=row.id,
+            revision=row.revision,
+            data=data,
+            actor=actor,
+            source=source,
+            changed_at=now,
+        )
+    )
+
+
 def _revise_adjudication(
     s: Session,
     row: m.Adjudication,
@@ -148,17 +171,7 @@ def _revise_adjudication(
 ) -> None:
     """Replace a stored final verdict by ``decision``, its old value kept in ``revision``
     (changed at ``decision.updated_at`` when it says, else now)."""
-    s.add(
-        m.Revision(
-            entity="adjudication",
-            entity_id=row.id,
-            revision=row.revision,
-            data=adjudication_snapshot(row),
-            actor=actor,
-            source=source,
-            changed_at=now,
-        )
-    )
+    _keep_revision(s, "adjudication", row, adjudication_snapshot(row), actor, source, now)
     row.met, row.level, row.note = decision.met, decision.level, decision.note
     row.adjudicator = decision.adjudicator
     row.revision += 1
@@ -755,17 +768,7 @@ class Repository:
         actor: str | None,
         now: datetime,
     ) -> None:
-        s.add(
-            m.Revision(
-                entity="judgment",
-                entity_id=old.id,
-                revision=old.revision,
-                data=judgment_snapshot(old),
-                actor=actor,
-                source=source,
-                changed_at=now,
-            )
-        )
+        _keep_revision(s, "judgment", old, judgment_snapshot(old), actor, source, now)
         s.execute(
             update(m.Judgment)
             .where(m.Judgment.id == old.id)
