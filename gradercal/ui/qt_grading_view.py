@@ -43,6 +43,8 @@ from gradercal.ui.qt_markdown import QtMarkdownView
 from gradercal.ui.qt_rubric_panel import QtRubricPanel
 from gradercal.ui.qt_settings import QtAppSettings
 from gradercal.ui.qt_skip_dialog import QtSkipDialog
+from gradercal.ui.qt_widgets import QtElidedLabel
+from gradercal.ui.shortcuts import keys
 from gradercal.ui.viewers.qt_artifact_panel import QtArtifactPanel
 
 STATUS_WORDS = {
@@ -57,6 +59,11 @@ TIME_FLUSH_MS = 30_000
 PREFETCH_DELAY_MS = 250
 
 
+def _keys(shortcut_id: str) -> str:
+    """The keys of a shortcut as a tooltip shows them ("] or Alt+Right")."""
+    return " or ".join(keys(shortcut_id))
+
+
 def response_markdown(item: GradingItem) -> str:
     text = item.response_text or "*(empty response)*"
     if item.answer is not None:
@@ -65,7 +72,7 @@ def response_markdown(item: GradingItem) -> str:
     return text
 
 
-def _titled(title: QLabel, body: QWidget) -> QWidget:
+def _titled(title: QtElidedLabel, body: QWidget) -> QWidget:
     box = QWidget()
     layout = QVBoxLayout(box)
     layout.setContentsMargins(0, 0, 0, 0)
@@ -74,7 +81,6 @@ def _titled(title: QLabel, body: QWidget) -> QWidget:
     font.setBold(True)
     title.setFont(font)
     title.setContentsMargins(6, 4, 6, 0)
-    title.setTextFormat(Qt.TextFormat.PlainText)
     layout.addWidget(title)
     layout.addWidget(body, 1)
     return box
@@ -144,18 +150,17 @@ class QtGradingView(QWidget):
         outer.setContentsMargins(4, 4, 4, 4)
         outer.setSpacing(4)
         header = QHBoxLayout()
-        self.title = QLabel("")
+        # Titles give way ("…") before anything else: the header never sets the width.
+        self.title = QtElidedLabel("")
         self.title.setObjectName("itemTitle")
         font = self.title.font()
         font.setBold(True)
         font.setPointSizeF(font.pointSizeF() * 1.25)
         self.title.setFont(font)
-        self.title.setTextFormat(Qt.TextFormat.PlainText)
-        header.addWidget(self.title)
-        self.status_label = QLabel("")
+        header.addWidget(self.title, 0)
+        self.status_label = QtElidedLabel("")
         self.status_label.setObjectName("itemStatus")
-        header.addWidget(self.status_label)
-        header.addStretch(1)
+        header.addWidget(self.status_label, 1)
         self.position_label = QLabel("")
         header.addWidget(self.position_label)
 
@@ -166,11 +171,21 @@ class QtGradingView(QWidget):
             header.addWidget(b)
             return b
 
-        self.prev_button = button("◀ Previous", "Previous response ([ or Alt+Left)")
-        self.next_button = button("Next ▶", "Next response (] or Alt+Right)")
-        self.skip_button = button("Skip…", "Skip with a reason (Ctrl+K)")
-        self.submit_button = button("Submit ✓", "Submit this response (Ctrl+Enter)")
+        self.artifacts_button = button(
+            "Artifacts", f"Show or hide the artifacts ({_keys('view.artifacts')})"
+        )
+        self.artifacts_button.setCheckable(True)
+        self.prev_button = button("◀ Previous", f"Previous response ({_keys('response.previous')})")
+        self.next_button = button("Next ▶", f"Next response ({_keys('response.next')})")
+        self.skip_button = button("Skip…", f"Skip with a reason ({_keys('response.skip')})")
+        self.reopen_button = button(
+            "Reopen", f"Reopen this response to change it ({_keys('response.reopen')})"
+        )
+        self.submit_button = button(
+            "Submit ✓", f"Submit this response ({_keys('response.submit')})"
+        )
         self.submit_button.setDefault(False)
+        self.reopen_button.hide()  # shown for a submitted or skipped response
         outer.addLayout(header)
 
         self.pages = QStackedWidget()
@@ -183,20 +198,21 @@ class QtGradingView(QWidget):
         self.splitter.setChildrenCollapsible(False)
         self.text_splitter = QSplitter(Qt.Orientation.Vertical)
         self.text_splitter.setChildrenCollapsible(False)
-        self.prompt_title = QLabel("Task")
+        self.prompt_title = QtElidedLabel("Task")
         self.prompt_view = QtMarkdownView()
         self.text_splitter.addWidget(_titled(self.prompt_title, self.prompt_view))
-        self.response_title = QLabel("Response")
+        self.response_title = QtElidedLabel("Response")
         self.response_view = QtMarkdownView()
         self.text_splitter.addWidget(_titled(self.response_title, self.response_view))
         self.text_splitter.setStretchFactor(0, 2)
         self.text_splitter.setStretchFactor(1, 3)
         self.splitter.addWidget(self.text_splitter)
         self.artifacts = QtArtifactPanel(self.store.read_blob)
-        self.artifacts_title = QLabel("Artifacts")
-        self.splitter.addWidget(_titled(self.artifacts_title, self.artifacts))
+        self.artifacts_title = QtElidedLabel("Artifacts")
+        self.artifacts_pane = _titled(self.artifacts_title, self.artifacts)
+        self.splitter.addWidget(self.artifacts_pane)
         self.rubric = QtRubricPanel()
-        self.rubric_title = QLabel("Rubric")
+        self.rubric_title = QtElidedLabel("Rubric")
         self.splitter.addWidget(_titled(self.rubric_title, self.rubric))
         self.splitter.setStretchFactor(0, 30)
         self.splitter.setStretchFactor(1, 36)
@@ -208,6 +224,9 @@ class QtGradingView(QWidget):
         self.next_button.clicked.connect(self.next_response)
         self.skip_button.clicked.connect(self.skip)
         self.submit_button.clicked.connect(self.submit)
+        self.reopen_button.clicked.connect(self.reopen)
+        self.artifacts_button.toggled.connect(self.show_artifacts)
+        self.show_artifacts(self.settings.artifacts_shown)
         self.rubric.current_changed.connect(self._row_changed)
         self.rubric.verdict_requested.connect(self.set_verdict)
         self.rubric.text_edited.connect(self._text_edited)
@@ -348,6 +367,7 @@ class QtGradingView(QWidget):
         if q.status == "skipped" and q.skip_reason:
             status += f": {q.skip_reason}"
         self.status_label.setText(f"· {status} · {q.n_answered} of {q.n_criteria} answered")
+        self.reopen_button.setVisible(q.done)
 
     def _check_ready(self) -> None:
         if self._ready_pending and self.current is not None and self.artifacts.is_current_ready():
@@ -711,6 +731,18 @@ class QtGradingView(QWidget):
 
     def step_artifact(self, direction: int) -> None:
         self.artifacts.step(direction)
+
+    def show_artifacts(self, on: bool) -> None:
+        """Show or hide the artifacts pane (hidden, it takes no width at all)."""
+        self.artifacts_pane.setVisible(on)
+        if self.artifacts_button.isChecked() != on:
+            self.artifacts_button.setChecked(on)
+        self.settings.artifacts_shown = on
+
+    def toggle_artifacts(self) -> None:
+        self.show_artifacts(not self.artifacts_pane.isVisibleTo(self))
+        if not self.artifacts_pane.isVisibleTo(self):
+            self.message.emit(f"Artifacts hidden: {_keys('view.artifacts')} shows them again.")
 
     # -- layout memory ------------------------------------------------------------------------------
     def save_layout(self) -> None:

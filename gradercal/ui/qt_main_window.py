@@ -47,6 +47,7 @@ GRADING_ONLY = {
     "edit.undo",
     "edit.redo",
     "view.queue",
+    "view.artifacts",
 }
 REVIEW_ONLY = {"review.comment"}
 ALWAYS = {"help.shortcuts", "app.quit", "view.bigger", "view.smaller", "view.reset_font"}
@@ -265,6 +266,7 @@ class QtMainWindow(QMainWindow):
             "view.dashboard": self.show_dashboard,
             "judge.run": self.show_judge_dialog,
             "view.queue": lambda: self.queue_dock.setVisible(not self.queue_dock.isVisible()),
+            "view.artifacts": grading(lambda g: g.toggle_artifacts()),
             "view.bigger": lambda: self.apply_font(self.settings.font_pt + 1),
             "view.smaller": lambda: self.apply_font(self.settings.font_pt - 1),
             "view.reset_font": lambda: self.apply_font(DEFAULT_FONT_PT),

@@ -31,6 +31,7 @@ from gradercal.ui.qt_rubric_model import (
     QtRubricModel,
     verdict_color,
 )
+from gradercal.ui.qt_widgets import QtFlowLayout
 
 
 class QtRubricTable(QTableView):
@@ -130,21 +131,21 @@ class QtRubricPanel(QWidget):
         self.auto_label.setTextFormat(Qt.TextFormat.PlainText)
         ed.addWidget(self.auto_label)
 
-        row = QHBoxLayout()
+        # The buttons wrap to a second row in a narrow pane instead of widening it.
+        row = QtFlowLayout(spacing=4)
         self.buttons: dict[str | None, QPushButton] = {}
         for verdict, text in (
-            ("met", "✓ Met  (M)"),
-            ("partial", "◐ Partial  (P)"),
-            ("not_met", "✗ Not met  (N)"),
-            (None, "Clear  (⌫)"),
+            ("met", "✓ Met (M)"),
+            ("partial", "◐ Partial (P)"),
+            ("not_met", "✗ Not met (N)"),
+            (None, "Clear (⌫)"),
         ):
             b = QPushButton(text)
             b.setCheckable(verdict is not None)
             b.setFocusPolicy(Qt.FocusPolicy.NoFocus)
             b.clicked.connect(lambda _checked=False, v=verdict: self.verdict_requested.emit(v))
-            row.addWidget(b)
+            row.add_widget(b)
             self.buttons[verdict] = b
-        row.addStretch(1)
         ed.addLayout(row)
 
         self.rationale = QPlainTextEdit()

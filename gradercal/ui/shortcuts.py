@@ -55,6 +55,14 @@ SHORTCUTS: tuple[Shortcut, ...] = (
     Shortcut("artifact.search", "Artifacts", "Search in the PDF", ("Ctrl+F",)),
     Shortcut("artifact.next", "Artifacts", "Next artifact", ("Ctrl+PgDown",)),
     Shortcut("artifact.previous", "Artifacts", "Previous artifact", ("Ctrl+PgUp",)),
+    Shortcut("artifact.page_next", "Artifacts", "PDF: next page", ("Shift+PgDown",)),
+    Shortcut("artifact.page_previous", "Artifacts", "PDF: previous page", ("Shift+PgUp",)),
+    Shortcut("artifact.zoom_in", "Artifacts", "PDF or image: zoom in", ("Alt+=", "Alt++")),
+    Shortcut("artifact.zoom_out", "Artifacts", "PDF or image: zoom out", ("Alt+-",)),
+    Shortcut("artifact.fit", "Artifacts", "PDF or image: fit to the pane", ("Alt+0",)),
+    Shortcut("artifact.sheet_next", "Artifacts", "Workbook: next sheet", ("Alt+PgDown",)),
+    Shortcut("artifact.sheet_previous", "Artifacts", "Workbook: previous sheet", ("Alt+PgUp",)),
+    Shortcut("artifact.open_link", "Artifacts", "Link: open it in the browser", ("Ctrl+Shift+L",)),
     # task review
     Shortcut("review.next", "Task review", "Next / previous statement", ("J", "K"), local=True),
     Shortcut(
@@ -94,6 +102,7 @@ SHORTCUTS: tuple[Shortcut, ...] = (
         "view.dashboard", "View", "Coordinator dashboard (coordinator mode only)", ("Ctrl+3",)
     ),
     Shortcut("view.queue", "View", "Show or hide the queue", ("F9",)),
+    Shortcut("view.artifacts", "View", "Show or hide the artifacts pane", ("F8",)),
     Shortcut("view.bigger", "View", "Larger text", ("Ctrl++", "Ctrl+=")),
     Shortcut("view.smaller", "View", "Smaller text", ("Ctrl+-",)),
     Shortcut("view.reset_font", "View", "Default text size", ("Ctrl+0",)),
