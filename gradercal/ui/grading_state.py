@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from gradercal.db.grading import GradingItem, JudgmentValue
+from gradercal.db.grading import GradingItem, JudgmentValue, QueueItem
 from gradercal.model import AutoRule, Criterion
 from gradercal.rubric import criterion_credit, evaluate_auto, lookup, passes
 
@@ -53,6 +53,20 @@ def verdict_of(criterion: Criterion, value: JudgmentValue) -> str | None:
     if value.met is None:
         return None
     return "met" if value.met else "not_met"
+
+
+def read_only_reason(item: QueueItem, reopen_keys: str = "Ctrl+O") -> str | None:
+    """Why the grader cannot change ``item`` now, in words; None when it is open to changes.
+
+    A submitted or skipped response is done: its verdicts, rationales and notes stay as
+    they were until the grader reopens it (which the store records), so nothing changes
+    silently under a "submitted" label.
+    """
+    if item.status == "submitted":
+        return f"Submitted, so read-only: reopen it ({reopen_keys}) to change a verdict."
+    if item.status == "skipped":
+        return f"Skipped, so read-only: reopen it ({reopen_keys}) to grade it."
+    return None
 
 
 VERDICT_LABELS = {"met": "Met", "partial": "Partial", "not_met": "Not met", None: "—"}

@@ -36,7 +36,12 @@ from gradercal.db.grading import (
 )
 from gradercal.errors import GradercalError, ValidationError
 from gradercal.ui import qt_workers
-from gradercal.ui.grading_state import RubricState, TimeTracker, verdict_value
+from gradercal.ui.grading_state import (
+    RubricState,
+    TimeTracker,
+    read_only_reason,
+    verdict_value,
+)
 from gradercal.ui.qt_commands import QtJudgmentCommand
 from gradercal.ui.qt_conflicts import ask_stale
 from gradercal.ui.qt_markdown import QtMarkdownView
@@ -330,7 +335,6 @@ class QtGradingView(QWidget):
         q = item.item
         self.pages.setCurrentWidget(self.splitter)
         self.title.setText(q.label)
-        self._show_status()
         self.position_label.setText(f"{self.index + 1} of {len(self.queue)}")
         t = item.task
         facts = [x for x in (t.domain, t.workflow, t.answer_format) if x]
@@ -351,6 +355,7 @@ class QtGradingView(QWidget):
             b.setEnabled(True)
         self.prev_button.setEnabled(self.index > 0)
         self.next_button.setEnabled(self.index < len(self.queue) - 1)
+        self._show_status()  # after the buttons: a done response cannot be submitted again
         if len(state):
             self.rubric.set_current_row(min(max(row, 0), len(state) - 1))
             self._row_changed(self.rubric.current_row())
@@ -366,8 +371,12 @@ class QtGradingView(QWidget):
         status = STATUS_WORDS.get(shown, shown)
         if q.status == "skipped" and q.skip_reason:
             status += f": {q.skip_reason}"
+        if q.done:
+            status += " (read-only)"
         self.status_label.setText(f"· {status} · {q.n_answered} of {q.n_criteria} answered")
         self.reopen_button.setVisible(q.done)
+        self.submit_button.setEnabled(not q.done)
+        self.rubric.set_read_only(q.done)
 
     def _check_ready(self) -> None:
         if self._ready_pending and self.current is not None and self.artifacts.is_current_ready():
@@ -442,8 +451,25 @@ class QtGradingView(QWidget):
         if not self.state.missing():
             self.rubric.show_message("Every criterion is answered. Submit with Ctrl+Enter.")
 
+    def read_only_reason(self) -> str | None:
+        """Why the open response cannot be changed now (submitted, skipped), or None."""
+        if self.current is None or not (0 <= self.index < len(self.queue)):
+            return None
+        return read_only_reason(self.queue[self.index], _keys("response.reopen"))
+
+    def _refuse_if_read_only(self) -> bool:
+        """Say so and return True when the open response is read-only."""
+        reason = self.read_only_reason()
+        if reason is None:
+            return False
+        self.rubric.show_message(reason)
+        self.message.emit(reason)
+        return True
+
     def _editable_row(self) -> int | None:
         if self.state is None or self.current is None:
+            return None
+        if self._refuse_if_read_only():
             return None
         row = self.current_row()
         if not (0 <= row < len(self.state)):
@@ -456,6 +482,9 @@ class QtGradingView(QWidget):
     # -- changing judgments -----------------------------------------------------------------------
     def write_judgment(self, assignment_id: int, criterion_id: str, value: JudgmentValue) -> bool:
         """Save one value now and show it (used by edits, undo and redo)."""
+        mine = self.current is not None and self.current.item.assignment_id == assignment_id
+        if mine and self._refuse_if_read_only():
+            return False
         key = (assignment_id, criterion_id)
         expected = self.versions.get(key, JudgmentVersion())
         try:
@@ -485,9 +514,7 @@ class QtGradingView(QWidget):
             self.rubric.show_message("")
             q = self.queue[self.index]
             status = q.status
-            starts = status == "pending" and saved.value.answered and saved.changed
-            reopens = status == "submitted" and not saved.value.answered
-            if starts or reopens:
+            if status == "pending" and saved.value.answered and saved.changed:
                 status = "in_progress"
             self.queue[self.index] = dataclasses.replace(
                 q, status=status, n_answered=score.answered
@@ -594,6 +621,14 @@ class QtGradingView(QWidget):
         if self.change(c.id, new, f"{label} · {c.id}") and on:
             self.rubric.focus_note()
 
+    def undo(self) -> None:
+        if not self._refuse_if_read_only():
+            self.undo_stack.undo()
+
+    def redo(self) -> None:
+        if not self._refuse_if_read_only():
+            self.undo_stack.redo()
+
     def focus_rationale(self) -> None:
         if self._editable_row() is not None:
             self.rubric.focus_rationale()
@@ -609,6 +644,8 @@ class QtGradingView(QWidget):
             self._text_dirty = False
             return
         self._text_dirty = False
+        if self.read_only_reason() is not None:  # the editors are read-only: nothing typed
+            return
         cid = self._text_criterion
         v = self.state.value(cid)
         new = JudgmentValue(
@@ -705,7 +742,11 @@ class QtGradingView(QWidget):
         self._after_decision(f"Skipped {label}.")
 
     def reopen(self) -> None:
+        """Make a submitted or skipped response editable again (the store records it)."""
         if self.current is None:
+            return
+        if not self.queue[self.index].done:
+            self.message.emit(f"{self.current.item.label} is open already: nothing to reopen.")
             return
         try:
             self.queue[self.index] = self.store.reopen(self.current.item.assignment_id)
@@ -713,8 +754,14 @@ class QtGradingView(QWidget):
             self.message.emit(f"Not reopened: {exc}")
             return
         self._show_status()
+        if self.state is not None and 0 <= self.current_row() < len(self.state):
+            self.rubric.show_row(self.state.rows[self.current_row()])
+        self.rubric.show_message("")
         self.queue_changed.emit()
-        self.message.emit(f"Reopened {self.current.item.label}.")
+        self.message.emit(
+            f"Reopened {self.current.item.label}: change it, then submit it again "
+            f"({_keys('response.submit')})."
+        )
 
     def scroll_response(self, direction: int) -> None:
         action = (

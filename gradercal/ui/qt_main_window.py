@@ -259,8 +259,8 @@ class QtMainWindow(QMainWindow):
                 lambda g: g.step_artifact(-1), lambda r: r.artifacts.step(-1)
             ),
             "review.comment": review(lambda r: r.focus_comment()),
-            "edit.undo": grading(lambda g: g.undo_stack.undo()),
-            "edit.redo": grading(lambda g: g.undo_stack.redo()),
+            "edit.undo": grading(lambda g: g.undo()),
+            "edit.redo": grading(lambda g: g.redo()),
             "view.grading": lambda: self.set_mode("grading"),
             "view.review": lambda: self.set_mode("review"),
             "view.dashboard": self.show_dashboard,
@@ -297,8 +297,9 @@ class QtMainWindow(QMainWindow):
             undo = self.actions_by_id["edit.undo"]
             redo = self.actions_by_id["edit.redo"]
             stack = self.grading.undo_stack
-            undo.setEnabled(self.mode == "grading" and stack.canUndo())
-            redo.setEnabled(self.mode == "grading" and stack.canRedo())
+            open_ = self.mode == "grading" and self.grading.read_only_reason() is None
+            undo.setEnabled(open_ and stack.canUndo())
+            redo.setEnabled(open_ and stack.canRedo())
             undo.setText(f"Undo {stack.undoText()}".strip())
             redo.setText(f"Redo {stack.redoText()}".strip())
 

@@ -79,6 +79,8 @@ class QtRubricPanel(QWidget):
         super().__init__(parent)
         self.model = QtRubricModel()
         self._updating = False
+        #: The response is submitted or skipped: everything is shown, nothing editable.
+        self.read_only = False
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(4)
@@ -184,6 +186,10 @@ class QtRubricPanel(QWidget):
         self.table.setColumnWidth(POINTS_COLUMN, metrics.horizontalAdvance("−10") + 18)
         self.table.resizeRowsToContents()
 
+    def set_read_only(self, on: bool) -> None:
+        """Lock the editor (a done response); the view shows the current row again."""
+        self.read_only = on
+
     def set_current_row(self, row: int) -> None:
         if 0 <= row < self.model.rowCount():
             index = self.model.index(row, TEXT_COLUMN)
@@ -217,11 +223,11 @@ class QtRubricPanel(QWidget):
             self.meta_label.setText(meta)
             self.auto_label.setVisible(row.is_auto)
             self.auto_label.setText(f"Graded automatically (read-only): {row.auto_note}")
-            editable = not row.is_auto
+            editable = not row.is_auto and not self.read_only
             verdict = row.verdict
             for v, b in self.buttons.items():
                 b.setEnabled(editable and (v != "partial" or c.levels > 2))
-                b.setChecked(v is not None and v == verdict and editable)
+                b.setChecked(v is not None and v == verdict and not row.is_auto)
                 self._paint_button(b, verdict_color(v) if v == verdict and v else None)
             self.rationale.setEnabled(editable)
             self.unclear.setEnabled(editable)

@@ -617,3 +617,54 @@ def test_switching_grader_saves_and_returns_to_the_start_page(
     assert len(judgments(db_path)) == 1 and judgments(db_path, "dr-second") == {}
     qtbot.waitUntil(lambda: qt_workers.pending_jobs() == 0, timeout=20_000)
     window.close()
+
+
+def test_a_submitted_response_is_read_only_until_reopened(
+    qtbot: Any, open_window: Opener, db_path: str
+) -> None:
+    window = open_window()
+    g = window.grading
+    assert g is not None
+    index = go_to_task(qtbot, window, "P1")
+    aid = g.queue[index].assignment_id
+    rid = response_of(db_path, aid)
+    for key in ("M", "N", "N", "P"):
+        press(qtbot, window, key)
+    with qtbot.waitSignal(g.item_ready, timeout=20_000):
+        press(qtbot, window, "Ctrl+Return")
+    with qtbot.waitSignal(g.item_ready, timeout=20_000):
+        press(qtbot, window, "[")  # back to the submitted response
+    assert g.index == index and g.queue[index].status == "submitted"
+    assert "read-only" in g.status_label.text()
+    assert g.reopen_button.isVisible() and not g.submit_button.isEnabled()
+    assert not g.rubric.buttons["met"].isEnabled() and not g.rubric.rationale.isEnabled()
+    before = {
+        c: (j.met, j.level, j.revision) for (r, c), j in judgments(db_path).items() if r == rid
+    }
+    press(qtbot, window, "M")  # c1 is met already; c2 would turn from not met to met
+    press(qtbot, window, "J")
+    press(qtbot, window, "M")
+    press(qtbot, window, "Backspace")
+    press(qtbot, window, "U")
+    press(qtbot, window, "2")
+    press(qtbot, window, "Ctrl+Z")
+    after = {
+        c: (j.met, j.level, j.revision) for (r, c), j in judgments(db_path).items() if r == rid
+    }
+    assert after == before  # nothing changed under the "submitted" label
+    assert "reopen it (Ctrl+O)" in g.rubric.message.text()
+    assert g.rubric.score_label.text().startswith("Score 0.58 · FAIL")
+    assert g.store.queue_item(aid).status == "submitted"
+
+    press(qtbot, window, "Ctrl+O")
+    assert (
+        g.queue[index].status == "in_progress" and g.store.queue_item(aid).status == "in_progress"
+    )
+    assert not g.reopen_button.isVisible() and g.submit_button.isEnabled()
+    assert "read-only" not in g.status_label.text()
+    history = g.store.reopen_history(aid)
+    assert [(h["status"], h["actor"]) for h in history] == [("submitted", GRADER)]
+    assert history[0]["submitted_at"] is not None
+    press(qtbot, window, "M")  # c2, now open to changes
+    assert judgments(db_path)[(rid, "c2")].met is True
+    assert g.rubric.score_label.text().startswith("Score 0.92 · PASS")
