@@ -629,6 +629,12 @@ class QtGradingView(QWidget):
         if not self._refuse_if_read_only():
             self.undo_stack.redo()
 
+    def return_to_rubric(self) -> None:
+        """Esc: save what was typed and put the keyboard back on the rubric list, from any
+        text box (rationale, note, PDF search, page number) or viewer of this view."""
+        self.flush_text()
+        self.rubric.focus_table()
+
     def focus_rationale(self) -> None:
         if self._editable_row() is not None:
             self.rubric.focus_rationale()

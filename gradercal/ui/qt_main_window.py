@@ -40,6 +40,7 @@ GRADING_ONLY = {
     "verdict.partial",
     "verdict.clear",
     "criterion.rationale",
+    "criterion.focus",
     "criterion.unclear",
     "response.submit",
     "response.skip",
@@ -63,6 +64,31 @@ MENUS = {
     "View": "&View",
     "Help": "&Help",
 }
+
+
+#: The platform's keys for these actions work besides the ones the shortcut table lists
+#: (an X11 desktop's redo is Ctrl+Shift+Z only; F1 promises Ctrl+Y as well).
+STANDARD_KEYS = {
+    "edit.undo": QKeySequence.StandardKey.Undo,
+    "edit.redo": QKeySequence.StandardKey.Redo,
+}
+
+
+def _key_sequences(
+    keys: tuple[str, ...], standard: QKeySequence.StandardKey | None = None
+) -> list[QKeySequence]:
+    """The listed keys first (the menu shows the first), then the platform's, once each."""
+    out = [QKeySequence(k) for k in keys]
+    if standard is not None:
+        out += QKeySequence.keyBindings(standard)
+    seen: set[str] = set()
+    unique = []
+    for seq in out:
+        text = seq.toString(QKeySequence.SequenceFormat.PortableText)
+        if text and text not in seen:
+            seen.add(text)
+            unique.append(seq)
+    return unique
 
 
 class _ActivityFilter(QObject):
@@ -162,12 +188,7 @@ class QtMainWindow(QMainWindow):
                 continue
             action = QAction(s.label, self)
             action.setObjectName(s.id)
-            if s.id == "edit.undo":
-                action.setShortcuts(QKeySequence.StandardKey.Undo)
-            elif s.id == "edit.redo":
-                action.setShortcuts(QKeySequence.StandardKey.Redo)
-            else:
-                action.setShortcuts([QKeySequence(k) for k in s.keys])
+            action.setShortcuts(_key_sequences(s.keys, STANDARD_KEYS.get(s.id)))
             action.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
             handler = handlers.get(s.id)
             if handler is not None:
@@ -245,6 +266,7 @@ class QtMainWindow(QMainWindow):
             "verdict.partial": grading(lambda g: g.set_verdict("partial")),
             "verdict.clear": grading(lambda g: g.set_verdict(None)),
             "criterion.rationale": grading(lambda g: g.focus_rationale()),
+            "criterion.focus": grading(lambda g: g.return_to_rubric()),
             "criterion.unclear": grading(lambda g: g.toggle_unclear()),
             "response.next": both(lambda g: g.next_response(), lambda r: r.next_item()),
             "response.previous": both(lambda g: g.previous_response(), lambda r: r.previous_item()),

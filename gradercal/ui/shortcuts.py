@@ -17,7 +17,7 @@ class Shortcut:
     group: str
     label: str
     keys: tuple[str, ...]
-    #: A standard action (undo/redo); keys may differ per platform.
+    #: A standard action (undo/redo): the platform's own keys work too, after ``keys``.
     standard: bool = False
     #: Listed for the user, but handled by the focused rubric or survey list itself
     #: (arrows, Space, digits), so no window-wide action is made for these keys.
@@ -38,6 +38,12 @@ SHORTCUTS: tuple[Shortcut, ...] = (
     Shortcut("verdict.partial", "Rubric", "Partial (criteria with a partial level)", ("P",)),
     Shortcut("verdict.clear", "Rubric", "Clear the verdict", ("Backspace", "Delete")),
     Shortcut("criterion.rationale", "Rubric", "Write a rationale (Esc returns)", ("R",)),
+    Shortcut(
+        "criterion.focus",
+        "Rubric",
+        "Back to the rubric from any text box or viewer (PDF search too)",
+        ("Esc",),
+    ),
     Shortcut("criterion.unclear", "Rubric", "Flag the criterion as unclear, with a note", ("U",)),
     # responses
     Shortcut("response.next", "Responses", "Next response", ("]", "Alt+Right")),
