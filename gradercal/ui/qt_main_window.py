@@ -54,6 +54,13 @@ REVIEW_ONLY = {"review.comment"}
 ALWAYS = {"help.shortcuts", "app.quit", "view.bigger", "view.smaller", "view.reset_font"}
 #: Actions of a coordinator window only; a grader's window never creates them (blinding).
 COORDINATOR_ONLY = {"view.dashboard", "judge.run"}
+#: What to say when the artifact shown cannot do what a key asked.
+CANNOT = {
+    "step_page": "The artifact shown has no pages (Ctrl+PgDown shows the next one).",
+    "change_zoom": "The artifact shown cannot zoom (PDFs and images can).",
+    "step_sheet": "The artifact shown is not a workbook with several sheets.",
+    "open_link": "The artifact shown is not a link.",
+}
 MENUS = {
     "File": "&File",
     "Edit": "&Edit",
@@ -280,6 +287,14 @@ class QtMainWindow(QMainWindow):
             "artifact.previous": both(
                 lambda g: g.step_artifact(-1), lambda r: r.artifacts.step(-1)
             ),
+            "artifact.page_next": self._artifact("step_page", 1),
+            "artifact.page_previous": self._artifact("step_page", -1),
+            "artifact.zoom_in": self._artifact("change_zoom", 1),
+            "artifact.zoom_out": self._artifact("change_zoom", -1),
+            "artifact.fit": self._artifact("change_zoom", 0),
+            "artifact.sheet_next": self._artifact("step_sheet", 1),
+            "artifact.sheet_previous": self._artifact("step_sheet", -1),
+            "artifact.open_link": self._artifact("open_link"),
             "review.comment": review(lambda r: r.focus_comment()),
             "edit.undo": grading(lambda g: g.undo()),
             "edit.redo": grading(lambda g: g.redo()),
@@ -296,6 +311,20 @@ class QtMainWindow(QMainWindow):
             "session.switch": self.switch_grader,
             "app.quit": self.close,
         }
+
+    def _artifact(self, ability: str, *args: int) -> Callable[[], object]:
+        """A handler that asks the shown artifact viewer (grading or task review) to act."""
+
+        def call() -> None:
+            panel = None
+            if self.mode == "grading" and self.grading is not None:
+                panel = self.grading.artifacts
+            elif self.mode == "review" and self.review is not None:
+                panel = self.review.artifacts
+            if panel is not None and not panel.act(ability, *args):
+                self._show_message(CANNOT[ability])
+
+        return call
 
     def _update_enabled(self) -> None:
         started = self.grading is not None

@@ -31,7 +31,7 @@ from gradercal.ui.qt_rubric_model import (
     QtRubricModel,
     verdict_color,
 )
-from gradercal.ui.qt_widgets import QtFlowLayout
+from gradercal.ui.qt_widgets import flow_bar
 
 
 class QtRubricTable(QTableView):
@@ -134,7 +134,7 @@ class QtRubricPanel(QWidget):
         ed.addWidget(self.auto_label)
 
         # The buttons wrap to a second row in a narrow pane instead of widening it.
-        row = QtFlowLayout(spacing=4)
+        row = flow_bar(ed, spacing=4)
         self.buttons: dict[str | None, QPushButton] = {}
         for verdict, text in (
             ("met", "✓ Met (M)"),
@@ -148,7 +148,6 @@ class QtRubricPanel(QWidget):
             b.clicked.connect(lambda _checked=False, v=verdict: self.verdict_requested.emit(v))
             row.add_widget(b)
             self.buttons[verdict] = b
-        ed.addLayout(row)
 
         self.rationale = QPlainTextEdit()
         self.rationale.setPlaceholderText("Rationale (R) — optional. Esc returns to the rubric.")

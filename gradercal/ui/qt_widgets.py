@@ -13,6 +13,7 @@ from __future__ import annotations
 from PySide6.QtCore import QMargins, QPoint, QRect, QSize, Qt
 from PySide6.QtGui import QPainter, QPaintEvent, QResizeEvent
 from PySide6.QtWidgets import (
+    QBoxLayout,
     QLabel,
     QLayout,
     QLayoutItem,
@@ -173,4 +174,13 @@ class QtFlowLayout(QLayout):
         return y + row_height - rect.y() + m.bottom()
 
 
-__all__ = ["QtElidedLabel", "QtFlowLayout"]
+def flow_bar(into: QBoxLayout, *, spacing: int = 4, margins: int = 0) -> QtFlowLayout:
+    """A wrapping bar added to ``into`` at once, on a widget of its own: what is put in it
+    has a parent from the start (a parentless widget made visible would be a window)."""
+    box = QWidget()
+    bar = QtFlowLayout(box, spacing=spacing, margins=margins)
+    into.addWidget(box)
+    return bar
+
+
+__all__ = ["QtElidedLabel", "QtFlowLayout", "flow_bar"]

@@ -723,3 +723,57 @@ def test_every_listed_key_works_and_ctrl_y_redoes(
     press(qtbot, window, "Ctrl+Z")
     press(qtbot, window, "Ctrl+Shift+Z")
     assert judgments(db_path)[(rid, "c1")].met is True
+
+
+def test_keys_for_pdf_pages_zoom_sheets_and_links(
+    qtbot: Any, open_window: Opener, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from PySide6.QtGui import QDesktopServices
+
+    opened: list[str] = []
+    monkeypatch.setattr(QDesktopServices, "openUrl", lambda url: opened.append(url.toString()))
+    window = open_window()
+    g = window.grading
+    assert g is not None
+    go_to_task(qtbot, window, "P1")
+    pdf = g.artifacts.current_viewer()
+    assert isinstance(pdf, QtPdfViewer)
+    qtbot.waitUntil(lambda: pdf.is_ready, timeout=20_000)
+    press(qtbot, window, "Shift+PgDown")
+    qtbot.waitUntil(lambda: pdf.current_page() == 1)
+    press(qtbot, window, "Shift+PgUp")
+    qtbot.waitUntil(lambda: pdf.current_page() == 0)
+    fitted = pdf.zoom
+    press(qtbot, window, "Alt+=")
+    assert pdf.zoom > fitted and not pdf.fit_width
+    press(qtbot, window, "Alt+-")
+    press(qtbot, window, "Alt+-")
+    assert pdf.zoom < fitted
+    press(qtbot, window, "Alt+0")
+    assert pdf.fit_width and pdf.zoom == pytest.approx(fitted)
+    assert QApplication.focusWidget() is g.rubric.table  # the keys never took the focus
+    press(qtbot, window, "Alt+PgDown")
+    assert "not a workbook" in window.statusBar().currentMessage()
+    with qtbot.waitSignal(g.item_ready, timeout=20_000):
+        g.open_index(next(i for i, q in enumerate(g.queue) if q.task_id == "P2"))
+    g.artifacts.tabs.setCurrentIndex(2)  # the workbook
+    book = g.artifacts.current_viewer()
+    assert book is not None
+    qtbot.waitUntil(lambda: book.is_ready, timeout=20_000)
+    assert QApplication.activeWindow() is window  # opening it took no focus away
+    press(qtbot, window, "Alt+PgDown")
+    assert book.sheet_box.currentText() == "lots"
+    press(qtbot, window, "Alt+PgUp")
+    assert book.sheet_box.currentText() == "runs"
+
+    with qtbot.waitSignal(g.item_ready, timeout=20_000):  # P3 may come before P2
+        g.open_index(next(i for i, q in enumerate(g.queue) if q.task_id == "P3"))
+    g.artifacts.tabs.setCurrentIndex(6)  # the link
+    link = g.artifacts.current_viewer()
+    assert link is not None
+    qtbot.waitUntil(lambda: link.is_ready, timeout=20_000)
+    press(qtbot, window, "Ctrl+Shift+L")
+    assert opened == ["https://example.org/vector-map"]
+    listed = {s.id for s in SHORTCUTS}  # and F1 lists them all
+    assert {"artifact.page_next", "artifact.zoom_in", "artifact.sheet_next"} <= listed
+    assert "artifact.open_link" in listed

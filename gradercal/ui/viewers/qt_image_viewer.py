@@ -17,7 +17,7 @@ from PySide6.QtWidgets import (
 )
 
 from gradercal.model import Artifact
-from gradercal.ui.qt_widgets import QtFlowLayout
+from gradercal.ui.qt_widgets import flow_bar
 from gradercal.ui.shortcuts import keys
 from gradercal.ui.viewers.qt_base import Fetch, QtArtifactViewer
 
@@ -88,7 +88,7 @@ class QtImageViewer(QtArtifactViewer):
         body = QWidget()
         layout = QVBoxLayout(body)
         layout.setContentsMargins(0, 0, 0, 0)
-        bar = QtFlowLayout(spacing=4, margins=2)
+        bar = flow_bar(layout, spacing=4, margins=2)
         buttons = {}
         for name, text, tip in (
             ("fit", "Fit", f"Fit the image to the panel (0 or {_keys('artifact.fit')})"),
@@ -107,7 +107,6 @@ class QtImageViewer(QtArtifactViewer):
         self.zoom_label.setMinimumWidth(self.zoom_label.fontMetrics().horizontalAdvance("3200%"))
         bar.add_widget(self.zoom_label)
         bar.add_widget(QLabel(f"{prepared.width()} × {prepared.height()} px · drag to pan"))
-        layout.addLayout(bar)
         self.scene = QGraphicsScene(self)
         self.item = QGraphicsPixmapItem(QPixmap.fromImage(prepared))
         self.item.setTransformationMode(Qt.TransformationMode.SmoothTransformation)
@@ -121,6 +120,15 @@ class QtImageViewer(QtArtifactViewer):
         buttons["out"].clicked.connect(lambda: self.zoom_by(0.8))
         self.set_content(body)
         self.fit_to_view()
+
+    def change_zoom(self, direction: int) -> bool:
+        if self.image is None:
+            return False
+        if direction == 0:
+            self.set_fit(True)
+        else:
+            self.zoom_by(1.25 if direction > 0 else 0.8)
+        return True
 
     def set_fit(self, on: bool) -> None:
         self.fit = on

@@ -29,7 +29,7 @@ from PySide6.QtWidgets import (
 
 from gradercal.model import Artifact
 from gradercal.ui import qt_workers
-from gradercal.ui.qt_widgets import QtFlowLayout
+from gradercal.ui.qt_widgets import flow_bar
 from gradercal.ui.shortcuts import keys
 from gradercal.ui.viewers.qt_base import Fetch, QtArtifactViewer
 
@@ -342,7 +342,7 @@ class QtPdfViewer(QtArtifactViewer):
         outer.setContentsMargins(0, 0, 0, 0)
         outer.setSpacing(2)
         # Three groups (pages, zoom, search) that wrap onto more rows in a narrow pane.
-        bar = QtFlowLayout(spacing=8, margins=2)
+        bar = flow_bar(outer, spacing=8, margins=2)
         group: QHBoxLayout
 
         def start_group() -> QHBoxLayout:
@@ -398,7 +398,6 @@ class QtPdfViewer(QtArtifactViewer):
         # (nor asks for more width) while a search runs.
         self.hit_label.setMinimumWidth(self.hit_label.fontMetrics().horizontalAdvance("Searching…"))
         group.addWidget(self.hit_label)
-        outer.addLayout(bar)
 
         self.scroll_area = QScrollArea()
         self.scroll_area.setWidgetResizable(False)
@@ -418,6 +417,7 @@ class QtPdfViewer(QtArtifactViewer):
         self.zoom_out.clicked.connect(lambda: self.step_zoom(-1))
         self.fit_button.toggled.connect(self.set_fit_width)
         self.search_box.returnPressed.connect(self._search_or_next)
+        self.search_box.textChanged.connect(self._search_text_changed)
         self.next_hit.clicked.connect(lambda: self.step_hit(+1))
         self.prev_hit.clicked.connect(lambda: self.step_hit(-1))
         self.scroll_area.verticalScrollBar().valueChanged.connect(self._scrolled)
@@ -607,6 +607,21 @@ class QtPdfViewer(QtArtifactViewer):
                 return True
         return super().eventFilter(obj, event)
 
+    def step_page(self, direction: int) -> bool:
+        if self.info is None:
+            return False
+        self.go_to_page(self.current_page() + direction)
+        return True
+
+    def change_zoom(self, direction: int) -> bool:
+        if self.info is None:
+            return False
+        if direction == 0:
+            self.set_fit_width(True)
+        else:
+            self.step_zoom(direction)
+        return True
+
     # -- search -------------------------------------------------------------------------------
     def focus_search(self) -> bool:
         self.search_box.setFocus(Qt.FocusReason.ShortcutFocusReason)
@@ -619,6 +634,12 @@ class QtPdfViewer(QtArtifactViewer):
             self.step_hit(+1)
         else:
             self.search(text)
+
+    def _search_text_changed(self, text: str) -> None:
+        """An emptied box (its clear button, or the text deleted) ends the search: no count,
+        no highlights."""
+        if not text.strip() and (self.hits or self.hit_label.text()):
+            self.search("")
 
     def search(self, text: str) -> None:
         self._last_query = text
