@@ -16,6 +16,17 @@ from gradercal.model import AutoRule, Criterion
 from gradercal.rubric import criterion_credit, evaluate_auto, lookup, passes
 
 
+def shorten(text: str, width: int) -> str:
+    """``text`` on one line, cut at a word to at most ``width`` characters with "…"."""
+    flat = " ".join(text.split())
+    if len(flat) <= width:
+        return flat
+    cut = flat[: max(width - 1, 1)]
+    if " " in cut[width // 2 :]:
+        cut = cut[: cut.rindex(" ")]
+    return cut.rstrip(" ,;:.") + "…"
+
+
 def top_level(criterion: Criterion) -> int:
     return max(criterion.levels, 2) - 1
 
@@ -100,6 +111,8 @@ class RubricRow:
     value: JudgmentValue
     auto_met: bool | None = None
     auto_note: str = ""
+    #: Its number in the rubric (1, 2, …): how the grader and every message name it.
+    number: int = 0
 
     @property
     def is_auto(self) -> bool:
@@ -169,8 +182,8 @@ class RubricState:
         self.item = item
         self.threshold = item.pass_threshold
         self.rows: list[RubricRow] = []
-        for c in item.task.criteria:
-            row = RubricRow(c, item.judgments.get(c.id, JudgmentValue()))
+        for k, c in enumerate(item.task.criteria, start=1):
+            row = RubricRow(c, item.judgments.get(c.id, JudgmentValue()), number=k)
             if c.auto is not None:
                 row.auto_met, row.auto_note = describe_auto(c.auto, item.answer)
             self.rows.append(row)
@@ -193,6 +206,25 @@ class RubricState:
         i = self._index[criterion_id]
         self.rows[i].value = value
         return i
+
+    def number(self, criterion_id: str) -> int:
+        """The criterion's number as the rubric shows it (1, 2, …)."""
+        return self._index[criterion_id] + 1
+
+    def label(self, criterion_id: str, width: int = 48) -> str:
+        """How messages name a criterion: its number and text as the rubric shows them,
+        the text cut to about ``width`` characters ("2. Notes the missing viability dye")
+        — never its internal id. An id not in this rubric is given as it is."""
+        if criterion_id not in self._index:
+            return criterion_id
+        return (
+            f"{self.number(criterion_id)}. {shorten(self.row(criterion_id).criterion.text, width)}"
+        )
+
+    def labels(self, criterion_ids: list[str], width: int = 48) -> str:
+        """Several labels, in rubric order, separated by semicolons."""
+        ordered = sorted(criterion_ids, key=lambda c: self._index.get(c, len(self._index)))
+        return "; ".join(self.label(c, width) for c in ordered)
 
     def missing(self) -> list[str]:
         return [r.criterion.id for r in self.rows if not r.answered]

@@ -492,8 +492,8 @@ class QtGradingView(QWidget):
         except StaleJudgmentError as exc:
             return self._stale(exc, value)
         except GradercalError as exc:
-            self.rubric.show_message(f"Not saved: {exc}")
-            self.message.emit(f"Not saved: {exc}")
+            self.rubric.show_message(f"Not saved: {self._describe(exc)}")
+            self.message.emit(f"Not saved: {self._describe(exc)}")
             return False
         except Exception as exc:  # database unreachable, locked too long, …
             self.rubric.show_message(f"Not saved (database error): {exc}")
@@ -530,7 +530,7 @@ class QtGradingView(QWidget):
         if choice == "overwrite":
             self.versions[(exc.assignment_id, exc.criterion_id)] = exc.current
             return self.write_judgment(exc.assignment_id, exc.criterion_id, value)
-        text = f"Not saved: {exc}"
+        text = f"Not saved: {self._describe(exc)}"
         self.rubric.show_message(text)
         self.message.emit(text)
         if choice == "reload" and self.current is not None:
@@ -541,7 +541,24 @@ class QtGradingView(QWidget):
         return False
 
     def _ask_stale(self, exc: StaleJudgmentError, mine: JudgmentValue) -> str:
-        return ask_stale(self, exc, mine)
+        return ask_stale(self, exc, mine, self._describe(exc))
+
+    def _describe(self, exc: GradercalError) -> str:
+        """The store's message with each criterion named as the rubric shows it (number
+        and text) instead of by its internal id."""
+        state = self.state
+        if state is None:
+            return str(exc)
+        if isinstance(exc, ValidationError):
+            return "; ".join(
+                f"{state.label(p.field)}: {p.message}" if p.field else p.message
+                for p in exc.problems
+            )
+        if isinstance(exc, StaleJudgmentError):
+            return str(exc).replace(
+                f"criterion {exc.criterion_id}", f"criterion {state.label(exc.criterion_id)}"
+            )
+        return str(exc)
 
     def _reload(self, assignment_id: int, index: int, row: int) -> None:
         if self.current is not None and self.current.item.assignment_id == assignment_id:
@@ -577,7 +594,7 @@ class QtGradingView(QWidget):
         self.flush_text()
         new = verdict_value(c, self.state.value(c.id), verdict)
         word = {"met": "Met", "partial": "Partial", "not_met": "Not met", None: "Clear"}[verdict]
-        if self.change(c.id, new, f"{word} · {c.id}") and verdict is not None:
+        if self.change(c.id, new, f"{word} · {self.state.label(c.id, 32)}") and verdict is not None:
             self._advance()
 
     def set_level(self, level: int) -> None:
@@ -597,7 +614,7 @@ class QtGradingView(QWidget):
             )
         else:
             new = verdict_value(c, base, "met" if level == top else "not_met")
-        if self.change(c.id, new, f"Level {level} · {c.id}"):
+        if self.change(c.id, new, f"Level {level} · {self.state.label(c.id, 32)}"):
             self._advance()
 
     def toggle_unclear(self) -> None:
@@ -618,7 +635,7 @@ class QtGradingView(QWidget):
         v = self.state.value(c.id)
         new = JudgmentValue(v.met, v.level, v.rationale, on, v.unclear_note)
         label = "Flag unclear" if on else "Unflag unclear"
-        if self.change(c.id, new, f"{label} · {c.id}") and on:
+        if self.change(c.id, new, f"{label} · {self.state.label(c.id, 32)}") and on:
             self.rubric.focus_note()
 
     def undo(self) -> None:
@@ -657,7 +674,7 @@ class QtGradingView(QWidget):
         new = JudgmentValue(
             v.met, v.level, self.rubric.rationale_text(), v.unclear, self.rubric.note_text()
         )
-        self.change(cid, new, f"Edit text · {cid}", text_edit=True)
+        self.change(cid, new, f"Edit text · {self.state.label(cid, 32)}", text_edit=True)
 
     # -- time ---------------------------------------------------------------------------------------
     def flush_time(self, final: bool = False) -> None:
@@ -717,9 +734,10 @@ class QtGradingView(QWidget):
             self.queue[self.index] = self.store.submit(aid)
         except ValidationError as exc:
             missing = [p.field for p in exc.problems if p.field]
+            named = self.state.labels(missing, 40) if self.state is not None else ""
             self.rubric.show_message(
                 f"Not submitted: {len(missing)} criteri{'a' if len(missing) != 1 else 'on'} "
-                f"not answered yet ({', '.join(missing)})."
+                f"not answered yet: {named}."
             )
             if self.state is not None and missing:
                 self.rubric.set_current_row(self.state.index_of(missing[0]))

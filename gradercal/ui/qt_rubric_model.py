@@ -92,7 +92,7 @@ class QtRubricModel(QAbstractTableModel):
                 return verdict_text(row)
             if col == POINTS_COLUMN:
                 return f"{c.points:+d}".replace("-", "−")
-            return c.text
+            return f"{row.number}. {c.text}"
         if role == Qt.ItemDataRole.ToolTipRole:
             parts = [c.text, f"{c.points:+d} points · id {c.id}"]
             if c.tags:

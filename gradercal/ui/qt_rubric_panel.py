@@ -213,7 +213,7 @@ class QtRubricPanel(QWidget):
                 self.unclear.setChecked(False)
                 return
             c = row.criterion
-            self.criterion_label.setText(c.text)
+            self.criterion_label.setText(f"{row.number}. {c.text}")
             meta = f"{c.points:+d} points".replace("-", "−")
             if c.levels > 2:
                 meta += f" · {c.levels} levels (0 … {c.levels - 1})"

@@ -326,7 +326,7 @@ def test_undo_and_redo_change_the_saved_judgment(
     press(qtbot, window, "N")  # c1 not met
     assert judgments(db_path)[(rid, "c1")].met is False
     undo = window.actions_by_id["edit.undo"]
-    assert undo.isEnabled() and undo.text() == "Undo Not met · c1"
+    assert undo.isEnabled() and undo.text() == "Undo Not met · 1. Says the claim is not supported"
     press(qtbot, window, "Ctrl+Z")
     assert judgments(db_path)[(rid, "c1")].met is True
     press(qtbot, window, "Ctrl+Z")
@@ -397,7 +397,12 @@ def test_submit_needs_every_criterion_and_skip_needs_a_reason(
     press(qtbot, window, "M")
     press(qtbot, window, "Ctrl+Return")
     assert g.index == index and g.queue[index].status != "submitted"
-    assert "not answered yet (c2, c3, c4)" in g.rubric.message.text()
+    assert g.rubric.message.text() == (  # named as the rubric shows them, not c2, c3, c4
+        "Not submitted: 3 criteria not answered yet: 2. Notes the missing viability dye; "
+        "3. Endorses the claim; 4. Explains the statistics."
+    )
+    assert g.rubric.model.data(g.rubric.model.index(1, 2)) == "2. Notes the missing viability dye"
+    assert g.rubric.criterion_label.text() == "2. Notes the missing viability dye"
     assert g.current_row() == 1  # sent to the first unanswered criterion
     dialog = QtSkipDialog("P1 · Response A")
     qtbot.addWidget(dialog)
@@ -777,3 +782,12 @@ def test_keys_for_pdf_pages_zoom_sheets_and_links(
     listed = {s.id for s in SHORTCUTS}  # and F1 lists them all
     assert {"artifact.page_next", "artifact.zoom_in", "artifact.sheet_next"} <= listed
     assert "artifact.open_link" in listed
+
+
+def test_criteria_are_named_by_number_and_text() -> None:
+    from gradercal.ui.grading_state import shorten
+
+    assert shorten("Notes   the\nmissing dye", 40) == "Notes the missing dye"
+    long = "Identifies that the P. aeruginosa ATCC 27853 gentamicin results drift"
+    assert shorten(long, 32) == "Identifies that the P…"  # cut at a word, within 32
+    assert shorten(long, 200) == long
