@@ -14,6 +14,7 @@ from typing import Any
 from gradercal.db.grading import GradingItem, JudgmentValue, QueueItem
 from gradercal.model import AutoRule, Criterion
 from gradercal.rubric import criterion_credit, evaluate_auto, lookup, passes
+from gradercal.ui.inline_html import to_plain
 
 
 def shorten(text: str, width: int) -> str:
@@ -218,7 +219,8 @@ class RubricState:
         if criterion_id not in self._index:
             return criterion_id
         return (
-            f"{self.number(criterion_id)}. {shorten(self.row(criterion_id).criterion.text, width)}"
+            f"{self.number(criterion_id)}. "
+            f"{shorten(to_plain(self.row(criterion_id).criterion.text), width)}"
         )
 
     def labels(self, criterion_ids: list[str], width: int = 48) -> str:

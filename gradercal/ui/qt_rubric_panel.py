@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (
 )
 
 from gradercal.ui.grading_state import RubricRow, ScoreSummary
+from gradercal.ui.inline_html import to_plain
 from gradercal.ui.qt_rubric_model import (
     POINTS_COLUMN,
     TEXT_COLUMN,
@@ -213,7 +214,7 @@ class QtRubricPanel(QWidget):
                 self.unclear.setChecked(False)
                 return
             c = row.criterion
-            self.criterion_label.setText(f"{row.number}. {c.text}")
+            self.criterion_label.setText(f"{row.number}. {to_plain(c.text)}")
             meta = f"{c.points:+d} points".replace("-", "−")
             if c.levels > 2:
                 meta += f" · {c.levels} levels (0 … {c.levels - 1})"

@@ -791,3 +791,42 @@ def test_criteria_are_named_by_number_and_text() -> None:
     long = "Identifies that the P. aeruginosa ATCC 27853 gentamicin results drift"
     assert shorten(long, 32) == "Identifies that the P…"  # cut at a word, within 32
     assert shorten(long, 200) == long
+
+
+def test_inline_html_is_rendered_never_shown_as_tags(qtbot: Any) -> None:
+    from PySide6.QtGui import QTextCharFormat
+
+    from gradercal.ui.inline_html import to_plain
+    from gradercal.ui.qt_markdown import QtMarkdownView
+
+    view = QtMarkdownView()
+    qtbot.addWidget(view)
+    view.set_markdown(
+        "- K<sub>D</sub> 2 nM, 10<sup>6</sup> copies, <b>bold <i>E. coli</i></b>, "
+        '<span style="color:red">plain</span>, line<br>two\n'
+        "- kept as written: a < b, <T>, the <s> token, `x<sub>1</sub>`\n\n"
+        "```\n<sub>in a code block</sub>\n```\n"
+    )
+    text = view.toPlainText()
+    assert "KD 2 nM, 106 copies, bold E. coli, plain, line\ntwo" in text  # a line break
+    assert "a < b, <T>, the <s> token, x<sub>1</sub>" in text  # code keeps its tags
+    assert "<sub>in a code block</sub>" in text
+    assert "<b>" not in text and "<span" not in text and "<br>" not in text
+
+    def format_at(word: str, k: int) -> QTextCharFormat:
+        """The format of character ``k`` of the first ``word`` in the view."""
+        cursor = view.document().find(word)
+        assert not cursor.isNull(), word
+        cursor.setPosition(cursor.selectionStart() + k + 1)
+        return cursor.charFormat()
+
+    sub = QTextCharFormat.VerticalAlignment.AlignSubScript
+    sup = QTextCharFormat.VerticalAlignment.AlignSuperScript
+    assert format_at("KD", 0).verticalAlignment() != sub  # "K" stays on the line,
+    assert format_at("KD", 1).verticalAlignment() == sub  # "D" is a subscript
+    assert format_at("106", 2).verticalAlignment() == sup
+    assert format_at("106", 1).verticalAlignment() != sup
+    coli = format_at("E. coli", 0)
+    assert coli.fontItalic() and coli.fontWeight() >= 700
+    # where only plain text fits (the rubric list, messages)
+    assert to_plain("K<sub>D</sub> of 10<sup>6</sup>, H<sub>2</sub>O") == "K_D of 10⁶, H₂O"

@@ -17,6 +17,7 @@ from PySide6.QtWidgets import QApplication, QWidget
 from gradercal.db.grading import GradingStore
 from gradercal.db.session import open_database
 from gradercal.ui import qt_workers
+from gradercal.ui.inline_html import PAIRED
 from gradercal.ui.qt_main_window import QtMainWindow
 from gradercal.ui.qt_settings import QtAppSettings
 from gradercal.ui.viewers.qt_pdf_viewer import QtPdfViewer
@@ -113,6 +114,8 @@ def test_every_demo_task_fits_a_laptop_screen(
                     viewer.search(viewer.search_box.text())
                 assert_usable(window, size, f"{q.task_id} after a PDF search")
         assert_usable(window, size, q.task_id)
+        for view in (g.prompt_view, g.response_view):  # T07 writes K<sub>D</sub>
+            assert PAIRED.search(view.toPlainText()) is None, q.task_id
     assert len(seen) == 10
 
 
