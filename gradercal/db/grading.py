@@ -635,6 +635,26 @@ class GradingStore:
             )
         return out
 
+    def task_texts(self, benchmark: str | None = None) -> dict[str, str]:
+        """Each task's prompt and criteria as one text, by task id (the queue search reads
+        them; nothing here unblinds a response)."""
+        bench = self.repo.benchmark(benchmark)
+        with self.db.read() as s:
+            texts: dict[str, str] = {
+                str(ext): str(prompt)
+                for ext, prompt in s.execute(
+                    select(m.Task.external_id, m.Task.prompt).where(m.Task.benchmark_id == bench.id)
+                )
+            }
+            for task_ext, text in s.execute(
+                select(m.Task.external_id, m.Criterion.text)
+                .join(m.Criterion, m.Criterion.task_id == m.Task.id)
+                .where(m.Task.benchmark_id == bench.id)
+                .order_by(m.Criterion.position, m.Criterion.id)
+            ):
+                texts[task_ext] = f"{texts[task_ext]}\n{text}"
+        return texts
+
     def queue_item(self, assignment_id: int) -> QueueItem:
         with self.db.read() as s:
             return self._queue_item(s, assignment_id)

@@ -7,7 +7,7 @@ its logic is tested without a window. Scoring goes through :mod:`gradercal.analy
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -65,6 +65,54 @@ def verdict_of(criterion: Criterion, value: JudgmentValue) -> str | None:
     if value.met is None:
         return None
     return "met" if value.met else "not_met"
+
+
+#: How a queue item's state is written, in the header and in the queue dock.
+STATUS_WORDS = {
+    "pending": "not started",
+    "in_progress": "in progress",
+    "submitted": "submitted",
+    "skipped": "skipped",
+    "stale": "changed elsewhere",
+}
+
+
+def shown_status(item: QueueItem, stale: bool = False) -> str:
+    """The state a grader sees: ``stale`` when a save found the verdicts changed elsewhere
+    (until the item is reloaded), ``in_progress`` once something is answered, else the
+    stored status."""
+    if stale:
+        return "stale"
+    if item.status == "pending" and item.n_answered:
+        return "in_progress"
+    return item.status
+
+
+def queue_matches(
+    items: Sequence[QueueItem], query: str, texts: Mapping[str, str] | None = None
+) -> list[int]:
+    """The positions (0-based, in queue order) of the items the queue search finds.
+
+    A number alone is a position in the queue ("12"). Otherwise every word must match:
+    a single letter is a response ("T07 B"), a longer word is looked for in the task id,
+    the response code, the status, and the task's prompt and criteria (``texts``, by task
+    id), ignoring case.
+    """
+    q = query.strip()
+    if not q:
+        return list(range(len(items)))
+    if q.isdigit():
+        n = int(q)
+        return [n - 1] if 1 <= n <= len(items) else []
+    terms = q.lower().split()
+    found = []
+    for i, item in enumerate(items):
+        letter = item.code.rsplit(" ", 1)[-1].lower()
+        own = f"{item.task_id} {item.code} {STATUS_WORDS.get(item.status, item.status)}".lower()
+        text = (texts or {}).get(item.task_id, "").lower()
+        if all(t == letter if len(t) == 1 else (t in own or t in text) for t in terms):
+            found.append(i)
+    return found
 
 
 def read_only_reason(item: QueueItem, reopen_keys: str = "Ctrl+O") -> str | None:

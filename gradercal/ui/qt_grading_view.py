@@ -37,9 +37,11 @@ from gradercal.db.grading import (
 from gradercal.errors import GradercalError, ValidationError
 from gradercal.ui import qt_workers
 from gradercal.ui.grading_state import (
+    STATUS_WORDS,
     RubricState,
     TimeTracker,
     read_only_reason,
+    shown_status,
     verdict_value,
 )
 from gradercal.ui.qt_commands import QtJudgmentCommand
@@ -52,12 +54,6 @@ from gradercal.ui.qt_widgets import QtElidedLabel
 from gradercal.ui.shortcuts import keys
 from gradercal.ui.viewers.qt_artifact_panel import QtArtifactPanel
 
-STATUS_WORDS = {
-    "pending": "not started",
-    "in_progress": "in progress",
-    "submitted": "submitted",
-    "skipped": "skipped",
-}
 TEXT_SAVE_DELAY_MS = 600
 TIME_FLUSH_MS = 30_000
 #: Pause after an item is shown before the next task's PDF is prepared in the background.
@@ -131,6 +127,8 @@ class QtGradingView(QWidget):
         self._ready_pending = False
         #: What this view last saw of each judgment of the open item (optimistic writes).
         self.versions: dict[tuple[int, str], JudgmentVersion] = {}
+        #: Items whose shown verdicts a save found changed elsewhere (until reloaded).
+        self.stale: set[int] = set()
         #: Asks what to do when a verdict was changed elsewhere: "reload", "overwrite" or
         #: "cancel" (a dialog; tests replace it).
         self.stale_prompt: Callable[[StaleJudgmentError, JudgmentValue], str] = self._ask_stale
@@ -303,6 +301,7 @@ class QtGradingView(QWidget):
         self.index = index
         self.current = item
         self.queue[index] = item.item
+        self.stale.discard(q.assignment_id)  # just read: what it shows is current
         self.state = RubricState(item)
         self.versions = {(q.assignment_id, c): v for c, v in item.versions.items()}
         self.undo_stack.clear()
@@ -367,7 +366,7 @@ class QtGradingView(QWidget):
         if self.current is None:
             return
         q = self.queue[self.index]
-        shown = "in_progress" if q.status == "pending" and q.n_answered else q.status
+        shown = shown_status(q, q.assignment_id in self.stale)
         status = STATUS_WORDS.get(shown, shown)
         if q.status == "skipped" and q.skip_reason:
             status += f": {q.skip_reason}"
@@ -529,7 +528,16 @@ class QtGradingView(QWidget):
         choice = self.stale_prompt(exc, value)
         if choice == "overwrite":
             self.versions[(exc.assignment_id, exc.criterion_id)] = exc.current
-            return self.write_judgment(exc.assignment_id, exc.criterion_id, value)
+            saved = self.write_judgment(exc.assignment_id, exc.criterion_id, value)
+            if saved and exc.assignment_id in self.stale:
+                self.stale.discard(exc.assignment_id)
+                self._show_status()
+                self.queue_changed.emit()
+            return saved
+        if choice != "reload":  # the view keeps showing values that are out of date
+            self.stale.add(exc.assignment_id)
+            self._show_status()
+            self.queue_changed.emit()
         text = f"Not saved: {self._describe(exc)}"
         self.rubric.show_message(text)
         self.message.emit(text)

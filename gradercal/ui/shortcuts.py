@@ -48,6 +48,12 @@ SHORTCUTS: tuple[Shortcut, ...] = (
     # responses
     Shortcut("response.next", "Responses", "Next response", ("]", "Alt+Right")),
     Shortcut("response.previous", "Responses", "Previous response", ("[", "Alt+Left")),
+    Shortcut(
+        "queue.find",
+        "Responses",
+        "Go to a task or response: search the queue by task id, letter, # or text",
+        ("Ctrl+G",),
+    ),
     Shortcut("response.submit", "Responses", "Submit this response", ("Ctrl+Return", "Ctrl+Enter")),
     Shortcut("response.skip", "Responses", "Skip this response (asks for a reason)", ("Ctrl+K",)),
     Shortcut("response.reopen", "Responses", "Reopen a submitted or skipped response", ("Ctrl+O",)),

@@ -830,3 +830,120 @@ def test_inline_html_is_rendered_never_shown_as_tags(qtbot: Any) -> None:
     assert coli.fontItalic() and coli.fontWeight() >= 700
     # where only plain text fits (the rubric list, messages)
     assert to_plain("K<sub>D</sub> of 10<sup>6</sup>, H<sub>2</sub>O") == "K_D of 10⁶, H₂O"
+
+
+def test_queue_search_finds_tasks_letters_positions_and_text() -> None:
+    from gradercal.db.grading import QueueItem
+    from gradercal.ui.grading_state import queue_matches
+
+    def item(task: str, code: str, status: str = "pending") -> QueueItem:
+        return QueueItem(0, 0, task, code, status, 0.0, None, 0, 4, 0)
+
+    queue = [
+        item("T07", "Response A"),
+        item("T07", "Response B", "submitted"),
+        item("T17", "Response A"),
+    ]
+    texts = {"T07": "K_D to the human receptor", "T17": "Flow cytometry gating"}
+    assert queue_matches(queue, "") == [0, 1, 2]
+    assert queue_matches(queue, "t07") == [0, 1]
+    assert queue_matches(queue, "T07 b") == [1]
+    assert queue_matches(queue, "2") == [1]  # a number alone: the queue position
+    assert queue_matches(queue, "99") == []
+    assert queue_matches(queue, "receptor", texts) == [0, 1]
+    assert queue_matches(queue, "cytometry gating", texts) == [2]
+    assert queue_matches(queue, "submitted") == [1]
+    assert queue_matches(queue, "receptor") == []  # no texts given: ids and codes only
+
+
+def test_ctrl_g_goes_to_a_task_or_response_from_the_queue(qtbot: Any, open_window: Opener) -> None:
+    window = open_window()
+    g = window.grading
+    assert g is not None
+    press(qtbot, window, "Ctrl+G")
+    assert window.queue_dock.isVisible()
+    assert QApplication.focusWidget() is window.queue_search
+
+    def shown() -> list[str]:
+        view, model = window.queue_view, window.queue_model
+        return [
+            f"{model.items[r].task_id} {model.items[r].code}"
+            for r in range(model.rowCount())
+            if not view.isRowHidden(r)
+        ]
+
+    qtbot.keyClicks(window.queue_search, "P3")
+    assert sorted(shown()) == ["P3 Response A", "P3 Response B", "P3 Response C"]
+    window.queue_search.clear()
+    qtbot.keyClicks(window.queue_search, "stop codon")  # words of P3's rubric
+    assert {s.split()[0] for s in shown()} == {"P3"}
+    window.queue_search.clear()
+    qtbot.keyClicks(window.queue_search, "P3 B")
+    assert shown() == ["P3 Response B"]
+    with qtbot.waitSignal(g.item_ready, timeout=20_000):
+        press(qtbot, window, "Return")
+    assert g.current is not None and g.current.item.label == "P3 · Response B"
+    assert QApplication.focusWidget() is g.rubric.table
+    press(qtbot, window, "Ctrl+G")
+    window.queue_search.clear()
+    qtbot.keyClicks(window.queue_search, "2")
+    with qtbot.waitSignal(g.item_ready, timeout=20_000):
+        press(qtbot, window, "Return")
+    assert g.index == 1
+    press(qtbot, window, "Ctrl+G")
+    press(qtbot, window, "Escape")
+    assert QApplication.focusWidget() is g.rubric.table
+
+
+def test_the_queue_dock_colours_states_opens_on_one_click_and_survives_review(
+    qtbot: Any, open_window: Opener, db_path: str
+) -> None:
+    from gradercal.ui.qt_rubric_model import verdict_color
+
+    window = open_window()
+    g = window.grading
+    assert g is not None
+    press(qtbot, window, "F9")
+    assert window.queue_dock.isVisible()
+    index = go_to_task(qtbot, window, "P1")
+    for key in ("M", "N", "N", "P"):
+        press(qtbot, window, key)
+    with qtbot.waitSignal(g.item_ready, timeout=20_000):
+        press(qtbot, window, "Ctrl+Return")
+    press(qtbot, window, "M")  # the next one is in progress
+    model = window.queue_model
+    status = model.STATUS_COLUMN
+
+    def looks(row: int) -> tuple[str, Any]:
+        idx = model.index(row, status)
+        return (
+            model.data(idx, Qt.ItemDataRole.DisplayRole),
+            model.data(idx, Qt.ItemDataRole.ForegroundRole),
+        )
+
+    assert looks(index) == ("submitted", verdict_color("met"))
+    assert looks(g.index) == ("in progress", verdict_color("partial"))
+    untouched = next(i for i, q in enumerate(g.queue) if q.status == "pending" and not q.n_answered)
+    assert looks(untouched)[0] == "not started"
+    # a verdict changed elsewhere, the grader keeps the screen: "changed elsewhere", in red
+    other = GradingStore(open_database(db_path))
+    try:
+        aid = g.queue[g.index].assignment_id
+        row = g.current_row()
+        crit = g.state.rows[row].criterion.id if g.state else ""
+        other.save_judgment(aid, crit, JudgmentValue(met=True, rationale="elsewhere"))
+    finally:
+        other.db.dispose()
+    g.stale_prompt = lambda exc, mine: "cancel"
+    g.set_verdict("not_met")
+    assert looks(g.index) == ("changed elsewhere", verdict_color("not_met"))
+    assert "changed elsewhere" in g.status_label.text()
+
+    rect = window.queue_view.visualRect(model.index(index, 1))
+    with qtbot.waitSignal(g.item_ready, timeout=20_000):  # one click opens
+        qtbot.mouseClick(window.queue_view.viewport(), Qt.MouseButton.LeftButton, pos=rect.center())
+    assert g.index == index
+    press(qtbot, window, "Ctrl+2")  # task review: the queue steps aside …
+    assert not window.queue_dock.isVisible()
+    press(qtbot, window, "Ctrl+1")  # … and comes back
+    assert window.queue_dock.isVisible()
