@@ -309,6 +309,7 @@ class QtGradingView(QWidget):
         self._ready_pending = True
         self._show_item(row)
         self.artifacts.set_task((self.benchmark, item.task.id), item.task.artifacts)
+        self._place_artifacts()
         self.queue_changed.emit()
         self._save_position()
         self._check_ready()
@@ -805,6 +806,8 @@ class QtGradingView(QWidget):
 
     # -- artifacts ----------------------------------------------------------------------------------
     def focus_search(self) -> None:
+        if self.current is not None and self.current.task.artifacts:
+            self.show_artifacts(True)  # a hidden pane comes back for the search
         if not self.artifacts.focus_search():
             self.message.emit("No PDF to search in this task.")
 
@@ -812,15 +815,29 @@ class QtGradingView(QWidget):
         self.artifacts.step(direction)
 
     def show_artifacts(self, on: bool) -> None:
-        """Show or hide the artifacts pane (hidden, it takes no width at all)."""
-        self.artifacts_pane.setVisible(on)
+        """Show or hide the artifacts pane (hidden, it takes no width at all). A task
+        without artifacts never shows the pane: its text and rubric get the room."""
+        self.settings.artifacts_shown = on
         if self.artifacts_button.isChecked() != on:
             self.artifacts_button.setChecked(on)
-        self.settings.artifacts_shown = on
+        self._place_artifacts()
+
+    def _place_artifacts(self) -> None:
+        has = self.current is None or bool(self.current.task.artifacts)
+        self.artifacts_pane.setVisible(self.settings.artifacts_shown and has)
+        self.artifacts_button.setEnabled(has)
+        self.artifacts_button.setToolTip(
+            f"Show or hide the artifacts ({_keys('view.artifacts')})"
+            if has
+            else "This task has no artifacts"
+        )
 
     def toggle_artifacts(self) -> None:
-        self.show_artifacts(not self.artifacts_pane.isVisibleTo(self))
-        if not self.artifacts_pane.isVisibleTo(self):
+        if self.current is not None and not self.current.task.artifacts:
+            self.message.emit("This task has no artifacts.")
+            return
+        self.show_artifacts(not self.settings.artifacts_shown)
+        if not self.settings.artifacts_shown:
             self.message.emit(f"Artifacts hidden: {_keys('view.artifacts')} shows them again.")
 
     # -- layout memory ------------------------------------------------------------------------------

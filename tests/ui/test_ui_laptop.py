@@ -129,6 +129,8 @@ def test_the_artifacts_pane_folds_away_with_a_key(qtbot: Any, window_at: Any) ->
     g = window.grading
     window.activateWindow()
     qtbot.waitUntil(lambda: QApplication.activeWindow() is window)
+    with qtbot.waitSignal(g.item_ready, timeout=20_000):
+        g.open_index(next(i for i, q in enumerate(g.queue) if q.n_artifacts))
     g.rubric.focus_table()
     rubric_width = g.rubric.table.width()
     press(qtbot, window, "F8")
@@ -141,6 +143,14 @@ def test_the_artifacts_pane_folds_away_with_a_key(qtbot: Any, window_at: Any) ->
     assert g.artifacts_pane.isVisible() and g.artifacts_button.isChecked()
     g.artifacts_button.click()  # the header button does the same
     assert not g.artifacts_pane.isVisible()
+    press(qtbot, window, "Ctrl+F")  # searching the PDF brings the pane back
+    assert g.artifacts_pane.isVisible() and window.settings.artifacts_shown
+    press(qtbot, window, "Escape")
+    # a task without artifacts gives their room to the text and the rubric
+    with qtbot.waitSignal(g.item_ready, timeout=20_000):
+        g.open_index(next(i for i, q in enumerate(g.queue) if not q.n_artifacts))
+    assert not g.artifacts_pane.isVisible() and not g.artifacts_button.isEnabled()
+    assert window.settings.artifacts_shown  # the choice itself is kept for the next task
 
 
 def test_a_1024_pixel_screenshot_is_1024_pixels_wide(demo_db: str, tmp_path: Path) -> None:
