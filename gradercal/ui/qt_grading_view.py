@@ -376,7 +376,11 @@ class QtGradingView(QWidget):
         self.status_label.setText(f"· {status} · {q.n_answered} of {q.n_criteria} answered")
         self.reopen_button.setVisible(q.done)
         self.submit_button.setEnabled(not q.done)
-        self.rubric.set_read_only(q.done)
+        if self.rubric.read_only != q.done:  # locked or unlocked: the editor shows it now
+            self.rubric.set_read_only(q.done)
+            row = self.current_row()
+            if self.state is not None and 0 <= row < len(self.state):
+                self.rubric.show_row(self.state.rows[row])
 
     def _check_ready(self) -> None:
         if self._ready_pending and self.current is not None and self.artifacts.is_current_ready():
@@ -787,8 +791,6 @@ class QtGradingView(QWidget):
             self.message.emit(f"Not reopened: {exc}")
             return
         self._show_status()
-        if self.state is not None and 0 <= self.current_row() < len(self.state):
-            self.rubric.show_row(self.state.rows[self.current_row()])
         self.rubric.show_message("")
         self.queue_changed.emit()
         self.message.emit(

@@ -947,3 +947,23 @@ def test_the_queue_dock_colours_states_opens_on_one_click_and_survives_review(
     assert not window.queue_dock.isVisible()
     press(qtbot, window, "Ctrl+1")  # … and comes back
     assert window.queue_dock.isVisible()
+
+
+def test_the_last_submission_locks_the_editor_at_once(qtbot: Any, open_window: Opener) -> None:
+    window = open_window()
+    g = window.grading
+    assert g is not None
+    for i, q in enumerate(g.queue):  # every response but the last one is done already
+        if i < len(g.queue) - 1:
+            g.queue[i] = g.store.skip(q.assignment_id, "Outside my expertise")
+    with qtbot.waitSignal(g.item_ready, timeout=20_000):
+        g.open_index(len(g.queue) - 1)
+    assert g.state is not None
+    for k, row in enumerate(g.state.rows):
+        if not row.is_auto:
+            g.rubric.set_current_row(k)
+            assert g.rubric.buttons["not_met"].isEnabled()
+            g.set_verdict("not_met")
+    g.submit()  # nothing left to open: the submitted response stays on screen, locked
+    assert g.queue[g.index].status == "submitted"
+    assert not g.rubric.buttons["not_met"].isEnabled() and not g.rubric.rationale.isEnabled()
