@@ -102,6 +102,16 @@ def _key_sequences(
     return unique
 
 
+class _QtQueueDock(QDockWidget):
+    """The queue dock; ``closed`` tells its own close button from hiding for task review."""
+
+    closed = Signal()
+
+    def closeEvent(self, event: QCloseEvent) -> None:
+        super().closeEvent(event)
+        self.closed.emit()
+
+
 class _ActivityFilter(QObject):
     """Tells the time tracker that the grader is at work (keys, clicks, wheel)."""
 
@@ -178,7 +188,8 @@ class QtMainWindow(QMainWindow):
 
     # -- construction -------------------------------------------------------------------------
     def _build_queue_dock(self) -> None:
-        self.queue_dock = QDockWidget("Queue", self)
+        self.queue_dock = _QtQueueDock("Queue", self)
+        self.queue_dock.closed.connect(lambda: setattr(self, "queue_wanted", False))
         self.queue_dock.setObjectName("queueDock")
         box = QWidget()
         layout = QVBoxLayout(box)

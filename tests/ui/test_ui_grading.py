@@ -947,6 +947,10 @@ def test_the_queue_dock_colours_states_opens_on_one_click_and_survives_review(
     assert not window.queue_dock.isVisible()
     press(qtbot, window, "Ctrl+1")  # … and comes back
     assert window.queue_dock.isVisible()
+    window.queue_dock.close()  # its own close button: closed for good
+    press(qtbot, window, "Ctrl+2")
+    press(qtbot, window, "Ctrl+1")
+    assert not window.queue_dock.isVisible()
 
 
 def test_the_last_submission_locks_the_editor_at_once(qtbot: Any, open_window: Opener) -> None:
