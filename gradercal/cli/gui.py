@@ -7,7 +7,11 @@ Qt, PyMuPDF and the app's modules are imported inside the command, so ``graderca
 from __future__ import annotations
 
 import os
+import re
+import shutil
+import subprocess
 import sys
+from importlib.util import find_spec
 from pathlib import Path
 
 import click
@@ -29,6 +33,93 @@ def _check_packet_args(
         raise click.UsageError("a packet holds one grader's work: no dashboard")
     if screenshot is not None:
         raise click.UsageError("--screenshot works on a database (--db), not a packet")
+
+
+#: The shared libraries Qt's X11 (xcb) platform plugin needs from the system, and the
+#: Debian/Ubuntu package of each. Without one of them Qt aborts at start ("Could not load
+#: the Qt platform plugin xcb"); the README lists them too.
+XCB_PACKAGES = {
+    "libxcb-cursor.so.0": "libxcb-cursor0",
+    "libxcb-icccm.so.4": "libxcb-icccm4",
+    "libxcb-image.so.0": "libxcb-image0",
+    "libxcb-keysyms.so.1": "libxcb-keysyms1",
+    "libxcb-randr.so.0": "libxcb-randr0",
+    "libxcb-render-util.so.0": "libxcb-render-util0",
+    "libxcb-render.so.0": "libxcb-render0",
+    "libxcb-shape.so.0": "libxcb-shape0",
+    "libxcb-shm.so.0": "libxcb-shm0",
+    "libxcb-sync.so.1": "libxcb-sync1",
+    "libxcb-xfixes.so.0": "libxcb-xfixes0",
+    "libxcb-xinerama.so.0": "libxcb-xinerama0",
+    "libxcb-xkb.so.1": "libxcb-xkb1",
+    "libxcb-util.so.1": "libxcb-util1",
+    "libxcb.so.1": "libxcb1",
+    "libX11-xcb.so.1": "libx11-xcb1",
+    "libX11.so.6": "libx11-6",
+    "libxkbcommon-x11.so.0": "libxkbcommon-x11-0",
+    "libxkbcommon.so.0": "libxkbcommon0",
+    "libEGL.so.1": "libegl1",
+    "libGL.so.1": "libgl1",
+    "libOpenGL.so.0": "libopengl0",
+    "libfontconfig.so.1": "libfontconfig1",
+    "libfreetype.so.6": "libfreetype6",
+    "libdbus-1.so.3": "libdbus-1-3",
+    "libglib-2.0.so.0": "libglib2.0-0",
+}
+#: Qt 6.5 and later also need xcb-cursor, loaded at run time (ldd cannot see it).
+XCB_RUNTIME = ("libxcb-cursor.so.0",)
+
+
+def missing_libraries(ldd_output: str) -> list[str]:
+    """The libraries ``ldd`` could not find, in its order, each once."""
+    found = re.findall(r"^\s*(\S+)\s+=>\s+not found", ldd_output, flags=re.MULTILINE)
+    return list(dict.fromkeys(found))
+
+
+def xcb_problem(env: dict[str, str] | None = None) -> str | None:
+    """Why Qt could not open an X11 window here, with what to install; None when it can
+    (or when the check does not apply: not Linux, another platform, a Wayland session,
+    no ldd)."""
+    env = dict(os.environ) if env is None else env
+    platform = env.get("QT_QPA_PLATFORM", "")
+    wayland = env.get("XDG_SESSION_TYPE") == "wayland" and env.get("WAYLAND_DISPLAY")
+    if not sys.platform.startswith("linux") or platform not in ("", "xcb") or wayland:
+        return None
+    spec = find_spec("PySide6")
+    ldd = shutil.which("ldd")
+    if spec is None or not spec.submodule_search_locations or ldd is None:
+        return None
+    plugin = Path(next(iter(spec.submodule_search_locations)), "Qt/plugins/platforms/libqxcb.so")
+    if not plugin.exists():
+        return None
+    try:
+        out = subprocess.run(
+            [ldd, str(plugin)], capture_output=True, text=True, timeout=20, check=False
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    missing = missing_libraries(out)
+    missing += [lib for lib in XCB_RUNTIME if not _loadable(lib) and lib not in missing]
+    if not missing:
+        return None
+    packages = list(dict.fromkeys(XCB_PACKAGES.get(lib, lib) for lib in missing))
+    return (
+        "Qt cannot open a window on this machine: system libraries of its X11 (xcb) "
+        f"platform plugin are missing ({', '.join(missing)}).\n"
+        f"On Debian or Ubuntu:  sudo apt-get install {' '.join(packages)}\n"
+        "(--screenshot works without them; so does QT_QPA_PLATFORM=wayland on a Wayland "
+        "desktop.)"
+    )
+
+
+def _loadable(library: str) -> bool:
+    import ctypes
+
+    try:
+        ctypes.CDLL(library)
+    except OSError:
+        return False
+    return True
 
 
 #: File name endings that suggest a database given where a packet was expected.
@@ -113,6 +204,9 @@ def gui(
 
     if theme is not None:
         os.environ["GRADERCAL_THEME"] = theme
+    if screenshot is None and (problem := xcb_problem()) is not None:
+        click.echo(click.style("error: ", fg="red", bold=True) + problem, err=True)
+        sys.exit(1)
     if packet is not None:
         _check_packet_args(packet, grader, benchmark, view, screenshot)
         from gradercal.ui.qt_app import run as run_packet

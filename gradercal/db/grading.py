@@ -74,6 +74,8 @@ __all__ = [
 
 #: Assignment states in which the grader is done with a response.
 FINAL_STATUSES = frozenset({AssignmentStatus.SUBMITTED.value, AssignmentStatus.SKIPPED.value})
+#: ``revision.entity`` of the rows :meth:`GradingStore.reopen` keeps: the state it left.
+REOPEN_ENTITY = "assignment_reopen"
 
 
 def blinding_code(rank: int) -> str:
@@ -633,6 +635,26 @@ class GradingStore:
             )
         return out
 
+    def task_texts(self, benchmark: str | None = None) -> dict[str, str]:
+        """Each task's prompt and criteria as one text, by task id (the queue search reads
+        them; nothing here unblinds a response)."""
+        bench = self.repo.benchmark(benchmark)
+        with self.db.read() as s:
+            texts: dict[str, str] = {
+                str(ext): str(prompt)
+                for ext, prompt in s.execute(
+                    select(m.Task.external_id, m.Task.prompt).where(m.Task.benchmark_id == bench.id)
+                )
+            }
+            for task_ext, text in s.execute(
+                select(m.Task.external_id, m.Criterion.text)
+                .join(m.Criterion, m.Criterion.task_id == m.Task.id)
+                .where(m.Task.benchmark_id == bench.id)
+                .order_by(m.Criterion.position, m.Criterion.id)
+            ):
+                texts[task_ext] = f"{texts[task_ext]}\n{text}"
+        return texts
+
     def queue_item(self, assignment_id: int) -> QueueItem:
         with self.db.read() as s:
             return self._queue_item(s, assignment_id)
@@ -1010,20 +1032,61 @@ class GradingStore:
             return self._queue_item(s, assignment_id)
 
     def reopen(self, assignment_id: int) -> QueueItem:
-        """Put a submitted or skipped item back in progress (the skip reason is kept)."""
+        """Put a submitted or skipped item back in progress (the skip reason is kept).
+
+        Reopening a submitted or skipped item is recorded: the state it leaves goes into
+        ``revision`` (entity ``assignment_reopen``, actor = the grader), so a submission
+        changed afterwards stays visible (:meth:`reopen_history`).
+        """
         with self.db.write() as s:
-            if s.get(m.Assignment, assignment_id) is None:
+            a = s.get(m.Assignment, assignment_id)
+            if a is None:
                 raise NotFoundError(f"no assignment {assignment_id}")
+            now = m.utcnow()
+            if a.status in FINAL_STATUSES:
+                earlier = s.scalar(
+                    select(func.count())
+                    .select_from(m.Revision)
+                    .where(m.Revision.entity == REOPEN_ENTITY, m.Revision.entity_id == a.id)
+                )
+                s.add(
+                    m.Revision(
+                        entity=REOPEN_ENTITY,
+                        entity_id=a.id,
+                        revision=int(earlier or 0) + 1,
+                        data={
+                            "status": a.status,
+                            "submitted_at": a.submitted_at.isoformat() if a.submitted_at else None,
+                            "skip_reason": a.skip_reason,
+                        },
+                        actor=s.scalar(select(m.Grader.name).where(m.Grader.id == a.grader_id)),
+                        source="ui",
+                        changed_at=now,
+                    )
+                )
             s.execute(
                 update(m.Assignment)
                 .where(m.Assignment.id == assignment_id)
                 .values(
                     status=AssignmentStatus.IN_PROGRESS.value,
                     submitted_at=None,
-                    updated_at=m.utcnow(),
+                    updated_at=now,
                 )
             )
             return self._queue_item(s, assignment_id)
+
+    def reopen_history(self, assignment_id: int) -> list[dict[str, Any]]:
+        """Every reopening of the item, oldest first: the state it left, who and when."""
+        with self.db.read() as s:
+            rows = s.scalars(
+                select(m.Revision)
+                .where(m.Revision.entity == REOPEN_ENTITY, m.Revision.entity_id == assignment_id)
+                .order_by(m.Revision.revision)
+            ).all()
+            return [
+                {"revision": r.revision, **r.data, "actor": r.actor, "changed_at": r.changed_at}
+                for r in rows
+            ]
 
     # -- task reviews -------------------------------------------------------------------------
     def review_tasks(self, grader: str, benchmark: str | None = None) -> list[ReviewTask]:

@@ -7,13 +7,25 @@ its logic is tested without a window. Scoring goes through :mod:`gradercal.analy
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from gradercal.db.grading import GradingItem, JudgmentValue
+from gradercal.db.grading import GradingItem, JudgmentValue, QueueItem
 from gradercal.model import AutoRule, Criterion
 from gradercal.rubric import criterion_credit, evaluate_auto, lookup, passes
+from gradercal.ui.inline_html import to_plain
+
+
+def shorten(text: str, width: int) -> str:
+    """``text`` on one line, cut at a word to at most ``width`` characters with "…"."""
+    flat = " ".join(text.split())
+    if len(flat) <= width:
+        return flat
+    cut = flat[: max(width - 1, 1)]
+    if " " in cut[width // 2 :]:
+        cut = cut[: cut.rindex(" ")]
+    return cut.rstrip(" ,;:.") + "…"
 
 
 def top_level(criterion: Criterion) -> int:
@@ -55,6 +67,68 @@ def verdict_of(criterion: Criterion, value: JudgmentValue) -> str | None:
     return "met" if value.met else "not_met"
 
 
+#: How a queue item's state is written, in the header and in the queue dock.
+STATUS_WORDS = {
+    "pending": "not started",
+    "in_progress": "in progress",
+    "submitted": "submitted",
+    "skipped": "skipped",
+    "stale": "changed elsewhere",
+}
+
+
+def shown_status(item: QueueItem, stale: bool = False) -> str:
+    """The state a grader sees: ``stale`` when a save found the verdicts changed elsewhere
+    (until the item is reloaded), ``in_progress`` once something is answered, else the
+    stored status."""
+    if stale:
+        return "stale"
+    if item.status == "pending" and item.n_answered:
+        return "in_progress"
+    return item.status
+
+
+def queue_matches(
+    items: Sequence[QueueItem], query: str, texts: Mapping[str, str] | None = None
+) -> list[int]:
+    """The positions (0-based, in queue order) of the items the queue search finds.
+
+    A number alone is a position in the queue ("12"). Otherwise every word must match:
+    a single letter is a response ("T07 B"), a longer word is looked for in the task id,
+    the response code, the status, and the task's prompt and criteria (``texts``, by task
+    id), ignoring case.
+    """
+    q = query.strip()
+    if not q:
+        return list(range(len(items)))
+    if q.isdigit():
+        n = int(q)
+        return [n - 1] if 1 <= n <= len(items) else []
+    terms = q.lower().split()
+    found = []
+    for i, item in enumerate(items):
+        letter = item.code.rsplit(" ", 1)[-1].lower()
+        own = f"{item.task_id} {item.code} {STATUS_WORDS.get(item.status, item.status)}".lower()
+        text = (texts or {}).get(item.task_id, "").lower()
+        if all(t == letter if len(t) == 1 else (t in own or t in text) for t in terms):
+            found.append(i)
+    return found
+
+
+def read_only_reason(item: QueueItem, reopen_keys: str = "Ctrl+O") -> str | None:
+    """Why the grader cannot change ``item`` now, in words; None when it is open to changes.
+
+    A submitted or skipped response is done: its verdicts, rationales and notes stay as
+    they were until the grader reopens it (which the store records), so nothing changes
+    silently under a "submitted" label.
+    """
+    if item.status == "submitted":
+        return f"Submitted, so read-only: reopen it ({reopen_keys}) to change a verdict."
+    if item.status == "skipped":
+        return f"Skipped, so read-only: reopen it ({reopen_keys}) to grade it."
+    return None
+
+
 VERDICT_LABELS = {"met": "Met", "partial": "Partial", "not_met": "Not met", None: "—"}
 
 
@@ -86,6 +160,8 @@ class RubricRow:
     value: JudgmentValue
     auto_met: bool | None = None
     auto_note: str = ""
+    #: Its number in the rubric (1, 2, …): how the grader and every message name it.
+    number: int = 0
 
     @property
     def is_auto(self) -> bool:
@@ -155,8 +231,8 @@ class RubricState:
         self.item = item
         self.threshold = item.pass_threshold
         self.rows: list[RubricRow] = []
-        for c in item.task.criteria:
-            row = RubricRow(c, item.judgments.get(c.id, JudgmentValue()))
+        for k, c in enumerate(item.task.criteria, start=1):
+            row = RubricRow(c, item.judgments.get(c.id, JudgmentValue()), number=k)
             if c.auto is not None:
                 row.auto_met, row.auto_note = describe_auto(c.auto, item.answer)
             self.rows.append(row)
@@ -179,6 +255,26 @@ class RubricState:
         i = self._index[criterion_id]
         self.rows[i].value = value
         return i
+
+    def number(self, criterion_id: str) -> int:
+        """The criterion's number as the rubric shows it (1, 2, …)."""
+        return self._index[criterion_id] + 1
+
+    def label(self, criterion_id: str, width: int = 48) -> str:
+        """How messages name a criterion: its number and text as the rubric shows them,
+        the text cut to about ``width`` characters ("2. Notes the missing viability dye")
+        — never its internal id. An id not in this rubric is given as it is."""
+        if criterion_id not in self._index:
+            return criterion_id
+        return (
+            f"{self.number(criterion_id)}. "
+            f"{shorten(to_plain(self.row(criterion_id).criterion.text), width)}"
+        )
+
+    def labels(self, criterion_ids: list[str], width: int = 48) -> str:
+        """Several labels, in rubric order, separated by semicolons."""
+        ordered = sorted(criterion_ids, key=lambda c: self._index.get(c, len(self._index)))
+        return "; ".join(self.label(c, width) for c in ordered)
 
     def missing(self) -> list[str]:
         return [r.criterion.id for r in self.rows if not r.answered]

@@ -46,6 +46,7 @@ from gradercal.db.adjudication import (
 )
 from gradercal.errors import GradercalError, ValidationError
 from gradercal.ui import qt_workers
+from gradercal.ui.inline_html import to_plain
 from gradercal.ui.qt_markdown import QtMarkdownView
 from gradercal.ui.shortcuts import keys
 from gradercal.ui.viewers.qt_artifact_panel import QtArtifactPanel
@@ -333,7 +334,7 @@ class QtAdjudicationView(QWidget):
         self.response_title.setText(f"Response {case.response_id} · {case.model}")
         self.response_view.set_markdown(response_markdown(case))
         self.artifacts.set_task((case.benchmark, t.id), t.artifacts)
-        self.criterion_label.setText(f"{c.id}. {c.text}")
+        self.criterion_label.setText(f"{c.id}. {to_plain(c.text)}")
         scale = "met / partial / not met" if case.allows_partial else "met / not met"
         tags = ", ".join(c.tags) if c.tags else "no tags"
         self.criterion_facts.setText(f"{c.points:+d} points · {scale} · {tags}")

@@ -220,9 +220,11 @@ class QtConflictsDialog(QDialog):
 RELOAD, OVERWRITE, CANCEL = "reload", "overwrite", "cancel"
 
 
-def stale_message(exc: StaleJudgmentError, mine: JudgmentValue) -> str:
-    """What the grader is told: what changed, what is there now, what they tried to save."""
-    lines = [str(exc)[:1].upper() + str(exc)[1:] + "."]
+def stale_message(exc: StaleJudgmentError, mine: JudgmentValue, said: str | None = None) -> str:
+    """What the grader is told: what changed, what is there now, what they tried to save.
+    ``said`` words the change (the grading view names the criterion as its rubric does)."""
+    said = said or str(exc)
+    lines = [said[:1].upper() + said[1:] + "."]
     if not exc.adjudicated:
         now = exc.current_value
         there = (
@@ -244,12 +246,14 @@ def stale_message(exc: StaleJudgmentError, mine: JudgmentValue) -> str:
     return "\n".join(lines)
 
 
-def ask_stale(parent: QWidget | None, exc: StaleJudgmentError, mine: JudgmentValue) -> str:
+def ask_stale(
+    parent: QWidget | None, exc: StaleJudgmentError, mine: JudgmentValue, said: str | None = None
+) -> str:
     """Ask what to do with a stale write: :data:`RELOAD`, :data:`OVERWRITE` or :data:`CANCEL`."""
     box = QMessageBox(parent)
     box.setIcon(QMessageBox.Icon.Warning)
     box.setWindowTitle("Changed elsewhere")
-    box.setText(stale_message(exc, mine))
+    box.setText(stale_message(exc, mine, said))
     reload_button = box.addButton("&Reload", QMessageBox.ButtonRole.AcceptRole)
     overwrite_button = box.addButton("&Overwrite", QMessageBox.ButtonRole.DestructiveRole)
     box.addButton(QMessageBox.StandardButton.Cancel)

@@ -36,25 +36,33 @@ from gradercal.db.grading import (
 )
 from gradercal.errors import GradercalError, ValidationError
 from gradercal.ui import qt_workers
-from gradercal.ui.grading_state import RubricState, TimeTracker, verdict_value
+from gradercal.ui.grading_state import (
+    STATUS_WORDS,
+    RubricState,
+    TimeTracker,
+    read_only_reason,
+    shown_status,
+    verdict_value,
+)
 from gradercal.ui.qt_commands import QtJudgmentCommand
 from gradercal.ui.qt_conflicts import ask_stale
 from gradercal.ui.qt_markdown import QtMarkdownView
 from gradercal.ui.qt_rubric_panel import QtRubricPanel
 from gradercal.ui.qt_settings import QtAppSettings
 from gradercal.ui.qt_skip_dialog import QtSkipDialog
+from gradercal.ui.qt_widgets import QtElidedLabel
+from gradercal.ui.shortcuts import keys
 from gradercal.ui.viewers.qt_artifact_panel import QtArtifactPanel
 
-STATUS_WORDS = {
-    "pending": "not started",
-    "in_progress": "in progress",
-    "submitted": "submitted",
-    "skipped": "skipped",
-}
 TEXT_SAVE_DELAY_MS = 600
 TIME_FLUSH_MS = 30_000
 #: Pause after an item is shown before the next task's PDF is prepared in the background.
 PREFETCH_DELAY_MS = 250
+
+
+def _keys(shortcut_id: str) -> str:
+    """The keys of a shortcut as a tooltip shows them ("] or Alt+Right")."""
+    return " or ".join(keys(shortcut_id))
 
 
 def response_markdown(item: GradingItem) -> str:
@@ -65,7 +73,7 @@ def response_markdown(item: GradingItem) -> str:
     return text
 
 
-def _titled(title: QLabel, body: QWidget) -> QWidget:
+def _titled(title: QtElidedLabel, body: QWidget) -> QWidget:
     box = QWidget()
     layout = QVBoxLayout(box)
     layout.setContentsMargins(0, 0, 0, 0)
@@ -74,7 +82,6 @@ def _titled(title: QLabel, body: QWidget) -> QWidget:
     font.setBold(True)
     title.setFont(font)
     title.setContentsMargins(6, 4, 6, 0)
-    title.setTextFormat(Qt.TextFormat.PlainText)
     layout.addWidget(title)
     layout.addWidget(body, 1)
     return box
@@ -120,6 +127,8 @@ class QtGradingView(QWidget):
         self._ready_pending = False
         #: What this view last saw of each judgment of the open item (optimistic writes).
         self.versions: dict[tuple[int, str], JudgmentVersion] = {}
+        #: Items whose shown verdicts a save found changed elsewhere (until reloaded).
+        self.stale: set[int] = set()
         #: Asks what to do when a verdict was changed elsewhere: "reload", "overwrite" or
         #: "cancel" (a dialog; tests replace it).
         self.stale_prompt: Callable[[StaleJudgmentError, JudgmentValue], str] = self._ask_stale
@@ -144,18 +153,17 @@ class QtGradingView(QWidget):
         outer.setContentsMargins(4, 4, 4, 4)
         outer.setSpacing(4)
         header = QHBoxLayout()
-        self.title = QLabel("")
+        # Titles give way ("…") before anything else: the header never sets the width.
+        self.title = QtElidedLabel("")
         self.title.setObjectName("itemTitle")
         font = self.title.font()
         font.setBold(True)
         font.setPointSizeF(font.pointSizeF() * 1.25)
         self.title.setFont(font)
-        self.title.setTextFormat(Qt.TextFormat.PlainText)
-        header.addWidget(self.title)
-        self.status_label = QLabel("")
+        header.addWidget(self.title, 0)
+        self.status_label = QtElidedLabel("")
         self.status_label.setObjectName("itemStatus")
-        header.addWidget(self.status_label)
-        header.addStretch(1)
+        header.addWidget(self.status_label, 1)
         self.position_label = QLabel("")
         header.addWidget(self.position_label)
 
@@ -166,11 +174,21 @@ class QtGradingView(QWidget):
             header.addWidget(b)
             return b
 
-        self.prev_button = button("◀ Previous", "Previous response ([ or Alt+Left)")
-        self.next_button = button("Next ▶", "Next response (] or Alt+Right)")
-        self.skip_button = button("Skip…", "Skip with a reason (Ctrl+K)")
-        self.submit_button = button("Submit ✓", "Submit this response (Ctrl+Enter)")
+        self.artifacts_button = button(
+            "Artifacts", f"Show or hide the artifacts ({_keys('view.artifacts')})"
+        )
+        self.artifacts_button.setCheckable(True)
+        self.prev_button = button("◀ Previous", f"Previous response ({_keys('response.previous')})")
+        self.next_button = button("Next ▶", f"Next response ({_keys('response.next')})")
+        self.skip_button = button("Skip…", f"Skip with a reason ({_keys('response.skip')})")
+        self.reopen_button = button(
+            "Reopen", f"Reopen this response to change it ({_keys('response.reopen')})"
+        )
+        self.submit_button = button(
+            "Submit ✓", f"Submit this response ({_keys('response.submit')})"
+        )
         self.submit_button.setDefault(False)
+        self.reopen_button.hide()  # shown for a submitted or skipped response
         outer.addLayout(header)
 
         self.pages = QStackedWidget()
@@ -183,20 +201,21 @@ class QtGradingView(QWidget):
         self.splitter.setChildrenCollapsible(False)
         self.text_splitter = QSplitter(Qt.Orientation.Vertical)
         self.text_splitter.setChildrenCollapsible(False)
-        self.prompt_title = QLabel("Task")
+        self.prompt_title = QtElidedLabel("Task")
         self.prompt_view = QtMarkdownView()
         self.text_splitter.addWidget(_titled(self.prompt_title, self.prompt_view))
-        self.response_title = QLabel("Response")
+        self.response_title = QtElidedLabel("Response")
         self.response_view = QtMarkdownView()
         self.text_splitter.addWidget(_titled(self.response_title, self.response_view))
         self.text_splitter.setStretchFactor(0, 2)
         self.text_splitter.setStretchFactor(1, 3)
         self.splitter.addWidget(self.text_splitter)
         self.artifacts = QtArtifactPanel(self.store.read_blob)
-        self.artifacts_title = QLabel("Artifacts")
-        self.splitter.addWidget(_titled(self.artifacts_title, self.artifacts))
+        self.artifacts_title = QtElidedLabel("Artifacts")
+        self.artifacts_pane = _titled(self.artifacts_title, self.artifacts)
+        self.splitter.addWidget(self.artifacts_pane)
         self.rubric = QtRubricPanel()
-        self.rubric_title = QLabel("Rubric")
+        self.rubric_title = QtElidedLabel("Rubric")
         self.splitter.addWidget(_titled(self.rubric_title, self.rubric))
         self.splitter.setStretchFactor(0, 30)
         self.splitter.setStretchFactor(1, 36)
@@ -208,6 +227,9 @@ class QtGradingView(QWidget):
         self.next_button.clicked.connect(self.next_response)
         self.skip_button.clicked.connect(self.skip)
         self.submit_button.clicked.connect(self.submit)
+        self.reopen_button.clicked.connect(self.reopen)
+        self.artifacts_button.toggled.connect(self.show_artifacts)
+        self.show_artifacts(self.settings.artifacts_shown)
         self.rubric.current_changed.connect(self._row_changed)
         self.rubric.verdict_requested.connect(self.set_verdict)
         self.rubric.text_edited.connect(self._text_edited)
@@ -279,6 +301,7 @@ class QtGradingView(QWidget):
         self.index = index
         self.current = item
         self.queue[index] = item.item
+        self.stale.discard(q.assignment_id)  # just read: what it shows is current
         self.state = RubricState(item)
         self.versions = {(q.assignment_id, c): v for c, v in item.versions.items()}
         self.undo_stack.clear()
@@ -286,6 +309,7 @@ class QtGradingView(QWidget):
         self._ready_pending = True
         self._show_item(row)
         self.artifacts.set_task((self.benchmark, item.task.id), item.task.artifacts)
+        self._place_artifacts()
         self.queue_changed.emit()
         self._save_position()
         self._check_ready()
@@ -311,7 +335,6 @@ class QtGradingView(QWidget):
         q = item.item
         self.pages.setCurrentWidget(self.splitter)
         self.title.setText(q.label)
-        self._show_status()
         self.position_label.setText(f"{self.index + 1} of {len(self.queue)}")
         t = item.task
         facts = [x for x in (t.domain, t.workflow, t.answer_format) if x]
@@ -332,6 +355,7 @@ class QtGradingView(QWidget):
             b.setEnabled(True)
         self.prev_button.setEnabled(self.index > 0)
         self.next_button.setEnabled(self.index < len(self.queue) - 1)
+        self._show_status()  # after the buttons: a done response cannot be submitted again
         if len(state):
             self.rubric.set_current_row(min(max(row, 0), len(state) - 1))
             self._row_changed(self.rubric.current_row())
@@ -343,11 +367,20 @@ class QtGradingView(QWidget):
         if self.current is None:
             return
         q = self.queue[self.index]
-        shown = "in_progress" if q.status == "pending" and q.n_answered else q.status
+        shown = shown_status(q, q.assignment_id in self.stale)
         status = STATUS_WORDS.get(shown, shown)
         if q.status == "skipped" and q.skip_reason:
             status += f": {q.skip_reason}"
+        if q.done:
+            status += " (read-only)"
         self.status_label.setText(f"· {status} · {q.n_answered} of {q.n_criteria} answered")
+        self.reopen_button.setVisible(q.done)
+        self.submit_button.setEnabled(not q.done)
+        if self.rubric.read_only != q.done:  # locked or unlocked: the editor shows it now
+            self.rubric.set_read_only(q.done)
+            row = self.current_row()
+            if self.state is not None and 0 <= row < len(self.state):
+                self.rubric.show_row(self.state.rows[row])
 
     def _check_ready(self) -> None:
         if self._ready_pending and self.current is not None and self.artifacts.is_current_ready():
@@ -422,8 +455,25 @@ class QtGradingView(QWidget):
         if not self.state.missing():
             self.rubric.show_message("Every criterion is answered. Submit with Ctrl+Enter.")
 
+    def read_only_reason(self) -> str | None:
+        """Why the open response cannot be changed now (submitted, skipped), or None."""
+        if self.current is None or not (0 <= self.index < len(self.queue)):
+            return None
+        return read_only_reason(self.queue[self.index], _keys("response.reopen"))
+
+    def _refuse_if_read_only(self) -> bool:
+        """Say so and return True when the open response is read-only."""
+        reason = self.read_only_reason()
+        if reason is None:
+            return False
+        self.rubric.show_message(reason)
+        self.message.emit(reason)
+        return True
+
     def _editable_row(self) -> int | None:
         if self.state is None or self.current is None:
+            return None
+        if self._refuse_if_read_only():
             return None
         row = self.current_row()
         if not (0 <= row < len(self.state)):
@@ -436,6 +486,9 @@ class QtGradingView(QWidget):
     # -- changing judgments -----------------------------------------------------------------------
     def write_judgment(self, assignment_id: int, criterion_id: str, value: JudgmentValue) -> bool:
         """Save one value now and show it (used by edits, undo and redo)."""
+        mine = self.current is not None and self.current.item.assignment_id == assignment_id
+        if mine and self._refuse_if_read_only():
+            return False
         key = (assignment_id, criterion_id)
         expected = self.versions.get(key, JudgmentVersion())
         try:
@@ -443,8 +496,8 @@ class QtGradingView(QWidget):
         except StaleJudgmentError as exc:
             return self._stale(exc, value)
         except GradercalError as exc:
-            self.rubric.show_message(f"Not saved: {exc}")
-            self.message.emit(f"Not saved: {exc}")
+            self.rubric.show_message(f"Not saved: {self._describe(exc)}")
+            self.message.emit(f"Not saved: {self._describe(exc)}")
             return False
         except Exception as exc:  # database unreachable, locked too long, …
             self.rubric.show_message(f"Not saved (database error): {exc}")
@@ -465,9 +518,7 @@ class QtGradingView(QWidget):
             self.rubric.show_message("")
             q = self.queue[self.index]
             status = q.status
-            starts = status == "pending" and saved.value.answered and saved.changed
-            reopens = status == "submitted" and not saved.value.answered
-            if starts or reopens:
+            if status == "pending" and saved.value.answered and saved.changed:
                 status = "in_progress"
             self.queue[self.index] = dataclasses.replace(
                 q, status=status, n_answered=score.answered
@@ -482,8 +533,17 @@ class QtGradingView(QWidget):
         choice = self.stale_prompt(exc, value)
         if choice == "overwrite":
             self.versions[(exc.assignment_id, exc.criterion_id)] = exc.current
-            return self.write_judgment(exc.assignment_id, exc.criterion_id, value)
-        text = f"Not saved: {exc}"
+            saved = self.write_judgment(exc.assignment_id, exc.criterion_id, value)
+            if saved and exc.assignment_id in self.stale:
+                self.stale.discard(exc.assignment_id)
+                self._show_status()
+                self.queue_changed.emit()
+            return saved
+        if choice != "reload":  # the view keeps showing values that are out of date
+            self.stale.add(exc.assignment_id)
+            self._show_status()
+            self.queue_changed.emit()
+        text = f"Not saved: {self._describe(exc)}"
         self.rubric.show_message(text)
         self.message.emit(text)
         if choice == "reload" and self.current is not None:
@@ -494,7 +554,24 @@ class QtGradingView(QWidget):
         return False
 
     def _ask_stale(self, exc: StaleJudgmentError, mine: JudgmentValue) -> str:
-        return ask_stale(self, exc, mine)
+        return ask_stale(self, exc, mine, self._describe(exc))
+
+    def _describe(self, exc: GradercalError) -> str:
+        """The store's message with each criterion named as the rubric shows it (number
+        and text) instead of by its internal id."""
+        state = self.state
+        if state is None:
+            return str(exc)
+        if isinstance(exc, ValidationError):
+            return "; ".join(
+                f"{state.label(p.field)}: {p.message}" if p.field else p.message
+                for p in exc.problems
+            )
+        if isinstance(exc, StaleJudgmentError):
+            return str(exc).replace(
+                f"criterion {exc.criterion_id}", f"criterion {state.label(exc.criterion_id)}"
+            )
+        return str(exc)
 
     def _reload(self, assignment_id: int, index: int, row: int) -> None:
         if self.current is not None and self.current.item.assignment_id == assignment_id:
@@ -530,7 +607,7 @@ class QtGradingView(QWidget):
         self.flush_text()
         new = verdict_value(c, self.state.value(c.id), verdict)
         word = {"met": "Met", "partial": "Partial", "not_met": "Not met", None: "Clear"}[verdict]
-        if self.change(c.id, new, f"{word} · {c.id}") and verdict is not None:
+        if self.change(c.id, new, f"{word} · {self.state.label(c.id, 32)}") and verdict is not None:
             self._advance()
 
     def set_level(self, level: int) -> None:
@@ -550,7 +627,7 @@ class QtGradingView(QWidget):
             )
         else:
             new = verdict_value(c, base, "met" if level == top else "not_met")
-        if self.change(c.id, new, f"Level {level} · {c.id}"):
+        if self.change(c.id, new, f"Level {level} · {self.state.label(c.id, 32)}"):
             self._advance()
 
     def toggle_unclear(self) -> None:
@@ -571,8 +648,22 @@ class QtGradingView(QWidget):
         v = self.state.value(c.id)
         new = JudgmentValue(v.met, v.level, v.rationale, on, v.unclear_note)
         label = "Flag unclear" if on else "Unflag unclear"
-        if self.change(c.id, new, f"{label} · {c.id}") and on:
+        if self.change(c.id, new, f"{label} · {self.state.label(c.id, 32)}") and on:
             self.rubric.focus_note()
+
+    def undo(self) -> None:
+        if not self._refuse_if_read_only():
+            self.undo_stack.undo()
+
+    def redo(self) -> None:
+        if not self._refuse_if_read_only():
+            self.undo_stack.redo()
+
+    def return_to_rubric(self) -> None:
+        """Esc: save what was typed and put the keyboard back on the rubric list, from any
+        text box (rationale, note, PDF search, page number) or viewer of this view."""
+        self.flush_text()
+        self.rubric.focus_table()
 
     def focus_rationale(self) -> None:
         if self._editable_row() is not None:
@@ -589,12 +680,14 @@ class QtGradingView(QWidget):
             self._text_dirty = False
             return
         self._text_dirty = False
+        if self.read_only_reason() is not None:  # the editors are read-only: nothing typed
+            return
         cid = self._text_criterion
         v = self.state.value(cid)
         new = JudgmentValue(
             v.met, v.level, self.rubric.rationale_text(), v.unclear, self.rubric.note_text()
         )
-        self.change(cid, new, f"Edit text · {cid}", text_edit=True)
+        self.change(cid, new, f"Edit text · {self.state.label(cid, 32)}", text_edit=True)
 
     # -- time ---------------------------------------------------------------------------------------
     def flush_time(self, final: bool = False) -> None:
@@ -654,9 +747,10 @@ class QtGradingView(QWidget):
             self.queue[self.index] = self.store.submit(aid)
         except ValidationError as exc:
             missing = [p.field for p in exc.problems if p.field]
+            named = self.state.labels(missing, 40) if self.state is not None else ""
             self.rubric.show_message(
                 f"Not submitted: {len(missing)} criteri{'a' if len(missing) != 1 else 'on'} "
-                f"not answered yet ({', '.join(missing)})."
+                f"not answered yet: {named}."
             )
             if self.state is not None and missing:
                 self.rubric.set_current_row(self.state.index_of(missing[0]))
@@ -685,7 +779,11 @@ class QtGradingView(QWidget):
         self._after_decision(f"Skipped {label}.")
 
     def reopen(self) -> None:
+        """Make a submitted or skipped response editable again (the store records it)."""
         if self.current is None:
+            return
+        if not self.queue[self.index].done:
+            self.message.emit(f"{self.current.item.label} is open already: nothing to reopen.")
             return
         try:
             self.queue[self.index] = self.store.reopen(self.current.item.assignment_id)
@@ -693,8 +791,12 @@ class QtGradingView(QWidget):
             self.message.emit(f"Not reopened: {exc}")
             return
         self._show_status()
+        self.rubric.show_message("")
         self.queue_changed.emit()
-        self.message.emit(f"Reopened {self.current.item.label}.")
+        self.message.emit(
+            f"Reopened {self.current.item.label}: change it, then submit it again "
+            f"({_keys('response.submit')})."
+        )
 
     def scroll_response(self, direction: int) -> None:
         action = (
@@ -706,11 +808,39 @@ class QtGradingView(QWidget):
 
     # -- artifacts ----------------------------------------------------------------------------------
     def focus_search(self) -> None:
+        if self.current is not None and self.current.task.artifacts:
+            self.show_artifacts(True)  # a hidden pane comes back for the search
         if not self.artifacts.focus_search():
             self.message.emit("No PDF to search in this task.")
 
     def step_artifact(self, direction: int) -> None:
         self.artifacts.step(direction)
+
+    def show_artifacts(self, on: bool) -> None:
+        """Show or hide the artifacts pane (hidden, it takes no width at all). A task
+        without artifacts never shows the pane: its text and rubric get the room."""
+        self.settings.artifacts_shown = on
+        if self.artifacts_button.isChecked() != on:
+            self.artifacts_button.setChecked(on)
+        self._place_artifacts()
+
+    def _place_artifacts(self) -> None:
+        has = self.current is None or bool(self.current.task.artifacts)
+        self.artifacts_pane.setVisible(self.settings.artifacts_shown and has)
+        self.artifacts_button.setEnabled(has)
+        self.artifacts_button.setToolTip(
+            f"Show or hide the artifacts ({_keys('view.artifacts')})"
+            if has
+            else "This task has no artifacts"
+        )
+
+    def toggle_artifacts(self) -> None:
+        if self.current is not None and not self.current.task.artifacts:
+            self.message.emit("This task has no artifacts.")
+            return
+        self.show_artifacts(not self.settings.artifacts_shown)
+        if not self.settings.artifacts_shown:
+            self.message.emit(f"Artifacts hidden: {_keys('view.artifacts')} shows them again.")
 
     # -- layout memory ------------------------------------------------------------------------------
     def save_layout(self) -> None:

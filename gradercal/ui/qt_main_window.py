@@ -12,15 +12,18 @@ from PySide6.QtWidgets import (
     QAbstractItemView,
     QDockWidget,
     QLabel,
+    QLineEdit,
     QMainWindow,
     QMenu,
     QStackedWidget,
     QTableView,
+    QVBoxLayout,
     QWidget,
 )
 
 from gradercal.db.grading import GradingStore
 from gradercal.errors import GradercalError
+from gradercal.ui.grading_state import queue_matches
 from gradercal.ui.qt_grading_view import QtGradingView
 from gradercal.ui.qt_queue_model import QtQueueModel
 from gradercal.ui.qt_review_view import QtReviewView
@@ -40,6 +43,7 @@ GRADING_ONLY = {
     "verdict.partial",
     "verdict.clear",
     "criterion.rationale",
+    "criterion.focus",
     "criterion.unclear",
     "response.submit",
     "response.skip",
@@ -47,11 +51,20 @@ GRADING_ONLY = {
     "edit.undo",
     "edit.redo",
     "view.queue",
+    "view.artifacts",
+    "queue.find",
 }
 REVIEW_ONLY = {"review.comment"}
 ALWAYS = {"help.shortcuts", "app.quit", "view.bigger", "view.smaller", "view.reset_font"}
 #: Actions of a coordinator window only; a grader's window never creates them (blinding).
 COORDINATOR_ONLY = {"view.dashboard", "judge.run"}
+#: What to say when the artifact shown cannot do what a key asked.
+CANNOT = {
+    "step_page": "The artifact shown has no pages (Ctrl+PgDown shows the next one).",
+    "change_zoom": "The artifact shown cannot zoom (PDFs and images can).",
+    "step_sheet": "The artifact shown is not a workbook with several sheets.",
+    "open_link": "The artifact shown is not a link.",
+}
 MENUS = {
     "File": "&File",
     "Edit": "&Edit",
@@ -62,6 +75,41 @@ MENUS = {
     "View": "&View",
     "Help": "&Help",
 }
+
+
+#: The platform's keys for these actions work besides the ones the shortcut table lists
+#: (an X11 desktop's redo is Ctrl+Shift+Z only; F1 promises Ctrl+Y as well).
+STANDARD_KEYS = {
+    "edit.undo": QKeySequence.StandardKey.Undo,
+    "edit.redo": QKeySequence.StandardKey.Redo,
+}
+
+
+def _key_sequences(
+    keys: tuple[str, ...], standard: QKeySequence.StandardKey | None = None
+) -> list[QKeySequence]:
+    """The listed keys first (the menu shows the first), then the platform's, once each."""
+    out = [QKeySequence(k) for k in keys]
+    if standard is not None:
+        out += QKeySequence.keyBindings(standard)
+    seen: set[str] = set()
+    unique = []
+    for seq in out:
+        text = seq.toString(QKeySequence.SequenceFormat.PortableText)
+        if text and text not in seen:
+            seen.add(text)
+            unique.append(seq)
+    return unique
+
+
+class _QtQueueDock(QDockWidget):
+    """The queue dock; ``closed`` tells its own close button from hiding for task review."""
+
+    closed = Signal()
+
+    def closeEvent(self, event: QCloseEvent) -> None:
+        super().closeEvent(event)
+        self.closed.emit()
 
 
 class _ActivityFilter(QObject):
@@ -132,12 +180,36 @@ class QtMainWindow(QMainWindow):
         if handle is not None:
             handle.installEventFilter(self._activity)
         self._restore_window()
+        self.queue_wanted = not self.queue_dock.isHidden()  # as the grader left it
+        if coordinator:  # no grading queue here: no empty dock either
+            self.removeDockWidget(self.queue_dock)
+            self.queue_dock.hide()
         self.apply_font(self.settings.font_pt)
 
     # -- construction -------------------------------------------------------------------------
     def _build_queue_dock(self) -> None:
-        self.queue_dock = QDockWidget("Queue", self)
+        self.queue_dock = _QtQueueDock("Queue", self)
+        self.queue_dock.closed.connect(lambda: setattr(self, "queue_wanted", False))
         self.queue_dock.setObjectName("queueDock")
+        box = QWidget()
+        layout = QVBoxLayout(box)
+        layout.setContentsMargins(2, 2, 2, 2)
+        layout.setSpacing(2)
+        self.queue_search = QLineEdit()
+        self.queue_search.setObjectName("queueSearch")
+        self.queue_search.setPlaceholderText("Task, response letter, # or text (Ctrl+G)")
+        self.queue_search.setClearButtonEnabled(True)
+        self.queue_search.setToolTip(
+            "T07 finds task T07, T07 B its response B, 12 the 12th in the queue, other "
+            "words the tasks whose prompt or rubric has them. Enter opens the first; Esc "
+            "returns to the rubric."
+        )
+        self.queue_search.textChanged.connect(self._filter_queue)
+        self.queue_search.returnPressed.connect(self._open_first_match)
+        layout.addWidget(self.queue_search)
+        self.queue_found = QLabel("")
+        layout.addWidget(self.queue_found)
+        self.queue_found.hide()
         self.queue_view = QTableView()
         self.queue_view.setModel(self.queue_model)
         self.queue_view.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
@@ -146,9 +218,14 @@ class QtMainWindow(QMainWindow):
         self.queue_view.verticalHeader().setVisible(False)
         self.queue_view.horizontalHeader().setStretchLastSection(True)
         self.queue_view.activated.connect(self._queue_activated)
-        self.queue_dock.setWidget(self.queue_view)
+        self.queue_view.clicked.connect(self._queue_activated)  # one click opens
+        layout.addWidget(self.queue_view, 1)
+        self.queue_dock.setWidget(box)
         self.addDockWidget(Qt.DockWidgetArea.LeftDockWidgetArea, self.queue_dock)
         self.queue_dock.hide()
+        #: Whether the grader wants the queue shown (it steps aside in task review).
+        self.queue_wanted = False
+        self._task_texts: dict[str, str] | None = None
 
     def _build_actions(self) -> None:
         menus: dict[str, QMenu] = {}
@@ -161,12 +238,7 @@ class QtMainWindow(QMainWindow):
                 continue
             action = QAction(s.label, self)
             action.setObjectName(s.id)
-            if s.id == "edit.undo":
-                action.setShortcuts(QKeySequence.StandardKey.Undo)
-            elif s.id == "edit.redo":
-                action.setShortcuts(QKeySequence.StandardKey.Redo)
-            else:
-                action.setShortcuts([QKeySequence(k) for k in s.keys])
+            action.setShortcuts(_key_sequences(s.keys, STANDARD_KEYS.get(s.id)))
             action.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
             handler = handlers.get(s.id)
             if handler is not None:
@@ -244,6 +316,7 @@ class QtMainWindow(QMainWindow):
             "verdict.partial": grading(lambda g: g.set_verdict("partial")),
             "verdict.clear": grading(lambda g: g.set_verdict(None)),
             "criterion.rationale": grading(lambda g: g.focus_rationale()),
+            "criterion.focus": grading(lambda g: g.return_to_rubric()),
             "criterion.unclear": grading(lambda g: g.toggle_unclear()),
             "response.next": both(lambda g: g.next_response(), lambda r: r.next_item()),
             "response.previous": both(lambda g: g.previous_response(), lambda r: r.previous_item()),
@@ -257,14 +330,24 @@ class QtMainWindow(QMainWindow):
             "artifact.previous": both(
                 lambda g: g.step_artifact(-1), lambda r: r.artifacts.step(-1)
             ),
+            "artifact.page_next": self._artifact("step_page", 1),
+            "artifact.page_previous": self._artifact("step_page", -1),
+            "artifact.zoom_in": self._artifact("change_zoom", 1),
+            "artifact.zoom_out": self._artifact("change_zoom", -1),
+            "artifact.fit": self._artifact("change_zoom", 0),
+            "artifact.sheet_next": self._artifact("step_sheet", 1),
+            "artifact.sheet_previous": self._artifact("step_sheet", -1),
+            "artifact.open_link": self._artifact("open_link"),
             "review.comment": review(lambda r: r.focus_comment()),
-            "edit.undo": grading(lambda g: g.undo_stack.undo()),
-            "edit.redo": grading(lambda g: g.undo_stack.redo()),
+            "edit.undo": grading(lambda g: g.undo()),
+            "edit.redo": grading(lambda g: g.redo()),
             "view.grading": lambda: self.set_mode("grading"),
             "view.review": lambda: self.set_mode("review"),
             "view.dashboard": self.show_dashboard,
             "judge.run": self.show_judge_dialog,
-            "view.queue": lambda: self.queue_dock.setVisible(not self.queue_dock.isVisible()),
+            "view.queue": lambda: self.show_queue(not self.queue_dock.isVisible()),
+            "queue.find": grading(lambda _g: self.find_in_queue()),
+            "view.artifacts": grading(lambda g: g.toggle_artifacts()),
             "view.bigger": lambda: self.apply_font(self.settings.font_pt + 1),
             "view.smaller": lambda: self.apply_font(self.settings.font_pt - 1),
             "view.reset_font": lambda: self.apply_font(DEFAULT_FONT_PT),
@@ -272,6 +355,20 @@ class QtMainWindow(QMainWindow):
             "session.switch": self.switch_grader,
             "app.quit": self.close,
         }
+
+    def _artifact(self, ability: str, *args: int) -> Callable[[], object]:
+        """A handler that asks the shown artifact viewer (grading or task review) to act."""
+
+        def call() -> None:
+            panel = None
+            if self.mode == "grading" and self.grading is not None:
+                panel = self.grading.artifacts
+            elif self.mode == "review" and self.review is not None:
+                panel = self.review.artifacts
+            if panel is not None and not panel.act(ability, *args):
+                self._show_message(CANNOT[ability])
+
+        return call
 
     def _update_enabled(self) -> None:
         started = self.grading is not None
@@ -295,8 +392,9 @@ class QtMainWindow(QMainWindow):
             undo = self.actions_by_id["edit.undo"]
             redo = self.actions_by_id["edit.redo"]
             stack = self.grading.undo_stack
-            undo.setEnabled(self.mode == "grading" and stack.canUndo())
-            redo.setEnabled(self.mode == "grading" and stack.canRedo())
+            open_ = self.mode == "grading" and self.grading.read_only_reason() is None
+            undo.setEnabled(open_ and stack.canUndo())
+            redo.setEnabled(open_ and stack.canRedo())
             undo.setText(f"Undo {stack.undoText()}".strip())
             redo.setText(f"Redo {stack.redoText()}".strip())
 
@@ -323,6 +421,8 @@ class QtMainWindow(QMainWindow):
         self.queue_model.set_items([], -1)
         self.progress_label.setText("")
         self.queue_dock.setVisible(False)
+        self._task_texts = None
+        self.queue_search.clear()
         self._update_enabled()
         self._update_title()
         return self.show_start(last)
@@ -402,7 +502,7 @@ class QtMainWindow(QMainWindow):
             if load and not self.grading.queue:
                 self.grading.load_queue()
         self.mode = mode
-        self.queue_dock.setVisible(self.queue_dock.isVisible() and mode == "grading")
+        self.queue_dock.setVisible(self.queue_wanted and mode == "grading")
         self._update_title()
         self._queue_changed()
 
@@ -474,15 +574,65 @@ class QtMainWindow(QMainWindow):
         if self.grading is None:
             return
         self.progress_label.setText(self.grading.progress_text())
-        self.queue_model.set_items(self.grading.queue, self.grading.index)
+        self.queue_model.set_items(self.grading.queue, self.grading.index, self.grading.stale)
+        self.queue_view.resizeColumnsToContents()
+        self._filter_queue()
         if 0 <= self.grading.index < len(self.grading.queue):
             self.queue_view.selectRow(self.grading.index)
+
+    def show_queue(self, on: bool) -> None:
+        """Show or hide the queue (F9); the choice holds across task review."""
+        self.queue_wanted = on
+        self.queue_dock.setVisible(on and self.mode == "grading")
+
+    def find_in_queue(self) -> None:
+        """Ctrl+G: the queue, with the keyboard in its search box."""
+        self.show_queue(True)
+        self.queue_search.setFocus(Qt.FocusReason.ShortcutFocusReason)
+        self.queue_search.selectAll()
+
+    def _queue_texts(self) -> dict[str, str]:
+        if self._task_texts is None:
+            try:
+                self._task_texts = self.store.task_texts(self.benchmark)
+            except Exception as exc:  # the search still finds ids and letters
+                self._show_message(f"Cannot search the task texts: {exc}")
+                self._task_texts = {}
+        return self._task_texts
+
+    def queue_matches(self) -> list[int]:
+        """The queue positions the search box finds (all of them when it is empty)."""
+        if self.grading is None:
+            return []
+        query = self.queue_search.text()
+        words = [w for w in query.split() if len(w) > 1 and not w.isdigit()]
+        texts = self._queue_texts() if words else None
+        return queue_matches(self.grading.queue, query, texts)
+
+    def _filter_queue(self) -> None:
+        found = set(self.queue_matches())
+        for row in range(self.queue_model.rowCount()):
+            self.queue_view.setRowHidden(row, row not in found)
+        searching = bool(self.queue_search.text().strip())
+        self.queue_found.setVisible(searching)
+        n = len(found)
+        self.queue_found.setText("Nothing found" if not n else f"{n} found · Enter opens the first")
+
+    def _open_first_match(self) -> None:
+        found = self.queue_matches()
+        if self.grading is None or not found:
+            self._show_message(f"Nothing in the queue matches {self.queue_search.text()!r}.")
+            return
+        self.grading.open_index(found[0])
 
     def _queue_activated(self, index: object) -> None:
         from PySide6.QtCore import QModelIndex
 
-        if self.grading is not None and isinstance(index, QModelIndex) and index.isValid():
-            self.grading.open_index(index.row())
+        g = self.grading
+        valid = isinstance(index, QModelIndex) and index.isValid()
+        # a click and an activation of one row open it once
+        if g is not None and valid and isinstance(index, QModelIndex) and index.row() != g.index:
+            g.open_index(index.row())
 
     def _review_answer(self, value: int) -> None:
         if self.review is not None and self.mode == "review":

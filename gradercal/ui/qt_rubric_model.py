@@ -8,6 +8,7 @@ from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelInd
 from PySide6.QtGui import QColor, QFont, QGuiApplication
 
 from gradercal.ui.grading_state import VERDICT_LABELS, RubricRow, RubricState
+from gradercal.ui.inline_html import to_plain
 
 Index = QModelIndex | QPersistentModelIndex
 
@@ -92,9 +93,9 @@ class QtRubricModel(QAbstractTableModel):
                 return verdict_text(row)
             if col == POINTS_COLUMN:
                 return f"{c.points:+d}".replace("-", "−")
-            return c.text
+            return f"{row.number}. {to_plain(c.text)}"
         if role == Qt.ItemDataRole.ToolTipRole:
-            parts = [c.text, f"{c.points:+d} points · id {c.id}"]
+            parts = [to_plain(c.text), f"{c.points:+d} points · id {c.id}"]
             if c.tags:
                 parts.append("Tags: " + ", ".join(c.tags))
             if row.is_auto:

@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (
 )
 
 from gradercal.ui.grading_state import RubricRow, ScoreSummary
+from gradercal.ui.inline_html import to_plain
 from gradercal.ui.qt_rubric_model import (
     POINTS_COLUMN,
     TEXT_COLUMN,
@@ -31,6 +32,7 @@ from gradercal.ui.qt_rubric_model import (
     QtRubricModel,
     verdict_color,
 )
+from gradercal.ui.qt_widgets import flow_bar
 
 
 class QtRubricTable(QTableView):
@@ -78,6 +80,8 @@ class QtRubricPanel(QWidget):
         super().__init__(parent)
         self.model = QtRubricModel()
         self._updating = False
+        #: The response is submitted or skipped: everything is shown, nothing editable.
+        self.read_only = False
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(4)
@@ -130,22 +134,21 @@ class QtRubricPanel(QWidget):
         self.auto_label.setTextFormat(Qt.TextFormat.PlainText)
         ed.addWidget(self.auto_label)
 
-        row = QHBoxLayout()
+        # The buttons wrap to a second row in a narrow pane instead of widening it.
+        row = flow_bar(ed, spacing=4)
         self.buttons: dict[str | None, QPushButton] = {}
         for verdict, text in (
-            ("met", "✓ Met  (M)"),
-            ("partial", "◐ Partial  (P)"),
-            ("not_met", "✗ Not met  (N)"),
-            (None, "Clear  (⌫)"),
+            ("met", "✓ Met (M)"),
+            ("partial", "◐ Partial (P)"),
+            ("not_met", "✗ Not met (N)"),
+            (None, "Clear (⌫)"),
         ):
             b = QPushButton(text)
             b.setCheckable(verdict is not None)
             b.setFocusPolicy(Qt.FocusPolicy.NoFocus)
             b.clicked.connect(lambda _checked=False, v=verdict: self.verdict_requested.emit(v))
-            row.addWidget(b)
+            row.add_widget(b)
             self.buttons[verdict] = b
-        row.addStretch(1)
-        ed.addLayout(row)
 
         self.rationale = QPlainTextEdit()
         self.rationale.setPlaceholderText("Rationale (R) — optional. Esc returns to the rubric.")
@@ -183,6 +186,10 @@ class QtRubricPanel(QWidget):
         self.table.setColumnWidth(POINTS_COLUMN, metrics.horizontalAdvance("−10") + 18)
         self.table.resizeRowsToContents()
 
+    def set_read_only(self, on: bool) -> None:
+        """Lock the editor (a done response); the view shows the current row again."""
+        self.read_only = on
+
     def set_current_row(self, row: int) -> None:
         if 0 <= row < self.model.rowCount():
             index = self.model.index(row, TEXT_COLUMN)
@@ -207,7 +214,7 @@ class QtRubricPanel(QWidget):
                 self.unclear.setChecked(False)
                 return
             c = row.criterion
-            self.criterion_label.setText(c.text)
+            self.criterion_label.setText(f"{row.number}. {to_plain(c.text)}")
             meta = f"{c.points:+d} points".replace("-", "−")
             if c.levels > 2:
                 meta += f" · {c.levels} levels (0 … {c.levels - 1})"
@@ -216,11 +223,11 @@ class QtRubricPanel(QWidget):
             self.meta_label.setText(meta)
             self.auto_label.setVisible(row.is_auto)
             self.auto_label.setText(f"Graded automatically (read-only): {row.auto_note}")
-            editable = not row.is_auto
+            editable = not row.is_auto and not self.read_only
             verdict = row.verdict
             for v, b in self.buttons.items():
                 b.setEnabled(editable and (v != "partial" or c.levels > 2))
-                b.setChecked(v is not None and v == verdict and editable)
+                b.setChecked(v is not None and v == verdict and not row.is_auto)
                 self._paint_button(b, verdict_color(v) if v == verdict and v else None)
             self.rationale.setEnabled(editable)
             self.unclear.setEnabled(editable)

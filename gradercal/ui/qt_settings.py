@@ -86,6 +86,15 @@ class QtAppSettings:
     def auto_advance(self, value: bool) -> None:
         self._set("grading/auto_advance", "true" if value else "false")
 
+    @property
+    def artifacts_shown(self) -> bool:
+        """Whether the grading view shows its artifacts pane (F8 hides it on a small screen)."""
+        return str(self._qs.value("grading/artifacts_shown", "true")).lower() == "true"
+
+    @artifacts_shown.setter
+    def artifacts_shown(self, value: bool) -> None:
+        self._set("grading/artifacts_shown", "true" if value else "false")
+
     # -- identity and position ---------------------------------------------------------------
     @staticmethod
     def _scope(database: str, benchmark: str, grader: str) -> str:

@@ -17,7 +17,7 @@ class Shortcut:
     group: str
     label: str
     keys: tuple[str, ...]
-    #: A standard action (undo/redo); keys may differ per platform.
+    #: A standard action (undo/redo): the platform's own keys work too, after ``keys``.
     standard: bool = False
     #: Listed for the user, but handled by the focused rubric or survey list itself
     #: (arrows, Space, digits), so no window-wide action is made for these keys.
@@ -38,10 +38,22 @@ SHORTCUTS: tuple[Shortcut, ...] = (
     Shortcut("verdict.partial", "Rubric", "Partial (criteria with a partial level)", ("P",)),
     Shortcut("verdict.clear", "Rubric", "Clear the verdict", ("Backspace", "Delete")),
     Shortcut("criterion.rationale", "Rubric", "Write a rationale (Esc returns)", ("R",)),
+    Shortcut(
+        "criterion.focus",
+        "Rubric",
+        "Back to the rubric from any text box or viewer (PDF search too)",
+        ("Esc",),
+    ),
     Shortcut("criterion.unclear", "Rubric", "Flag the criterion as unclear, with a note", ("U",)),
     # responses
     Shortcut("response.next", "Responses", "Next response", ("]", "Alt+Right")),
     Shortcut("response.previous", "Responses", "Previous response", ("[", "Alt+Left")),
+    Shortcut(
+        "queue.find",
+        "Responses",
+        "Go to a task or response: search the queue by task id, letter, # or text",
+        ("Ctrl+G",),
+    ),
     Shortcut("response.submit", "Responses", "Submit this response", ("Ctrl+Return", "Ctrl+Enter")),
     Shortcut("response.skip", "Responses", "Skip this response (asks for a reason)", ("Ctrl+K",)),
     Shortcut("response.reopen", "Responses", "Reopen a submitted or skipped response", ("Ctrl+O",)),
@@ -55,6 +67,14 @@ SHORTCUTS: tuple[Shortcut, ...] = (
     Shortcut("artifact.search", "Artifacts", "Search in the PDF", ("Ctrl+F",)),
     Shortcut("artifact.next", "Artifacts", "Next artifact", ("Ctrl+PgDown",)),
     Shortcut("artifact.previous", "Artifacts", "Previous artifact", ("Ctrl+PgUp",)),
+    Shortcut("artifact.page_next", "Artifacts", "PDF: next page", ("Shift+PgDown",)),
+    Shortcut("artifact.page_previous", "Artifacts", "PDF: previous page", ("Shift+PgUp",)),
+    Shortcut("artifact.zoom_in", "Artifacts", "PDF or image: zoom in", ("Alt+=", "Alt++")),
+    Shortcut("artifact.zoom_out", "Artifacts", "PDF or image: zoom out", ("Alt+-",)),
+    Shortcut("artifact.fit", "Artifacts", "PDF or image: fit to the pane", ("Alt+0",)),
+    Shortcut("artifact.sheet_next", "Artifacts", "Workbook: next sheet", ("Alt+PgDown",)),
+    Shortcut("artifact.sheet_previous", "Artifacts", "Workbook: previous sheet", ("Alt+PgUp",)),
+    Shortcut("artifact.open_link", "Artifacts", "Link: open it in the browser", ("Ctrl+Shift+L",)),
     # task review
     Shortcut("review.next", "Task review", "Next / previous statement", ("J", "K"), local=True),
     Shortcut(
@@ -94,6 +114,7 @@ SHORTCUTS: tuple[Shortcut, ...] = (
         "view.dashboard", "View", "Coordinator dashboard (coordinator mode only)", ("Ctrl+3",)
     ),
     Shortcut("view.queue", "View", "Show or hide the queue", ("F9",)),
+    Shortcut("view.artifacts", "View", "Show or hide the artifacts pane", ("F8",)),
     Shortcut("view.bigger", "View", "Larger text", ("Ctrl++", "Ctrl+=")),
     Shortcut("view.smaller", "View", "Smaller text", ("Ctrl+-",)),
     Shortcut("view.reset_font", "View", "Default text size", ("Ctrl+0",)),

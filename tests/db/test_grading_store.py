@@ -245,6 +245,33 @@ def test_submit_skip_reopen_and_time(store: GradingStore) -> None:
     assert progress.time_spent_s == 42.5
 
 
+def test_reopening_records_the_state_it_leaves(store: GradingStore) -> None:
+    store.create_grader(GRADER)
+    p2 = next(q for q in store.ensure_queue(GRADER, BENCH) if q.task_id == "P2")
+    aid = p2.assignment_id
+    store.reopen(aid)  # not done yet: nothing to record
+    assert store.reopen_history(aid) == []
+    store.save_judgment(aid, "c1", JudgmentValue(met=True))
+    store.submit(aid)
+    assert store.reopen(aid).status == "in_progress"
+    store.skip(aid, "Outside my expertise")
+    store.reopen(aid)
+    history = store.reopen_history(aid)
+    assert [(h["revision"], h["status"], h["actor"]) for h in history] == [
+        (1, "submitted", GRADER),
+        (2, "skipped", GRADER),
+    ]
+    assert history[0]["submitted_at"] is not None and history[0]["skip_reason"] is None
+    assert history[1]["skip_reason"] == "Outside my expertise"
+    with store.db.read() as s:  # kept in the history table, beside the judgments' history
+        rows = s.scalars(
+            select(m.Revision).where(
+                m.Revision.entity == "assignment_reopen", m.Revision.entity_id == aid
+            )
+        ).all()
+        assert [r.source for r in rows] == ["ui", "ui"]
+
+
 def test_resume_point_is_the_last_item_worked_on(store: GradingStore) -> None:
     store.create_grader(GRADER)
     queue = store.ensure_queue(GRADER, BENCH)

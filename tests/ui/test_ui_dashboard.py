@@ -391,6 +391,10 @@ def test_a_grader_window_never_reaches_the_dashboard(
         with pytest.raises(GradercalError, match="does not grade"):
             coord.start_session("expert-ana", store.benchmark_names()[0], load=False)
         assert coord.grading is None
+        # no empty queue dock either (it was there, greyed-out F9 and all)
+        assert coord.dockWidgetArea(coord.queue_dock) == Qt.DockWidgetArea.NoDockWidgetArea
+        coord.show()
+        assert not coord.queue_dock.isVisible()
         coord.close()
         qtbot.waitUntil(lambda: qt_workers.pending_jobs() == 0, timeout=TIMEOUT)
     finally:

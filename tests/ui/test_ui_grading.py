@@ -34,6 +34,7 @@ from gradercal.ui.qt_settings import QtAppSettings
 from gradercal.ui.qt_shortcuts_dialog import QtShortcutsDialog
 from gradercal.ui.qt_skip_dialog import QtSkipDialog
 from gradercal.ui.shortcuts import SHORTCUTS
+from gradercal.ui.viewers.qt_pdf_viewer import QtPdfViewer
 from tests.support.gui import (
     GRADER,
     JUDGE,
@@ -325,7 +326,7 @@ def test_undo_and_redo_change_the_saved_judgment(
     press(qtbot, window, "N")  # c1 not met
     assert judgments(db_path)[(rid, "c1")].met is False
     undo = window.actions_by_id["edit.undo"]
-    assert undo.isEnabled() and undo.text() == "Undo Not met · c1"
+    assert undo.isEnabled() and undo.text() == "Undo Not met · 1. Says the claim is not supported"
     press(qtbot, window, "Ctrl+Z")
     assert judgments(db_path)[(rid, "c1")].met is True
     press(qtbot, window, "Ctrl+Z")
@@ -396,7 +397,12 @@ def test_submit_needs_every_criterion_and_skip_needs_a_reason(
     press(qtbot, window, "M")
     press(qtbot, window, "Ctrl+Return")
     assert g.index == index and g.queue[index].status != "submitted"
-    assert "not answered yet (c2, c3, c4)" in g.rubric.message.text()
+    assert g.rubric.message.text() == (  # named as the rubric shows them, not c2, c3, c4
+        "Not submitted: 3 criteria not answered yet: 2. Notes the missing viability dye; "
+        "3. Endorses the claim; 4. Explains the statistics."
+    )
+    assert g.rubric.model.data(g.rubric.model.index(1, 2)) == "2. Notes the missing viability dye"
+    assert g.rubric.criterion_label.text() == "2. Notes the missing viability dye"
     assert g.current_row() == 1  # sent to the first unanswered criterion
     dialog = QtSkipDialog("P1 · Response A")
     qtbot.addWidget(dialog)
@@ -617,3 +623,351 @@ def test_switching_grader_saves_and_returns_to_the_start_page(
     assert len(judgments(db_path)) == 1 and judgments(db_path, "dr-second") == {}
     qtbot.waitUntil(lambda: qt_workers.pending_jobs() == 0, timeout=20_000)
     window.close()
+
+
+def test_a_submitted_response_is_read_only_until_reopened(
+    qtbot: Any, open_window: Opener, db_path: str
+) -> None:
+    window = open_window()
+    g = window.grading
+    assert g is not None
+    index = go_to_task(qtbot, window, "P1")
+    aid = g.queue[index].assignment_id
+    rid = response_of(db_path, aid)
+    for key in ("M", "N", "N", "P"):
+        press(qtbot, window, key)
+    with qtbot.waitSignal(g.item_ready, timeout=20_000):
+        press(qtbot, window, "Ctrl+Return")
+    with qtbot.waitSignal(g.item_ready, timeout=20_000):
+        press(qtbot, window, "[")  # back to the submitted response
+    assert g.index == index and g.queue[index].status == "submitted"
+    assert "read-only" in g.status_label.text()
+    assert g.reopen_button.isVisible() and not g.submit_button.isEnabled()
+    assert not g.rubric.buttons["met"].isEnabled() and not g.rubric.rationale.isEnabled()
+    before = {
+        c: (j.met, j.level, j.revision) for (r, c), j in judgments(db_path).items() if r == rid
+    }
+    press(qtbot, window, "M")  # c1 is met already; c2 would turn from not met to met
+    press(qtbot, window, "J")
+    press(qtbot, window, "M")
+    press(qtbot, window, "Backspace")
+    press(qtbot, window, "U")
+    press(qtbot, window, "2")
+    press(qtbot, window, "Ctrl+Z")
+    after = {
+        c: (j.met, j.level, j.revision) for (r, c), j in judgments(db_path).items() if r == rid
+    }
+    assert after == before  # nothing changed under the "submitted" label
+    assert "reopen it (Ctrl+O)" in g.rubric.message.text()
+    assert g.rubric.score_label.text().startswith("Score 0.58 · FAIL")
+    assert g.store.queue_item(aid).status == "submitted"
+
+    press(qtbot, window, "Ctrl+O")
+    assert (
+        g.queue[index].status == "in_progress" and g.store.queue_item(aid).status == "in_progress"
+    )
+    assert not g.reopen_button.isVisible() and g.submit_button.isEnabled()
+    assert "read-only" not in g.status_label.text()
+    history = g.store.reopen_history(aid)
+    assert [(h["status"], h["actor"]) for h in history] == [("submitted", GRADER)]
+    assert history[0]["submitted_at"] is not None
+    press(qtbot, window, "M")  # c2, now open to changes
+    assert judgments(db_path)[(rid, "c2")].met is True
+    assert g.rubric.score_label.text().startswith("Score 0.92 · PASS")
+
+
+def test_esc_leaves_any_text_box_for_the_rubric(qtbot: Any, open_window: Opener) -> None:
+    window = open_window()
+    g = window.grading
+    assert g is not None
+    go_to_task(qtbot, window, "P1")  # its first artifact is a PDF
+    viewer = g.artifacts.current_viewer()
+    qtbot.waitUntil(lambda: viewer is not None and viewer.is_ready, timeout=20_000)
+    assert isinstance(viewer, QtPdfViewer)
+    press(qtbot, window, "Ctrl+F")
+    assert QApplication.focusWidget() is viewer.search_box
+    qtbot.keyClicks(viewer.search_box, "dye")
+    press(qtbot, window, "Escape")
+    assert QApplication.focusWidget() is g.rubric.table
+    row = g.current_row()
+    press(qtbot, window, "J")  # a rubric key again, not a letter typed into the search
+    assert viewer.search_box.text() == "dye" and g.current_row() == row + 1
+    viewer.page_box.setFocus()  # the page number box too
+    press(qtbot, window, "Escape")
+    assert QApplication.focusWidget() is g.rubric.table
+    press(qtbot, window, "R")
+    qtbot.keyClicks(g.rubric.rationale, "kept")
+    press(qtbot, window, "Escape")  # the rationale is saved on the way out
+    assert QApplication.focusWidget() is g.rubric.table
+    assert g.state is not None and g.state.rows[row + 1].value.rationale == "kept"
+
+
+def test_every_listed_key_works_and_ctrl_y_redoes(
+    qtbot: Any, open_window: Opener, db_path: str
+) -> None:
+    window = open_window()
+    # Each action answers to the keys F1 lists for it, first (the menus show the first);
+    # the platform's own undo/redo keys come after. An X11 desktop's redo was Ctrl+Shift+Z
+    # only, so the Ctrl+Y that F1 listed did nothing.
+    for s in SHORTCUTS:
+        action = window.actions_by_id.get(s.id)
+        if action is None:
+            continue
+        got = [k.toString(QKeySequence.SequenceFormat.PortableText) for k in action.shortcuts()]
+        want = [QKeySequence(k).toString(QKeySequence.SequenceFormat.PortableText) for k in s.keys]
+        assert got[: len(want)] == want, s.id
+    g = window.grading
+    assert g is not None
+    index = go_to_task(qtbot, window, "P1")
+    rid = response_of(db_path, g.queue[index].assignment_id)
+    press(qtbot, window, "M")
+    press(qtbot, window, "Ctrl+Z")
+    assert judgments(db_path)[(rid, "c1")].met is None
+    press(qtbot, window, "Ctrl+Y")
+    assert judgments(db_path)[(rid, "c1")].met is True
+    press(qtbot, window, "Ctrl+Z")
+    press(qtbot, window, "Ctrl+Shift+Z")
+    assert judgments(db_path)[(rid, "c1")].met is True
+
+
+def test_keys_for_pdf_pages_zoom_sheets_and_links(
+    qtbot: Any, open_window: Opener, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from PySide6.QtGui import QDesktopServices
+
+    opened: list[str] = []
+    monkeypatch.setattr(QDesktopServices, "openUrl", lambda url: opened.append(url.toString()))
+    window = open_window()
+    g = window.grading
+    assert g is not None
+    go_to_task(qtbot, window, "P1")
+    pdf = g.artifacts.current_viewer()
+    assert isinstance(pdf, QtPdfViewer)
+    qtbot.waitUntil(lambda: pdf.is_ready, timeout=20_000)
+    press(qtbot, window, "Shift+PgDown")
+    qtbot.waitUntil(lambda: pdf.current_page() == 1)
+    press(qtbot, window, "Shift+PgUp")
+    qtbot.waitUntil(lambda: pdf.current_page() == 0)
+    fitted = pdf.zoom
+    press(qtbot, window, "Alt+=")
+    assert pdf.zoom > fitted and not pdf.fit_width
+    press(qtbot, window, "Alt+-")
+    press(qtbot, window, "Alt+-")
+    assert pdf.zoom < fitted
+    press(qtbot, window, "Alt+0")
+    assert pdf.fit_width and pdf.zoom == pytest.approx(fitted)
+    assert QApplication.focusWidget() is g.rubric.table  # the keys never took the focus
+    press(qtbot, window, "Alt+PgDown")
+    assert "not a workbook" in window.statusBar().currentMessage()
+    with qtbot.waitSignal(g.item_ready, timeout=20_000):
+        g.open_index(next(i for i, q in enumerate(g.queue) if q.task_id == "P2"))
+    g.artifacts.tabs.setCurrentIndex(2)  # the workbook
+    book = g.artifacts.current_viewer()
+    assert book is not None
+    qtbot.waitUntil(lambda: book.is_ready, timeout=20_000)
+    assert QApplication.activeWindow() is window  # opening it took no focus away
+    press(qtbot, window, "Alt+PgDown")
+    assert book.sheet_box.currentText() == "lots"
+    press(qtbot, window, "Alt+PgUp")
+    assert book.sheet_box.currentText() == "runs"
+
+    with qtbot.waitSignal(g.item_ready, timeout=20_000):  # P3 may come before P2
+        g.open_index(next(i for i, q in enumerate(g.queue) if q.task_id == "P3"))
+    g.artifacts.tabs.setCurrentIndex(6)  # the link
+    link = g.artifacts.current_viewer()
+    assert link is not None
+    qtbot.waitUntil(lambda: link.is_ready, timeout=20_000)
+    press(qtbot, window, "Ctrl+Shift+L")
+    assert opened == ["https://example.org/vector-map"]
+    listed = {s.id for s in SHORTCUTS}  # and F1 lists them all
+    assert {"artifact.page_next", "artifact.zoom_in", "artifact.sheet_next"} <= listed
+    assert "artifact.open_link" in listed
+
+
+def test_criteria_are_named_by_number_and_text() -> None:
+    from gradercal.ui.grading_state import shorten
+
+    assert shorten("Notes   the\nmissing dye", 40) == "Notes the missing dye"
+    long = "Identifies that the P. aeruginosa ATCC 27853 gentamicin results drift"
+    assert shorten(long, 32) == "Identifies that the P…"  # cut at a word, within 32
+    assert shorten(long, 200) == long
+
+
+def test_inline_html_is_rendered_never_shown_as_tags(qtbot: Any) -> None:
+    from PySide6.QtGui import QTextCharFormat
+
+    from gradercal.ui.inline_html import to_plain
+    from gradercal.ui.qt_markdown import QtMarkdownView
+
+    view = QtMarkdownView()
+    qtbot.addWidget(view)
+    view.set_markdown(
+        "- K<sub>D</sub> 2 nM, 10<sup>6</sup> copies, <b>bold <i>E. coli</i></b>, "
+        '<span style="color:red">plain</span>, line<br>two\n'
+        "- kept as written: a < b, <T>, the <s> token, `x<sub>1</sub>`\n\n"
+        "```\n<sub>in a code block</sub>\n```\n"
+    )
+    text = view.toPlainText()
+    assert "KD 2 nM, 106 copies, bold E. coli, plain, line\ntwo" in text  # a line break
+    assert "a < b, <T>, the <s> token, x<sub>1</sub>" in text  # code keeps its tags
+    assert "<sub>in a code block</sub>" in text
+    assert "<b>" not in text and "<span" not in text and "<br>" not in text
+
+    def format_at(word: str, k: int) -> QTextCharFormat:
+        """The format of character ``k`` of the first ``word`` in the view."""
+        cursor = view.document().find(word)
+        assert not cursor.isNull(), word
+        cursor.setPosition(cursor.selectionStart() + k + 1)
+        return cursor.charFormat()
+
+    sub = QTextCharFormat.VerticalAlignment.AlignSubScript
+    sup = QTextCharFormat.VerticalAlignment.AlignSuperScript
+    assert format_at("KD", 0).verticalAlignment() != sub  # "K" stays on the line,
+    assert format_at("KD", 1).verticalAlignment() == sub  # "D" is a subscript
+    assert format_at("106", 2).verticalAlignment() == sup
+    assert format_at("106", 1).verticalAlignment() != sup
+    coli = format_at("E. coli", 0)
+    assert coli.fontItalic() and coli.fontWeight() >= 700
+    # where only plain text fits (the rubric list, messages)
+    assert to_plain("K<sub>D</sub> of 10<sup>6</sup>, H<sub>2</sub>O") == "K_D of 10⁶, H₂O"
+
+
+def test_queue_search_finds_tasks_letters_positions_and_text() -> None:
+    from gradercal.db.grading import QueueItem
+    from gradercal.ui.grading_state import queue_matches
+
+    def item(task: str, code: str, status: str = "pending") -> QueueItem:
+        return QueueItem(0, 0, task, code, status, 0.0, None, 0, 4, 0)
+
+    queue = [
+        item("T07", "Response A"),
+        item("T07", "Response B", "submitted"),
+        item("T17", "Response A"),
+    ]
+    texts = {"T07": "K_D to the human receptor", "T17": "Flow cytometry gating"}
+    assert queue_matches(queue, "") == [0, 1, 2]
+    assert queue_matches(queue, "t07") == [0, 1]
+    assert queue_matches(queue, "T07 b") == [1]
+    assert queue_matches(queue, "2") == [1]  # a number alone: the queue position
+    assert queue_matches(queue, "99") == []
+    assert queue_matches(queue, "receptor", texts) == [0, 1]
+    assert queue_matches(queue, "cytometry gating", texts) == [2]
+    assert queue_matches(queue, "submitted") == [1]
+    assert queue_matches(queue, "receptor") == []  # no texts given: ids and codes only
+
+
+def test_ctrl_g_goes_to_a_task_or_response_from_the_queue(qtbot: Any, open_window: Opener) -> None:
+    window = open_window()
+    g = window.grading
+    assert g is not None
+    press(qtbot, window, "Ctrl+G")
+    assert window.queue_dock.isVisible()
+    assert QApplication.focusWidget() is window.queue_search
+
+    def shown() -> list[str]:
+        view, model = window.queue_view, window.queue_model
+        return [
+            f"{model.items[r].task_id} {model.items[r].code}"
+            for r in range(model.rowCount())
+            if not view.isRowHidden(r)
+        ]
+
+    qtbot.keyClicks(window.queue_search, "P3")
+    assert sorted(shown()) == ["P3 Response A", "P3 Response B", "P3 Response C"]
+    window.queue_search.clear()
+    qtbot.keyClicks(window.queue_search, "stop codon")  # words of P3's rubric
+    assert {s.split()[0] for s in shown()} == {"P3"}
+    window.queue_search.clear()
+    qtbot.keyClicks(window.queue_search, "P3 B")
+    assert shown() == ["P3 Response B"]
+    with qtbot.waitSignal(g.item_ready, timeout=20_000):
+        press(qtbot, window, "Return")
+    assert g.current is not None and g.current.item.label == "P3 · Response B"
+    assert QApplication.focusWidget() is g.rubric.table
+    press(qtbot, window, "Ctrl+G")
+    window.queue_search.clear()
+    qtbot.keyClicks(window.queue_search, "2")
+    with qtbot.waitSignal(g.item_ready, timeout=20_000):
+        press(qtbot, window, "Return")
+    assert g.index == 1
+    press(qtbot, window, "Ctrl+G")
+    press(qtbot, window, "Escape")
+    assert QApplication.focusWidget() is g.rubric.table
+
+
+def test_the_queue_dock_colours_states_opens_on_one_click_and_survives_review(
+    qtbot: Any, open_window: Opener, db_path: str
+) -> None:
+    from gradercal.ui.qt_rubric_model import verdict_color
+
+    window = open_window()
+    g = window.grading
+    assert g is not None
+    press(qtbot, window, "F9")
+    assert window.queue_dock.isVisible()
+    index = go_to_task(qtbot, window, "P1")
+    for key in ("M", "N", "N", "P"):
+        press(qtbot, window, key)
+    with qtbot.waitSignal(g.item_ready, timeout=20_000):
+        press(qtbot, window, "Ctrl+Return")
+    press(qtbot, window, "M")  # the next one is in progress
+    model = window.queue_model
+    status = model.STATUS_COLUMN
+
+    def looks(row: int) -> tuple[str, Any]:
+        idx = model.index(row, status)
+        return (
+            model.data(idx, Qt.ItemDataRole.DisplayRole),
+            model.data(idx, Qt.ItemDataRole.ForegroundRole),
+        )
+
+    assert looks(index) == ("submitted", verdict_color("met"))
+    assert looks(g.index) == ("in progress", verdict_color("partial"))
+    untouched = next(i for i, q in enumerate(g.queue) if q.status == "pending" and not q.n_answered)
+    assert looks(untouched)[0] == "not started"
+    # a verdict changed elsewhere, the grader keeps the screen: "changed elsewhere", in red
+    other = GradingStore(open_database(db_path))
+    try:
+        aid = g.queue[g.index].assignment_id
+        row = g.current_row()
+        crit = g.state.rows[row].criterion.id if g.state else ""
+        other.save_judgment(aid, crit, JudgmentValue(met=True, rationale="elsewhere"))
+    finally:
+        other.db.dispose()
+    g.stale_prompt = lambda exc, mine: "cancel"
+    g.set_verdict("not_met")
+    assert looks(g.index) == ("changed elsewhere", verdict_color("not_met"))
+    assert "changed elsewhere" in g.status_label.text()
+
+    rect = window.queue_view.visualRect(model.index(index, 1))
+    with qtbot.waitSignal(g.item_ready, timeout=20_000):  # one click opens
+        qtbot.mouseClick(window.queue_view.viewport(), Qt.MouseButton.LeftButton, pos=rect.center())
+    assert g.index == index
+    press(qtbot, window, "Ctrl+2")  # task review: the queue steps aside …
+    assert not window.queue_dock.isVisible()
+    press(qtbot, window, "Ctrl+1")  # … and comes back
+    assert window.queue_dock.isVisible()
+    window.queue_dock.close()  # its own close button: closed for good
+    press(qtbot, window, "Ctrl+2")
+    press(qtbot, window, "Ctrl+1")
+    assert not window.queue_dock.isVisible()
+
+
+def test_the_last_submission_locks_the_editor_at_once(qtbot: Any, open_window: Opener) -> None:
+    window = open_window()
+    g = window.grading
+    assert g is not None
+    for i, q in enumerate(g.queue):  # every response but the last one is done already
+        if i < len(g.queue) - 1:
+            g.queue[i] = g.store.skip(q.assignment_id, "Outside my expertise")
+    with qtbot.waitSignal(g.item_ready, timeout=20_000):
+        g.open_index(len(g.queue) - 1)
+    assert g.state is not None
+    for k, row in enumerate(g.state.rows):
+        if not row.is_auto:
+            g.rubric.set_current_row(k)
+            assert g.rubric.buttons["not_met"].isEnabled()
+            g.set_verdict("not_met")
+    g.submit()  # nothing left to open: the submitted response stays on screen, locked
+    assert g.queue[g.index].status == "submitted"
+    assert not g.rubric.buttons["not_met"].isEnabled() and not g.rubric.rationale.isEnabled()

@@ -490,6 +490,10 @@ def test_a_verdict_changed_elsewhere_asks_reload_or_overwrite(
         assert len(asked) == 1 and asked[0][0].current_value is not None
         assert asked[0][0].current_value.met is True and asked[0][1].met is False
         assert "changed elsewhere" in g.rubric.message.text()
+        named = f"criterion {g.state.label(crit)}"  # its number and text, never its id
+        assert (
+            named in g.rubric.message.text() and f"criterion {crit} " not in g.rubric.message.text()
+        )
         text = stale_message(*asked[0])
         assert "In the database now: met" in text and "Yours (not saved): not met" in text
         assert other.load_item("u-ben", aid).judgments[crit].rationale == "other machine"

@@ -240,3 +240,51 @@ def test_a_url_is_never_fetched_until_asked(qtbot: Any, monkeypatch: pytest.Monk
     qtbot.addWidget(bad)
     bad.start()
     assert bad.error is not None and "http" in bad.error
+
+
+def test_clearing_the_pdf_search_clears_its_count_and_highlights(
+    open_viewer: Any, qtbot: Any
+) -> None:
+    viewer = open_viewer("report.pdf", SAMPLES["report.pdf"])
+    viewer.search_box.setText("viability")
+    with qtbot.waitSignal(viewer.search_done, timeout=10_000):
+        viewer.search_box.returnPressed.emit()
+    assert viewer.hit_label.text() == "1 / 1" and viewer.hits
+    viewer.search_box.clear()  # what the box's clear button does
+    assert viewer.hits == [] and viewer.hit_index == -1
+    assert viewer.hit_label.text() == ""
+    viewer.search_box.setText("page")  # a new search after that works as before
+    with qtbot.waitSignal(viewer.search_done, timeout=10_000) as done:
+        viewer.search_box.returnPressed.emit()
+    assert done.args == [3] and viewer.hit_label.text() == "1 / 3"
+
+
+def test_viewers_page_zoom_sheet_and_link_abilities(
+    open_viewer: Any, qtbot: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pdf = open_viewer("report.pdf", SAMPLES["report.pdf"])
+    assert pdf.step_page(1)
+    qtbot.waitUntil(lambda: pdf.current_page() == 1)
+    assert pdf.step_page(-1)
+    qtbot.waitUntil(lambda: pdf.current_page() == 0)
+    fitted = pdf.zoom
+    assert pdf.change_zoom(1) and pdf.zoom > fitted and not pdf.fit_width
+    assert pdf.change_zoom(0) and pdf.fit_width and pdf.zoom == pytest.approx(fitted)
+    assert not pdf.step_sheet(1) and not pdf.open_link()
+    image = open_viewer("plot.png", SAMPLES["plot.png"])
+    fitted = image.scale_factor
+    assert image.change_zoom(-1) and image.scale_factor == pytest.approx(fitted * 0.8)
+    assert image.change_zoom(0) and image.scale_factor == pytest.approx(fitted)
+    book = open_viewer("book.xlsx", SAMPLES["book.xlsx"])
+    assert book.step_sheet(1) and book.sheet_box.currentText() == "lots"
+    assert book.step_sheet(1) and book.sheet_box.currentText() == "runs"  # wraps around
+    assert not open_viewer("data.csv", SAMPLES["data.csv"]).step_sheet(1)  # one table only
+    opened: list[str] = []
+    monkeypatch.setattr(QDesktopServices, "openUrl", lambda url: opened.append(url.toString()))
+    link = create_viewer(
+        Artifact(kind=ArtifactKind.URL, title="Map", url="https://example.org/m"), None
+    )
+    qtbot.addWidget(link)
+    link.start()
+    assert link.open_link() and opened == ["https://example.org/m"]
+    assert not link.change_zoom(1) and not link.step_page(1)

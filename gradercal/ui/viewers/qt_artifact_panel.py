@@ -135,6 +135,15 @@ class QtArtifactPanel(QWidget):
         if n:
             self.tabs.setCurrentIndex((self.tabs.currentIndex() + direction) % n)
 
+    def act(self, ability: str, *args: int) -> bool:
+        """Call one of the current viewer's optional abilities (``step_page``, ``change_zoom``,
+        ``step_sheet``, ``open_link``); False when there is no viewer or it has none."""
+        v = self.current_viewer()
+        if v is None or not v.is_ready or v.error is not None:
+            return False
+        result: bool = getattr(v, ability)(*args)
+        return result
+
     def focus_search(self) -> bool:
         """Focus the search box of the current viewer, or of the first PDF."""
         v = self.current_viewer()

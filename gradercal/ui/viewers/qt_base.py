@@ -166,7 +166,23 @@ class QtArtifactViewer(QWidget):
         self.set_content(panel)
         self.mark_ready()
 
-    # -- optional abilities -----------------------------------------------------------------
+    # -- optional abilities (the window's keys call them; False: not this kind) ----------------
     def focus_search(self) -> bool:
         """Put the focus in the viewer's search box; False when it has none."""
+        return False
+
+    def step_page(self, direction: int) -> bool:
+        """Go one page on (+1) or back (-1); False when the viewer has no pages."""
+        return False
+
+    def change_zoom(self, direction: int) -> bool:
+        """Zoom in (+1), out (-1) or fit to the pane (0); False when it cannot zoom."""
+        return False
+
+    def step_sheet(self, direction: int) -> bool:
+        """Show the next (+1) or previous (-1) sheet; False without several sheets."""
+        return False
+
+    def open_link(self) -> bool:
+        """Open the artifact's address in the browser; False when it is not a link."""
         return False

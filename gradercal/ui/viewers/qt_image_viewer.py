@@ -10,7 +10,6 @@ from PySide6.QtWidgets import (
     QGraphicsPixmapItem,
     QGraphicsScene,
     QGraphicsView,
-    QHBoxLayout,
     QLabel,
     QToolButton,
     QVBoxLayout,
@@ -18,7 +17,13 @@ from PySide6.QtWidgets import (
 )
 
 from gradercal.model import Artifact
+from gradercal.ui.qt_widgets import flow_bar
+from gradercal.ui.shortcuts import keys
 from gradercal.ui.viewers.qt_base import Fetch, QtArtifactViewer
+
+
+def _keys(shortcut_id: str) -> str:
+    return " or ".join(keys(shortcut_id))
 
 
 def decode_image(data: bytes) -> QImage:
@@ -83,27 +88,25 @@ class QtImageViewer(QtArtifactViewer):
         body = QWidget()
         layout = QVBoxLayout(body)
         layout.setContentsMargins(0, 0, 0, 0)
-        bar = QHBoxLayout()
-        bar.setContentsMargins(4, 2, 4, 2)
+        bar = flow_bar(layout, spacing=4, margins=2)
         buttons = {}
         for name, text, tip in (
-            ("fit", "Fit", "Fit the image to the panel (0)"),
+            ("fit", "Fit", f"Fit the image to the panel (0 or {_keys('artifact.fit')})"),
             ("actual", "100%", "Actual size"),
-            ("out", "−", "Zoom out (−, Ctrl+wheel)"),
-            ("in", "+", "Zoom in (+, Ctrl+wheel)"),
+            ("out", "−", f"Zoom out (− or {_keys('artifact.zoom_out')}, Ctrl+wheel)"),
+            ("in", "+", f"Zoom in (+ or {_keys('artifact.zoom_in')}, Ctrl+wheel)"),
         ):
             b = QToolButton()
             b.setText(text)
             b.setToolTip(tip)
             b.setAutoRaise(True)
             b.setFocusPolicy(Qt.FocusPolicy.NoFocus)
-            bar.addWidget(b)
+            bar.add_widget(b)
             buttons[name] = b
         self.zoom_label = QLabel("")
-        bar.addWidget(self.zoom_label)
-        bar.addStretch(1)
-        bar.addWidget(QLabel(f"{prepared.width()} × {prepared.height()} px · drag to pan"))
-        layout.addLayout(bar)
+        self.zoom_label.setMinimumWidth(self.zoom_label.fontMetrics().horizontalAdvance("3200%"))
+        bar.add_widget(self.zoom_label)
+        bar.add_widget(QLabel(f"{prepared.width()} × {prepared.height()} px · drag to pan"))
         self.scene = QGraphicsScene(self)
         self.item = QGraphicsPixmapItem(QPixmap.fromImage(prepared))
         self.item.setTransformationMode(Qt.TransformationMode.SmoothTransformation)
@@ -117,6 +120,15 @@ class QtImageViewer(QtArtifactViewer):
         buttons["out"].clicked.connect(lambda: self.zoom_by(0.8))
         self.set_content(body)
         self.fit_to_view()
+
+    def change_zoom(self, direction: int) -> bool:
+        if self.image is None:
+            return False
+        if direction == 0:
+            self.set_fit(True)
+        else:
+            self.zoom_by(1.25 if direction > 0 else 0.8)
+        return True
 
     def set_fit(self, on: bool) -> None:
         self.fit = on

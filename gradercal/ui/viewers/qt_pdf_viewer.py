@@ -29,6 +29,8 @@ from PySide6.QtWidgets import (
 
 from gradercal.model import Artifact
 from gradercal.ui import qt_workers
+from gradercal.ui.qt_widgets import flow_bar
+from gradercal.ui.shortcuts import keys
 from gradercal.ui.viewers.qt_base import Fetch, QtArtifactViewer
 
 #: All MuPDF calls happen under this lock, in :func:`pdf_pool`'s single thread.
@@ -117,6 +119,10 @@ def import_pymupdf() -> Any:
     finally:
         if hidden and sys.modules.get("pymupdf.layout", 0) is None:
             del sys.modules["pymupdf.layout"]
+
+
+def _keys(shortcut_id: str) -> str:
+    return " or ".join(keys(shortcut_id))
 
 
 def _zoom_key(zoom: float) -> int:
@@ -335,8 +341,17 @@ class QtPdfViewer(QtArtifactViewer):
         outer = QVBoxLayout(self.body)
         outer.setContentsMargins(0, 0, 0, 0)
         outer.setSpacing(2)
-        bar = QHBoxLayout()
-        bar.setContentsMargins(4, 2, 4, 2)
+        # Three groups (pages, zoom, search) that wrap onto more rows in a narrow pane.
+        bar = flow_bar(outer, spacing=8, margins=2)
+        group: QHBoxLayout
+
+        def start_group() -> QHBoxLayout:
+            box = QWidget()
+            layout = QHBoxLayout(box)
+            layout.setContentsMargins(0, 0, 0, 0)
+            layout.setSpacing(2)
+            bar.add_widget(box)
+            return layout
 
         def button(text: str, tip: str) -> QToolButton:
             b = QToolButton()
@@ -344,40 +359,45 @@ class QtPdfViewer(QtArtifactViewer):
             b.setToolTip(tip)
             b.setAutoRaise(True)
             b.setFocusPolicy(Qt.FocusPolicy.NoFocus)
-            bar.addWidget(b)
+            group.addWidget(b)
             return b
 
-        self.prev_page = button("◀", "Previous page (PgUp)")
+        group = start_group()
+        self.prev_page = button("◀", f"Previous page ({_keys('artifact.page_previous')})")
         self.page_box = QSpinBox()
         self.page_box.setMinimum(1)
         self.page_box.setKeyboardTracking(False)
         self.page_box.setToolTip("Go to page")
-        bar.addWidget(self.page_box)
+        group.addWidget(self.page_box)
         self.page_count = QLabel("/ –")
-        bar.addWidget(self.page_count)
-        self.next_page = button("▶", "Next page (PgDown)")
-        bar.addSpacing(8)
-        self.zoom_out = button("−", "Zoom out (Ctrl+wheel)")
+        group.addWidget(self.page_count)
+        self.next_page = button("▶", f"Next page ({_keys('artifact.page_next')})")
+        group = start_group()
+        self.zoom_out = button("−", f"Zoom out ({_keys('artifact.zoom_out')} or Ctrl+wheel)")
         self.zoom_label = QLabel("100%")
         self.zoom_label.setMinimumWidth(44)
         self.zoom_label.setAlignment(Qt.AlignmentFlag.AlignCenter)
-        bar.addWidget(self.zoom_label)
-        self.zoom_in = button("+", "Zoom in (Ctrl+wheel)")
-        self.fit_button = button("Fit", "Fit the page width to the panel")
+        group.addWidget(self.zoom_label)
+        self.zoom_in = button("+", f"Zoom in ({_keys('artifact.zoom_in')} or Ctrl+wheel)")
+        self.fit_button = button(
+            "Fit", f"Fit the page width to the panel ({_keys('artifact.fit')})"
+        )
         self.fit_button.setCheckable(True)
         self.fit_button.setChecked(True)
-        bar.addStretch(1)
+        group = start_group()
         self.search_box = QLineEdit()
-        self.search_box.setPlaceholderText("Search (Ctrl+F)")
+        self.search_box.setPlaceholderText(f"Search ({_keys('artifact.search')})")
         self.search_box.setClearButtonEnabled(True)
         self.search_box.setMinimumWidth(110)
         self.search_box.setMaximumWidth(220)
-        bar.addWidget(self.search_box)
+        group.addWidget(self.search_box)
         self.prev_hit = button("↑", "Previous hit (Shift+Enter)")
         self.next_hit = button("↓", "Next hit (Enter)")
         self.hit_label = QLabel("")
-        bar.addWidget(self.hit_label)
-        outer.addLayout(bar)
+        # Room for "Searching…" and "12 / 345" from the start: the bar never re-flows
+        # (nor asks for more width) while a search runs.
+        self.hit_label.setMinimumWidth(self.hit_label.fontMetrics().horizontalAdvance("Searching…"))
+        group.addWidget(self.hit_label)
 
         self.scroll_area = QScrollArea()
         self.scroll_area.setWidgetResizable(False)
@@ -397,6 +417,7 @@ class QtPdfViewer(QtArtifactViewer):
         self.zoom_out.clicked.connect(lambda: self.step_zoom(-1))
         self.fit_button.toggled.connect(self.set_fit_width)
         self.search_box.returnPressed.connect(self._search_or_next)
+        self.search_box.textChanged.connect(self._search_text_changed)
         self.next_hit.clicked.connect(lambda: self.step_hit(+1))
         self.prev_hit.clicked.connect(lambda: self.step_hit(-1))
         self.scroll_area.verticalScrollBar().valueChanged.connect(self._scrolled)
@@ -586,6 +607,21 @@ class QtPdfViewer(QtArtifactViewer):
                 return True
         return super().eventFilter(obj, event)
 
+    def step_page(self, direction: int) -> bool:
+        if self.info is None:
+            return False
+        self.go_to_page(self.current_page() + direction)
+        return True
+
+    def change_zoom(self, direction: int) -> bool:
+        if self.info is None:
+            return False
+        if direction == 0:
+            self.set_fit_width(True)
+        else:
+            self.step_zoom(direction)
+        return True
+
     # -- search -------------------------------------------------------------------------------
     def focus_search(self) -> bool:
         self.search_box.setFocus(Qt.FocusReason.ShortcutFocusReason)
@@ -598,6 +634,12 @@ class QtPdfViewer(QtArtifactViewer):
             self.step_hit(+1)
         else:
             self.search(text)
+
+    def _search_text_changed(self, text: str) -> None:
+        """An emptied box (its clear button, or the text deleted) ends the search: no count,
+        no highlights."""
+        if not text.strip() and (self.hits or self.hit_label.text()):
+            self.search("")
 
     def search(self, text: str) -> None:
         self._last_query = text

@@ -101,6 +101,7 @@ class QtSequenceViewer(QtArtifactViewer):
         if parsed.gc_content is not None:
             summary += f" · GC {_pct(parsed.gc_content)} overall"
         self.summary = QLabel(summary)
+        self.summary.setWordWrap(True)
         self.summary.setContentsMargins(6, 4, 6, 2)
         layout.addWidget(self.summary)
         split = QSplitter(Qt.Orientation.Vertical)

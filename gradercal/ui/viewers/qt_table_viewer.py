@@ -8,7 +8,6 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QComboBox,
-    QHBoxLayout,
     QHeaderView,
     QLabel,
     QTableView,
@@ -17,9 +16,15 @@ from PySide6.QtWidgets import (
 )
 
 from gradercal.model import Artifact
+from gradercal.ui.qt_widgets import flow_bar
+from gradercal.ui.shortcuts import keys
 from gradercal.ui.viewers.qt_base import Fetch, QtArtifactViewer, file_label
 from gradercal.ui.viewers.qt_dataframe_model import QtDataFrameModel
 from gradercal.ui.viewers.tables import read_table
+
+
+def _keys(shortcut_id: str) -> str:
+    return " or ".join(keys(shortcut_id))
 
 
 class QtTableViewer(QtArtifactViewer):
@@ -36,18 +41,21 @@ class QtTableViewer(QtArtifactViewer):
         body = QWidget()
         layout = QVBoxLayout(body)
         layout.setContentsMargins(0, 0, 0, 0)
-        bar = QHBoxLayout()
-        bar.setContentsMargins(6, 2, 6, 2)
+        bar = flow_bar(layout, spacing=8, margins=2)
         self.sheet_box = QComboBox()
         self.sheet_box.addItems(list(self.sheets))
-        self.sheet_box.setToolTip("Sheet")
+        self.sheet_box.setToolTip(
+            f"Sheet ({_keys('artifact.sheet_next')} next, {_keys('artifact.sheet_previous')} previous)"
+        )
+        self.sheet_box.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
+        self.sheet_box.setFocusPolicy(Qt.FocusPolicy.ClickFocus)
+        # In the bar (with a parent) before it is shown: a parentless widget made visible
+        # would be a window of its own, flashing up and taking the focus from the grader.
+        bar.add_widget(self.sheet_box)
         self.sheet_box.setVisible(len(self.sheets) > 1)
-        bar.addWidget(self.sheet_box)
         self.shape_label = QLabel("")
-        bar.addWidget(self.shape_label)
-        bar.addStretch(1)
-        bar.addWidget(QLabel("Click a column header to sort"))
-        layout.addLayout(bar)
+        bar.add_widget(self.shape_label)
+        bar.add_widget(QLabel("Click a header to sort"))
         self.table = QTableView()
         self.table.setAlternatingRowColors(True)
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectItems)
@@ -59,6 +67,13 @@ class QtTableViewer(QtArtifactViewer):
         self.sheet_box.currentTextChanged.connect(self.show_sheet)
         self.set_content(body)
         self.show_sheet(next(iter(self.sheets)))
+
+    def step_sheet(self, direction: int) -> bool:
+        n = len(self.sheets)
+        if n < 2:
+            return False
+        self.sheet_box.setCurrentIndex((self.sheet_box.currentIndex() + direction) % n)
+        return True
 
     def show_sheet(self, name: str) -> None:
         frame = self.sheets[name]

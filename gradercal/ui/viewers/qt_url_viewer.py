@@ -7,6 +7,7 @@ from PySide6.QtGui import QDesktopServices, QGuiApplication
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
 from gradercal.model import Artifact
+from gradercal.ui.shortcuts import keys
 from gradercal.ui.viewers.qt_base import Fetch, QtArtifactViewer
 
 SAFE_SCHEMES = ("http", "https", "ftp")
@@ -55,6 +56,7 @@ class QtUrlViewer(QtArtifactViewer):
         layout.addWidget(note)
         row = QHBoxLayout()
         self.open_button = QPushButton("Open in browser")
+        self.open_button.setToolTip(f"Open in browser ({' or '.join(keys('artifact.open_link'))})")
         self.open_button.clicked.connect(self.open_in_browser)
         row.addWidget(self.open_button)
         copy = QPushButton("Copy address")
@@ -65,6 +67,12 @@ class QtUrlViewer(QtArtifactViewer):
         layout.addStretch(1)
         self.set_content(body)
         self.mark_ready()
+
+    def open_link(self) -> bool:
+        if self.error is not None or not self.is_ready:
+            return False
+        self.open_in_browser()
+        return True
 
     def open_in_browser(self) -> bool:
         return QDesktopServices.openUrl(QUrl((self.artifact.url or "").strip()))
