@@ -1,1 +1,9 @@
-"""The PySide6 desktop app (installed as ``gradercal.ui``): thin adapters over core and db."""
+"""The PySide6 desktop app (installed as ``gradercal.ui``): thin adapters over core and db.
+
+Importing it guards the interpreter against PySide6 6.12's stray ``None`` decrements
+(:mod:`gradercal.ui._none_guard`), before any widget exists.
+"""
+
+from gradercal.ui._none_guard import guard_none
+
+guard_none()
