@@ -433,7 +433,11 @@ def test_team_commands(crew: Team, tmp_path: Path, monkeypatch: pytest.MonkeyPat
     assert res.exit_code == 1 and "CREATEROLE" in res.output
     res = runner.invoke(main, ["team", "remove", eve, "--db", crew.admin])
     assert res.exit_code == 0, res.output
-    assert eve not in {p.user for p in team.members(open_database(crew.admin))}
+    admin = open_database(crew.admin)
+    try:
+        assert eve not in {p.user for p in team.members(admin)}
+    finally:
+        admin.dispose()
 
 
 def test_team_commands_on_sqlite_say_so(tmp_path: Path) -> None:
