@@ -478,6 +478,17 @@ class GradingStore:
         self._write_engine = db.engine.execution_options(sqlite_begin="IMMEDIATE")
         self._tasks: dict[int, Task] = {}
         self._sees_adjudications: bool | None = None
+        self._team_user: tuple[str | None] | None = None
+
+    def team_user(self) -> str | None:
+        """The login role this session grades as in team mode (PostgreSQL roles, see
+        :mod:`gradercal.db.team`); None outside team mode, where anyone may be chosen."""
+        if self._team_user is None:
+            from gradercal.db.team import identity
+
+            who = identity(self.db)
+            self._team_user = (None if who is None else who.user,)
+        return self._team_user[0]
 
     def sees_adjudications(self) -> bool:
         """Whether this session may read adjudications. Not so for a grader in team mode
