@@ -77,6 +77,10 @@ class LazyGroup(click.Group):
         "packet": ("gradercal.cli.ops:packet", "Offline grading packets: export, merge, inspect."),
         "backup": ("gradercal.cli.ops:backup", "A consistent copy of the database."),
         "check": ("gradercal.cli.ops:check", "Integrity, orphan rows and artifact hashes."),
+        "team": (
+            "gradercal.cli.team:team",
+            "A grading team on PostgreSQL: login roles, row-level security, history.",
+        ),
         "export-prompt": (
             "gradercal.cli.prompt:export_prompt",
             "Export the judge's calibrated prompt package (JSON, Markdown, Inspect, promptfoo).",

@@ -35,7 +35,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from sqlalchemy import Select, Table, bindparam, case, func, insert, literal, select, update
+from sqlalchemy import (
+    Select,
+    Table,
+    bindparam,
+    case,
+    func,
+    insert,
+    literal,
+    select,
+    text,
+    update,
+)
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -468,6 +479,34 @@ class GradingStore:
         # Writers take SQLite's write lock when they begin (see Database.write).
         self._write_engine = db.engine.execution_options(sqlite_begin="IMMEDIATE")
         self._tasks: dict[int, Task] = {}
+        self._sees_adjudications: bool | None = None
+        self._team_user: tuple[str | None] | None = None
+
+    def team_user(self) -> str | None:
+        """The login role this session grades as in team mode (PostgreSQL roles, see
+        :mod:`gradercal.db.team`); None outside team mode, where anyone may be chosen."""
+        if self._team_user is None:
+            from gradercal.db.team import identity
+
+            who = identity(self.db)
+            self._team_user = (None if who is None else who.user,)
+        return self._team_user[0]
+
+    def sees_adjudications(self) -> bool:
+        """Whether this session may read adjudications. Not so for a grader in team mode
+        (:mod:`gradercal.db.team`): their views then carry adjudication version 0 and
+        their queue is the one the coordinator assigned."""
+        if self._sees_adjudications is None:
+            if self.db.is_sqlite:
+                self._sees_adjudications = True
+            else:
+                with self.db.engine.connect() as conn:
+                    self._sees_adjudications = bool(
+                        conn.execute(
+                            text("SELECT has_table_privilege('adjudication', 'SELECT')")
+                        ).scalar()
+                    )
+        return self._sees_adjudications
 
     # -- benchmarks and graders -----------------------------------------------------
     def benchmark_names(self) -> list[str]:
@@ -547,8 +586,8 @@ class GradingStore:
         bench = self.repo.benchmark(benchmark)
         with self.db.read() as s:
             queue = self._queue(s, self._grader_id(s, grader), bench.id)
-        if queue:
-            return queue
+        if queue or not self.sees_adjudications():
+            return queue  # a team grader's queue is the one assigned to them
         for attempt in (1, 2):
             try:
                 return self._create_queue(grader, bench.id, bench.name, seed)
@@ -725,10 +764,14 @@ class GradingStore:
             ):
                 judgments[ext] = JudgmentValue(met, level, rationale, bool(unclear), note)
                 revisions[ext] = int(rev)
-            adjudicated: dict[str, int] = {
-                ext: int(rev)
-                for ext, rev in s.execute(_ITEM_ADJUDICATIONS, {"rid": row.response_id})
-            }
+            adjudicated: dict[str, int] = (
+                {
+                    ext: int(rev)
+                    for ext, rev in s.execute(_ITEM_ADJUDICATIONS, {"rid": row.response_id})
+                }
+                if self.sees_adjudications()
+                else {}
+            )
             versions = {
                 ext: JudgmentVersion(revisions.get(ext, 0), int(adjudicated.get(ext, 0)))
                 for ext in {*revisions, *adjudicated}
@@ -842,7 +885,15 @@ class GradingStore:
             now = m.utcnow()
             values = {c: getattr(value, c) for c in _JUDGMENT_COLUMNS}
             if expected is not None:
-                _check_version(conn, ctx, assignment_id, criterion_id, values, expected)
+                _check_version(
+                    conn,
+                    ctx,
+                    assignment_id,
+                    criterion_id,
+                    values,
+                    expected,
+                    adjudications=self.sees_adjudications(),
+                )
             if ctx.id is None:
                 jid = conn.execute(
                     _INSERT_JUDGMENT,
@@ -1252,13 +1303,19 @@ def _check_version(
     criterion_id: str,
     values: Mapping[str, Any],
     expected: JudgmentVersion,
+    *,
+    adjudications: bool = True,
 ) -> None:
     """Raise :class:`StaleJudgmentError` when ``expected`` is older than the locked row."""
     if ctx.id is not None and all(getattr(ctx, c) == values[c] for c in _JUDGMENT_COLUMNS):
         return  # the database already holds this value: nothing to overwrite
-    adjudication = conn.execute(
-        _ADJUDICATION_REVISION, {"rid": ctx.response_id, "cpk": ctx.criterion_pk}
-    ).scalar()
+    adjudication = (
+        conn.execute(
+            _ADJUDICATION_REVISION, {"rid": ctx.response_id, "cpk": ctx.criterion_pk}
+        ).scalar()
+        if adjudications
+        else 0
+    )
     current = JudgmentVersion(0 if ctx.id is None else int(ctx.revision), int(adjudication or 0))
     if current == expected:
         return

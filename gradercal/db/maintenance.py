@@ -8,7 +8,9 @@
   ``PRAGMA integrity_check`` (or ``quick_check``) and ``foreign_key_check``; orphan rows
   on both backends (a judgment whose response, criterion or grader is gone, a judgment
   on a criterion of another task, an artifact without its bytes, history rows of
-  nothing …); every blob's bytes re-hashed against its sha256 and size.
+  nothing …); rows whose history does not explain their current value (a revision
+  without the history rows before it, history ahead of the row, repeated revision
+  numbers); every blob's bytes re-hashed against its sha256 and size.
 * :func:`open_checked` opens a database for the app: a SQLite file that fails its quick
   check is opened **read-only**, with a message saying so, instead of crashing or
   writing into a damaged file; :func:`grading_store` gives the app a store on it that
@@ -387,6 +389,43 @@ ORPHAN_CHECKS: tuple[tuple[str, str, str], ...] = (
 )
 
 
+def _history_checks() -> tuple[tuple[str, str, str], ...]:
+    """Rows whose history does not explain their current value: revision ``r`` of a
+    judgment or adjudication must come after exactly the history rows ``1 … r-1``."""
+    out: list[tuple[str, str, str]] = []
+    for table in ("judgment", "adjudication"):
+        out += [
+            (
+                f"{table}.history_gaps",
+                f"SELECT count(*) FROM {table} t WHERE t.revision - 1 <> (SELECT count(DISTINCT "
+                f"v.revision) FROM revision v WHERE v.entity = '{table}' AND v.entity_id = t.id "
+                "AND v.revision >= 1 AND v.revision < t.revision)",
+                f"{table}s whose history lacks some of their earlier revisions",
+            ),
+            (
+                f"{table}.history_ahead",
+                f"SELECT count(*) FROM revision v JOIN {table} t ON t.id = v.entity_id "
+                f"WHERE v.entity = '{table}' AND v.revision >= t.revision",
+                f"{table} history rows at or after the current revision (a value changed "
+                "without its revision)",
+            ),
+        ]
+    out.append(
+        (
+            "revision.repeated",
+            "SELECT count(*) FROM (SELECT entity, entity_id, revision FROM revision "
+            "WHERE entity IN ('judgment', 'adjudication') "
+            "GROUP BY entity, entity_id, revision HAVING count(*) > 1) d",
+            "revision numbers kept twice for the same judgment or adjudication",
+        )
+    )
+    return tuple(out)
+
+
+#: Checks that history explains every current value (see :func:`_history_checks`).
+HISTORY_CHECKS = _history_checks()
+
+
 def check(db: Database, *, quick: bool = False, blobs: bool = True) -> CheckReport:
     """Check the database (see the module docstring). Reads only; never writes.
 
@@ -400,7 +439,7 @@ def check(db: Database, *, quick: bool = False, blobs: bool = True) -> CheckRepo
         _sqlite_checks(db, quick, report)
     try:
         with db.engine.connect() as conn:
-            for name, sql, message in ORPHAN_CHECKS:
+            for name, sql, message in (*ORPHAN_CHECKS, *HISTORY_CHECKS):
                 report.checks.append(name)
                 n = int(conn.execute(text(sql)).scalar() or 0)
                 if n:

@@ -176,6 +176,13 @@ def build_window(
     names = _benchmark_names(store, display)
     if benchmark is None and len(names) == 1:
         benchmark = names[0]
+    team_user = store.team_user()
+    if team_user is not None:  # team mode: one grades as one's database login, nobody else
+        if grader is not None and grader != team_user:
+            raise GradercalError(
+                f"in team mode you grade as your database login {team_user}, not {grader!r}"
+            )
+        grader = team_user
     if grader is not None and benchmark is not None:
         benchmark = store.benchmark_name(benchmark)
         window.start_session(grader, benchmark, view)

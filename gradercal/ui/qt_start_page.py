@@ -30,12 +30,16 @@ class QtStartPage(QWidget):
     ) -> None:
         super().__init__(parent)
         self.store = store
+        #: in team mode the session's login role: nobody else can be chosen
+        self.team_user = store.team_user()
         outer = QVBoxLayout(self)
         outer.addStretch(1)
         box = QWidget()
         box.setMaximumWidth(620)
         layout = QVBoxLayout(box)
-        title = QLabel("Who is grading?")
+        title = QLabel(
+            "Who is grading?" if self.team_user is None else f"Grading as {self.team_user}"
+        )
         font = title.font()
         font.setPointSizeF(font.pointSizeF() * 1.5)
         font.setBold(True)
@@ -53,6 +57,9 @@ class QtStartPage(QWidget):
         self.new_name.setPlaceholderText("…or type a new name (e.g. your initials) and press Enter")
         row.addWidget(self.new_name, 1)
         layout.addLayout(row)
+        if self.team_user is not None:
+            self.graders.setVisible(False)
+            self.new_name.setVisible(False)
         buttons = QHBoxLayout()
         self.grade_button = QPushButton("Start grading")
         self.grade_button.setDefault(True)
@@ -74,7 +81,12 @@ class QtStartPage(QWidget):
         self.refresh(last_grader)
 
     def refresh(self, select: str | None = None) -> None:
+        """List the graders with their progress; ``select`` (the last grader) is scrolled
+        to but never preselected: Enter must not open someone else's work."""
         self.graders.clear()
+        if self.team_user is not None:
+            self.grade_button.setFocus()
+            return
         bench = self.benchmark.currentText()
         for g in self.store.graders():
             label = g.name
@@ -89,18 +101,25 @@ class QtStartPage(QWidget):
             item.setData(Qt.ItemDataRole.UserRole, g.name)
             self.graders.addItem(item)
             if g.name == select:
-                self.graders.setCurrentItem(item)
-        if self.graders.currentItem() is None and self.graders.count():
-            self.graders.setCurrentRow(0)
-        if self.graders.count():
-            self.graders.setFocus()
-        else:
-            self.new_name.setFocus()
+                self.graders.scrollToItem(item)
+        self.graders.setCurrentRow(-1)
+        self.new_name.setFocus()
 
     def _choose(self, mode: str) -> None:
         bench = self.benchmark.currentText()
         if not bench:
             self.error.setText("The database holds no benchmark yet: run `gradercal import`.")
+            return
+        if self.team_user is not None:
+            try:
+                grader = self.store.grader(self.team_user)
+            except GradercalError:
+                self.error.setText(
+                    f"{self.team_user} has no grader in this database: ask the coordinator "
+                    "to run `gradercal team add`."
+                )
+                return
+            self.chosen.emit(grader.name, bench, mode)
             return
         name = self.new_name.text().strip()
         if not name and self.graders.currentItem() is not None:

@@ -42,6 +42,7 @@ def test_every_command_has_help(command: tuple[str, ...]) -> None:
         ("judge", "prompt"),
         ("judge", "prices"),
         ("packet",),
+        ("team",),
     ):
         assert "--db PATH|URL" in result.output
 

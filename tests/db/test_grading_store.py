@@ -341,3 +341,33 @@ def test_blobs_are_read_for_viewers(store: GradingStore, tmp_path: Path) -> None
         "Flow report",
         "Notes",
     ]
+
+
+def test_check_reports_values_their_history_does_not_explain(store: GradingStore) -> None:
+    """A judgment changed behind the app's back (revision moved without history, or a
+    value rewritten in place under an old revision) is reported by ``check``."""
+    from sqlalchemy import text
+
+    from gradercal.db.maintenance import check
+
+    store.create_grader(GRADER)
+    aid = store.ensure_queue(GRADER, BENCH)[0].assignment_id
+    jid = store.save_judgment(aid, "c1", JudgmentValue(met=True)).judgment_id
+    store.save_judgment(aid, "c1", JudgmentValue(met=False))
+    assert check(store.db, blobs=False).ok
+    with store.db.engine.begin() as conn:  # a value bumped with no history row
+        conn.execute(text("UPDATE judgment SET revision = 5 WHERE id = :j"), {"j": jid})
+    problems = {p.check for p in check(store.db, blobs=False).problems}
+    assert problems == {"judgment.history_gaps"}
+    with store.db.engine.begin() as conn:  # rolled back below a kept revision, duplicated
+        conn.execute(text("UPDATE judgment SET revision = 1 WHERE id = :j"), {"j": jid})
+        conn.execute(
+            text(
+                "INSERT INTO revision (entity, entity_id, revision, data, source, changed_at) "
+                "SELECT entity, entity_id, revision, data, source, changed_at FROM revision "
+                "WHERE entity = 'judgment' AND entity_id = :j"
+            ),
+            {"j": jid},
+        )
+    problems = {p.check for p in check(store.db, blobs=False).problems}
+    assert {"judgment.history_ahead", "revision.repeated"} <= problems

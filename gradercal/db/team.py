@@ -1,0 +1,689 @@
+"""Team mode on PostgreSQL: who may read and change what, enforced by the server itself.
+
+Identities are PostgreSQL login roles; what they may do comes from three **group roles**
+of the database (its name sanitised, then ``_grader``, ``_adjudicator``,
+``_coordinator``), row-level security policies and column privileges. Nothing of this
+lives in gradercal's tables except a ``grader`` row named like the login role, so the
+app and the reports can show who did what.
+
+* :func:`init` (run by the database owner, who needs CREATEROLE) creates the group
+  roles, enables row-level security on every table, (re)creates the policies and
+  grants, and installs the history triggers. It is idempotent: run it again after a
+  schema upgrade so new tables get their policies too.
+* :func:`add`, :func:`remove`, :func:`set_password` and :func:`members` manage the
+  login roles of the team.
+* :func:`identity` tells a session of a team member who it is: the app then grades as
+  ``current_user`` and offers no other name.
+
+Why here and not in an Alembic migration: roles are cluster-wide and need CREATEROLE,
+which the account that first opens (and so migrates) a database need not have, and
+the policies name those roles. Keeping roles, policies, grants and triggers in one
+idempotent command run by the owner means a plain SQLite or single-user PostgreSQL
+database never changes, and re-running it brings an upgraded schema back under the
+same rules.
+
+What a **grader** sees (everything else is invisible or refused):
+
+* ``response``: only the responses assigned to them, and only ``id``, ``benchmark_id``,
+  ``task_id``, ``text``, ``answer`` (never ``model``, ``external_id`` or the content
+  hash); the tasks, criteria, artifacts and blobs of those responses; the benchmarks.
+* their own ``grader`` row, assignments, judgments, task reviews and the history of
+  those; ``database_info`` only for the database id (never the packet key).
+* nothing of ``adjudication``, ``calibration``, ``judge_run``, ``judge_cache`` or
+  ``prompt_version``, nor other graders' rows.
+
+They write only their own judgments, task reviews and assignment progress (status,
+time), and the history rows of those. An **adjudicator** reads everything and writes
+adjudications; a **coordinator** reads and writes everything.
+
+History: on ``judgment`` and ``adjudication`` a BEFORE UPDATE trigger moves
+``revision`` on whenever the verdict changes (and refuses to move it back), and a
+deferred constraint trigger checks at commit that the superseded value is in
+``revision`` — recording it (``source = 'sql'``, ``actor`` = the session user) when
+the writer did not, refusing the transaction when the row there holds another value.
+``task_review`` gets the same commit-time check. A direct ``UPDATE`` therefore either
+fails (not allowed by the policies) or is recorded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from sqlalchemy import Connection, text
+
+from gradercal.db.base import Base
+from gradercal.db.session import Database
+from gradercal.errors import GradercalError
+
+__all__ = [
+    "ROLES",
+    "Identity",
+    "TeamError",
+    "TeamMember",
+    "add",
+    "group_role",
+    "identity",
+    "init",
+    "members",
+    "remove",
+    "require_postgres",
+    "set_password",
+]
+
+#: The group roles of a team, least to most privileged.
+ROLES = ("grader", "adjudicator", "coordinator")
+_USER_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
+_POLICY_PREFIX = "gradercal_"
+
+
+class TeamError(GradercalError):
+    """A team command cannot be done; the message says why."""
+
+
+@dataclass(frozen=True)
+class TeamMember:
+    user: str
+    role: str
+    can_login: bool
+    grader: str | None
+    """The name of the grader row the user grades as (None when it is missing)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Identity:
+    """A team member's session: the login role and its group role in this database."""
+
+    user: str
+    role: str
+
+
+# -- names ----------------------------------------------------------------------------------
+def role_prefix(database: str) -> str:
+    """The group roles' common prefix for a database (roles are cluster-wide: one team
+    per database). Lower-case letters, digits and ``_``; a hash keeps altered or long
+    names apart."""
+    clean = re.sub(r"[^a-z0-9_]", "_", database.lower())
+    if not clean or not (clean[0].isalpha() or clean[0] == "_"):
+        clean = "db_" + clean
+    if clean != database or len(clean) > 40:
+        clean = clean[:32] + "_" + hashlib.sha256(database.encode()).hexdigest()[:7]
+    return clean
+
+
+def group_role(database: str, role: str) -> str:
+    """The name of one group role of ``database``'s team."""
+    if role not in ROLES:
+        raise TeamError(f"unknown role {role!r}: one of {', '.join(ROLES)}")
+    return f"{role_prefix(database)}_{role}"
+
+
+def require_postgres(db: Database) -> None:
+    if db.is_sqlite:
+        raise TeamError(
+            f"team mode needs PostgreSQL; {db.display} is a SQLite file (one person, no roles)"
+        )
+
+
+def _q(name: str) -> str:
+    """A quoted SQL identifier."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _database(conn: Connection) -> str:
+    return str(conn.execute(text("SELECT current_database()")).scalar_one())
+
+
+def _groups(conn: Connection) -> dict[str, str]:
+    db = _database(conn)
+    return {r: group_role(db, r) for r in ROLES}
+
+
+def _check_user_name(user: str) -> None:
+    if not _USER_NAME.match(user) or user.startswith("pg_"):
+        raise TeamError(
+            f"{user!r} is not a usable role name: lower-case letters, digits and _, "
+            "starting with a letter or _, at most 63 characters, not pg_…"
+        )
+
+
+def _role_exists(conn: Connection, name: str) -> bool:
+    return bool(
+        conn.execute(text("SELECT 1 FROM pg_roles WHERE rolname = :n"), {"n": name}).scalar()
+    )
+
+
+def _require_initialised(conn: Connection) -> dict[str, str]:
+    groups = _groups(conn)
+    missing = [g for g in groups.values() if not _role_exists(conn, g)]
+    if missing:
+        raise TeamError(
+            f"team mode is not set up in this database (no role {missing[0]}): "
+            "run `gradercal team init --db URL` as its owner first"
+        )
+    return groups
+
+
+def _require_role_admin(conn: Connection) -> None:
+    row = conn.execute(
+        text("SELECT rolsuper, rolcreaterole FROM pg_roles WHERE rolname = current_user")
+    ).one()
+    if not (row.rolsuper or row.rolcreaterole):
+        raise TeamError(
+            "managing the team needs a PostgreSQL role with CREATEROLE (the database owner); "
+            "connect as that role"
+        )
+
+
+# -- policies -------------------------------------------------------------------------------
+#: The grader row of the session, as a scalar subquery (grader's own policy lets it see it).
+_ME = "(SELECT g.id FROM grader g WHERE g.name = current_user AND g.kind = 'human')"
+_OWN_HISTORY = (
+    "(entity = 'judgment' AND entity_id IN (SELECT id FROM judgment)) OR "
+    "(entity = 'task_review' AND entity_id IN (SELECT id FROM task_review))"
+)
+
+#: table → [(policy suffix, command, USING, WITH CHECK)] for the grader group role.
+#: Sub-selects on other tables go through those tables' own policies, so "the tasks of
+#: my responses" is simply ``SELECT task_id FROM response``.
+_GRADER_POLICIES: dict[str, list[tuple[str, str, str | None, str | None]]] = {
+    "benchmark": [("read", "SELECT", "true", None)],
+    "grader": [("self", "SELECT", "name = current_user AND kind = 'human'", None)],
+    "assignment": [
+        ("read", "SELECT", f"grader_id = {_ME}", None),
+        ("progress", "UPDATE", f"grader_id = {_ME}", f"grader_id = {_ME}"),
+    ],
+    "response": [("assigned", "SELECT", "id IN (SELECT response_id FROM assignment)", None)],
+    "task": [("assigned", "SELECT", "id IN (SELECT task_id FROM response)", None)],
+    "criterion": [("assigned", "SELECT", "task_id IN (SELECT id FROM task)", None)],
+    "artifact": [("assigned", "SELECT", "task_id IN (SELECT id FROM task)", None)],
+    "blob": [("assigned", "SELECT", "sha256 IN (SELECT sha256 FROM artifact)", None)],
+    "judgment": [
+        (
+            "own",
+            "ALL",
+            f"grader_id = {_ME} AND response_id IN (SELECT response_id FROM assignment)",
+            f"grader_id = {_ME} AND response_id IN (SELECT response_id FROM assignment)",
+        )
+    ],
+    "task_review": [
+        (
+            "own",
+            "ALL",
+            f"grader_id = {_ME} AND task_id IN (SELECT id FROM task)",
+            f"grader_id = {_ME} AND task_id IN (SELECT id FROM task)",
+        )
+    ],
+    "revision": [
+        ("read", "SELECT", _OWN_HISTORY, None),
+        ("write", "INSERT", None, f"({_OWN_HISTORY}) AND actor = current_user"),
+    ],
+    "database_info": [("id", "SELECT", "key = 'database_id'", None)],
+}
+
+#: Column privileges of the grader group role (table → {privilege: columns or None = all}).
+_GRADER_GRANTS: dict[str, dict[str, tuple[str, ...] | None]] = {
+    "benchmark": {"SELECT": None},
+    "grader": {"SELECT": None},
+    "assignment": {
+        "SELECT": None,
+        "UPDATE": ("status", "time_spent_s", "skip_reason", "updated_at", "submitted_at"),
+    },
+    "response": {"SELECT": ("id", "benchmark_id", "task_id", "text", "answer", "created_at")},
+    "task": {"SELECT": None},
+    "criterion": {"SELECT": None},
+    "artifact": {"SELECT": None},
+    "blob": {"SELECT": None},
+    "judgment": {
+        "SELECT": None,
+        "INSERT": (
+            "grader_id",
+            "response_id",
+            "criterion_id",
+            "met",
+            "level",
+            "confidence",
+            "rationale",
+            "unclear",
+            "unclear_note",
+            "source",
+            "revision",
+            "created_at",
+            "updated_at",
+        ),
+        "UPDATE": (
+            "met",
+            "level",
+            "confidence",
+            "rationale",
+            "unclear",
+            "unclear_note",
+            "source",
+            "revision",
+            "updated_at",
+        ),
+    },
+    "task_review": {
+        "SELECT": None,
+        "INSERT": ("task_id", "grader_id", "answers", "comment", "created_at", "updated_at"),
+        "UPDATE": ("answers", "comment", "updated_at"),
+    },
+    "revision": {
+        "SELECT": None,
+        "INSERT": ("entity", "entity_id", "revision", "data", "actor", "source", "changed_at"),
+    },
+    "database_info": {"SELECT": None},
+}
+
+#: Columns a history row keeps of each table (as gradercal's own writers keep them).
+_SNAPSHOT_KEYS = {
+    "judgment": ("met", "level", "confidence", "rationale", "unclear", "unclear_note", "source"),
+    "adjudication": ("met", "level", "note", "adjudicator"),
+}
+#: Columns whose change makes a new revision.
+_VERDICT_KEYS = {
+    "judgment": ("met", "level", "confidence", "rationale", "unclear", "unclear_note"),
+    "adjudication": ("met", "level", "note", "adjudicator"),
+}
+
+_FUNCTIONS = [
+    r"""
+CREATE OR REPLACE FUNCTION gradercal_next_revision() RETURNS trigger
+LANGUAGE plpgsql AS $fn$
+DECLARE
+    changed boolean := false;
+    k text;
+BEGIN
+    IF NEW.revision < OLD.revision THEN
+        RAISE EXCEPTION 'the revision of % % cannot go back (% to %)',
+            TG_TABLE_NAME, OLD.id, OLD.revision, NEW.revision
+            USING ERRCODE = 'check_violation';
+    END IF;
+    FOREACH k IN ARRAY TG_ARGV LOOP
+        IF (to_jsonb(NEW) -> k) IS DISTINCT FROM (to_jsonb(OLD) -> k) THEN
+            changed := true;
+        END IF;
+    END LOOP;
+    IF changed AND NEW.revision = OLD.revision THEN
+        NEW.revision := OLD.revision + 1;
+    END IF;
+    RETURN NEW;
+END
+$fn$""",
+    r"""CREATE OR REPLACE FUNCTION gradercal_keep_history() RETURNS trigger
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, public AS $fn$
+DECLARE
+    old_row jsonb := to_jsonb(OLD);
+    snapshot jsonb := '{}'::jsonb;
+    kept jsonb;
+    k text;
+BEGIN
+    IF NEW.revision = OLD.revision THEN
+        RETURN NULL;
+    END IF;
+    FOREACH k IN ARRAY TG_ARGV LOOP
+        snapshot := snapshot || jsonb_build_object(k, old_row -> k);
+    END LOOP;
+    SELECT v.data::jsonb INTO kept FROM revision v
+     WHERE v.entity = TG_TABLE_NAME AND v.entity_id = OLD.id AND v.revision = OLD.revision
+     ORDER BY v.id LIMIT 1;
+    IF NOT FOUND THEN
+        INSERT INTO revision (entity, entity_id, revision, data, actor, source, changed_at)
+        VALUES (TG_TABLE_NAME, OLD.id, OLD.revision,
+                (snapshot || jsonb_build_object('updated_at', old_row -> 'updated_at'))::json,
+                session_user, 'sql', now());
+    ELSE
+        FOREACH k IN ARRAY TG_ARGV LOOP
+            IF k <> 'source' AND (kept -> k) IS DISTINCT FROM (snapshot -> k) THEN
+                RAISE EXCEPTION 'history row % of % % does not hold the value it replaces (%)',
+                    OLD.revision, TG_TABLE_NAME, OLD.id, k
+                    USING ERRCODE = 'check_violation';
+            END IF;
+        END LOOP;
+    END IF;
+    RETURN NULL;
+END
+$fn$""",
+    r"""CREATE OR REPLACE FUNCTION gradercal_keep_review_history() RETURNS trigger
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, public AS $fn$
+BEGIN
+    IF NEW.answers::jsonb IS NOT DISTINCT FROM OLD.answers::jsonb
+       AND NEW.comment IS NOT DISTINCT FROM OLD.comment THEN
+        RETURN NULL;
+    END IF;
+    IF NOT EXISTS (
+        SELECT 1 FROM revision v
+         WHERE v.entity = 'task_review' AND v.entity_id = OLD.id
+           AND (v.data -> 'answers')::jsonb IS NOT DISTINCT FROM OLD.answers::jsonb
+           AND (v.data ->> 'comment') IS NOT DISTINCT FROM OLD.comment
+    ) THEN
+        INSERT INTO revision (entity, entity_id, revision, data, actor, source, changed_at)
+        SELECT 'task_review', OLD.id, count(*) + 1,
+               json_build_object('answers', OLD.answers, 'comment', OLD.comment,
+                                 'updated_at', OLD.updated_at),
+               session_user, 'sql', now()
+          FROM revision v WHERE v.entity = 'task_review' AND v.entity_id = OLD.id;
+    END IF;
+    RETURN NULL;
+END
+$fn$""",
+    "REVOKE ALL ON FUNCTION gradercal_next_revision() FROM PUBLIC",
+    "REVOKE ALL ON FUNCTION gradercal_keep_history() FROM PUBLIC",
+    "REVOKE ALL ON FUNCTION gradercal_keep_review_history() FROM PUBLIC",
+]
+
+
+def _args(keys: Iterable[str]) -> str:
+    return ", ".join(f"'{k}'" for k in keys)
+
+
+def _trigger_statements() -> list[str]:
+    out: list[str] = []
+    for table in ("judgment", "adjudication"):
+        out += [
+            f"DROP TRIGGER IF EXISTS gradercal_next_revision ON {table}",
+            f"CREATE TRIGGER gradercal_next_revision BEFORE UPDATE ON {table} FOR EACH ROW "
+            f"EXECUTE FUNCTION gradercal_next_revision({_args(_VERDICT_KEYS[table])})",
+            f"DROP TRIGGER IF EXISTS gradercal_keep_history ON {table}",
+            f"CREATE CONSTRAINT TRIGGER gradercal_keep_history AFTER UPDATE ON {table} "
+            "DEFERRABLE INITIALLY DEFERRED FOR EACH ROW "
+            f"EXECUTE FUNCTION gradercal_keep_history({_args(_SNAPSHOT_KEYS[table])})",
+        ]
+    out += [
+        "DROP TRIGGER IF EXISTS gradercal_keep_history ON task_review",
+        "CREATE CONSTRAINT TRIGGER gradercal_keep_history AFTER UPDATE ON task_review "
+        "DEFERRABLE INITIALLY DEFERRED FOR EACH ROW "
+        "EXECUTE FUNCTION gradercal_keep_review_history()",
+    ]
+    return out
+
+
+@dataclass(frozen=True)
+class InitReport:
+    database: str
+    roles: dict[str, str]
+    created_roles: list[str]
+    tables: list[str]
+    policies: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _tables() -> list[str]:
+    return [t.name for t in Base.metadata.sorted_tables]
+
+
+def init(db: Database) -> InitReport:
+    """Create (or bring up to date) the team's roles, policies, grants and triggers.
+
+    Raises:
+        TeamError: SQLite, a role without CREATEROLE, or a connection that does not own
+            the tables.
+    """
+    require_postgres(db)
+    with db.engine.begin() as conn:
+        _require_role_admin(conn)
+        groups = _groups(conn)
+        database = _database(conn)
+        created: list[str] = []
+        for name in groups.values():
+            if not _role_exists(conn, name):
+                conn.execute(text(f"CREATE ROLE {_q(name)} NOLOGIN"))
+                created.append(name)
+        tables = _tables()
+        mine = {
+            r[0]
+            for r in conn.execute(
+                text(
+                    "SELECT tablename FROM pg_tables WHERE schemaname = current_schema() "
+                    "AND pg_has_role(current_user, tableowner, 'USAGE')"
+                )
+            )
+        }
+        missing = [t for t in tables if t not in mine]
+        if missing:
+            raise TeamError(
+                f"this role does not own table {missing[0]} (run `gradercal init` first, and "
+                "`team init` as the role that owns the tables)"
+            )
+        g, a, c = groups["grader"], groups["adjudicator"], groups["coordinator"]
+        everyone = ", ".join(_q(x) for x in (g, a, c))
+        conn.execute(text(f"GRANT CONNECT ON DATABASE {_q(database)} TO {everyone}"))
+        conn.execute(text(f"GRANT USAGE ON SCHEMA public TO {everyone}"))
+        conn.execute(text(f"GRANT SELECT ON alembic_version TO {everyone}"))
+        n_policies = 0
+        for table in tables:
+            conn.execute(text(f"ALTER TABLE {table} ENABLE ROW LEVEL SECURITY"))
+            conn.execute(text(f"REVOKE ALL ON {table} FROM {everyone}"))
+            for (pol,) in conn.execute(
+                text(
+                    "SELECT policyname FROM pg_policies WHERE schemaname = current_schema() "
+                    "AND tablename = :t AND policyname LIKE :p"
+                ),
+                {"t": table, "p": _POLICY_PREFIX + "%"},
+            ).all():
+                conn.execute(text(f"DROP POLICY {_q(pol)} ON {table}"))
+            policies: list[tuple[str, str, str, str | None, str | None]] = [
+                ("coordinator", c, "ALL", "true", "true"),
+                ("adjudicator_read", a, "SELECT", "true", None),
+            ]
+            if table == "adjudication":
+                policies += [
+                    ("adjudicator_insert", a, "INSERT", None, "true"),
+                    ("adjudicator_update", a, "UPDATE", "true", "true"),
+                ]
+            if table == "revision":
+                policies.append(
+                    ("adjudicator_insert", a, "INSERT", None, "entity LIKE 'adjudication%'")
+                )
+            for suffix, command, using, check in _GRADER_POLICIES.get(table, []):
+                policies.append((f"grader_{suffix}", g, command, using, check))
+            for suffix, role, command, using, check in policies:
+                sql = (
+                    f"CREATE POLICY {_POLICY_PREFIX}{suffix} ON {table} FOR {command} TO {_q(role)}"
+                )
+                if using is not None:
+                    sql += f" USING ({using})"
+                if check is not None:
+                    sql += f" WITH CHECK ({check})"
+                conn.execute(text(sql))
+                n_policies += 1
+            conn.execute(text(f"GRANT ALL ON {table} TO {_q(c)}"))
+            conn.execute(text(f"GRANT SELECT ON {table} TO {_q(a)}"))
+            for privilege, columns in _GRADER_GRANTS.get(table, {}).items():
+                cols = "" if columns is None else " (" + ", ".join(columns) + ")"
+                conn.execute(text(f"GRANT {privilege}{cols} ON {table} TO {_q(g)}"))
+        conn.execute(text(f"GRANT INSERT, UPDATE ON adjudication TO {_q(a)}"))
+        conn.execute(text(f"GRANT INSERT ON revision TO {_q(a)}"))
+        conn.execute(text(f"GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO {_q(c)}"))
+        for table in ("judgment", "task_review", "revision"):
+            conn.execute(text(f"GRANT USAGE ON SEQUENCE {table}_id_seq TO {_q(g)}"))
+        for table in ("adjudication", "revision"):
+            conn.execute(text(f"GRANT USAGE ON SEQUENCE {table}_id_seq TO {_q(a)}"))
+        raw = conn.connection.driver_connection
+        assert raw is not None
+        with raw.cursor() as cur:  # no parameters: the functions' % are plpgsql's
+            for sql in _FUNCTIONS:
+                cur.execute(sql)
+        for sql in _trigger_statements():
+            conn.execute(text(sql))
+    return InitReport(database, groups, created, tables, n_policies)
+
+
+# -- members --------------------------------------------------------------------------------
+def _memberships(conn: Connection, groups: dict[str, str]) -> dict[str, str]:
+    """login role → its (most privileged) team role."""
+    out: dict[str, str] = {}
+    for role in ROLES:  # least to most privileged: the last one wins
+        for (user,) in conn.execute(
+            text(
+                "SELECT m.rolname FROM pg_auth_members am "
+                "JOIN pg_roles g ON g.oid = am.roleid JOIN pg_roles m ON m.oid = am.member "
+                "WHERE g.rolname = :g"
+            ),
+            {"g": groups[role]},
+        ):
+            out[str(user)] = role
+    return out
+
+
+def _password_verifier(conn: Connection, user: str, password: str) -> str:
+    """The SCRAM verifier of ``password``, computed by libpq on this side: the clear
+    password never reaches the server (nor its logs)."""
+    if "\x00" in password or not password:
+        raise TeamError("the password must not be empty nor hold NUL characters")
+    raw = conn.connection.driver_connection
+    verifier = raw.pgconn.encrypt_password(  # type: ignore[union-attr]
+        password.encode("utf-8"), user.encode("utf-8"), b"scram-sha-256"
+    )
+    return bytes(verifier).decode("ascii")
+
+
+def _literal(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
+
+
+def add(db: Database, user: str, role: str, password: str | None = None) -> TeamMember:
+    """Give ``user`` the team role ``role``: create the login role when new, grant the
+    group role (taking back another team role it had), create the grader row it grades
+    as. ``password`` None keeps an existing password (a new role then has none: it
+    logs in by ``pg_hba.conf``'s other methods, or after :func:`set_password`).
+    """
+    require_postgres(db)
+    _check_user_name(user)
+    with db.engine.begin() as conn:
+        _require_role_admin(conn)
+        groups = _require_initialised(conn)
+        target = group_role(_database(conn), role)
+        if user in groups.values():
+            raise TeamError(f"{user} is one of the team's group roles, not a person")
+        row = conn.execute(
+            text("SELECT rolsuper, rolcanlogin FROM pg_roles WHERE rolname = :u"), {"u": user}
+        ).first()
+        if row is not None and row.rolsuper:
+            raise TeamError(f"{user} is a superuser: it would see everything; choose another role")
+        grader = conn.execute(text("SELECT kind FROM grader WHERE name = :u"), {"u": user}).scalar()
+        if grader is not None and grader != "human":
+            raise TeamError(f"{user!r} is the name of a {grader} grader; choose another name")
+        pw = (
+            ""
+            if password is None
+            else f" PASSWORD {_literal(_password_verifier(conn, user, password))}"
+        )
+        # exec_driver_sql: a verifier holds ':' that text() would read as parameters
+        if row is None:
+            conn.exec_driver_sql(f"CREATE ROLE {_q(user)} LOGIN{pw}")
+        else:
+            conn.exec_driver_sql(f"ALTER ROLE {_q(user)} LOGIN{pw}")
+        if row is not None:  # one team role per person: take back any other
+            for r, g in groups.items():
+                if r != role:
+                    conn.execute(text(f"REVOKE {_q(g)} FROM {_q(user)}"))
+        conn.execute(text(f"GRANT {_q(target)} TO {_q(user)}"))
+        if grader is None:
+            conn.execute(
+                text(
+                    "INSERT INTO grader (name, kind, parameters, created_at) "
+                    "VALUES (:u, 'human', '{}', now())"
+                ),
+                {"u": user},
+            )
+    return TeamMember(user, role, True, user)
+
+
+def remove(db: Database, user: str) -> bool:
+    """Take ``user`` out of the team. The login role is dropped unless it belongs to
+    other roles too (e.g. another database's team); returns whether it was dropped.
+    The grader row and everything graded stay."""
+    require_postgres(db)
+    with db.engine.begin() as conn:
+        _require_role_admin(conn)
+        groups = _require_initialised(conn)
+        if user not in _memberships(conn, groups):
+            raise TeamError(f"{user} is not a member of this database's team")
+        for g in groups.values():
+            conn.execute(text(f"REVOKE {_q(g)} FROM {_q(user)}"))
+        others = conn.execute(
+            text(
+                "SELECT count(*) FROM pg_auth_members am JOIN pg_roles m ON m.oid = am.member "
+                "WHERE m.rolname = :u"
+            ),
+            {"u": user},
+        ).scalar_one()
+        if others:
+            return False
+        conn.execute(text(f"DROP ROLE {_q(user)}"))
+        return True
+
+
+def set_password(db: Database, user: str, password: str) -> None:
+    """Set a team member's password (sent to the server as a SCRAM verifier)."""
+    require_postgres(db)
+    with db.engine.begin() as conn:
+        _require_role_admin(conn)
+        groups = _require_initialised(conn)
+        if user not in _memberships(conn, groups):
+            raise TeamError(f"{user} is not a member of this database's team")
+        verifier = _password_verifier(conn, user, password)
+        conn.exec_driver_sql(f"ALTER ROLE {_q(user)} PASSWORD {_literal(verifier)}")
+
+
+def members(db: Database) -> list[TeamMember]:
+    """The team: every login role with a role in this database, by name."""
+    require_postgres(db)
+    with db.engine.connect() as conn:
+        groups = _require_initialised(conn)
+        by_user = _memberships(conn, groups)
+        if not by_user:
+            return []
+        login = {
+            str(n): bool(v)
+            for n, v in conn.execute(
+                text("SELECT rolname, rolcanlogin FROM pg_roles WHERE rolname = ANY(:u)"),
+                {"u": list(by_user)},
+            )
+        }
+        graders = {
+            str(n)
+            for (n,) in conn.execute(
+                text("SELECT name FROM grader WHERE kind = 'human' AND name = ANY(:u)"),
+                {"u": list(by_user)},
+            )
+        }
+    return [
+        TeamMember(u, r, login.get(u, False), u if u in graders else None)
+        for u, r in sorted(by_user.items())
+    ]
+
+
+def identity(db: Database) -> Identity | None:
+    """Who this session is in the database's team; None on SQLite, for the owner, a
+    superuser, or anyone outside the team (they work as in single-user mode)."""
+    if db.is_sqlite:
+        return None
+    with db.engine.connect() as conn:
+        row = conn.execute(
+            text("SELECT current_user AS u, rolsuper FROM pg_roles WHERE rolname = current_user")
+        ).one()
+        if row.rolsuper:
+            return None
+        groups = _groups(conn)
+        role = None
+        for r, g in groups.items():
+            member = conn.execute(
+                text(
+                    "SELECT CASE WHEN EXISTS (SELECT 1 FROM pg_roles WHERE rolname = :g) "
+                    "THEN pg_has_role(current_user, :g, 'MEMBER') ELSE false END"
+                ),
+                {"g": g},
+            ).scalar()
+            if member:
+                role = r
+    return None if role is None else Identity(str(row.u), role)
