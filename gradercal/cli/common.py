@@ -68,10 +68,16 @@ def storage_failure(exc: BaseException) -> str | None:
     Writes are transactions, so such a failure leaves the database as it was."""
     import errno
 
-    from sqlalchemy.exc import OperationalError
+    from sqlalchemy.exc import OperationalError, ProgrammingError
 
     if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
         return f"the disk is full ({exc.filename or 'writing'}): free some space and run it again"
+    if isinstance(exc, ProgrammingError) and getattr(exc.orig, "sqlstate", None) == "42501":
+        reason = str(exc.orig).strip().splitlines()[0]
+        return (
+            f"your database login may not do this ({reason}): in team mode a grader reads "
+            "and writes only their own work; ask the coordinator (docs/team.md)"
+        )
     if not isinstance(exc, OperationalError):
         return None
     reason = str(exc.orig).strip().splitlines()[0] if exc.orig is not None else str(exc)

@@ -417,7 +417,13 @@ class InitReport:
 
 
 def _tables() -> list[str]:
-    return [t.name for t in Base.metadata.sorted_tables]
+    """Every table of gradercal's schema (the models module registers them with Base)."""
+    from gradercal.db import models  # noqa: F401
+
+    tables = [t.name for t in Base.metadata.sorted_tables]
+    if not tables:  # pragma: no cover - a policy-less team would look set up
+        raise TeamError("gradercal's tables are not known here: nothing was changed")
+    return tables
 
 
 def init(db: Database) -> InitReport:

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 from sqlalchemy import create_engine, text
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import DBAPIError, ProgrammingError
 
 from gradercal.cli import main
@@ -360,3 +360,43 @@ def test_team_commands_on_sqlite_say_so(tmp_path: Path) -> None:
         assert res.exit_code == 1
         assert "team mode needs PostgreSQL" in res.output
         assert len(res.output.strip().splitlines()) == 1
+
+
+def test_team_init_in_a_fresh_process_sets_the_policies_and_a_grader_gets_one_line(
+    pg_url: str, tmp_path: Path
+) -> None:
+    """`gradercal team init` as its own process (no models imported beforehand: once it
+    set no policy at all, and said "0 policies on 0 tables"); then a grader's reporting
+    command is refused in one line, not a traceback."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.support.gui import import_folder, write_gui_benchmark
+
+    import_folder(pg_url, write_gui_benchmark(tmp_path / "bench"))
+    name = str(make_url(pg_url).database)
+    env = {**os.environ, "GC_PW": "pw-for-the-test"}
+
+    def gc(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "gradercal", *args], env=env, capture_output=True, text=True
+        )
+
+    done = gc("team", "init", "--db", pg_url, "--json")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["policies"] > 20 and len(report["tables"]) > 10
+    user = f"{name}_gwen"
+    assert gc("team", "add", user, "--role", "grader", "--db", pg_url).returncode == 0
+    engine = create_engine(pg_url)
+    try:
+        n = _scalar(engine, "SELECT count(*) FROM pg_policies WHERE tablename = 'judgment'")
+        assert n >= 3
+    finally:
+        engine.dispose()
+    grader_url = make_url(pg_url).set(username=user).render_as_string(hide_password=False)
+    done = gc("scores", "--db", grader_url)
+    assert done.returncode == 1
+    assert done.stderr.strip().startswith("error: your database login may not do this")
+    assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
