@@ -6,6 +6,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# Each phase says when it starts and how long the run has taken so far (CI logs show
+# where the time goes).
+phase() { echo "== $1 ($(date +%T), ${SECONDS}s in)"; }
+
+phase "install"
 PY=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
     "$PY" -m venv .venv
@@ -37,17 +42,24 @@ elif [ -n "${CI:-}" ] || [ -n "${GRADERCAL_REQUIRE_PG:-}" ]; then
 fi
 if [ -n "${CI:-}" ]; then export GRADERCAL_REQUIRE_PG=1; fi
 
-echo "== ruff"
+phase "ruff"
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
-echo "== mypy --strict (every package of gradercal)"
+phase "mypy --strict (every package of gradercal)"
 .venv/bin/python -m mypy -p gradercal
-echo "== pytest"
+# pytest-xdist: one worker process per core (GRADERCAL_TEST_WORKERS overrides it; 0 runs
+# in this process, and so does `-n 0` among the arguments, which come after and win).
+# Each worker has its own temporary folders, PostgreSQL databases and Qt application;
+# worksteal hands each worker half of the tests in order (module fixtures built once per
+# worker) and lets an idle one take tests from the other's end, so both finish together.
+workers=${GRADERCAL_TEST_WORKERS:-$(nproc 2>/dev/null || echo 2)}
+phase "pytest ($workers workers)"
 export QT_QPA_PLATFORM=offscreen
 set +e
-.venv/bin/python -m pytest "$@"
+.venv/bin/python -m pytest -n "$workers" --dist worksteal "$@"
 status=$?
 set -e
+phase "done"
 if [ "$status" -eq 5 ]; then
     echo "pytest collected no tests: failing" >&2
     exit 1
