@@ -116,6 +116,58 @@ class ImportReport:
         return out
 
 
+def _judgment_columns() -> tuple[Any, ...]:
+    return (
+        m.Judgment.id,
+        m.Judgment.grader_id,
+        m.Judgment.response_id,
+        m.Judgment.criterion_id,
+        m.Judgment.revision,
+        m.Judgment.source,
+        m.Judgment.updated_at,
+        *[getattr(m.Judgment, f) for f in _JUDGMENT_FIELDS],
+    )
+
+
+#: A judgment as the import compares and supersedes it.
+_JUDGMENT_ROW = _judgment_columns()
+
+
+def _relocked(
+    s: Session,
+    updates: list[tuple[Row[Any], dict[str, Any], datetime | None]],
+    report: ImportReport,
+) -> list[tuple[Row[Any], dict[str, Any], datetime | None]]:
+    """The judgments an import changes, read again under the locks a grader's save takes
+    (their queue items, in id order, as every writer takes them): a save committed since
+    the import first read them is kept in the history, and revisions never repeat.
+
+    PostgreSQL only: on SQLite the import's transaction already excludes every writer.
+    """
+    pairs = sorted({(old.grader_id, old.response_id) for old, _v, _w in updates})
+    for batch in _batches(pairs, 500):
+        s.execute(
+            select(m.Assignment.id)
+            .where(tuple_(m.Assignment.grader_id, m.Assignment.response_id).in_(batch))
+            .order_by(m.Assignment.id)
+            .with_for_update()
+        ).all()
+    fresh: dict[int, Row[Any]] = {}
+    for batch in _batches(sorted(old.id for old, _v, _w in updates), 500):
+        for row in s.execute(
+            select(*_JUDGMENT_ROW).where(m.Judgment.id.in_(batch)).with_for_update()
+        ):
+            fresh[row.id] = row
+    out = []
+    for old, values, when in updates:
+        now_row = fresh[old.id]
+        if all(getattr(now_row, f) == values[f] for f in _JUDGMENT_FIELDS):
+            report.judgments_unchanged += 1  # a save got there first, with the same value
+            continue
+        out.append((now_row, values, when))
+    return out
+
+
 def _criterion_ids(s: Session, task_ids: Iterable[int]) -> dict[tuple[int, str], int]:
     """``(task row id, criterion id in the files) → criterion row id`` for these tasks."""
     out: dict[tuple[int, str], int] = {}
@@ -625,16 +677,7 @@ class Repository:
         existing: dict[tuple[int, int, int], Row[Any]] = {}
         if not report.benchmark_created:
             q = (
-                select(
-                    m.Judgment.id,
-                    m.Judgment.grader_id,
-                    m.Judgment.response_id,
-                    m.Judgment.criterion_id,
-                    m.Judgment.revision,
-                    m.Judgment.source,
-                    m.Judgment.updated_at,
-                    *[getattr(m.Judgment, f) for f in _JUDGMENT_FIELDS],
-                )
+                select(*_JUDGMENT_ROW)
                 .join(m.Response, m.Response.id == m.Judgment.response_id)
                 .where(
                     m.Response.benchmark_id == bench_id,
@@ -694,6 +737,8 @@ class Repository:
         for done, batch in enumerate(_batches(new_rows), start=1):
             _raw_insert(s, m.Judgment, columns, batch)
             notify("judgments", min(done * BATCH_ROWS, total), total)
+        if updates and not self.db.is_sqlite:
+            updates = _relocked(s, updates, report)
         for old, values, when in updates:
             self._supersede_judgment(s, old, values, source="import", actor=None, now=now)
             if when is not None:  # the change's own time, from the file
