@@ -358,7 +358,12 @@ def test_interrupted_or_killed_cli_run_resumes_without_duplicate_requests(
     db = open_database(db_path)
     Repository(db).import_data(read_folder(mini))
     db.dispose()
-    code = "import sys; from gradercal.cli.judge import judge; sys.exit(judge())"
+    # Ctrl+C as from a terminal: a suite started in the background by a non-interactive
+    # shell (as CI may be) ignores SIGINT, and a child would inherit that.
+    code = (
+        "import signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+        "from gradercal.cli.judge import judge; sys.exit(judge())"
+    )
     with JudgeServer(ServerConfig(hold_after=4)) as srv:
         proc = subprocess.Popen(
             [sys.executable, "-c", code, "run", "--db", db_path, "--judge", "k", "--model", "m",
