@@ -6,8 +6,9 @@ import hashlib
 import json
 import os
 import shutil
+import sqlite3
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,28 +23,47 @@ PG_ADMIN_URL = os.environ.get("GRADERCAL_TEST_PG_URL")
 REQUIRE_PG = bool(os.environ.get("GRADERCAL_REQUIRE_PG"))
 
 
-def _pg_databases() -> Iterator[str]:
-    """Create a fresh PostgreSQL database, yield its URL, drop it afterwards."""
-    from sqlalchemy import create_engine, text
+def _pg_admin() -> Any:
+    from sqlalchemy import create_engine
+
+    assert PG_ADMIN_URL
+    return create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT")
+
+
+def _pg_url(name: str) -> str:
     from sqlalchemy.engine import make_url
 
     assert PG_ADMIN_URL
-    admin = create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT")
+    return make_url(PG_ADMIN_URL).set(database=name).render_as_string(hide_password=False)
+
+
+def _pg_disconnect(conn: Any, name: str) -> None:
+    """End every other session on database ``name`` (DROP and TEMPLATE need none)."""
+    from sqlalchemy import text
+
+    conn.execute(
+        text(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE datname = :n AND pid <> pg_backend_pid()"
+        ),
+        {"n": name},
+    )
+
+
+def _pg_databases() -> Iterator[str]:
+    """Create a fresh PostgreSQL database, yield its URL, drop it afterwards."""
+    from sqlalchemy import text
+
+    admin = _pg_admin()
+    # unique per test, so xdist workers sharing the server never meet
     name = f"gc_test_{uuid.uuid4().hex[:12]}"
     with admin.connect() as conn:
         conn.execute(text(f'CREATE DATABASE "{name}"'))
-    url = make_url(PG_ADMIN_URL).set(database=name).render_as_string(hide_password=False)
     try:
-        yield url
+        yield _pg_url(name)
     finally:
         with admin.connect() as conn:
-            conn.execute(
-                text(
-                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                    "WHERE datname = :n AND pid <> pg_backend_pid()"
-                ),
-                {"n": name},
-            )
+            _pg_disconnect(conn, name)
             conn.execute(text(f'DROP DATABASE IF EXISTS "{name}"'))
         admin.dispose()
 
@@ -64,6 +84,103 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
             pytest.fail("GRADERCAL_REQUIRE_PG is set but GRADERCAL_TEST_PG_URL is not")
         pytest.skip("no PostgreSQL server (set GRADERCAL_TEST_PG_URL; scripts/test.sh does)")
     yield from _pg_databases()
+
+
+class DatabaseTemplates:
+    """Databases built once per session and copied into a test's own fresh database.
+
+    For fixtures that import and prepare the same benchmark for many tests: ``fill(db_url,
+    key, build)`` runs ``build(url)`` on a template database of ``db_url``'s backend the
+    first time ``key`` is asked for, then makes ``db_url`` (the empty database of the
+    ``db_url`` fixture) a copy of it: SQLite through the backup API, PostgreSQL by
+    ``CREATE DATABASE … TEMPLATE``, so the test gets every row ``build`` wrote, on its own.
+    ``build`` must be deterministic in what tests look at and close its connections. With
+    pytest-xdist each worker builds its own templates (a session per worker).
+    """
+
+    def __init__(self, folder: Path) -> None:
+        self._folder = folder
+        self._built: dict[tuple[str, str], str] = {}
+        self._pg: list[str] = []
+
+    def fill(self, db_url: str, key: str, build: Callable[[str], object]) -> str:
+        postgres = "://" in db_url
+        template = self._built.get((str(postgres), key))
+        if template is None:
+            template = self._new(key, postgres)
+            build(template)
+            self._built[(str(postgres), key)] = template
+        if postgres:
+            self._pg_copy(template, db_url)
+        else:
+            self._sqlite_copy(template, db_url)
+        return db_url
+
+    def _new(self, key: str, postgres: bool) -> str:
+        slug = hashlib.sha256(key.encode()).hexdigest()[:10]
+        if not postgres:
+            return str(self._folder / f"{slug}.sqlite")
+        from sqlalchemy import text
+
+        name = f"gc_template_{slug}_{uuid.uuid4().hex[:8]}"
+        admin = _pg_admin()
+        try:
+            with admin.connect() as conn:
+                conn.execute(text(f'CREATE DATABASE "{name}"'))
+        finally:
+            admin.dispose()
+        self._pg.append(name)
+        return _pg_url(name)
+
+    @staticmethod
+    def _sqlite_copy(template: str, path: str) -> None:
+        assert not Path(path).exists(), "the test's database must still be empty"
+        src, dst = sqlite3.connect(template), sqlite3.connect(path)
+        try:
+            src.backup(dst)
+        finally:
+            src.close()
+            dst.close()
+
+    @staticmethod
+    def _pg_copy(template: str, db_url: str) -> None:
+        from sqlalchemy import text
+        from sqlalchemy.engine import make_url
+
+        source, target = make_url(template).database, make_url(db_url).database
+        assert source and target
+        admin = _pg_admin()
+        try:
+            with admin.connect() as conn:
+                _pg_disconnect(conn, source)
+                _pg_disconnect(conn, target)
+                conn.execute(text(f'DROP DATABASE "{target}"'))
+                conn.execute(text(f'CREATE DATABASE "{target}" TEMPLATE "{source}"'))
+        finally:
+            admin.dispose()
+
+    def drop(self) -> None:
+        if not self._pg:
+            return
+        from sqlalchemy import text
+
+        admin = _pg_admin()
+        try:
+            with admin.connect() as conn:
+                for name in self._pg:
+                    _pg_disconnect(conn, name)
+                    conn.execute(text(f'DROP DATABASE IF EXISTS "{name}"'))
+        finally:
+            admin.dispose()
+
+
+@pytest.fixture(scope="session")
+def db_templates(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DatabaseTemplates]:
+    templates = DatabaseTemplates(tmp_path_factory.mktemp("db-templates"))
+    try:
+        yield templates
+    finally:
+        templates.drop()
 
 
 @pytest.fixture

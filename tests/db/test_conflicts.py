@@ -39,16 +39,24 @@ from gradercal.db.repo import Repository
 from gradercal.db.session import Database, open_database
 from gradercal.errors import ConflictError, NotFoundError, ValidationError
 from gradercal.formats import read_path
-from tests.conftest import DEMO, fingerprint
+from tests.conftest import DEMO, DatabaseTemplates, fingerprint
 
 GRADERS = ("k-ana", "k-ben")
 
 
-@pytest.fixture
-def team(db_url: str) -> Iterator[Database]:
+def _build_team(db_url: str) -> None:
     db = open_database(db_url)
-    Repository(db).import_data(read_path(DEMO))
-    assign(db, list(GRADERS), 2, seed="conflicts")
+    try:
+        Repository(db).import_data(read_path(DEMO))
+        assign(db, list(GRADERS), 2, seed="conflicts")
+    finally:
+        db.dispose()
+
+
+@pytest.fixture
+def team(db_url: str, db_templates: DatabaseTemplates) -> Iterator[Database]:
+    """The demo with two graders assigned (built once per backend, copied per test)."""
+    db = open_database(db_templates.fill(db_url, "conflicts team", _build_team))
     try:
         yield db
     finally:

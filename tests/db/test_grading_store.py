@@ -18,6 +18,7 @@ from gradercal.db.grading import (
 )
 from gradercal.db.session import open_database
 from gradercal.errors import ConflictError, NotFoundError, ValidationError
+from tests.conftest import DatabaseTemplates
 from tests.support.gui import (
     GRADER,
     JUDGE,
@@ -33,8 +34,13 @@ BENCH = "gui-bench"
 
 
 @pytest.fixture
-def store(db_url: str, tmp_path: Path) -> Iterator[GradingStore]:
-    import_folder(db_url, write_gui_benchmark(tmp_path / "bench"))
+def store(db_url: str, tmp_path: Path, db_templates: DatabaseTemplates) -> Iterator[GradingStore]:
+    """The GUI benchmark imported (built once per backend, copied per test)."""
+    db_templates.fill(
+        db_url,
+        "gui benchmark",
+        lambda url: import_folder(url, write_gui_benchmark(tmp_path / "bench")),
+    )
     db = open_database(db_url)
     try:
         yield GradingStore(db)

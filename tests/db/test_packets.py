@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import shutil
 import sqlite3
 import stat
 import zipfile
@@ -45,7 +44,7 @@ from gradercal.ops.packet_format import (
     read_packet,
     sha256_file,
 )
-from tests.conftest import DEMO, fingerprint
+from tests.conftest import DEMO, DatabaseTemplates, fingerprint
 from tests.ops.test_assign import LAZY
 
 GRADERS = ("p-ana", "p-ben", "p-chloe")
@@ -69,22 +68,11 @@ def _build_coordinator(url: str) -> None:
         db.dispose()
 
 
-@pytest.fixture(scope="session")
-def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The coordinator's SQLite database, built once and copied by each test."""
-    path = tmp_path_factory.mktemp("template") / "coordinator.sqlite"
-    _build_coordinator(str(path))
-    return path
-
-
 @pytest.fixture
-def coordinator(db_url: str, sqlite_template: Path) -> Iterator[Database]:
-    """The demo benchmark with three new graders assigned (overlap 2, 20 % calibration)."""
-    if "://" in db_url:
-        _build_coordinator(db_url)
-    else:
-        shutil.copyfile(sqlite_template, db_url)
-    db = _open(db_url)
+def coordinator(db_url: str, db_templates: DatabaseTemplates) -> Iterator[Database]:
+    """The demo benchmark with three new graders assigned (overlap 2, 20 % calibration),
+    built once per backend and copied by each test."""
+    db = _open(db_templates.fill(db_url, "packets coordinator", _build_coordinator))
     try:
         yield db
     finally:

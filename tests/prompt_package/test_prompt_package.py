@@ -57,7 +57,7 @@ from gradercal.prompt_package import (
     to_promptfoo,
     validate_package,
 )
-from tests.conftest import DEMO, ROOT, fingerprint
+from tests.conftest import DEMO, ROOT, DatabaseTemplates, fingerprint
 from tests.support.judge_server import JudgeServer, ServerConfig, split_prompt
 
 JUDGE = "judge-gpt"
@@ -137,21 +137,31 @@ def calibrate(db_url: str, holdout: float = 0.3, *, legacy: bool = False) -> dic
         db.dispose()
 
 
-@pytest.fixture
-def demo_db(db_url: str) -> str:
+def build_demo(db_url: str) -> None:
+    """The demo imported, its disagreements adjudicated."""
     db = open_database(db_url)
     try:
         Repository(db).import_data(read_folder(DEMO))
     finally:
         db.dispose()
     adjudicate_demo(db_url)
-    return db_url
+
+
+def build_calibrated(db_url: str) -> None:
+    """``build_demo`` with a threshold calibration fitted and saved."""
+    build_demo(db_url)
+    calibrate(db_url)
+
+
+# Built once per session and backend, then copied into each test's own database.
+@pytest.fixture
+def demo_db(db_url: str, db_templates: DatabaseTemplates) -> str:
+    return db_templates.fill(db_url, "prompt-package demo", build_demo)
 
 
 @pytest.fixture
-def calibrated_db(demo_db: str) -> str:
-    calibrate(demo_db)
-    return demo_db
+def calibrated_db(db_url: str, db_templates: DatabaseTemplates) -> str:
+    return db_templates.fill(db_url, "prompt-package demo calibrated", build_calibrated)
 
 
 def export(db_url: str, out: Path, *extra: str) -> dict[str, Any]:

@@ -19,17 +19,25 @@ from gradercal.formats import read_folder
 from gradercal.ui import qt_workers
 from gradercal.ui.qt_adjudication import QtAdjudicationView
 from gradercal.ui.shortcuts import BY_ID
-from tests.conftest import DEMO, read_jsonl
+from tests.conftest import DEMO, DatabaseTemplates, read_jsonl
 
 pytestmark = pytest.mark.gui
 
 
-@pytest.fixture
-def store(db_url: str) -> Iterator[AdjudicationStore]:
+def _build_unadjudicated(db_url: str) -> None:
     db = open_database(db_url)
-    data = read_folder(DEMO)
-    data.adjudications.clear()  # these tests start from a benchmark nobody has adjudicated
-    Repository(db).import_data(data)
+    try:
+        data = read_folder(DEMO)
+        data.adjudications.clear()  # these tests start from a benchmark nobody has adjudicated
+        Repository(db).import_data(data)
+    finally:
+        db.dispose()
+
+
+@pytest.fixture
+def store(db_url: str, db_templates: DatabaseTemplates) -> Iterator[AdjudicationStore]:
+    """The demo without its adjudications (built once per backend, copied per test)."""
+    db = open_database(db_templates.fill(db_url, "demo unadjudicated", _build_unadjudicated))
     try:
         yield AdjudicationStore(db)
     finally:
