@@ -182,6 +182,8 @@ class Driver:
         return int(self.zygote._ask({"op": "wait", "pid": self.pid})["code"])
 
     def acks(self) -> list[Ack]:
+        if not self.out.exists():  # killed before it opened its output: it acknowledged nothing
+            return []
         return acks_of(self.out.read_bytes())
 
     def stderr(self) -> str:
