@@ -125,6 +125,8 @@ def _import(
     *,
     stdin: bool = False,
 ) -> None:
+    from dataclasses import replace
+
     from gradercal.db.repo import benchmark_of
     from gradercal.formats import check_ready, read_path, recognise
     from gradercal.formats.tables import parse_column_map
@@ -135,7 +137,7 @@ def _import(
         from gradercal.formats.v1 import read_stream
 
         # standard input names no folder: tasks go to --benchmark or the stored one
-        found = type(found)(found.format, found.kind, None, threshold_from_file=False)
+        found = replace(found, benchmark=None, threshold_from_file=False, new_benchmark=None)
     if found.kind is None and path.is_file():
         read_path(path)  # says which formats were tried, before any database is opened
     check_ready(found)  # and a missing optional extra

@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Mapping
 from datetime import date, datetime
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -246,6 +247,14 @@ def _list(columns: list[str]) -> str:
     return ", ".join(columns[:20]) + (" …" if len(columns) > 20 else "") if columns else "none"
 
 
+@cache
+def _pandas_missing() -> tuple[Any, ...]:
+    """pandas' missing-value singletons (looked up once, not per cell)."""
+    import pandas as pd
+
+    return (pd.NA, pd.NaT)
+
+
 def _blank(value: Any) -> bool:
     if value is None:
         return True
@@ -253,12 +262,7 @@ def _blank(value: Any) -> bool:
         return True
     if isinstance(value, str) and not value.strip():
         return True
-    try:
-        import pandas as pd
-
-        return bool(value is pd.NA or value is pd.NaT)
-    except ImportError:  # pragma: no cover - pandas is a dependency
-        return False
+    return any(value is m for m in _pandas_missing())
 
 
 def _convert(value: Any, kind: str) -> Any:
