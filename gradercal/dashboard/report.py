@@ -691,17 +691,6 @@ def write_html(d: Dashboard, path: str | Path, **kwargs: Any) -> Path:
     return p
 
 
-def _import_pymupdf() -> Any:
-    """``import pymupdf`` without its optional layout add-on's start-up noise."""
-    import contextlib
-    import os
-
-    with open(os.devnull, "w") as devnull, contextlib.redirect_stdout(devnull):
-        import pymupdf
-
-    return pymupdf
-
-
 def write_pdf(
     d: Dashboard,
     path: str | Path,
@@ -721,9 +710,10 @@ def write_pdf(
         title, max_rows, charts, generated_at, progress: As :func:`render_html`.
         paper: Page size name for ``pymupdf.paper_rect`` (e.g. ``"a4"``, ``"letter"``).
     """
+    from gradercal._util.pdf import import_pymupdf
     from gradercal.dashboard.charts import CHART_TITLES, figure_bytes
 
-    pymupdf = _import_pymupdf()
+    pymupdf = import_pymupdf()
     figs = dict(charts) if charts is not None else report_charts(d)
     archive = pymupdf.Archive()
     images: dict[str, str] = {}

@@ -115,7 +115,9 @@ def artifact_text(art: ArtifactInput, max_chars: int, *, attached: bool = False)
 
 
 def _pdf_text(data: bytes, max_chars: int) -> str:
-    import pymupdf
+    from gradercal._util.pdf import import_pymupdf
+
+    pymupdf = import_pymupdf()
 
     out: list[str] = []
     size = 0

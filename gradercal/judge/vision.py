@@ -310,10 +310,11 @@ def _checked(data: bytes) -> bytes:
 
 
 def _pymupdf() -> Any:
-    """PyMuPDF, imported on first use (its pixmap calls are untyped)."""
-    import pymupdf
+    """PyMuPDF, imported on first use without its unused add-ons (its pixmap calls are
+    untyped)."""
+    from gradercal._util.pdf import import_pymupdf
 
-    return pymupdf
+    return import_pymupdf()
 
 
 def _pdf_pages(

@@ -288,3 +288,81 @@ def test_viewers_page_zoom_sheet_and_link_abilities(
     link.start()
     assert link.open_link() and opened == ["https://example.org/m"]
     assert not link.change_zoom(1) and not link.step_page(1)
+
+
+#: Run in a fresh process with an empty HOME: the PDF viewer opens the demo's PDF, pages
+#: it, searches it, and the judge's text and page extraction read it; then it prints what
+#: got imported.
+_PDF_IN_A_FRESH_HOME = """
+import json, sys
+from pathlib import Path
+from PySide6.QtWidgets import QApplication
+app = QApplication([])
+from gradercal.judge.artifacts import _pdf_text
+from gradercal.judge.vision import _pymupdf
+from gradercal.model import Artifact, ArtifactKind
+from gradercal.ui import qt_workers
+from gradercal.ui.qt_app import preload_pdf_engine
+from gradercal.ui.viewers import create_viewer
+preload_pdf_engine()  # what the app does at start
+data = Path(sys.argv[1]).read_bytes()
+art = Artifact(kind=ArtifactKind.PDF, title="report", path="artifacts/r.pdf",
+               original_name="r.pdf", sha256="fresh-home", size=len(data))
+viewer = create_viewer(art, lambda: data)
+viewer.resize(800, 600)
+viewer.show()
+found = []
+viewer.search_done.connect(found.append)
+viewer.ready.connect(lambda: viewer.search("Treg"))
+viewer.start()
+while not found:
+    app.processEvents()
+viewer.step_page(1)
+while qt_workers.pending_jobs():
+    app.processEvents()
+text = _pdf_text(data, 10_000)
+doc = _pymupdf().open(stream=data, filetype="pdf")
+doc[0].get_pixmap(dpi=50)
+print(json.dumps({"hits": found[0], "text": len(text),
+                  "modules": sorted(m for m in sys.modules
+                                    if m.split(".")[0] in ("onnxruntime", "pymupdf4llm")
+                                    or m == "pymupdf.layout")}))
+"""
+
+
+def test_opening_a_pdf_writes_nothing_under_the_users_cache(tmp_path: Path) -> None:
+    """PyMuPDF 2 imports its optional layout helpers (pymupdf.layout, pymupdf4llm), which
+    load ONNX Runtime, which writes a device id under ~/.cache on its first import. The
+    app renders, searches and extracts text without them: opening a PDF in a process
+    with an empty HOME leaves the cache empty of them (it held
+    Microsoft/DeveloperTools/.onnxruntime/deviceid before)."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    home = tmp_path / "home"
+    cache = home / ".cache"
+    cache.mkdir(parents=True)
+    env = {
+        **os.environ,
+        "HOME": str(home),
+        "XDG_CACHE_HOME": str(cache),
+        "QT_QPA_PLATFORM": "offscreen",
+        "PYTHONPATH": os.pathsep.join(p for p in sys.path if p),
+    }
+    pdf = DEMO / "artifacts" / "T01" / "treg_flow_report.pdf"
+    done = subprocess.run(
+        [sys.executable, "-c", _PDF_IN_A_FRESH_HOME, str(pdf)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert out["hits"] > 0 and out["text"] > 100  # the PDF was really read
+    assert out["modules"] == []
+    written = sorted(str(p.relative_to(home)) for p in home.rglob("*") if p.is_file())
+    assert not [p for p in written if "onnxruntime" in p.lower() or "Microsoft" in p], written

@@ -8,7 +8,6 @@ and text search with highlighted hits.
 
 from __future__ import annotations
 
-import sys
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -27,6 +26,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from gradercal._util.pdf import import_pymupdf
 from gradercal.model import Artifact
 from gradercal.ui import qt_workers
 from gradercal.ui.qt_widgets import flow_bar
@@ -98,27 +98,6 @@ def pdf_pool() -> QThreadPool:
         _POOL.setMaxThreadCount(1)
         _POOL.setExpiryTimeout(-1)
     return _POOL
-
-
-def import_pymupdf() -> Any:
-    """``import pymupdf`` without its optional layout-analysis add-on.
-
-    PyMuPDF 2 imports ``pymupdf.layout`` when it is installed, which loads an ONNX
-    model (seconds of start-up). Rendering and search do not need it, so it is
-    hidden during the import; a later explicit ``import pymupdf.layout`` still works.
-    """
-    if "pymupdf" in sys.modules:
-        return sys.modules["pymupdf"]
-    hidden = "pymupdf.layout" not in sys.modules
-    if hidden:
-        sys.modules["pymupdf.layout"] = None  # type: ignore[assignment]
-    try:
-        import pymupdf
-
-        return pymupdf
-    finally:
-        if hidden and sys.modules.get("pymupdf.layout", 0) is None:
-            del sys.modules["pymupdf.layout"]
 
 
 def _keys(shortcut_id: str) -> str:
