@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from gradercal.cli.common import db_option, emit_json, handle_errors, json_option
+from gradercal.cli.common import db_option, emit_json, fail, handle_errors, json_option
 
 if TYPE_CHECKING:
     from gradercal.db.session import Database
@@ -203,40 +203,95 @@ def packet_export(
 
 
 @packet.command(name="merge")
-@click.argument("file", type=click.Path(path_type=Path, dir_okay=False))
+@click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path, dir_okay=False))
 @db_option
 @json_option
 @handle_errors
-def packet_merge(file: Path, db: str | None, as_json: bool) -> None:
-    """Bring a packet's judgments back into the database it was exported from.
+def packet_merge(files: tuple[Path, ...], db: str | None, as_json: bool) -> None:
+    """Bring packets' judgments back into the database they were exported from.
 
     Merging again changes nothing. A judgment changed both in the packet and in the
     database since the export is a conflict: the database keeps its value, the
     packet's is stored beside it, and both are listed. A damaged, altered or foreign
-    packet is refused and the database is left unchanged.
+    packet is refused and the database is left as it was by it (each packet is merged
+    on its own: one refused packet does not stop the others).
+
+    Prints one line per packet, in the order given: what it brought (or "nothing
+    new", or why it was refused); conflicts, notes and warnings follow on standard
+    error. The exit status is 1 when any packet was refused. With --json: one packet's
+    report as an object (as before), several as a list of them, a refused packet as
+    {"path", "error"}.
     """
     from gradercal.db.packets import merge_packet
+    from gradercal.errors import GradercalError
 
     database = _open(db)
+    results: list[tuple[Path, Any]] = []  # (file, MergeReport or the error's message)
     try:
-        report = merge_packet(database, file)
+        for file in files:
+            if len(files) == 1:  # one packet: its error is the command's (as before)
+                results.append((file, merge_packet(database, file)))
+                continue
+            try:
+                results.append((file, merge_packet(database, file)))
+            except GradercalError as exc:
+                results.append((file, str(exc)))
+            if not as_json:
+                _echo_merge(*results[-1])
     finally:
         database.dispose()
+    refused = [f for f, r in results if isinstance(r, str)]
     if as_json:
-        emit_json(report.to_dict())
+        dicts = [
+            {"path": str(f), "error": r} if isinstance(r, str) else r.to_dict() for f, r in results
+        ]
+        emit_json(dicts[0] if len(files) == 1 else dicts)
+    elif len(files) == 1:
+        _echo_merge(*results[0])
+    if refused:
+        fail(
+            f"{len(refused)} of {len(files)} packets refused (nothing merged from "
+            f"{'it' if len(refused) == 1 else 'them'}): {', '.join(f.name for f in refused)}"
+        )
+        raise SystemExit(1)
+
+
+def merge_line(name: str, report: Any) -> str:
+    """One line: what merging packet ``name`` did (a :class:`MergeReport`) or, for a
+    string, why it was refused."""
+    if isinstance(report, str):
+        return f"{name}: refused: {report}"
+    r = report
+    grader = f"({r.grader!r})"
+    if not r.changed:
+        detail = f"{r.judgments_already} judgments already merged"
+        if r.conflicts:
+            detail += f", {len(r.conflicts)} conflicts kept from before"
+        return f"{name} {grader}: nothing new, the database is unchanged ({detail})"
+    parts = [
+        f"{r.judgments_added} judgments added, {r.judgments_updated} updated, "
+        f"{r.judgments_already} already merged, {r.judgments_unchanged} unchanged since export",
+        f"{r.assignments_updated} queue items updated",
+    ]
+    if getattr(r, "reopens_added", 0):
+        parts.append(f"{r.reopens_added} reopenings recorded")
+    if r.reviews_added or r.reviews_updated:
+        parts.append(f"task reviews {r.reviews_added} added, {r.reviews_updated} updated")
+    if r.conflicts:
+        parts.append(f"{len(r.conflicts)} conflicts ({r.new_conflicts} new)")
+    return f"{name} {grader}: merged: " + "; ".join(parts)
+
+
+def _echo_merge(file: Path, report: Any) -> None:
+    """The packet's line on standard output, its details on standard error."""
+    click.echo(merge_line(str(file), report))
+    if isinstance(report, str):
         return
-    click.echo(
-        f"merged {file} ({report.grader!r}): {report.judgments_added} judgments added, "
-        f"{report.judgments_updated} updated, {report.judgments_already} already merged, "
-        f"{report.judgments_unchanged} unchanged since export; "
-        f"{report.assignments_updated} queue items updated"
-    )
-    if report.reviews_added or report.reviews_updated:
-        click.echo(f"task reviews: {report.reviews_added} added, {report.reviews_updated} updated")
     if report.conflicts:
         click.secho(
-            f"{len(report.conflicts)} conflicts ({report.new_conflicts} new): both versions kept, "
-            "the database's value stays current (see `gradercal packet conflicts`)",
+            f"{file.name}: {len(report.conflicts)} conflicts ({report.new_conflicts} new): "
+            "both versions kept, the database's value stays current "
+            "(see `gradercal packet conflicts`)",
             fg="yellow",
             err=True,
         )
@@ -247,11 +302,9 @@ def packet_merge(file: Path, db: str | None, as_json: bool) -> None:
                 err=True,
             )
     for note in report.ignored:
-        click.secho(f"note: {note}", fg="yellow", err=True)
+        click.secho(f"{file.name}: note: {note}", fg="yellow", err=True)
     for warning in report.warnings:
-        click.secho(f"warning: {warning}", fg="yellow", err=True)
-    if not report.changed:
-        click.echo("nothing new: the database is unchanged")
+        click.secho(f"{file.name}: warning: {warning}", fg="yellow", err=True)
 
 
 def _short(value: Any) -> str:

@@ -727,6 +727,63 @@ def test_cli_export_merge_info_conflicts(
 
 
 @sqlite_only
+def test_cli_merges_several_packets_one_line_each(
+    coordinator: Database, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`packet merge a b bad`: each packet merged on its own, one stdout line per packet
+    in the order given (what it brought, "nothing new", or why it was refused), details
+    on stderr, exit status 1 when one was refused; --json gives a list of the reports
+    (one packet: its report, as before). The old command took one file only."""
+    from gradercal.cli import LazyGroup, main
+
+    for name, entry in LAZY.items():
+        monkeypatch.setitem(LazyGroup.lazy, name, entry)
+    url = coordinator.url.render_as_string(hide_password=False)
+    packets = []
+    entered = {}
+    for g in GRADERS[:2]:
+        pkg = tmp_path / f"{g}.gcpkg"
+        export_packet(coordinator, g, pkg)
+        with open_packet(pkg, workdir=tmp_path / f"w-{g}") as session:
+            entered[g] = grade_everything(session, limit=3)
+        packets.append(pkg)
+    bad = tmp_path / "bad.gcpkg"
+    bad.write_bytes(packets[0].read_bytes()[:1000])
+    before = current_judgments(coordinator, GRADERS[1])
+    run = CliRunner()
+    res = run.invoke(
+        main, ["packet", "merge", str(packets[0]), str(bad), str(packets[1]), "--db", url]
+    )
+    assert res.exit_code == 1, res.output
+    lines = res.stdout.splitlines()
+    assert len(lines) == 3, lines
+    for line, pkg in zip(lines, (packets[0], bad, packets[1]), strict=True):
+        assert line.startswith(f"{pkg}")
+    for line, g in ((lines[0], GRADERS[0]), (lines[2], GRADERS[1])):
+        assert f"({g!r}): merged: {len(entered[g])} judgments added" in line
+        assert "3 queue items updated" in line
+    assert ": refused: " in lines[1]
+    assert "1 of 3 packets refused" in res.stderr and "bad.gcpkg" in res.stderr
+    assert current_judgments(coordinator, GRADERS[1]) != before  # the one after bad merged
+    # again: nothing new for either, one line each, exit 0
+    res = run.invoke(main, ["packet", "merge", *map(str, packets), "--db", url])
+    assert res.exit_code == 0, res.output
+    again = res.stdout.splitlines()
+    assert len(again) == 2
+    assert all("nothing new, the database is unchanged" in line for line in again)
+    assert f"({len(entered[GRADERS[0]])} judgments already merged)" in again[0]
+    # --json: a list of the reports, in order; a refused packet says why
+    res = run.invoke(main, ["packet", "merge", str(packets[1]), str(bad), "--db", url, "--json"])
+    assert res.exit_code == 1
+    out = json.loads(res.stdout)
+    assert [o["path"] for o in out] == [str(packets[1]), str(bad)]
+    assert out[0]["changed"] is False and out[0]["grader"] == GRADERS[1]
+    assert set(out[1]) == {"path", "error"} and out[1]["error"]
+    one = run.invoke(main, ["packet", "merge", str(packets[1]), "--db", url, "--json"])
+    assert one.exit_code == 0 and json.loads(one.stdout)["grader"] == GRADERS[1]  # as before
+
+
+@sqlite_only
 def test_conflict_rows_are_history_not_judgments(coordinator: Database, tmp_path: Path) -> None:
     """A recorded conflict lives in ``revision``; judgment counts and frames are unaffected."""
     db = coordinator
