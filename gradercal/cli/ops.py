@@ -273,7 +273,7 @@ def merge_line(name: str, report: Any) -> str:
         f"{r.judgments_already} already merged, {r.judgments_unchanged} unchanged since export",
         f"{r.assignments_updated} queue items updated",
     ]
-    if getattr(r, "reopens_added", 0):
+    if r.reopens_added:
         parts.append(f"{r.reopens_added} reopenings recorded")
     if r.reviews_added or r.reviews_updated:
         parts.append(f"task reviews {r.reviews_added} added, {r.reviews_updated} updated")

@@ -783,6 +783,55 @@ def test_cli_merges_several_packets_one_line_each(
     assert one.exit_code == 0 and json.loads(one.stdout)["grader"] == GRADERS[1]  # as before
 
 
+def test_offline_reopenings_merge_once_and_misdated_ones_are_refused(
+    coordinator: Database, tmp_path: Path
+) -> None:
+    """A reopening recorded in a packet joins the database's reopen history on merge (on
+    both backends), once; one dated before the packet's export is refused whole."""
+    from datetime import datetime
+
+    from gradercal.db.grading import REOPEN_ENTITY
+
+    url = coordinator.url.render_as_string(hide_password=False)
+    grader = GRADERS[0]
+    pkg = tmp_path / "r.gcpkg"
+    export_packet(coordinator, grader, pkg)
+    with open_packet(pkg, workdir=tmp_path / "w") as session:
+        grade_everything(session, limit=2)
+        store = GradingStore(session.db)
+        aid = store.queue(session.grader, session.benchmark)[0].assignment_id
+        store.reopen(aid)
+        store.submit(aid)
+        store.reopen(aid)  # left open
+        offline = store.reopen_history(aid)
+    assert len(offline) == 2
+    report = merge_packet(coordinator, pkg)
+    assert report.reopens_added == 2
+    history = GradingStore(coordinator).reopen_history(aid)
+    assert [(h["revision"], h["status"], h["actor"]) for h in history] == [
+        (1, "submitted", grader),
+        (2, "submitted", grader),
+    ]
+    assert [h["submitted_at"] for h in history] == [h["submitted_at"] for h in offline]
+    assert merge_packet(coordinator, pkg).reopens_added == 0
+    assert len(GradingStore(coordinator).reopen_history(aid)) == 2
+
+    bad = tmp_path / "bad.gcpkg"
+    export_packet(coordinator, GRADERS[1], bad)
+    with open_packet(bad, workdir=tmp_path / "wb") as session:
+        grade_everything(session, limit=1)
+        store = GradingStore(session.db)
+        first = store.queue(session.grader, session.benchmark)[0].assignment_id
+        store.reopen(first)
+        with session.db.write() as s:
+            for r in s.scalars(select(m.Revision).where(m.Revision.entity == REOPEN_ENTITY)):
+                r.changed_at = datetime(2001, 1, 1)
+    before = fingerprint(url)
+    with pytest.raises(PacketError, match=f"a reopening of assignment {first}"):
+        merge_packet(coordinator, bad)
+    assert fingerprint(url) == before
+
+
 @sqlite_only
 def test_conflict_rows_are_history_not_judgments(coordinator: Database, tmp_path: Path) -> None:
     """A recorded conflict lives in ``revision``; judgment counts and frames are unaffected."""

@@ -526,3 +526,52 @@ def test_a_verdict_changed_elsewhere_asks_reload_or_overwrite(
         window.close()
         window.store.db.dispose()
         other.db.dispose()
+
+
+def test_a_reopen_made_in_a_packet_travels_back_on_merge(
+    qtbot: Any, tmp_path: Path, windows: list[QtMainWindow]
+) -> None:
+    """Ctrl+O on a submitted response while grading from a packet is recorded in the
+    packet, and `packet merge` adds it to the team database's reopen history (the state
+    it left, the grader, when), once: merging again adds nothing. Before, the merge
+    brought the verdicts back and dropped the reopening."""
+    db = str(tmp_path / "team.sqlite")
+    cli("import", str(DEMO), "--db", db)
+    cli("assign", "--db", db, "--graders", "u-ana", "--overlap", "1", "--seed", "reopen")
+    path = tmp_path / "u-ana.gcpkg"
+    cli_json("packet", "export", "--db", db, "--grader", "u-ana", "-o", str(path))
+    window = open_packet_window(qtbot, path, tmp_path, windows)
+    g = window.grading
+    assert g is not None
+    first = g.queue[g.index]
+    grade_current_by_keyboard(qtbot, window)  # submits it and moves on
+    with qtbot.waitSignal(g.item_ready, timeout=20_000):
+        press(qtbot, window, "[")  # back to the submitted one
+    assert g.queue[g.index].assignment_id == first.assignment_id and g.queue[g.index].done
+    press(qtbot, window, "Ctrl+O")
+    assert not g.queue[g.index].done
+    with qtbot.waitSignal(g.item_ready, timeout=20_000):
+        press(qtbot, window, "Ctrl+Return")  # submitted again
+    offline = GradingStore(window.store.db).reopen_history(first.assignment_id)
+    assert [h["status"] for h in offline] == ["submitted"]
+    window.close()
+    windows.remove(window)
+
+    report = cli_json("packet", "merge", str(path), "--db", db)
+    assert report["reopens_added"] == 1 and report["changed"] is True
+    team = open_database(db)
+    try:
+        history = GradingStore(team).reopen_history(first.assignment_id)
+    finally:
+        team.dispose()
+    assert len(history) == 1
+    h = history[0]
+    assert (h["status"], h["actor"], h["revision"]) == ("submitted", "u-ana", 1)
+    assert h["submitted_at"] == offline[0]["submitted_at"]
+    assert h["packet_id"] == report["packet_id"]
+    settled = fingerprint(db)
+    again = cli_json("packet", "merge", str(path), "--db", db)
+    assert again["reopens_added"] == 0 and again["changed"] is False
+    assert fingerprint(db) == settled
+    line = cli("packet", "merge", str(path), "--db", db).stdout
+    assert "nothing new" in line

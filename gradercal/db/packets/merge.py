@@ -27,6 +27,7 @@ from sqlalchemy.orm import Session
 
 from gradercal._util.scratch import scratch_dir
 from gradercal.db import models as m
+from gradercal.db.grading import REOPEN_ENTITY
 from gradercal.db.packets._common import (
     _FIELDS,
     CONFLICT_ENTITY,
@@ -102,6 +103,8 @@ class MergeReport:
     history_added: int = 0
     """Intermediate values entered offline, kept as revisions."""
     assignments_updated: int = 0
+    reopens_added: int = 0
+    """Reopenings (Ctrl+O) of submitted or skipped responses recorded offline."""
     reviews_added: int = 0
     reviews_updated: int = 0
     conflicts: list[MergeConflict] = field(default_factory=list)
@@ -120,6 +123,7 @@ class MergeReport:
             self.judgments_added
             or self.judgments_updated
             or self.assignments_updated
+            or self.reopens_added
             or self.reviews_added
             or self.reviews_updated
             or self.new_conflicts
@@ -278,6 +282,7 @@ def _reset(report: MergeReport) -> None:
         "judgments_already",
         "history_added",
         "assignments_updated",
+        "reopens_added",
         "reviews_added",
         "reviews_updated",
     ):
@@ -379,6 +384,7 @@ def _merge(
         now = m.utcnow()
         _merge_judgments(s, manifest, record, content, found, criteria, g.id, now, report)
         _merge_assignments(s, manifest, record, content, found, now, report)
+        _merge_reopens(s, manifest, content, report)
         _merge_reviews(s, manifest, record, content, found, g.id, now, report)
 
 
@@ -706,6 +712,53 @@ def _merge_assignments(
     )
     conn.execute(insert(_REVISION_TABLE), revisions)
     report.assignments_updated += len(updates)
+
+
+def _merge_reopens(
+    s: Session, manifest: Manifest, content: _PacketContent, report: MergeReport
+) -> None:
+    """The packet's reopenings join the assignment's reopen history (entity
+    :data:`~gradercal.db.grading.REOPEN_ENTITY`, as the app records them online), each
+    once: a reopening merged before (same packet, same packet revision) is not added
+    again. The state each left and its time are the packet's; the packet and its
+    revision are noted in the row's data."""
+    if not content.reopens:
+        return
+    ids = sorted(content.reopens)
+    merged: set[tuple[int, int]] = set()
+    counts: dict[int, int] = defaultdict(int)
+    for eid, rev, data in s.execute(
+        select(m.Revision.entity_id, m.Revision.revision, m.Revision.data).where(
+            m.Revision.entity == REOPEN_ENTITY, m.Revision.entity_id.in_(ids)
+        )
+    ):
+        counts[eid] = max(counts[eid], int(rev))
+        if isinstance(data, dict) and data.get("packet_id") == manifest.packet_id:
+            merged.add((eid, int(data.get("packet_revision", -1))))
+    rows: list[dict[str, Any]] = []
+    for aid in ids:
+        for r in content.reopens[aid]:
+            if (aid, r["revision"]) in merged:
+                continue
+            counts[aid] += 1
+            rows.append(
+                {
+                    "entity": REOPEN_ENTITY,
+                    "entity_id": aid,
+                    "revision": counts[aid],
+                    "data": {
+                        **r["data"],
+                        "packet_id": manifest.packet_id,
+                        "packet_revision": r["revision"],
+                    },
+                    "actor": manifest.grader,
+                    "source": "packet",
+                    "changed_at": r["changed_at"] or m.utcnow(),
+                }
+            )
+    if rows:
+        s.connection().execute(insert(_REVISION_TABLE), rows)
+        report.reopens_added += len(rows)
 
 
 def _merge_reviews(

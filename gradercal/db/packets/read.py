@@ -28,6 +28,7 @@ from typing import Any
 from urllib.parse import quote
 
 from gradercal._util.scratch import scratch_dir
+from gradercal.db.grading import REOPEN_ENTITY
 from gradercal.db.packets._common import _FIELDS, MAX_TEXT, _packet_key, response_digest
 from gradercal.db.session import Database, database_id
 from gradercal.model import AssignmentStatus
@@ -81,6 +82,9 @@ class _PacketContent:
     judgments: list[_PJudgment]
     reviews: list[_PReview]
     ignored: list[str]
+    #: assignment id → the reopenings recorded offline (Ctrl+O), oldest first:
+    #: {revision, changed_at, data: the state left (status, submitted_at, skip_reason)}
+    reopens: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
 
 
 _REQUIRED = {
@@ -301,7 +305,41 @@ def _read_packet_rows(conn: sqlite3.Connection, manifest: Manifest) -> _PacketCo
         judgments=list(judgments.values()),
         reviews=list(reviews.values()),
         ignored=ignored,
+        reopens=_read_reopens(conn, assignments),
     )
+
+
+def _read_reopens(
+    conn: sqlite3.Connection, assignments: dict[int, _PAssignment]
+) -> dict[int, list[dict[str, Any]]]:
+    """The reopenings of the grader's assignments recorded in the packet (a packet is
+    exported without any: each was made offline)."""
+    out: dict[int, list[dict[str, Any]]] = {}
+    for aid, rev, data, changed in conn.execute(
+        "SELECT entity_id, revision, data, changed_at FROM revision WHERE entity = ? "
+        "ORDER BY entity_id, revision, id",
+        (REOPEN_ENTITY,),
+    ):
+        if aid not in assignments:
+            continue
+        snap = _json(data, "revision.data")
+        if not isinstance(snap, dict) or snap.get("status") not in _FINAL:
+            raise PacketError(
+                f"packet database: a reopening of assignment {aid} does not say which "
+                "submitted or skipped state it left"
+            )
+        out.setdefault(_int(aid, "revision.entity_id"), []).append(
+            {
+                "revision": _int(rev, "revision.revision"),
+                "changed_at": _parse_dt(changed, "revision.changed_at"),
+                "data": {
+                    "status": str(snap["status"]),
+                    "submitted_at": _opt_text(snap.get("submitted_at"), "submitted_at"),
+                    "skip_reason": _opt_text(snap.get("skip_reason"), "skip_reason"),
+                },
+            }
+        )
+    return out
 
 
 def _is_int(v: Any) -> bool:
@@ -479,6 +517,9 @@ def _check_content(content: _PacketContent, record: _Record, created_at: str | N
     for aid, a in content.assignments.items():
         if a.status != record.assignments[aid]["status"]:
             dated(a.submitted_at, f"the submission of assignment {aid} ({a.task_id})")
+    for aid, reopens in content.reopens.items():
+        for r in reopens:
+            dated(r["changed_at"], f"a reopening of assignment {aid}")
 
 
 def _check_matches_record(content: _PacketContent, record: _Record) -> None:
