@@ -17,7 +17,7 @@ import sys
 import time
 
 from PySide6.QtCore import QObject, Qt, QTimer
-from PySide6.QtWidgets import QLabel, QMainWindow, QToolBar
+from PySide6.QtWidgets import QLabel, QMainWindow, QSizePolicy, QVBoxLayout, QWidget
 
 from gradercal.db.packets import PacketSession
 from gradercal.errors import GradercalError
@@ -35,27 +35,36 @@ _STYLES = {
 
 
 def add_banner(window: QMainWindow, text: str, kind: str = "info") -> QLabel:
-    """Show ``text`` in a strip across the top of ``window`` (one per window; replaced)."""
-    bar = window.findChild(QToolBar, "bannerBar")
-    if not isinstance(bar, QToolBar):
-        bar = QToolBar("Banner", window)
-        bar.setObjectName("bannerBar")
-        bar.setMovable(False)
-        bar.setFloatable(False)
-        bar.toggleViewAction().setEnabled(False)
-        label = QLabel()
-        label.setObjectName("bannerLabel")
-        label.setWordWrap(True)
-        label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        bar.addWidget(label)
-        window.addToolBar(Qt.ToolBarArea.TopToolBarArea, bar)
-    banner = bar.findChild(QLabel, "bannerLabel")
-    assert isinstance(banner, QLabel)
+    """Show ``text`` in a strip across the top of ``window`` (one per window; replaced).
+
+    The strip is a word-wrapped label above the window's central widget, in a vertical
+    layout: it is as wide as the window and as tall as its text needs at that width
+    (a label in a tool bar got the width Qt guesses for wrapped text, a narrow column
+    of eight lines, and a tool bar's height does not follow the text).
+    """
+    banner = window.findChild(QLabel, "bannerLabel")
+    if not isinstance(banner, QLabel):
+        host = QWidget()
+        host.setObjectName("bannerHost")
+        layout = QVBoxLayout(host)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(0)
+        banner = QLabel(host)
+        banner.setObjectName("bannerLabel")
+        banner.setWordWrap(True)
+        banner.setTextFormat(Qt.TextFormat.PlainText)
+        banner.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        banner.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Minimum)
+        layout.addWidget(banner)
+        central = window.takeCentralWidget()
+        if central is not None:
+            layout.addWidget(central, 1)
+        window.setCentralWidget(host)
     banner.setText(text)
-    label.setStyleSheet(_STYLES.get(kind, _STYLES["info"]))
-    label.setAccessibleName(f"{kind}: {text}")
-    bar.show()
-    return label
+    banner.setStyleSheet(_STYLES.get(kind, _STYLES["info"]))
+    banner.setAccessibleName(f"{kind}: {text}")
+    banner.show()
+    return banner
 
 
 def banner_text(window: QMainWindow) -> str:

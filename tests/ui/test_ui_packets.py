@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QKeySequence
 from PySide6.QtWidgets import QApplication, QWidget
 from sqlalchemy import select
@@ -575,3 +576,46 @@ def test_a_reopen_made_in_a_packet_travels_back_on_merge(
     assert fingerprint(db) == settled
     line = cli("packet", "merge", str(path), "--db", db).stdout
     assert "nothing new" in line
+
+
+@pytest.mark.parametrize("size", [(1280, 720), (1366, 768)])
+def test_the_packet_banner_has_room_on_a_laptop(
+    qtbot: Any, tmp_path: Path, windows: list[QtMainWindow], size: tuple[int, int]
+) -> None:
+    """The offline-packet banner spans the window and is as tall as its wrapped text: every
+    line is visible, in at most three lines. In a tool bar it was a 215 px column of
+    eight lines; replacing its text (a save that failed) raised UnboundLocalError."""
+    from PySide6.QtCore import QRect
+    from PySide6.QtWidgets import QLabel
+
+    from gradercal.ui.qt_packet import add_banner
+
+    db = str(tmp_path / "team.sqlite")
+    cli("import", str(DEMO), "--db", db)
+    cli("assign", "--db", db, "--graders", "u-ana", "--overlap", "1", "--seed", "banner")
+    path = tmp_path / "u-ana.gcpkg"
+    cli_json("packet", "export", "--db", db, "--grader", "u-ana", "-o", str(path))
+    window = open_packet_window(qtbot, path, tmp_path, windows)
+    window.resize(*size)
+    for text, kind in (
+        (banner_text(window), None),  # as the window opened
+        ("Could not save u-ana.gcpkg: the disk is full. " * 3, "warning"),
+    ):
+        found = window.findChild(QLabel, "bannerLabel")
+        label = found if kind is None else add_banner(window, text, kind)
+        assert isinstance(label, QLabel)
+        qtbot.waitUntil(lambda lab=label: lab.height() >= lab.heightForWidth(lab.width()))
+        assert window.findChildren(QLabel, "bannerLabel") == [label]
+        assert window.size().width() == size[0]  # the banner never widens the window
+        assert label.isVisible() and label.width() >= size[0] - 16
+        inner = label.contentsRect().adjusted(8, 4, -8, -4)  # the style's padding
+        needed = label.fontMetrics().boundingRect(
+            QRect(0, 0, inner.width(), 10_000), int(Qt.TextFlag.TextWordWrap), text
+        )
+        assert needed.height() <= label.contentsRect().height(), (needed, label.geometry())
+        assert needed.height() <= 3 * label.fontMetrics().lineSpacing() + 2
+        top = label.mapTo(window, label.rect().topLeft()).y()
+        assert (
+            top + label.height()
+            <= window.grading.mapTo(window, window.grading.rect().topLeft()).y()
+        )
