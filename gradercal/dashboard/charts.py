@@ -127,8 +127,30 @@ def _style(ax: Axes, st: ChartStyle, grid_axis: Literal["x", "y", "both"] | None
         ax.set_axisbelow(True)
 
 
-def _legend(ax: Axes, st: ChartStyle, **kw: Any) -> None:
-    leg = ax.legend(frameon=True, fontsize="small", **kw)
+def _legend(fig: Figure, axes: Sequence[Axes], st: ChartStyle, *, ncols: int = 1) -> None:
+    """The legend of ``axes``' labelled artists, below the plots and outside them.
+
+    A legend inside the axes covered markers and intervals whatever corner it took (the
+    data of these charts can be anywhere); outside, under the x-axis label, the
+    constrained layout gives it room of its own at any figure size. One entry per label.
+    """
+    handles: list[Any] = []
+    labels: list[str] = []
+    for ax in axes:
+        for h, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            if label not in labels:
+                handles.append(h)
+                labels.append(label)
+    if not handles:
+        return
+    leg = fig.legend(
+        handles,
+        labels,
+        loc="outside lower center",
+        ncols=min(ncols, len(handles)),
+        frameon=True,
+        fontsize="small",
+    )
     leg.get_frame().set_facecolor(st.background)
     leg.get_frame().set_edgecolor(st.muted)
     for t in leg.get_texts():
@@ -289,7 +311,7 @@ def reliability_chart(d: Dashboard, judge: str | None = None, *, dark: bool = Fa
     _style(ax, st, grid_axis="both")
     method = attrs.get("method")
     ax.set_title(f"{title}" + (f" ({method})" if method else ""))
-    _legend(ax, st, loc="upper left")
+    _legend(fig, [ax], st)
     return fig
 
 
@@ -346,7 +368,7 @@ def models_chart(d: Dashboard, *, dark: bool = False) -> Figure:
         ax.set_yticks(range(len(models)), models)
         ax.set_ylim(len(models) - 0.5, -0.5)
         _style(ax, st)
-    _legend(axes[1], st, loc="lower right")
+    _legend(fig, list(axes), st, ncols=2)
     fig.suptitle(title, color=st.foreground)
     return fig
 
@@ -422,7 +444,7 @@ def forest_chart(
     ax.set_xlabel("agreement (dashed: overall)")
     _style(ax, st)
     ax.set_title(title)
-    _legend(ax, st, loc="lower left")
+    _legend(fig, [ax], st)
     return fig
 
 

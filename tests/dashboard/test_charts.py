@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import pytest
 from matplotlib.figure import Figure
 
@@ -33,6 +35,8 @@ def _texts(fig: Figure) -> list[str]:
         out += [t.get_text() for t in ax.get_yticklabels()]
         if ax.get_legend() is not None:
             out += [t.get_text() for t in ax.get_legend().get_texts()]
+    for legend in fig.legends:
+        out += [t.get_text() for t in legend.get_texts()]
     return out
 
 
@@ -52,6 +56,66 @@ def test_every_chart_draws_and_saves(dash: Dashboard, tmp_path: Path, dark: bool
         from matplotlib.colors import to_hex
 
         assert to_hex(fig.get_facecolor()) == bg
+
+
+def _plotted_points(ax: Any) -> np.ndarray:
+    """Display coordinates of everything plotted in ``ax``: line vertices, markers,
+    interval bars and the corners of bars, cells and patches."""
+    out = [np.zeros((0, 2))]
+    for line in ax.get_lines():
+        xy = np.column_stack(line.get_data()).astype(float)
+        out.append(ax.transData.transform(xy[np.isfinite(xy).all(axis=1)]))
+    for col in ax.collections:
+        offsets = np.asarray(col.get_offsets(), dtype=float)
+        if len(offsets):
+            out.append(col.get_offset_transform().transform(offsets))
+        for path in col.get_paths():
+            if len(path.vertices):
+                out.append(col.get_transform().transform(path.vertices))
+    for patch in ax.patches:
+        out.append(patch.get_window_extent().corners())
+    for image in ax.images:
+        out.append(image.get_window_extent().corners())
+    return np.vstack(out)
+
+
+@pytest.mark.parametrize("dark", [False, True])
+def test_chart_legends_never_cover_data(dash: Dashboard, dark: bool) -> None:
+    """Every legend of every chart on the demo, drawn at its own size and at the sizes of
+    the dashboard's chart pane (1366x768 and 1280x720 windows, a narrow split): its box
+    in display coordinates overlaps no axes (so no plotted marker, line, bar or cell)
+    and lies inside the figure (nothing clipped). Inside the axes the reliability
+    diagram's legend covered 4 of its points and the forest plots' up to 35."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    with_legend = set()
+    for size in (None, (600, 520), (540, 470), (420, 360)):
+        for name, fig in charts.all_charts(dash, dark=dark).items():
+            FigureCanvasAgg(fig)
+            if size is not None:
+                fig.set_size_inches(size[0] / fig.dpi, size[1] / fig.dpi)
+            fig.canvas.draw()
+            renderer = fig.canvas.get_renderer()
+            legends = [*fig.legends, *(ax.get_legend() for ax in fig.axes)]
+            for legend in (leg for leg in legends if leg is not None):
+                with_legend.add(name)
+                box = legend.get_window_extent(renderer)
+                where = f"{name} at {size or 'its own size'}: legend {box.extents.round()}"
+                assert fig.bbox.x0 - 1 <= box.x0 and box.x1 <= fig.bbox.x1 + 1, where
+                assert fig.bbox.y0 - 1 <= box.y0 and box.y1 <= fig.bbox.y1 + 1, where
+                for ax in fig.axes:
+                    frame = ax.get_window_extent(renderer)
+                    assert not box.overlaps(frame), f"{where} overlaps axes {frame.extents}"
+                    p = _plotted_points(ax)
+                    inside = (
+                        (p[:, 0] >= box.x0)
+                        & (p[:, 0] <= box.x1)
+                        & (p[:, 1] >= box.y0)
+                        & (p[:, 1] <= box.y1)
+                    )
+                    assert not inside.any(), f"{where} covers {int(inside.sum())} points"
+    assert {"reliability", "models"} <= with_legend  # the test saw legends to check
+    assert any(name.startswith("forest") for name in with_legend)
 
 
 def test_chart_contents(dash: Dashboard) -> None:
