@@ -383,6 +383,10 @@ class QtMainWindow(QMainWindow):
                 action.setEnabled(started and self.mode == "review")
             else:
                 action.setEnabled(started)
+            if self.coordinator:
+                # Nothing here grades: an action that needs a grading session (the queue's
+                # F9 among them) is absent from the menus, not listed greyed out forever.
+                action.setVisible(sid in ALWAYS or sid in COORDINATOR_ONLY)
         for a in self.answer_actions:
             a.setEnabled(started and self.mode == "review")
         self._update_undo()

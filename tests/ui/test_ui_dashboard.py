@@ -27,6 +27,7 @@ import pandas as pd
 import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtWidgets import QMenu
 
 from gradercal._util.forked import fork_available
 from gradercal.dashboard import DashboardFilters, compute_dashboard
@@ -394,6 +395,23 @@ def test_a_grader_window_never_reaches_the_dashboard(
         # no empty queue dock either (it was there, greyed-out F9 and all)
         assert coord.dockWidgetArea(coord.queue_dock) == Qt.DockWidgetArea.NoDockWidgetArea
         coord.show()
+        assert not coord.queue_dock.isVisible()
+        # …nor a greyed-out F9 (or any other action that needs a grading session): every
+        # action a shown menu lists works here
+        shown = [
+            a
+            for menu in coord.menuBar().findChildren(QMenu)
+            if menu.menuAction().isVisible()
+            for a in menu.actions()
+            if a.isVisible() and not a.isSeparator()
+        ]
+        assert {"view.dashboard", "judge.run", "help.shortcuts"} <= {a.objectName() for a in shown}
+        assert "view.queue" not in {a.objectName() for a in shown}
+        assert [a.objectName() or a.text() for a in shown if not a.isEnabled()] == []
+        queue = coord.actions_by_id["view.queue"]
+        assert not queue.isVisible() and not queue.isEnabled()
+        coord.activateWindow()
+        qtbot.keyClick(coord, Qt.Key.Key_F9)
         assert not coord.queue_dock.isVisible()
         coord.close()
         qtbot.waitUntil(lambda: qt_workers.pending_jobs() == 0, timeout=TIMEOUT)
