@@ -239,6 +239,35 @@ class AdjudicationStore:
             history=history,
         )
 
+    def adjudicated(self, benchmark: str | None) -> dict[tuple[str, str], AdjudicationValue]:
+        """The current adjudication of every adjudicated pair of the benchmark, keyed by
+        (response id, criterion id) as the dashboard's tables name them (one read).
+
+        Raises:
+            NotFoundError: no such benchmark.
+        """
+        bench = self.repo.benchmark(benchmark)
+        with self.db.read() as s:
+            rows = s.execute(
+                select(
+                    m.Response.external_id,
+                    m.Criterion.external_id,
+                    m.Adjudication.met,
+                    m.Adjudication.level,
+                    m.Adjudication.note,
+                    m.Adjudication.adjudicator,
+                    m.Adjudication.revision,
+                    m.Adjudication.updated_at,
+                )
+                .join(m.Response, m.Response.id == m.Adjudication.response_id)
+                .join(m.Criterion, m.Criterion.id == m.Adjudication.criterion_id)
+                .where(m.Response.benchmark_id == bench.id)
+            ).all()
+        return {
+            (str(r[0]), str(r[1])): AdjudicationValue(bool(r[2]), r[3], r[4], r[5], r[6], r[7])
+            for r in rows
+        }
+
     def record(
         self,
         case: AdjudicationCase,

@@ -121,7 +121,7 @@ def _pdf_text(data: bytes, max_chars: int) -> str:
 
     out: list[str] = []
     size = 0
-    with pymupdf.open(stream=data, filetype="pdf") as doc:  # type: ignore[no-untyped-call]
+    with pymupdf.open(stream=data, filetype="pdf") as doc:
         for page in doc:
             text = page.get_text()
             out.append(text)

@@ -5,7 +5,9 @@ entry). It shows the task and the response (Markdown), the task's artifacts (the
 grading view's panel and viewers), the criterion, every expert's verdict and rationale,
 each judge's verdict and explanation, and the earlier adjudications. The adjudicator
 chooses the final verdict (M, N, P for criteria with a partial level), writes a note and
-saves with Ctrl+Return; Esc goes back to the dashboard. The decision is stored as an
+saves with Ctrl+Return, or saves and asks for the next disagreement with
+Ctrl+Shift+Return ("Save and next"; the coordinator view picks it); Esc goes back to
+the dashboard. The header names the adjudicator. The decision is stored as an
 adjudication (:class:`gradercal.db.adjudication.AdjudicationStore`); the graders'
 judgments are never changed.
 
@@ -98,6 +100,8 @@ class QtAdjudicationView(QWidget):
     case_loaded = Signal()
     #: An adjudication was stored: (response id, criterion id).
     saved = Signal(str, str)
+    #: "Save and next" stored this case: open the next disagreement after it.
+    next_requested = Signal(str, str)
     #: Esc / the back button.
     back_requested = Signal()
     #: A short message for the status bar.
@@ -128,6 +132,10 @@ class QtAdjudicationView(QWidget):
         self.title = _bold(QLabel("Adjudication"), 1.2)
         self.title.setObjectName("adjudicationTitle")
         header.addWidget(self.title, 1)
+        self.adjudicator_badge = QLabel("")
+        self.adjudicator_badge.setObjectName("adjudicatorBadge")
+        self.adjudicator_badge.setTextFormat(Qt.TextFormat.PlainText)
+        header.addWidget(self.adjudicator_badge)
         outer.addLayout(header)
 
         self.pages = QStackedWidget()
@@ -154,7 +162,9 @@ class QtAdjudicationView(QWidget):
         self.splitter.setSizes([3000, 3200, 3800])
         self.pages.addWidget(self.splitter)
         outer.addWidget(self.pages, 1)
+        self.adjudicator.textChanged.connect(self._show_adjudicator)
         self.adjudicator.setText(adjudicator)
+        self._show_adjudicator()
         self.back_button.clicked.connect(self.back)
 
     def _build_decision(self) -> QWidget:
@@ -223,7 +233,10 @@ class QtAdjudicationView(QWidget):
         self.adjudicator = QLineEdit()
         self.adjudicator.setObjectName("adjudicator")
         self.adjudicator.setMaxLength(200)
-        self.adjudicator.setPlaceholderText("Your name")
+        self.adjudicator.setPlaceholderText("Your name: asked once, then remembered")
+        self.adjudicator.setToolTip(
+            "The name your adjudications are recorded under (remembered for next time)"
+        )
         form.addRow("Adjudicator", self.adjudicator)
         layout.addLayout(form)
         self.note = QPlainTextEdit()
@@ -240,10 +253,19 @@ class QtAdjudicationView(QWidget):
         self.error.setWordWrap(True)
         self.error.setTextFormat(Qt.TextFormat.PlainText)
         bottom.addWidget(self.error, 1)
-        self.save_button = QPushButton("Save adjudication (Ctrl+Return)")
+        self.save_button = QPushButton(f"Save ({keys('adjudication.save')[0]})")
         self.save_button.setObjectName("saveAdjudication")
+        self.save_button.setToolTip("Save the adjudication and stay on it")
         self.save_button.clicked.connect(self.save)
         bottom.addWidget(self.save_button)
+        self.save_next_button = QPushButton(f"Save and next ({keys('adjudication.save_next')[0]})")
+        self.save_next_button.setObjectName("saveNextAdjudication")
+        self.save_next_button.setToolTip(
+            "Save, then open the next disagreement still to adjudicate, in the order and "
+            "filter of the dashboard's Disagreements table"
+        )
+        self.save_next_button.clicked.connect(self.save_and_next)
+        bottom.addWidget(self.save_next_button)
         layout.addLayout(bottom)
         return box
 
@@ -258,6 +280,7 @@ class QtAdjudicationView(QWidget):
             "adjudication.not_met": lambda: self.set_verdict("not_met"),
             "adjudication.partial": lambda: self.set_verdict("partial"),
             "adjudication.save": self.save,
+            "adjudication.save_next": self.save_and_next,
             "adjudication.back": self._escape,
         }
         self.shortcuts: dict[str, list[QShortcut]] = {}
@@ -452,6 +475,7 @@ class QtAdjudicationView(QWidget):
                 self.note.setFocus()
             elif field == "adjudicator":
                 self.adjudicator.setFocus()
+                self.adjudicator.selectAll()
             return False
         except GradercalError as exc:
             self.error.setText(f"Not saved: {exc}")
@@ -467,6 +491,20 @@ class QtAdjudicationView(QWidget):
         )
         self.saved.emit(case.response_id, case.criterion.id)
         return True
+
+    def save_and_next(self) -> bool:
+        """:meth:`save`, then ask for the next disagreement (:attr:`next_requested`)."""
+        case = self.case
+        if case is None or not self.save():
+            return False
+        self.next_requested.emit(case.response_id, case.criterion.id)
+        return True
+
+    def _show_adjudicator(self) -> None:
+        name = self.adjudicator.text().strip()
+        self.adjudicator_badge.setText(
+            f"Adjudicating as {name}" if name else "Adjudicator: not chosen yet"
+        )
 
     def _escape(self) -> None:
         focus = self.focusWidget()

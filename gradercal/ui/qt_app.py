@@ -143,8 +143,9 @@ def build_packet_window(
 
 def preload_pdf_engine() -> None:
     """Import PyMuPDF in the PDF thread now, so the first PDF does not wait for it."""
+    from gradercal._util.pdf import import_pymupdf
     from gradercal.ui import qt_workers
-    from gradercal.ui.viewers.qt_pdf_viewer import import_pymupdf, pdf_pool
+    from gradercal.ui.viewers.qt_pdf_viewer import pdf_pool
 
     qt_workers.submit(import_pymupdf, failed=lambda _exc: None, pool=pdf_pool())
 

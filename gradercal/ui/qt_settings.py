@@ -96,6 +96,16 @@ class QtAppSettings:
         self._set("grading/artifacts_shown", "true" if value else "false")
 
     # -- identity and position ---------------------------------------------------------------
+    @property
+    def adjudicator(self) -> str | None:
+        """The name adjudications are recorded under, as last saved (None: never chosen)."""
+        v = self._qs.value("coordinator/adjudicator")
+        return str(v).strip() or None if v else None
+
+    @adjudicator.setter
+    def adjudicator(self, name: str | None) -> None:
+        self._set("coordinator/adjudicator", (name or "").strip())
+
     @staticmethod
     def _scope(database: str, benchmark: str, grader: str) -> str:
         digest = hashlib.sha256(f"{database}\0{benchmark}\0{grader}".encode()).hexdigest()[:16]

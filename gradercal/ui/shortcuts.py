@@ -99,6 +99,13 @@ SHORTCUTS: tuple[Shortcut, ...] = (
         local=True,
     ),
     Shortcut(
+        "adjudication.save_next",
+        "Adjudication",
+        "Save and open the next disagreement still to adjudicate (as the table shows them)",
+        ("Ctrl+Shift+Return", "Ctrl+Shift+Enter"),
+        local=True,
+    ),
+    Shortcut(
         "adjudication.back",
         "Adjudication",
         "Back to the dashboard (leaves a text box first)",

@@ -112,7 +112,7 @@ CORRUPT: dict[str, bytes] = {
 
 
 def make_pdf(pages: int = 3, marker: str = "viability") -> bytes:
-    from gradercal.ui.viewers.qt_pdf_viewer import import_pymupdf
+    from gradercal._util.pdf import import_pymupdf
 
     pymupdf = import_pymupdf()
     doc = pymupdf.open()
@@ -127,7 +127,7 @@ def make_pdf(pages: int = 3, marker: str = "viability") -> bytes:
 
 
 def make_png(width: int = 64, height: int = 48) -> bytes:
-    from gradercal.ui.viewers.qt_pdf_viewer import import_pymupdf
+    from gradercal._util.pdf import import_pymupdf
 
     pymupdf = import_pymupdf()
     pix = pymupdf.Pixmap(pymupdf.csRGB, pymupdf.IRect(0, 0, width, height), False)

@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QKeySequence
+from PySide6.QtWidgets import QApplication, QTreeWidgetItemIterator
 
 from gradercal.db.adjudication import AdjudicationStore, value_to_verdict
 from gradercal.db.repo import Repository
@@ -165,7 +167,51 @@ def test_adjudication_keys_are_in_the_single_shortcut_table() -> None:
         ("adjudication.met", "M"),
         ("adjudication.not_met", "N"),
         ("adjudication.save", "Ctrl+Return"),
+        ("adjudication.save_next", "Ctrl+Shift+Return"),
         ("adjudication.back", "Esc"),
         ("view.dashboard", "Ctrl+3"),
     ):
         assert key in BY_ID[sid].keys
+
+
+def test_save_and_next_is_listed_in_f1_and_on_its_button(
+    qtbot: Any, store: AdjudicationStore
+) -> None:
+    """The F1 dialog lists "Save and next" with its keys (the registry is its source); the
+    button says them; the key saves the case and asks for the next one."""
+    from gradercal.ui.qt_shortcuts_dialog import QtShortcutsDialog
+
+    dialog = QtShortcutsDialog()
+    qtbot.addWidget(dialog)
+    rows = []
+    it = QTreeWidgetItemIterator(dialog.tree)
+    while it.value() is not None:
+        rows.append((it.value().text(0), it.value().text(1)))
+        it += 1
+    listed = [keys for label, keys in rows if label.startswith("Save and open the next")]
+    assert len(listed) == 1 and "Ctrl+Shift+Return" in listed[0]
+    view = QtAdjudicationView(store, "zoe")
+    qtbot.addWidget(view)
+    view.resize(1400, 900)
+    view.show()
+    qtbot.waitExposed(view)
+    assert "Ctrl+Shift+Return" in view.save_next_button.text()
+    view.open_case_now(None, "T01-atlas", "c2")
+    view.activateWindow()
+    qtbot.waitUntil(lambda: QApplication.activeWindow() is view)
+    view.verdicts.setFocus()
+    qtbot.keyClick(view.verdicts, Qt.Key.Key_N)
+    assert view.verdict == "not_met"
+    view.note.setFocus()
+    qtbot.keyClicks(view.note, "No evidence given.")
+    seq = QKeySequence("Ctrl+Shift+Return")[0]
+    with qtbot.waitSignal(view.next_requested, timeout=10_000) as asked:
+        qtbot.keyClick(view.note, seq.key(), seq.keyboardModifiers())
+    assert asked.args == ["T01-atlas", "c2"]
+    stored = store.case(None, "T01-atlas", "c2").current
+    assert stored is not None and not stored.met and stored.adjudicator == "zoe"
+    # a refused save asks for nothing
+    view.note.setPlainText("")
+    with qtbot.assertNotEmitted(view.next_requested):
+        assert not view.save_and_next()
+    assert "note" in view.error.text()

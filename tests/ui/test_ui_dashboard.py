@@ -27,7 +27,7 @@ import pandas as pd
 import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import QMenu
+from PySide6.QtWidgets import QApplication, QMenu
 
 from gradercal._util.forked import fork_available
 from gradercal.dashboard import DashboardFilters, compute_dashboard
@@ -343,6 +343,133 @@ def test_double_click_a_disagreement_adjudicates_it(
     adj.verdicts.setFocus()
     qtbot.keyClick(adj.verdicts, Qt.Key.Key_Escape)
     assert coord.currentWidget() is board
+
+
+def test_save_and_next_follows_the_filter_and_marks_the_adjudicated(
+    qtbot: Any, open_coordinator: Opener, db_path: str
+) -> None:
+    """With the disagreements filtered, "Save and next" (key, then button) saves and opens
+    the next row of the table as shown, skipping the adjudicated ones; each saved case
+    is marked at once (tick, tooltip with the verdict and the adjudicator, the tab's
+    count), still after the recomputation, and stays selected in the table."""
+    from PySide6.QtGui import QIcon
+
+    window = open_coordinator(db_path)
+    coord = window.coordination
+    assert coord is not None
+    board = coord.dashboard
+    dis = board.section_tables["disagreements"]
+    board.tables.setCurrentWidget(dis)
+    model = str(dis.row(0)["model"])
+    dis.filter.setText(model)
+    n = dis.proxy.rowCount()
+    assert 3 <= n < dis.model.rowCount()  # the filter leaves some rows out
+    shown = [dis.row_key(r) for r in range(n)]
+    assert all(str(dis.row(r)["model"]) == model for r in range(n))
+    adj = coord.adjudication
+
+    def on_case(key: tuple[str, ...]) -> None:
+        """The adjudication view shows ``key`` (a save shows the saved case first)."""
+        qtbot.waitUntil(
+            lambda: (
+                adj.case is not None
+                and (adj.case.response_id, adj.case.criterion.id) == key
+                and adj.pages.currentWidget() is adj.splitter
+            ),
+            timeout=TIMEOUT,
+        )
+
+    def mark(key: tuple[str, ...]) -> Any:
+        row = dis.find_row(key)
+        index = dis.proxy.index(row, 0)
+        return index.data(Qt.ItemDataRole.DecorationRole), index.data(Qt.ItemDataRole.ToolTipRole)
+
+    assert mark(shown[0])[0] is None  # nothing adjudicated yet
+    window.activateWindow()
+    with qtbot.waitSignal(adj.case_loaded, timeout=TIMEOUT):
+        board._open_row(dis.row(0))
+    assert adj.case is not None and (adj.case.response_id, adj.case.criterion.id) == shown[0]
+    assert dis.view.selectionModel().isRowSelected(0)
+    qtbot.waitUntil(lambda: QApplication.activeWindow() is window)
+    adj.verdicts.setFocus()
+    qtbot.keyClick(adj.verdicts, Qt.Key.Key_N)
+    adj.note.setFocus()
+    qtbot.keyClicks(adj.note, "Not shown in the response.")
+    seq = QKeySequence("Ctrl+Shift+Return")[0]
+    qtbot.keyClick(adj.note, seq.key(), seq.keyboardModifiers())
+    on_case(shown[1])
+    icon, tip = mark(shown[0])  # marked at once, before any recomputation
+    assert isinstance(icon, QIcon) and not icon.isNull()
+    assert tip.startswith("Adjudicated: not met, by coordinator-zoe")
+    assert "Not shown in the response." in tip
+    assert "1 adjudicated" in board.tables.tabText(board.tables.indexOf(dis))
+    qtbot.waitUntil(lambda: not board.busy and bool(board.adjudicated), timeout=TIMEOUT)
+    qtbot.waitUntil(lambda: dis.model.n_marked == 1, timeout=TIMEOUT)  # read back
+    assert dis.filter.text() == model and dis.proxy.rowCount() == n
+    assert dis.view.selectionModel().isRowSelected(dis.find_row(shown[1]))
+    # the button; the case after is the next one not adjudicated yet, in the filter
+    adj.set_verdict("met")
+    adj.note.setPlainText("Stated with the figure.")
+    qtbot.mouseClick(adj.save_next_button, Qt.MouseButton.LeftButton)
+    on_case(shown[2])
+    assert "2 adjudicated" in board.tables.tabText(board.tables.indexOf(dis))
+    assert board.next_case(*shown[1]) == (shown[2], False)  # adjudicated rows are skipped
+    assert not isinstance(mark(shown[2])[0], QIcon)
+    rows = Repository(open_database(db_path)).load_frames().adjudications
+    assert sorted(zip(rows["response_id"], rows["criterion_id"], strict=True)) == sorted(shown[:2])
+    qtbot.waitUntil(lambda: not board.busy, timeout=TIMEOUT)
+
+
+def test_the_adjudicator_is_chosen_once_never_the_login(
+    qtbot: Any, db_path: str, tmp_path: Path
+) -> None:
+    """Without --grader and nothing remembered the adjudicator is nobody (it was the
+    operating system's login, silently): the header says so and a save is refused
+    with the name field focused; the name typed is remembered for the next window."""
+    import getpass
+
+    from gradercal.ui.dashboard.qt_view import QtCoordinatorView
+
+    db = open_database(db_path)
+    settings = QtAppSettings(tmp_path / "coord.ini")
+    views = []
+    try:
+        coord = QtCoordinatorView(db, GradingStore(db).benchmark_names()[0], settings)
+        views.append(coord)
+        qtbot.addWidget(coord)
+        coord.resize(1400, 900)
+        coord.show()
+        qtbot.waitExposed(coord)
+        adj = coord.adjudication
+        assert adj.adjudicator.text() == ""
+        assert adj.adjudicator.text() != getpass.getuser()
+        assert adj.adjudicator_badge.text() == "Adjudicator: not chosen yet"
+        coord.setCurrentWidget(adj)
+        adj.open_case_now(coord.benchmark, "T01-atlas", "c2")
+        adj.set_verdict("met")
+        adj.note.setPlainText("Mentions batch 2.")
+        assert not adj.save()
+        assert "say who adjudicates" in adj.error.text()
+        assert coord.focusWidget() is adj.adjudicator
+        assert Repository(db).load_frames().adjudications.empty
+        qtbot.keyClicks(adj.adjudicator, "Dr Zoe")
+        assert adj.adjudicator_badge.text() == "Adjudicating as Dr Zoe"
+        assert adj.save()
+        assert settings.adjudicator == "Dr Zoe"
+        again = QtCoordinatorView(db, coord.benchmark, QtAppSettings(tmp_path / "coord.ini"))
+        views.append(again)
+        qtbot.addWidget(again)
+        assert again.adjudication.adjudicator.text() == "Dr Zoe"
+        assert again.adjudication.adjudicator_badge.text() == "Adjudicating as Dr Zoe"
+        given = QtCoordinatorView(db, coord.benchmark, settings, adjudicator="lead")
+        views.append(given)
+        qtbot.addWidget(given)
+        assert given.adjudication.adjudicator.text() == "lead"  # --grader wins
+    finally:
+        for v in views:
+            v.shutdown()
+        qtbot.waitUntil(lambda: qt_workers.pending_jobs() == 0, timeout=TIMEOUT)
+        db.dispose()
 
 
 def test_flip_and_health_rows_open_a_case(open_coordinator: Opener, db_path: str) -> None:

@@ -30,7 +30,8 @@ Both exist only in a coordinator window (see :class:`gradercal.ui.qt_main_window
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -48,7 +49,7 @@ from PySide6.QtCore import (
     QTimer,
     Signal,
 )
-from PySide6.QtGui import QAction, QPalette
+from PySide6.QtGui import QAction, QColor, QIcon, QPainter, QPalette, QPen, QPixmap
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QComboBox,
@@ -72,7 +73,7 @@ from PySide6.QtWidgets import (
 )
 
 from gradercal.dashboard.tables import TABLE_SECTIONS
-from gradercal.db.adjudication import AdjudicationStore
+from gradercal.db.adjudication import AdjudicationStore, AdjudicationValue
 from gradercal.db.session import Database
 from gradercal.ui.dashboard.data import (
     AGREEMENT_BYS,
@@ -106,8 +107,12 @@ SORT_ROLE = Qt.ItemDataRole.UserRole + 1
 ROW_ROLE = Qt.ItemDataRole.UserRole + 2
 #: The row's text in lower case (what the filter box searches).
 HAYSTACK_ROLE = Qt.ItemDataRole.UserRole + 3
+#: A marked row's note, e.g. an adjudicated disagreement's final verdict (None: unmarked).
+MARK_ROLE = Qt.ItemDataRole.UserRole + 4
 #: Wait this long after a filter changes before recomputing (several clicks → one run).
 RECOMPUTE_DELAY_MS = 250
+#: The columns that name a disagreement (an adjudication case).
+CASE_COLUMNS = ("response_id", "criterion_id")
 
 
 class QtFrameModel(QAbstractTableModel):
@@ -122,12 +127,58 @@ class QtFrameModel(QAbstractTableModel):
         super().__init__(parent)
         self.table = prepare_table(pd.DataFrame())
         self._order = np.arange(0)
+        #: (values of :attr:`_mark_columns`) → note, for the rows to mark
+        self._marks: Mapping[tuple[str, ...], str] = {}
+        self._mark_columns: tuple[str, ...] = CASE_COLUMNS
+        self._mark_icon: QIcon | None = None
+        #: per source row: its note, or None (unmarked)
+        self._row_marks: list[str | None] = []
 
     def set_table(self, table: PreparedTable) -> None:
         self.beginResetModel()
         self.table = table
         self._order = np.arange(len(table))
+        self._row_marks = self._compute_marks()
         self.endResetModel()
+
+    def set_marks(
+        self,
+        marks: Mapping[tuple[str, ...], str],
+        icon: QIcon | None = None,
+        columns: tuple[str, ...] = CASE_COLUMNS,
+    ) -> None:
+        """Mark the rows whose ``columns`` hold a key of ``marks``: ``icon`` in the first
+        column, the mark's note as the row's tooltip (:data:`MARK_ROLE` holds it). The
+        marks stay across :meth:`set_table` (a recomputation)."""
+        self._marks = dict(marks)
+        self._mark_columns = columns
+        self._mark_icon = icon if icon is not None else self._mark_icon
+        self._row_marks = self._compute_marks()
+        if self.rowCount() and self.columnCount():
+            self.dataChanged.emit(
+                self.index(0, 0),
+                self.index(self.rowCount() - 1, self.columnCount() - 1),
+                [Qt.ItemDataRole.DecorationRole, Qt.ItemDataRole.ToolTipRole, MARK_ROLE],
+            )
+
+    def _compute_marks(self) -> list[str | None]:
+        frame = self.table.frame
+        n = len(self.table)
+        if not self._marks or frame is None or n == 0:
+            return [None] * n
+        if not all(c in frame.columns for c in self._mark_columns):
+            return [None] * n
+        keys = zip(*(frame[c].astype(str).tolist() for c in self._mark_columns), strict=True)
+        return [self._marks.get(k) for k in keys]
+
+    @property
+    def n_marked(self) -> int:
+        """How many rows of the table are marked."""
+        return sum(1 for m in self._row_marks if m is not None)
+
+    def mark(self, row: int) -> str | None:
+        """The note of view row ``row`` (None: unmarked)."""
+        return self._row_marks[self.source_row(row)] if self._row_marks else None
 
     def set_frame(self, frame: pd.DataFrame) -> None:
         self.set_table(prepare_table(frame))
@@ -161,7 +212,14 @@ class QtFrameModel(QAbstractTableModel):
             return self.text(r, c)
         if role == Qt.ItemDataRole.ToolTipRole:
             text = self.text(r, c)
+            mark = self.mark(r)
+            if mark is not None:
+                return f"{mark}\n\n{text}" if len(text) > 30 else mark
             return text if len(text) > 30 else None
+        if role == Qt.ItemDataRole.DecorationRole:
+            return self._mark_icon if c == 0 and self.mark(r) is not None else None
+        if role == MARK_ROLE:
+            return self.mark(r)
         if role == Qt.ItemDataRole.TextAlignmentRole and self.table.numeric[c]:
             return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         if role == HAYSTACK_ROLE:
@@ -300,6 +358,52 @@ class QtFrameTable(QWidget):
     def _activated(self, index: QModelIndex) -> None:
         if index.isValid():
             self.row_activated.emit(self.row(index.row()))
+
+    def row_key(self, proxy_row: int, columns: tuple[str, ...] = CASE_COLUMNS) -> tuple[str, ...]:
+        """The values of ``columns`` in shown row ``proxy_row`` (as text)."""
+        source = self.proxy.mapToSource(self.proxy.index(proxy_row, 0)).row()
+        frame = self.model.frame
+        at = self.model.source_row(source)
+        return tuple(str(frame[c].iat[at]) for c in columns)
+
+    def find_row(self, key: tuple[str, ...], columns: tuple[str, ...] = CASE_COLUMNS) -> int:
+        """The shown row (sorted and filtered as on screen) whose ``columns`` hold ``key``;
+        -1 when no shown row does."""
+        frame = self.model.table.frame
+        if frame is None or not all(c in frame.columns for c in columns):
+            return -1
+        for r in range(self.proxy.rowCount()):
+            if self.row_key(r, columns) == key:
+                return r
+        return -1
+
+    def select_row(self, proxy_row: int) -> None:
+        """Select shown row ``proxy_row`` and scroll it into view."""
+        index = self.proxy.index(proxy_row, 0)
+        if index.isValid():
+            self.view.selectRow(proxy_row)
+            self.view.scrollTo(index, QAbstractItemView.ScrollHint.EnsureVisible)
+
+
+_ADJUDICATED_ICON: list[QIcon] = []
+
+
+def adjudicated_icon() -> QIcon:
+    """The mark of an adjudicated row: a green tick (drawn once, no image file)."""
+    if _ADJUDICATED_ICON:
+        return _ADJUDICATED_ICON[0]
+    pixmap = QPixmap(16, 16)
+    pixmap.fill(QColor(0, 0, 0, 0))
+    painter = QPainter(pixmap)
+    painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+    pen = QPen(QColor("#2e9d4a"), 2.6)
+    pen.setCapStyle(Qt.PenCapStyle.RoundCap)
+    pen.setJoinStyle(Qt.PenJoinStyle.RoundJoin)
+    painter.setPen(pen)
+    painter.drawPolyline([QPoint(3, 8), QPoint(7, 12), QPoint(13, 4)])
+    painter.end()
+    _ADJUDICATED_ICON.append(QIcon(pixmap))
+    return _ADJUDICATED_ICON[0]
 
 
 # -- charts -----------------------------------------------------------------------------------
@@ -591,6 +695,10 @@ class QtDashboardView(QWidget):
         self.seed = 0
         self.calibration: dict[str, Any] | None = None
         self._request: Request | None = None
+        #: the adjudicated (response id, criterion id) pairs, marked in the disagreements
+        self.adjudicated: dict[tuple[str, str], AdjudicationValue] = {}
+        #: each table section's count as its tab shows it, e.g. "24"
+        self._tab_counts: dict[str, str] = {}
         #: tables and charts still to show, one per event-loop turn: (kind, name, value)
         self._charts_pending: list[tuple[str, str, Any]] = []
         #: the worker process (started by the first computation)
@@ -884,9 +992,8 @@ class QtDashboardView(QWidget):
         self.cards["adjudications"].set(f"{o['n_adjudications']:,}")
         self.verdict.setText(alt_test_text(d.alt_test, primary))
         for table in TABLE_SECTIONS:
-            widget = self.section_tables[table.key]
-            text = f"{table.title} ({table.count(d.table(table.key))})"
-            self.tables.setTabText(self.tables.indexOf(widget), text)
+            self._tab_counts[table.key] = str(table.count(d.table(table.key)))
+            self._update_tab(table.key)
         self.notes.setText(" · ".join(d.notes))
         self.status.setText(
             f"Computed in {c.seconds:.1f} s · {o.get('filters', '')} · "
@@ -995,6 +1102,66 @@ class QtDashboardView(QWidget):
     def show_agreement_by(self, by: str) -> None:
         self.agreement_by.setCurrentIndex(AGREEMENT_BYS.index(by))
 
+    # -- adjudicated disagreements ---------------------------------------------------------------
+    def _update_tab(self, key: str) -> None:
+        table = next(t for t in TABLE_SECTIONS if t.key == key)
+        widget = self.section_tables[key]
+        count = self._tab_counts.get(key)
+        text = table.title if count is None else f"{table.title} ({count})"
+        if key == "disagreements" and count is not None:
+            done = widget.model.n_marked
+            text = f"{table.title} ({count}, {done:,} adjudicated)" if done else text
+        self.tables.setTabText(self.tables.indexOf(widget), text)
+
+    def set_adjudicated(self, marks: Mapping[tuple[str, str], AdjudicationValue]) -> None:
+        """Mark these (response id, criterion id) pairs adjudicated in the disagreements
+        table: a tick in the first column, the final verdict, who and when as the row's
+        tooltip, and the count in the tab's title. Kept across recomputations."""
+        self.adjudicated = dict(marks)
+        self._show_marks()
+
+    def mark_adjudicated(
+        self, response_id: str, criterion_id: str, value: AdjudicationValue
+    ) -> None:
+        """Mark one pair adjudicated now (no database read, no recomputation)."""
+        self.adjudicated[(response_id, criterion_id)] = value
+        self._show_marks()
+
+    def _show_marks(self) -> None:
+        notes: dict[tuple[str, ...], str] = {
+            key: adjudication_note(v) for key, v in self.adjudicated.items()
+        }
+        widget = self.section_tables["disagreements"]
+        widget.model.set_marks(notes, adjudicated_icon())
+        self._update_tab("disagreements")
+
+    def select_case(self, response_id: str, criterion_id: str) -> bool:
+        """Select the disagreement (response id, criterion id) in its table, if shown."""
+        widget = self.section_tables["disagreements"]
+        row = widget.find_row((response_id, criterion_id))
+        if row >= 0:
+            widget.select_row(row)
+        return row >= 0
+
+    def next_case(self, response_id: str, criterion_id: str) -> tuple[tuple[str, str], bool] | None:
+        """The disagreement to adjudicate after (response id, criterion id): the next row
+        of the disagreements table as it is shown (its sort and its filter box) that is
+        not adjudicated yet, from the top again past the last row. Returns the pair and
+        whether the search went round; None when every shown row is adjudicated."""
+        widget = self.section_tables["disagreements"]
+        n = widget.proxy.rowCount()
+        if n == 0:
+            return None
+        here = widget.find_row((response_id, criterion_id))
+        for step in range(1, n + 1):
+            row = (here + step) % n
+            key = widget.row_key(row)
+            if (key[0], key[1]) == (response_id, criterion_id):
+                continue
+            if (key[0], key[1]) not in self.adjudicated:
+                return (key[0], key[1]), here + step >= n and here >= 0
+        return None
+
     # -- drilling down ---------------------------------------------------------------------------
     def case_for_row(self, row: dict[str, Any]) -> tuple[str, str] | None:
         """(response id, criterion id) to adjudicate for a disagreement, flip or health row."""
@@ -1037,6 +1204,23 @@ class QtDashboardView(QWidget):
         self.worker.stop()
 
 
+def adjudication_note(value: AdjudicationValue) -> str:
+    """One adjudication as a row's tooltip: the final verdict, who, when and the note."""
+    word = "met" if value.met else "not met"
+    if value.level is not None:
+        word += f" (level {value.level})"
+    at = value.at
+    when = at.isoformat(sep=" ", timespec="minutes") if isinstance(at, datetime) else at
+    head = f"Adjudicated: {word}, by {value.adjudicator}"
+    head += f", {str(when)[:16]}" if when else ""
+    if value.revision > 1:
+        head += f" (revision {value.revision})"
+    note = (value.note or "").strip()
+    if len(note) > 300:
+        note = note[:299] + "…"
+    return f"{head}\n{note}" if note else head
+
+
 def _number(value: Any) -> float:
     return math.nan if value is None else float(value)
 
@@ -1063,7 +1247,18 @@ def alt_test_text(alt: dict[str, Any] | None, judge: str | None) -> str:
 
 
 class QtCoordinatorView(QStackedWidget):
-    """The dashboard and the adjudication view of one benchmark (coordinator windows only)."""
+    """The dashboard and the adjudication view of one benchmark (coordinator windows only).
+
+    The adjudicator's name is chosen once: ``adjudicator`` (``gui --view dashboard
+    --grader NAME``), else the name remembered from the last adjudication saved
+    (:attr:`QtAppSettings.adjudicator`), else nobody — the first save then asks for it.
+    It is never the operating system's login taken silently. The adjudication view shows
+    it in its header.
+
+    The disagreements table marks what is adjudicated (read from the database after each
+    computation, and at once when an adjudication is saved here); "Save and next" opens
+    the next disagreement still to adjudicate in the table's current order and filter.
+    """
 
     #: A short message for the status bar.
     message = Signal(str)
@@ -1078,40 +1273,85 @@ class QtCoordinatorView(QStackedWidget):
         parent: QWidget | None = None,
     ) -> None:
         super().__init__(parent)
-        import getpass
-
         self.db = db
         self.benchmark = benchmark
         self.settings = settings
+        self.store = AdjudicationStore(db)
+        #: the case last opened for adjudication (kept selected in its table)
+        self.current_case: tuple[str, str] | None = None
         self.dashboard = QtDashboardView(db, benchmark)
         self.addWidget(self.dashboard)
-        try:
-            default = adjudicator or getpass.getuser()
-        except Exception:  # no login name (containers)
-            default = ""
-        self.adjudication = QtAdjudicationView(AdjudicationStore(db), default)
+        remembered = settings.adjudicator if settings is not None else None
+        self.adjudication = QtAdjudicationView(self.store, adjudicator or remembered or "")
         self.addWidget(self.adjudication)
         self.dashboard.adjudicate_requested.connect(self.open_adjudication)
         self.dashboard.message.connect(self.message)
+        self.dashboard.computed.connect(self._computed)
         self.adjudication.message.connect(self.message)
         self.adjudication.back_requested.connect(self.show_dashboard)
         self.adjudication.saved.connect(self._adjudicated)
+        self.adjudication.next_requested.connect(self.open_next)
         self.setCurrentWidget(self.dashboard)
 
     def set_adjudicator(self, name: str) -> None:
         self.adjudication.adjudicator.setText(name)
 
     def open_adjudication(self, response_id: str, criterion_id: str) -> None:
+        self.current_case = (response_id, criterion_id)
         self.setCurrentWidget(self.adjudication)
+        self.dashboard.select_case(response_id, criterion_id)
         self.adjudication.open_case(self.benchmark, response_id, criterion_id)
+
+    def open_next(self, response_id: str, criterion_id: str) -> tuple[str, str] | None:
+        """Open the disagreement after (response id, criterion id) that is still to
+        adjudicate (:meth:`QtDashboardView.next_case`); back to the dashboard when none
+        is left. Returns the pair opened."""
+        found = self.dashboard.next_case(response_id, criterion_id)
+        if found is None:
+            self.message.emit(
+                "Every disagreement the dashboard's table shows is adjudicated "
+                "(its filter box and the dashboard's filters choose which)."
+            )
+            self.show_dashboard()
+            return None
+        (rid, cid), wrapped = found
+        if wrapped:
+            self.message.emit("Past the last row: from the top of the disagreements again.")
+        self.open_adjudication(rid, cid)
+        return rid, cid
 
     def show_dashboard(self) -> None:
         self.setCurrentWidget(self.dashboard)
         self.dashboard.setFocus()
 
-    def _adjudicated(self, _response_id: str, _criterion_id: str) -> None:
+    def _adjudicated(self, response_id: str, criterion_id: str) -> None:
+        case = self.adjudication.case
+        if case is not None and case.current is not None:  # marked at once
+            self.dashboard.mark_adjudicated(response_id, criterion_id, case.current)
+        name = self.adjudication.adjudicator_name()
+        if self.settings is not None and name and name != self.settings.adjudicator:
+            self.settings.adjudicator = name  # chosen once: remembered for next time
         # Adjudications change consensus references: read the database again.
         self.dashboard.recompute(reload=True)
+
+    def _computed(self) -> None:
+        """A computation is on screen: mark what is adjudicated (read off the UI
+        thread) and keep the case being adjudicated selected in its table."""
+        from gradercal.ui import qt_workers
+
+        generation = self.dashboard.generation
+        qt_workers.submit(
+            self.store.adjudicated,
+            self.benchmark,
+            done=lambda marks: self._marks_read(generation, marks),
+            failed=lambda exc: self.message.emit(f"Cannot read the adjudications: {exc}"),
+        )
+        if self.current_case is not None:
+            self.dashboard.select_case(*self.current_case)
+
+    def _marks_read(self, generation: int, marks: dict[tuple[str, str], AdjudicationValue]) -> None:
+        if generation == self.dashboard.generation:  # else a newer computation reads again
+            self.dashboard.set_adjudicated(marks)
 
     def shutdown(self) -> None:
         self.dashboard.shutdown()
@@ -1126,6 +1366,8 @@ __all__ = [
     "QtDashboardView",
     "QtFrameModel",
     "QtFrameTable",
+    "adjudicated_icon",
+    "adjudication_note",
     "agreement_wide",
     "alt_test_text",
     "ci_columns",
