@@ -544,8 +544,19 @@ class QtMainWindow(QMainWindow):
         from gradercal.ui.qt_judge_dialog import QtJudgeDialog
 
         dialog = QtJudgeDialog(self.store.db, self.benchmark, parent=self)
+        dialog.run_finished.connect(self._judge_run_finished)
         dialog.show()
         return dialog
+
+    def _judge_run_finished(self, stats: dict[str, object]) -> None:
+        """A run from the dialog ended: the dashboard offers to refresh (it does not
+        recompute by itself, and its headline judge stays the one chosen)."""
+        saved = stats.get("saved", stats.get("ok", 0))
+        if self.coordination is None or not saved:
+            return
+        self.coordination.dashboard.offer_refresh(
+            f"The judge run stored {saved} verdicts: the numbers shown are from before it."
+        )
 
     def show_dashboard(self) -> None:
         if not self.coordinator:

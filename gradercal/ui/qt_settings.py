@@ -95,6 +95,24 @@ class QtAppSettings:
     def artifacts_shown(self, value: bool) -> None:
         self._set("grading/artifacts_shown", "true" if value else "false")
 
+    # -- the dashboard's headline judge ------------------------------------------------------
+    #: What :meth:`headline_judge` returns for "the judge with the most verdicts", chosen.
+    MOST_VERDICTS = ""
+
+    def headline_judge(self, database: str, benchmark: str) -> str | None:
+        """The judge the dashboard headlines for this database and benchmark, as chosen:
+        a judge's name, :attr:`MOST_VERDICTS` (chosen to follow the count), or None
+        (never chosen)."""
+        v = self._qs.value(f"dashboard/{_key(database + chr(0) + benchmark)}/judge")
+        if v is None:
+            return None
+        text = str(v)
+        return self.MOST_VERDICTS if text == "*" else text
+
+    def set_headline_judge(self, database: str, benchmark: str, judge: str | None) -> None:
+        """Remember ``judge`` (None: the judge with the most verdicts) for this database."""
+        self._set(f"dashboard/{_key(database + chr(0) + benchmark)}/judge", judge or "*")
+
     # -- identity and position ---------------------------------------------------------------
     @property
     def adjudicator(self) -> str | None:

@@ -396,14 +396,16 @@ def test_save_and_next_follows_the_filter_and_marks_the_adjudicated(
     adj.note.setFocus()
     qtbot.keyClicks(adj.note, "Not shown in the response.")
     seq = QKeySequence("Ctrl+Shift+Return")[0]
-    qtbot.keyClick(adj.note, seq.key(), seq.keyboardModifiers())
-    on_case(shown[1])
-    icon, tip = mark(shown[0])  # marked at once, before any recomputation
+    with qtbot.waitSignal(board.computed, timeout=TIMEOUT):  # the refresh after a save
+        qtbot.keyClick(adj.note, seq.key(), seq.keyboardModifiers())
+        on_case(shown[1])
+        # marked at once, before the recomputation is on screen
+        assert isinstance(mark(shown[0])[0], QIcon)
+    icon, tip = mark(shown[0])
     assert isinstance(icon, QIcon) and not icon.isNull()
     assert tip.startswith("Adjudicated: not met, by coordinator-zoe")
     assert "Not shown in the response." in tip
     assert "1 adjudicated" in board.tables.tabText(board.tables.indexOf(dis))
-    qtbot.waitUntil(lambda: not board.busy and bool(board.adjudicated), timeout=TIMEOUT)
     qtbot.waitUntil(lambda: dis.model.n_marked == 1, timeout=TIMEOUT)  # read back
     assert dis.filter.text() == model and dis.proxy.rowCount() == n
     assert dis.view.selectionModel().isRowSelected(dis.find_row(shown[1]))

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QAction
-from sqlalchemy import select
+from sqlalchemy import func, select
 
 from gradercal.db import models as m
 from gradercal.db.grading import GradingStore
@@ -171,3 +171,104 @@ def test_only_a_coordinator_window_offers_the_dialog(
     grader.close()
     coord.close()
     qtbot.waitUntil(lambda: qt_workers.pending_jobs() == 0, timeout=TIMEOUT)
+
+
+def test_a_run_from_the_dialog_keeps_the_headline_judge_and_offers_a_refresh(
+    qtbot: Any, tmp_path: Path
+) -> None:
+    """The demo's headline judge is judge-gpt (the most verdicts). A test judge run from
+    the dialog on every pair ties with it and sorts first by name, so "most verdicts"
+    made it the headline at the next recomputation. Now the first result's judge is the
+    explicit choice, remembered per database; the run recomputes nothing, a bar offers
+    the refresh, and after it the headline is still judge-gpt; choosing the other judge
+    in the selector is remembered for the next window."""
+    from gradercal.ui.dashboard.qt_process import process_alive
+    from tests.conftest import DEMO
+
+    path = tmp_path / "demo.sqlite"
+    database = open_database(path)
+    Repository(database).import_data(read_folder(DEMO))
+    settings_file = tmp_path / "coord.ini"
+    windows: list[QtMainWindow] = []
+
+    def coordinator() -> QtMainWindow:
+        window = QtMainWindow(
+            GradingStore(database),
+            QtAppSettings(settings_file),
+            database.display,
+            track_time=False,
+            coordinator=True,
+        )
+        qtbot.addWidget(window)
+        windows.append(window)
+        window.resize(1366, 768)
+        window.show()
+        view = window.open_dashboard(GradingStore(database).benchmark_names()[0], compute=False)
+        view.dashboard.n_boot = 10
+        with qtbot.waitSignal(view.dashboard.computed, timeout=120_000):
+            view.dashboard.recompute()
+        return window
+
+    try:
+        window = coordinator()
+        assert window.coordination is not None
+        board = window.coordination.dashboard
+        assert board.result is not None and board.result.dashboard.primary_judge == "judge-gpt"
+        assert board.headline == "judge-gpt" and board.judge.currentText() == "judge-gpt"
+        with JudgeServer(ServerConfig()) as srv:
+            dialog = window.show_judge_dialog()
+            assert dialog is not None
+            dialog.base_url.setText(srv.base_url)
+            dialog.model.setText("gpt-4o-mini")
+            dialog.judge.setText("a-test-judge")  # sorts before judge-gpt
+            dialog.scope.setCurrentText("all")
+            dialog.concurrency.setValue(8)
+            generation = board.generation
+            with qtbot.waitSignal(dialog.run_finished, timeout=120_000) as finished:
+                dialog.start()
+            assert dialog.wait()
+        assert finished.args[0]["status"] == "completed"
+        with database.read() as s:
+            counts = dict(
+                s.execute(
+                    select(m.Grader.name, func.count(m.Judgment.id))
+                    .join(m.Judgment, m.Judgment.grader_id == m.Grader.id)
+                    .where(m.Grader.kind == "judge")
+                    .group_by(m.Grader.name)
+                ).all()
+            )
+        assert counts["a-test-judge"] == counts["judge-gpt"]  # a tie on verdicts
+        # nothing recomputed behind the coordinator's back; a bar offers it
+        assert board.generation == generation and not board.busy
+        assert board.refresh_bar.isVisible()
+        assert f"stored {counts['a-test-judge']} verdicts" in board.refresh_text.text()
+        with qtbot.waitSignal(board.computed, timeout=120_000):
+            qtbot.mouseClick(board.refresh_now, Qt.MouseButton.LeftButton)
+        assert not board.refresh_bar.isVisible()
+        assert board.result.dashboard.primary_judge == "judge-gpt"  # the choice held
+        assert "a-test-judge" in [board.judge.itemText(i) for i in range(board.judge.count())]
+        assert board.judge.currentText() == "judge-gpt"
+        # choosing the test judge is remembered for the next window on this database
+        index = board.judge.findData("a-test-judge")
+        with qtbot.waitSignal(board.computed, timeout=120_000):
+            board.judge.setCurrentIndex(index)
+            board.judge.activated.emit(index)
+        assert board.result.dashboard.primary_judge == "a-test-judge"
+        window.coordination.shutdown()
+        window.close()
+        again = coordinator()
+        assert again.coordination is not None
+        second = again.coordination.dashboard
+        assert second.result is not None
+        assert second.result.dashboard.primary_judge == "a-test-judge"
+        assert second.judge.currentText() == "a-test-judge"
+    finally:
+        pids = []
+        for w in windows:
+            if w.coordination is not None:
+                pids.append(w.coordination.dashboard.worker.pid)
+                w.coordination.shutdown()
+            w.close()
+        qtbot.waitUntil(lambda: qt_workers.pending_jobs() == 0, timeout=TIMEOUT)
+        database.dispose()
+        assert not any(process_alive(pid) for pid in pids if pid)

@@ -680,10 +680,26 @@ class QtDashboardView(QWidget):
     #: A short message for the status bar.
     message = Signal(str)
 
-    def __init__(self, db: Database, benchmark: str, parent: QWidget | None = None) -> None:
+    def __init__(
+        self,
+        db: Database,
+        benchmark: str,
+        parent: QWidget | None = None,
+        *,
+        settings: QtAppSettings | None = None,
+    ) -> None:
         super().__init__(parent)
         self.db = db
         self.benchmark = benchmark
+        self.settings = settings
+        #: the key the headline judge is remembered under (the database, password hidden)
+        self._database_key = db.url.render_as_string(hide_password=True)
+        remembered = (
+            settings.headline_judge(self._database_key, benchmark) if settings is not None else None
+        )
+        #: the headline judge as chosen: a name, "" (the judge with the most verdicts,
+        #: chosen), or None (not chosen yet: the first result's judge is pinned)
+        self.headline: str | None = remembered
         self.result: Computed | None = None
         self.generation = 0
         #: results of older filter sets dropped on arrival (for tests)
@@ -741,8 +757,12 @@ class QtDashboardView(QWidget):
         bar.addWidget(QLabel("Judge:"))
         self.judge = QComboBox()
         self.judge.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
-        self.judge.addItem("most verdicts", None)
-        self.judge.activated.connect(lambda _i: self.schedule_recompute())
+        self.judge.addItem("most verdicts (follows new runs)", None)
+        self.judge.setToolTip(
+            "The judge the headline numbers, the alt-test and the per-judge charts show; "
+            "remembered for this database"
+        )
+        self.judge.activated.connect(self._judge_chosen)
         bar.addWidget(self.judge)
         bar.addStretch(1)
         self.progress_bar = QProgressBar()
@@ -757,6 +777,29 @@ class QtDashboardView(QWidget):
         self.refresh_button.clicked.connect(lambda: self.recompute(reload=True))
         bar.addWidget(self.refresh_button)
         outer.addLayout(bar)
+
+        # After a judge run: new verdicts are in the database, the numbers shown are from
+        # before; the coordinator refreshes when ready (nothing recomputes behind them).
+        self.refresh_bar = QFrame()
+        self.refresh_bar.setObjectName("refreshBar")
+        self.refresh_bar.setFrameShape(QFrame.Shape.StyledPanel)
+        row = QHBoxLayout(self.refresh_bar)
+        row.setContentsMargins(8, 2, 4, 2)
+        self.refresh_text = QLabel("")
+        self.refresh_text.setWordWrap(True)
+        self.refresh_text.setTextFormat(Qt.TextFormat.PlainText)
+        row.addWidget(self.refresh_text, 1)
+        self.refresh_now = QPushButton("Refresh the dashboard")
+        self.refresh_now.setObjectName("refreshNow")
+        self.refresh_now.clicked.connect(lambda: self.recompute(reload=True))
+        row.addWidget(self.refresh_now)
+        dismiss = QToolButton()
+        dismiss.setText("✕")
+        dismiss.setToolTip("Not now (Recompute reads the database again at any time)")
+        dismiss.clicked.connect(self.refresh_bar.hide)
+        row.addWidget(dismiss)
+        self.refresh_bar.hide()
+        outer.addWidget(self.refresh_bar)
 
         cards = QHBoxLayout()
         cards.setSpacing(6)
@@ -860,8 +903,34 @@ class QtDashboardView(QWidget):
         )
 
     def selected_judge(self) -> str | None:
-        data = self.judge.currentData()
-        return None if data is None else str(data)
+        """The judge to compute with: the chosen headline judge (None: most verdicts)."""
+        return self.headline or None
+
+    def _judge_chosen(self, index: int) -> None:
+        data = self.judge.itemData(index)
+        self.set_headline(None if data is None else str(data))
+        self.schedule_recompute()
+
+    def set_headline(self, judge: str | None) -> None:
+        """Make ``judge`` the headline judge (None: the one with the most verdicts) and
+        remember it for this database and benchmark."""
+        self.headline = judge or ""
+        if self.settings is not None:
+            self.settings.set_headline_judge(self._database_key, self.benchmark, judge)
+        self._select_headline()
+
+    def _select_headline(self) -> None:
+        want = self.headline or None
+        for i in range(self.judge.count()):
+            if self.judge.itemData(i) == want:
+                self.judge.setCurrentIndex(i)
+                return
+
+    def offer_refresh(self, text: str) -> None:
+        """Say that the database changed (``text``) and offer to recompute; nothing is
+        recomputed until the coordinator asks."""
+        self.refresh_text.setText(text)
+        self.refresh_bar.show()
 
     def schedule_recompute(self) -> None:
         """Recompute shortly (several filter clicks in a row make one computation)."""
@@ -877,6 +946,8 @@ class QtDashboardView(QWidget):
         else the worker's cached frames serve); an older computation is cancelled and its
         result, should it still arrive, dropped. Returns the generation."""
         self._timer.stop()
+        if reload:
+            self.refresh_bar.hide()  # the new verdicts are read now
         self.generation += 1
         request = Request(
             generation=self.generation,
@@ -941,6 +1012,12 @@ class QtDashboardView(QWidget):
         if kind in ("cancelled", "superseded"):
             self.error_text = "cancelled"
             self.status.setText("Computation cancelled.")
+        elif self.headline and f"no grader {self.headline!r}" in text:
+            gone = self.headline
+            self.headline = None  # pinned again from the next result
+            self.message.emit(f"The headline judge {gone} is no longer in this benchmark.")
+            self.recompute()
+            return
         else:
             self.error_text = text or kind
             self.status.setText(f"Cannot compute the dashboard: {self.error_text}")
@@ -972,6 +1049,10 @@ class QtDashboardView(QWidget):
     def _apply(self, c: Computed) -> None:
         d = c.dashboard
         o = d.overview
+        if self.headline is None and d.primary_judge is not None:
+            # Never chosen: the judge shown now becomes the choice, so a later run of
+            # another judge (a test judge that ties on verdicts) cannot take its place.
+            self.set_headline(str(d.primary_judge))
         self._set_options(c.options)
         self.cards["tasks"].set(f"{o['n_tasks']:,}")
         self.cards["responses"].set(f"{o['n_responses']:,}", f"{len(o['models'])} models")
@@ -1069,16 +1150,14 @@ class QtDashboardView(QWidget):
             button.blockSignals(False)
         judges = options.get("judges", [])
         have = [self.judge.itemData(i) for i in range(1, self.judge.count())]
+        self.judge.blockSignals(True)
         if have != judges:
-            current = self.selected_judge()
-            self.judge.blockSignals(True)
             while self.judge.count() > 1:
                 self.judge.removeItem(1)
             for j in judges:
                 self.judge.addItem(j, j)
-            if current in judges:
-                self.judge.setCurrentIndex(judges.index(current) + 1)
-            self.judge.blockSignals(False)
+        self._select_headline()
+        self.judge.blockSignals(False)
 
     def _figure_key(self, name: str) -> str:
         """The figure shown in chart ``name`` (a per-grouping chart follows the agreement table)."""
@@ -1279,7 +1358,7 @@ class QtCoordinatorView(QStackedWidget):
         self.store = AdjudicationStore(db)
         #: the case last opened for adjudication (kept selected in its table)
         self.current_case: tuple[str, str] | None = None
-        self.dashboard = QtDashboardView(db, benchmark)
+        self.dashboard = QtDashboardView(db, benchmark, settings=settings)
         self.addWidget(self.dashboard)
         remembered = settings.adjudicator if settings is not None else None
         self.adjudication = QtAdjudicationView(self.store, adjudicator or remembered or "")
