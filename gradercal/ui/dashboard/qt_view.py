@@ -757,7 +757,12 @@ class QtDashboardView(QWidget):
         bar.addWidget(QLabel("Judge:"))
         self.judge = QComboBox()
         self.judge.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
-        self.judge.addItem("most verdicts (follows new runs)", None)
+        self.judge.addItem("most verdicts", None)
+        self.judge.setItemData(
+            0,
+            "Follows the count: a later judge run with more verdicts would take over",
+            Qt.ItemDataRole.ToolTipRole,
+        )
         self.judge.setToolTip(
             "The judge the headline numbers, the alt-test and the per-judge charts show; "
             "remembered for this database"
