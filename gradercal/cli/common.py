@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -35,7 +36,35 @@ def emit_json(obj: Any) -> None:
     → numbers, NaN and ±inf → ``null``, datetimes and other values → ``str``), then
     ``json.dumps(..., indent=2, ensure_ascii=False, allow_nan=False)``.
     """
-    click.echo(json.dumps(json_safe(obj), indent=2, ensure_ascii=False, allow_nan=False))
+    click.echo(pretty_json(json_safe(obj)))
+
+
+#: Where orjson's text may differ from the standard library's on JSON data: a float
+#: below 1e-4 in magnitude, which the standard library writes with an exponent (``1e-05``)
+#: and orjson as ``0.00001`` or ``2.5e-7``. Neither library writes such text otherwise
+#: (it may occur inside a string, which only costs the slow path).
+_SMALL_FLOAT = re.compile(rb"[0-9]e-[0-9]|(?<![0-9])0\.0000")
+
+
+def pretty_json(data: Any) -> str:
+    """``json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False)``, byte for byte.
+
+    The standard library's encoder is pure Python once ``indent`` is given (≈ 0.75 s for
+    the 25 MB of ``gradercal health --json`` on 750 tasks); orjson writes the same text
+    in C for JSON data (``json_safe``'s output: plain dicts with str keys, lists, str,
+    int, finite float, bool, None). Its output is used unless it could differ: an
+    integer or string orjson refuses (beyond 64 bits, lone surrogates), or a float
+    below 1e-4 in magnitude (:data:`_SMALL_FLOAT`): then the standard library writes it.
+    """
+    import orjson
+
+    try:
+        out = orjson.dumps(data, option=orjson.OPT_INDENT_2)
+    except (TypeError, orjson.JSONEncodeError):
+        out = None
+    if out is None or _SMALL_FLOAT.search(out):
+        return json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False)
+    return out.decode("utf-8")
 
 
 def fail(message: str) -> None:

@@ -19,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gradercal._util.jsonsafe import json_safe
-from gradercal.cli.common import emit_json
+from gradercal.cli.common import emit_json, pretty_json
 
 STAMP = datetime(2024, 5, 6, 7, 8, 9, tzinfo=UTC)
 
@@ -267,3 +267,45 @@ def test_any_nested_value_converts_to_strict_json_and_stays_put(value: Any, iso:
     assert same(json.loads(text), out)  # already plain JSON data
     assert same(json_safe(out, iso_datetimes=iso), out)  # converting twice changes nothing
     assert same(json_safe(out, iso_datetimes=not iso), out)
+
+
+_JSON_DATA = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.sampled_from([1e-05, 2.5e-07, 1e-300, 1e16, 1.5e300, -0.0, 0.00012])
+    | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@given(_JSON_DATA)
+@settings(max_examples=400, deadline=None)
+def test_pretty_json_is_the_standard_librarys_text(data: object) -> None:
+    """The orjson fast path of every --json output writes exactly what json.dumps did."""
+    expected = json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False)
+    assert pretty_json(data) == expected
+
+
+def test_pretty_json_control_characters_and_large_numbers() -> None:
+    text = "".join(chr(c) for c in range(0x20)) + '"\\\x7f\u2028é𝄞'
+    for data in ({"s": text, "k": [2**63, -(2**63), 2**64, 1e-05]}, [text], {"": {}}):
+        assert pretty_json(data) == json.dumps(data, indent=2, ensure_ascii=False)
+
+
+def test_pretty_json_takes_the_fast_path_on_ordinary_numbers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A float like 10.000000000000002 (the health report's impacts) is not mistaken for
+    a small one: the standard library is not called."""
+    import gradercal.cli.common as common
+
+    def refuse(*_: object, **__: object) -> str:
+        raise AssertionError("fell back to json.dumps")
+
+    data = {"impact": 10.000000000000002, "x": [0.0001, 100.00001, -3.5e16, 1e16]}
+    expected = json.dumps(data, indent=2, ensure_ascii=False)
+    monkeypatch.setattr(common.json, "dumps", refuse)
+    assert pretty_json(data) == expected
