@@ -85,29 +85,13 @@ def progress(
 
 
 def _write_csv(folder: Path, tables: dict[str, list[dict[str, object]]]) -> None:
-    import csv
-
-    from gradercal.formats.tables import neutralise_cell
+    from gradercal.formats.tables import write_rows_csv
     from gradercal.ops.progress import COLUMNS
 
     try:
         folder.mkdir(parents=True, exist_ok=True)
         for name, rows in tables.items():
-            keys = [k for k, _h in COLUMNS[name]]
-            with open(folder / f"{name}.csv", "w", newline="", encoding="utf-8") as fh:
-                w = csv.writer(fh)
-                w.writerow(keys)
-                for row in rows:
-                    w.writerow(
-                        [
-                            ""
-                            if row[k] is None
-                            else neutralise_cell(row[k])
-                            if isinstance(row[k], str)
-                            else row[k]
-                            for k in keys
-                        ]
-                    )
+            write_rows_csv(folder / f"{name}.csv", [k for k, _h in COLUMNS[name]], rows)
     except OSError as exc:
         raise GradercalError(
             f"{folder}: cannot write the CSV files: {exc.strerror or exc}"
