@@ -64,8 +64,11 @@ def record_packet_export(
     s.merge(m.DatabaseInfo(key=EXPORT_PREFIX + packet_id, value=json.dumps(record)))
 
 
-def record_packet_merge(s: Session, packet_id: str, when: datetime) -> None:
-    """Count a merge of a remembered packet (inside the merge's write transaction)."""
+def record_packet_merge(s: Session, packet_id: str, generation: int, when: datetime) -> None:
+    """Count a merge of a remembered packet (inside the merge's write transaction).
+
+    Only a newer save counts: merging the same copy again is no new merge, and changes
+    nothing (a repeated merge leaves the database exactly as it was)."""
     row = s.get(m.DatabaseInfo, EXPORT_PREFIX + packet_id)
     if row is None:
         return
@@ -73,8 +76,9 @@ def record_packet_merge(s: Session, packet_id: str, when: datetime) -> None:
         record = json.loads(row.value)
     except ValueError:
         return
-    if not isinstance(record, dict):
+    if not isinstance(record, dict) or int(record.get("merged_generation", -1)) >= generation:
         return
+    record["merged_generation"] = generation
     record["merges"] = int(record.get("merges") or 0) + 1
     record["last_merged_at"] = when.astimezone(UTC).isoformat()
     row.value = json.dumps(record)

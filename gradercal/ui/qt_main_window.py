@@ -34,8 +34,8 @@ from gradercal.ui.shortcuts import SHORTCUTS
 
 if TYPE_CHECKING:
     from gradercal.ui.dashboard.qt_view import QtCoordinatorView
-    from gradercal.ui.qt_progress import QtProgressView
     from gradercal.ui.qt_judge_dialog import QtJudgeDialog
+    from gradercal.ui.qt_progress import QtProgressView
 
 GRADING_ONLY = {
     "criterion.next_open",

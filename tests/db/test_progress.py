@@ -85,6 +85,7 @@ def test_progress_follows_packets_out_and_back(team: tuple[str, Database], tmp_p
     finally:
         session.close()
     merge_packet(db, ana.path)
+    merge_packet(db, ana.path)  # the same copy again: no new merge
     after = load_progress(db)
     (row,) = [g for g in after.graders if g.grader == "q-ana"]
     assert (row.assigned, row.submitted, row.pending) == (30, 5, 25)

@@ -87,7 +87,7 @@ def test_packet_status_and_task_status() -> None:
     p = summarise(items, tasks, packets, now=NOW)
     status = {x.packet_id: x.status for x in p.packets}
     assert status == {"p-out": "out", "p-late": "overdue", "p-back": "returned", "p-nodue": "out"}
-    assert [x.packet_id for x in p.packets][0] == "p-nodue"  # oldest first
+    assert p.packets[0].packet_id == "p-nodue"  # oldest first
     by_task = {t.task: (t.status, t.assigned, t.done, t.graders) for t in p.tasks}
     assert by_task == {
         "T1": ("graded", 2, 2, 2),

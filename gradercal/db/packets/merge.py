@@ -221,7 +221,7 @@ def _check_generation(s: Any, manifest: Manifest) -> None:
         s.add(m.DatabaseInfo(key=key, value=str(manifest.generation)))
     elif manifest.generation > merged:
         row.value = str(manifest.generation)
-    record_packet_merge(s, manifest.packet_id, datetime.now(UTC))
+    record_packet_merge(s, manifest.packet_id, manifest.generation, datetime.now(UTC))
 
 
 def _unpacked_work(src: Path, manifest: Manifest) -> list[str]:
