@@ -318,9 +318,7 @@ class TimeTracker:
     does not add an hour to a response, nor a minute's reading pause more than a minute.
     """
 
-    def __init__(
-        self, idle_limit: float = IDLE_LIMIT_S, clock: Callable[[], float] | None = None
-    ):
+    def __init__(self, idle_limit: float = IDLE_LIMIT_S, clock: Callable[[], float] | None = None):
         import time
 
         self.idle_limit = idle_limit
