@@ -74,6 +74,10 @@ class LazyGroup(click.Group):
             "gradercal.cli.ops:assign",
             "Hand out responses to graders: K per response, balanced, seeded.",
         ),
+        "progress": (
+            "gradercal.cli.tasks:progress",
+            "Grading progress per grader, packet and task: pace, forecast, overdue packets.",
+        ),
         "packet": ("gradercal.cli.ops:packet", "Offline grading packets: export, merge, inspect."),
         "backup": ("gradercal.cli.ops:backup", "A consistent copy of the database."),
         "check": ("gradercal.cli.ops:check", "Integrity, orphan rows and artifact hashes."),

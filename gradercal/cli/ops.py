@@ -17,6 +17,8 @@ import click
 from gradercal.cli.common import db_option, emit_json, fail, handle_errors, json_option
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from gradercal.db.session import Database
 
 __all__ = ["assign", "backup", "check", "packet"]
@@ -174,10 +176,21 @@ def packet() -> None:
     type=click.Path(path_type=Path, dir_okay=False),
     help="The packet file to write (NAME.gcpkg).",
 )
+@click.option(
+    "--due",
+    metavar="DATE",
+    help="When the work is due back: YYYY-MM-DD (end of that day, UTC), an ISO time, "
+    "or +N for N days from now. `gradercal progress` lists packets past it as overdue.",
+)
 @json_option
 @handle_errors
 def packet_export(
-    db: str | None, benchmark: str | None, grader: str, output: Path, as_json: bool
+    db: str | None,
+    benchmark: str | None,
+    grader: str,
+    output: Path,
+    due: str | None,
+    as_json: bool,
 ) -> None:
     """Write one grader's assignments to a packet file for offline grading.
 
@@ -189,7 +202,7 @@ def packet_export(
 
     database = _open(db)
     try:
-        report = export_packet(database, grader, output, benchmark=benchmark)
+        report = export_packet(database, grader, output, benchmark=benchmark, due_at=_due(due))
     finally:
         database.dispose()
     if as_json:
@@ -200,6 +213,31 @@ def packet_export(
         f"{report.grader!r} ({report.artifacts} artifacts, {report.judgments} judgments so far, "
         f"{report.bytes / 1e6:.1f} MB)"
     )
+
+
+def _due(text: str | None) -> datetime | None:
+    """``--due``: YYYY-MM-DD (the end of that day, UTC), an ISO time, or +N days."""
+    from datetime import UTC, datetime, time, timedelta
+
+    if text is None:
+        return None
+    value = text.strip()
+    try:
+        if value.startswith("+"):
+            days = int(value[1:])
+            if not 0 <= days <= 3650:
+                raise ValueError
+            return datetime.now(UTC) + timedelta(days=days)
+        if len(value) == 10:
+            day = datetime.strptime(value, "%Y-%m-%d").date()
+            return datetime.combine(day, time(23, 59, 59), UTC)
+        when = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
+    except ValueError:
+        raise click.BadParameter(
+            f"{text!r} is not a date: use YYYY-MM-DD, an ISO time or +N (days from now)",
+            param_hint="--due",
+        ) from None
 
 
 @packet.command(name="merge")

@@ -17,7 +17,8 @@ gradercal's CSV exports keep spreadsheets from running text as formulas.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping
+import os
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import date, datetime
 from functools import cache
 from pathlib import Path
@@ -86,6 +87,20 @@ def neutralise_cell(value: Any) -> Any:
     if isinstance(value, str) and value.lstrip("'").startswith(FORMULA_STARTS):
         return "'" + value
     return value
+
+
+def write_rows_csv(
+    path: str | os.PathLike[str], keys: Sequence[str], rows: Iterable[Mapping[str, Any]]
+) -> None:
+    """Plain rows as a CSV file (header ``keys``; None as an empty cell; formula-safe text
+    cells, see :func:`neutralise_cell`)."""
+    import csv
+
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh)
+        w.writerow(keys)
+        for row in rows:
+            w.writerow(["" if row.get(k) is None else neutralise_cell(row[k]) for k in keys])
 
 
 def _restore_cell(value: str) -> str:

@@ -305,15 +305,20 @@ class RubricState:
         return ScoreSummary(earned, possible, answered, total, self.threshold)
 
 
+#: Seconds without a key press, click or wheel turn after which the clock stops (the
+#: active time that ``gradercal progress`` and the pace figures are built on).
+IDLE_LIMIT_S = 60.0
+
+
 class TimeTracker:
     """Time on task: wall time while the grader is active, idle stretches left out.
 
     Time counts from the last :meth:`take` until now, but not beyond ``idle_limit``
     seconds after the last input (:meth:`touch`), so a machine left alone over lunch
-    does not add an hour to a response.
+    does not add an hour to a response, nor a minute's reading pause more than a minute.
     """
 
-    def __init__(self, idle_limit: float = 300.0, clock: Callable[[], float] | None = None):
+    def __init__(self, idle_limit: float = IDLE_LIMIT_S, clock: Callable[[], float] | None = None):
         import time
 
         self.idle_limit = idle_limit

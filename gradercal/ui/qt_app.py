@@ -167,8 +167,13 @@ def build_window(
     Raises:
         GradercalError: the database cannot be opened, or the benchmark is unknown.
     """
-    if view == "dashboard":
-        return build_coordinator_window(db, grader, benchmark, settings=settings)
+    if view in ("dashboard", "progress"):
+        window = build_coordinator_window(
+            db, grader, benchmark, settings=settings, compute=view == "dashboard"
+        )
+        if view == "progress":
+            window.show_progress()
+        return window
     application()
     preload_pdf_engine()
     store, display = open_store(db)
@@ -291,6 +296,8 @@ def screenshot(
     (``view="dashboard"``: the coordinator dashboard, fully computed)."""
     if view == "dashboard":
         return dashboard_screenshot(out, db, benchmark, size)
+    if view == "progress":
+        return progress_screenshot(out, db, benchmark, size)
     app = application()
     preload_pdf_engine()
     store, display = open_store(db)
@@ -327,6 +334,27 @@ def screenshot(
         print(
             "warning: the artifact was still loading when the screenshot was taken", file=sys.stderr
         )
+    return 0
+
+
+def progress_screenshot(
+    out: Path, db: str | None, benchmark: str | None, size: tuple[int, int]
+) -> int:
+    """Save a PNG of a coordinator window showing grading progress."""
+    app = application()
+    window = build_coordinator_window(
+        db, None, benchmark, settings=QtAppSettings(readonly=True), compute=False
+    )
+    window.resize(*size)
+    window.show_progress()
+    for _ in range(5):
+        app.processEvents()
+    image = window.grab()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    saved = image.save(str(out), "PNG")
+    window.close()
+    if not saved:
+        raise GradercalError(f"cannot write {out}")
     return 0
 
 

@@ -35,6 +35,7 @@ from gradercal.ui.shortcuts import SHORTCUTS
 if TYPE_CHECKING:
     from gradercal.ui.dashboard.qt_view import QtCoordinatorView
     from gradercal.ui.qt_judge_dialog import QtJudgeDialog
+    from gradercal.ui.qt_progress import QtProgressView
 
 GRADING_ONLY = {
     "criterion.next_open",
@@ -57,7 +58,7 @@ GRADING_ONLY = {
 REVIEW_ONLY = {"review.comment"}
 ALWAYS = {"help.shortcuts", "app.quit", "view.bigger", "view.smaller", "view.reset_font"}
 #: Actions of a coordinator window only; a grader's window never creates them (blinding).
-COORDINATOR_ONLY = {"view.dashboard", "judge.run"}
+COORDINATOR_ONLY = {"view.dashboard", "view.progress", "judge.run"}
 #: What to say when the artifact shown cannot do what a key asked.
 CANNOT = {
     "step_page": "The artifact shown has no pages (Ctrl+PgDown shows the next one).",
@@ -150,6 +151,7 @@ class QtMainWindow(QMainWindow):
         #: starts a grading session; a grader's window has no dashboard action at all.
         self.coordinator = coordinator
         self.coordination: QtCoordinatorView | None = None
+        self.progress_view: QtProgressView | None = None
         self.store = store
         self.settings = settings
         self.database = database
@@ -344,6 +346,7 @@ class QtMainWindow(QMainWindow):
             "view.grading": lambda: self.set_mode("grading"),
             "view.review": lambda: self.set_mode("review"),
             "view.dashboard": self.show_dashboard,
+            "view.progress": self.show_progress,
             "judge.run": self.show_judge_dialog,
             "view.queue": lambda: self.show_queue(not self.queue_dock.isVisible()),
             "queue.find": grading(lambda _g: self.find_in_queue()),
@@ -564,8 +567,31 @@ class QtMainWindow(QMainWindow):
         if self.coordination is not None:
             self.coordination.show_dashboard()
             self.stack.setCurrentWidget(self.coordination)
+            self.mode = "dashboard"
+            self._update_title()
+            self._update_enabled()
         elif self.benchmark is not None:
             self.open_dashboard(self.benchmark)
+
+    def show_progress(self) -> QtProgressView | None:
+        """The Progress view of the current benchmark (coordinator windows only)."""
+        if not self.coordinator or self.benchmark is None:
+            return None
+        from gradercal.ui.qt_progress import QtProgressView
+
+        if self.progress_view is None or self.progress_view.benchmark != self.benchmark:
+            if self.progress_view is not None:
+                self.stack.removeWidget(self.progress_view)
+                self.progress_view.deleteLater()
+            self.progress_view = QtProgressView(self.store.db, self.benchmark, parent=self)
+            self.progress_view.message.connect(self._show_message)
+            self.stack.addWidget(self.progress_view)
+        self.progress_view.refresh()
+        self.mode = "progress"
+        self.stack.setCurrentWidget(self.progress_view)
+        self._update_title()
+        self._update_enabled()
+        return self.progress_view
 
     def _update_title(self) -> None:
         parts = ["gradercal"]
@@ -575,6 +601,8 @@ class QtMainWindow(QMainWindow):
             parts.append(self.grader)
         if self.mode == "review":
             parts.append("task review")
+        if self.mode == "progress":
+            parts.append("progress")
         if self.coordinator:
             parts.append("coordinator")
         if self.location:

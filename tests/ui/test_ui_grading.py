@@ -28,7 +28,7 @@ from gradercal.db import models as m
 from gradercal.db.grading import GradingStore, JudgmentValue
 from gradercal.db.session import open_database
 from gradercal.ui import qt_workers
-from gradercal.ui.grading_state import TimeTracker
+from gradercal.ui.grading_state import IDLE_LIMIT_S, TimeTracker
 from gradercal.ui.qt_main_window import QtMainWindow
 from gradercal.ui.qt_settings import QtAppSettings
 from gradercal.ui.qt_shortcuts_dialog import QtShortcutsDialog
@@ -446,6 +446,28 @@ def test_time_on_task_is_recorded(qtbot: Any, open_window: Opener) -> None:
     g.flush_time(final=True)
     assert g.store.queue_item(aid).time_spent_s == pytest.approx(42.0)
     assert "0 min on task" in g.progress_text()
+
+
+def test_a_minute_without_input_stops_the_clock(qtbot: Any, open_window: Opener) -> None:
+    """Issue #16: idle time is not time on task (the window used to count 5 idle minutes)."""
+    window = open_window()
+    g = window.grading
+    assert g is not None
+    assert g.tracker.idle_limit == IDLE_LIMIT_S == 60
+    clock = [5000.0]
+    g.tracker.clock = lambda: clock[0]
+    g.tracker.reset()
+    g.flush_time()  # whatever the loading took, before the fake clock
+    g._unsaved_time = 0.0
+    aid = g.queue[g.index].assignment_id
+    before = g.store.queue_item(aid).time_spent_s
+    handle = window.windowHandle()
+    assert handle is not None
+    clock[0] += 20
+    qtbot.keyClick(handle, Qt.Key.Key_J)  # 20 s of work, then a key
+    clock[0] += 600  # ten minutes away: one more minute counts, not ten
+    g.flush_time(final=True)
+    assert g.store.queue_item(aid).time_spent_s - before == pytest.approx(20 + 60)
 
 
 def test_time_tracker_leaves_idle_time_out() -> None:

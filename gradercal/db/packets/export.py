@@ -17,6 +17,7 @@ import time
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,7 @@ from gradercal._util.scratch import scratch_dir
 from gradercal.db import models as m
 from gradercal.db.grading import blinding_code
 from gradercal.db.packets._common import _finish_sqlite, _packet_key, _value, response_digest
+from gradercal.db.progress import record_packet_export
 from gradercal.db.repo import Repository
 from gradercal.db.session import Database, database_id, head_revision, open_database
 from gradercal.errors import NotFoundError
@@ -69,11 +71,18 @@ class ExportReport:
 
 
 def export_packet(
-    db: Database, grader: str, out_path: str | os.PathLike[str], *, benchmark: str | None = None
+    db: Database,
+    grader: str,
+    out_path: str | os.PathLike[str],
+    *,
+    benchmark: str | None = None,
+    due_at: datetime | None = None,
 ) -> ExportReport:
     """Write one grader's share of a benchmark to a ``.gcpkg`` file (see the module docstring).
 
-    An existing file at ``out_path`` is replaced atomically (never half-written).
+    An existing file at ``out_path`` is replaced atomically (never half-written). The
+    database remembers the packet (for ``gradercal progress``: out, overdue after
+    ``due_at``, returned), see :mod:`gradercal.db.progress`.
 
     Raises:
         NotFoundError: unknown benchmark or grader, or a grader without assignments.
@@ -91,9 +100,19 @@ def export_packet(
     packet_id = new_packet_id()
     created = utc_stamp()
     try:
-        counts = _write_export(db, bench, grader, out, key, source_id, packet_id, created)
+        counts, carried = _write_export(db, bench, grader, out, key, source_id, packet_id, created)
     except OSError as exc:
         raise PacketError(f"cannot write the packet {out}: {exc.strerror or exc}") from None
+    with db.write() as s:
+        record_packet_export(
+            s,
+            packet_id=packet_id,
+            grader=grader,
+            benchmark=bench.name,
+            exported_at=created,
+            due_at=due_at,
+            assignment_ids=carried,
+        )
     return ExportReport(
         path=str(out),
         packet_id=packet_id,
@@ -126,7 +145,7 @@ def _write_export(
     source_id: str,
     packet_id: str,
     created: str,
-) -> dict[str, int]:
+) -> tuple[dict[str, int], list[int]]:
     out.parent.mkdir(parents=True, exist_ok=True)
     with scratch_dir(".gcpkg-", out.parent) as tmp:
         sqlite_path = tmp / DATABASE
@@ -167,7 +186,7 @@ def _write_export(
         )
         manifest = _sealed(manifest, key)
         write_packet(out, manifest, export_path, sqlite_path)
-    return counts
+    return counts, [int(a["id"]) for a in record["assignments"]]
 
 
 def _sealed(manifest: Manifest, key: bytes) -> Manifest:

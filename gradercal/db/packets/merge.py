@@ -17,7 +17,7 @@ import os
 import time
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, cast
 
@@ -47,6 +47,7 @@ from gradercal.db.packets.read import (
     _Record,
 )
 from gradercal.db.packets.session import _fingerprint, _load_state, default_workdir
+from gradercal.db.progress import record_packet_merge
 from gradercal.db.session import Database
 from gradercal.model import AssignmentStatus, GraderKind
 from gradercal.ops.packet_format import (
@@ -224,6 +225,7 @@ def _check_generation(s: Any, manifest: Manifest) -> None:
         s.add(m.DatabaseInfo(key=key, value=str(manifest.generation)))
     elif manifest.generation > merged:
         row.value = str(manifest.generation)
+    record_packet_merge(s, manifest.packet_id, manifest.generation, datetime.now(UTC))
 
 
 def _unpacked_work(src: Path, manifest: Manifest) -> list[str]:
