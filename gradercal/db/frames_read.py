@@ -49,7 +49,13 @@ from gradercal.frames import (
     object_frame,
 )
 
-__all__ = ["collections_paused", "read_frames"]
+__all__ = [
+    "REVISION_PARTS",
+    "collections_paused",
+    "read_adjudications",
+    "read_frames",
+    "read_revision",
+]
 
 #: The judgment columns fetched, in this order (keys as database ids).
 _JUDGMENT_SELECT = (
@@ -165,20 +171,7 @@ def _read_frames(conn: Connection, bench_id: int, pass_threshold: float) -> Fram
     )
     if judgments is None:
         return None
-    a_rows = conn.execute(
-        select(
-            m.Response.external_id,
-            m.Criterion.external_id,
-            m.Adjudication.met,
-            m.Adjudication.level,
-            m.Adjudication.adjudicator,
-            m.Adjudication.note,
-        )
-        .join(m.Response, m.Response.id == m.Adjudication.response_id)
-        .join(m.Criterion, m.Criterion.id == m.Adjudication.criterion_id)
-        .where(m.Response.benchmark_id == bench_id)
-    ).all()
-    adjudications = make_frame(ADJUDICATION_DTYPES, (tuple(r) for r in a_rows))
+    adjudications = read_adjudications(conn, bench_id)
     return Frames(
         pass_threshold=pass_threshold,
         tasks=tasks,
@@ -212,6 +205,98 @@ class _Decoded:
                 self._seen[value] = out
             return out
         return tuple(value or ()) if self.as_tuple else value
+
+
+def read_adjudications(conn: Connection, bench_id: int) -> pd.DataFrame:
+    """The ``adjudications`` frame of benchmark ``bench_id`` (as in :func:`read_frames`)."""
+    a_rows = conn.execute(
+        select(
+            m.Response.external_id,
+            m.Criterion.external_id,
+            m.Adjudication.met,
+            m.Adjudication.level,
+            m.Adjudication.adjudicator,
+            m.Adjudication.note,
+        )
+        .join(m.Response, m.Response.id == m.Adjudication.response_id)
+        .join(m.Criterion, m.Criterion.id == m.Adjudication.criterion_id)
+        .where(m.Response.benchmark_id == bench_id)
+    ).all()
+    return make_frame(ADJUDICATION_DTYPES, (tuple(r) for r in a_rows))
+
+
+#: The parts of a :func:`read_revision`, one per kind of data a dashboard reads.
+REVISION_PARTS = (
+    "benchmark",
+    "tasks",
+    "responses",
+    "graders",
+    "judgments",
+    "adjudications",
+    "reviews",
+)
+
+
+def read_revision(conn: Connection, bench_id: int) -> dict[str, str]:
+    """A fingerprint of everything :func:`read_frames` and the task reviews read, per part
+    (:data:`REVISION_PARTS`): equal fingerprints, equal data.
+
+    Nothing in gradercal deletes these rows, and every change of a judgment, an
+    adjudication or a task review is written with a new ``revision`` or ``updated_at``
+    (imports, grading, the judge, packets, the team triggers); tasks and responses carry a
+    content hash of what defines them (criteria and artifacts included). So a part's
+    fingerprint is its row count, largest id and those stamps' sum / maximum — a
+    few aggregates, about 0.05 s at 222k judgments — and, for the small tables, the
+    content hashes themselves. A changed part is read again; an unchanged one is kept.
+    """
+    import hashlib
+
+    def digest(*values: Any) -> str:
+        return hashlib.blake2b(repr(values).encode(), digest_size=16).hexdigest()
+
+    bench = conn.execute(
+        select(m.Benchmark.name, m.Benchmark.pass_threshold).where(m.Benchmark.id == bench_id)
+    ).all()
+    tasks = conn.execute(
+        select(m.Task.id, m.Task.position, m.Task.content_hash)
+        .where(m.Task.benchmark_id == bench_id)
+        .order_by(m.Task.id)
+    ).all()
+    responses = conn.execute(
+        select(m.Response.id, m.Response.task_id, m.Response.content_hash)
+        .where(m.Response.benchmark_id == bench_id)
+        .order_by(m.Response.id)
+    ).all()
+    graders = conn.execute(
+        select(m.Grader.id, m.Grader.name, m.Grader.kind).order_by(m.Grader.id)
+    ).all()
+    in_bench = select(m.Response.id).where(m.Response.benchmark_id == bench_id)
+    judgments = conn.execute(
+        select(
+            func.count(),
+            func.max(m.Judgment.id),
+            func.sum(m.Judgment.revision),
+            func.max(m.Judgment.updated_at),
+        ).where(m.Judgment.response_id.in_(in_bench))
+    ).all()
+    adjudications = conn.execute(
+        select(
+            func.count(),
+            func.max(m.Adjudication.id),
+            func.sum(m.Adjudication.revision),
+            func.max(m.Adjudication.updated_at),
+        ).where(m.Adjudication.response_id.in_(in_bench))
+    ).all()
+    reviews = conn.execute(
+        select(func.count(), func.max(m.TaskReview.id), func.max(m.TaskReview.updated_at))
+        .join(m.Task, m.Task.id == m.TaskReview.task_id)
+        .where(m.Task.benchmark_id == bench_id)
+    ).all()
+    parts = (bench, tasks, responses, graders, judgments, adjudications, reviews)
+    return {
+        name: digest(*(tuple(row) for row in rows))
+        for name, rows in zip(REVISION_PARTS, parts, strict=True)
+    }
 
 
 def _objects(values: list[Any]) -> npt.NDArray[np.object_]:

@@ -33,6 +33,8 @@ from gradercal.model import (
 )
 
 if TYPE_CHECKING:  # pandas and the file formats load on first use (app start-up time)
+    import pandas as pd
+
     from gradercal.formats import Catalog
     from gradercal.frames import Frames
 
@@ -993,6 +995,25 @@ class Repository:
         with self.db.read() as s:
             frames = read_frames(s.connection(), bench.id, bench.pass_threshold)
         return frames if frames is not None else self.load_frames_by_rows(benchmark)
+
+    def data_revision(self, benchmark: str | None = None) -> dict[str, str]:
+        """A fingerprint of the benchmark's data per part (benchmark, tasks, responses,
+        graders, judgments, adjudications, reviews): a part whose fingerprint is unchanged
+        holds the same rows (:func:`gradercal.db.frames_read.read_revision`). Read it
+        *before* the data it describes: a change in between then shows next time."""
+        from gradercal.db.frames_read import read_revision
+
+        bench = self.benchmark(benchmark)
+        with self.db.read() as s:
+            return read_revision(s.connection(), bench.id)
+
+    def load_adjudications(self, benchmark: str | None = None) -> pd.DataFrame:
+        """The ``adjudications`` frame of :meth:`load_frames` alone."""
+        from gradercal.db.frames_read import read_adjudications
+
+        bench = self.benchmark(benchmark)
+        with self.db.read() as s:
+            return read_adjudications(s.connection(), bench.id)
 
     def load_frames_by_rows(self, benchmark: str | None = None) -> Frames:
         """:meth:`load_frames` the plain way: joined rows through SQLAlchemy Core, made into

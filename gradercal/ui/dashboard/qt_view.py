@@ -590,6 +590,8 @@ class QtDashboardView(QWidget):
         self.n_boot: int | None = None
         self.seed = 0
         self.calibration: dict[str, Any] | None = None
+        #: compute ahead the dashboard of the adjudication being read (:meth:`prefetch`)
+        self.prefetching = True
         self._request: Request | None = None
         #: tables and charts still to show, one per event-loop turn: (kind, name, value)
         self._charts_pending: list[tuple[str, str, Any]] = []
@@ -764,13 +766,31 @@ class QtDashboardView(QWidget):
     def busy(self) -> bool:
         return self._request is not None
 
-    def recompute(self, reload: bool = False) -> int:
-        """Start computing with the current filters (``reload``: read the database again,
-        else the worker's cached frames serve); an older computation is cancelled and its
-        result, should it still arrive, dropped. Returns the generation."""
+    def recompute(self, reload: bool = False, expect: Any = None) -> int:
+        """Start computing with the current filters (``reload``: read everything from the
+        database again, else the worker reads what changed); an older computation is
+        cancelled and its result, should it still arrive, dropped. ``expect``: the
+        adjudication just saved (see :meth:`prefetch`). Returns the generation."""
         self._timer.stop()
         self.generation += 1
-        request = Request(
+        request = self._new_request(reload)
+        self._request = request
+        self.error_text = ""
+        self._set_busy(True)
+        self.progress_bar.setRange(0, 0)
+        self.progress_bar.setFormat("starting…")
+        self.worker.compute(request, expect)  # supersedes (cancels) the one running
+        return request.generation
+
+    def prefetch(self, hypotheses: list[tuple[str, str, bool, int | None]]) -> None:
+        """Let the worker compute ahead the dashboard with each hypothetical adjudication
+        (response id, criterion id, met, level) under the current filters, so that
+        returning from that adjudication shows it at once."""
+        if self.prefetching and self.result is not None:
+            self.worker.prefetch(self._new_request(False), hypotheses)
+
+    def _new_request(self, reload: bool) -> Request:
+        return Request(
             generation=self.generation,
             benchmark=self.benchmark,
             filters=self.filters(),
@@ -782,13 +802,6 @@ class QtDashboardView(QWidget):
             chart_size=self._chart_size(),
             reload=reload,
         )
-        self._request = request
-        self.error_text = ""
-        self._set_busy(True)
-        self.progress_bar.setRange(0, 0)
-        self.progress_bar.setFormat("starting…")
-        self.worker.compute(request)  # supersedes (cancels) the one running
-        return request.generation
 
     def _chart_size(self) -> tuple[int, int] | None:
         """The size a chart's canvas will have, in physical pixels (None before layout)."""
@@ -904,8 +917,18 @@ class QtDashboardView(QWidget):
         ]
         current = self.chart_tabs.currentWidget()
         charts.sort(key=lambda p: self.charts[p[1]] is not current)
-        self._charts_pending = [tables[0], charts[0], *tables[1:], *charts[1:]]
+        pending = [tables[0], charts[0], *tables[1:], *charts[1:]]
+        # After a partial update only what changed is shown again.
+        self._charts_pending = [p for p in pending if self._part_changed(c, p[0], p[1])]
         self._chart_timer.start()
+
+    def _part_changed(self, c: Computed, kind: str, name: str) -> bool:
+        if kind == "chart":
+            return c.is_changed(f"figure:{self._figure_key(name)}")
+        if name == "agreement":
+            return c.is_changed(f"table:agreement:{self.agreement_by.currentData()}")
+        shared = {"judges": "dash:judges", "models": None}.get(name, "dash:tables")
+        return c.is_changed(f"table:{name}") or (shared is not None and c.is_changed(shared))
 
     def _table_widget(self, name: str) -> QtFrameTable:
         return {
@@ -1096,6 +1119,7 @@ class QtCoordinatorView(QStackedWidget):
         self.adjudication.message.connect(self.message)
         self.adjudication.back_requested.connect(self.show_dashboard)
         self.adjudication.saved.connect(self._adjudicated)
+        self.adjudication.case_loaded.connect(self._prefetch_case)
         self.setCurrentWidget(self.dashboard)
 
     def set_adjudicator(self, name: str) -> None:
@@ -1109,9 +1133,31 @@ class QtCoordinatorView(QStackedWidget):
         self.setCurrentWidget(self.dashboard)
         self.dashboard.setFocus()
 
-    def _adjudicated(self, _response_id: str, _criterion_id: str) -> None:
-        # Adjudications change consensus references: read the database again.
-        self.dashboard.recompute(reload=True)
+    def _adjudicated(self, response_id: str, criterion_id: str) -> None:
+        # The worker reads the adjudications again (only they changed) and shows the
+        # result prefetched for this verdict, or computes it.
+        case = self.adjudication.case
+        saved = case.current if case is not None else None
+        expect = None if saved is None else (response_id, criterion_id, saved.met, saved.level)
+        self.dashboard.recompute(expect=expect)
+
+    def _prefetch_case(self) -> None:
+        """The case on screen may be given any of its verdicts: compute those dashboards
+        ahead (not the verdict it has already)."""
+        from gradercal.db.adjudication import verdict_to_value
+
+        case = self.adjudication.case
+        if case is None:
+            return
+        c = case.criterion
+        current = case.current
+        now = None if current is None else (current.met, current.level)
+        hypotheses = []
+        for verdict in ("met", "not_met", "partial") if case.allows_partial else ("met", "not_met"):
+            met, level = verdict_to_value(c, verdict)
+            if (met, level) != now:
+                hypotheses.append((case.response_id, c.id, met, level))
+        self.dashboard.prefetch(hypotheses)
 
     def shutdown(self) -> None:
         self.dashboard.shutdown()
