@@ -592,6 +592,7 @@ class QtDashboardView(QWidget):
         self.calibration: dict[str, Any] | None = None
         #: compute ahead the dashboard of the adjudication being read (:meth:`prefetch`)
         self.prefetching = True
+        self._last_chart_size: tuple[int, int] | None = None
         self._request: Request | None = None
         #: tables and charts still to show, one per event-loop turn: (kind, name, value)
         self._charts_pending: list[tuple[str, str, Any]] = []
@@ -808,9 +809,11 @@ class QtDashboardView(QWidget):
         chart = self.charts[CHARTS[0][0]]
         area = chart.canvas if chart.canvas is not None else chart.empty
         if not self.isVisible() or area.width() < 50:
-            return None
+            # Hidden (the adjudication view is on top): the size it had when last shown.
+            return self._last_chart_size
         ratio = area.devicePixelRatioF()
-        return int(area.width() * ratio), int(area.height() * ratio)
+        self._last_chart_size = int(area.width() * ratio), int(area.height() * ratio)
+        return self._last_chart_size
 
     def cancel(self) -> None:
         """Stop the running computation (the last result stays on screen)."""

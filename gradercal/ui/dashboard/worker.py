@@ -514,8 +514,8 @@ class Worker:
         t0 = time.perf_counter()
         stored = StoredResult()
 
-        def pickled(key: str, payload: bytes) -> None:
-            dig = digest(payload)
+        def pickled(key: str, payload: bytes, dig: bytes | None = None) -> None:
+            dig = digest(payload) if dig is None else dig
             stored.parts.append((key, payload, dig))
             if emit is not None:
                 emit(key, payload, dig)
@@ -571,9 +571,9 @@ class Worker:
             step("tables")
             progress(0, 0, "drawing the charts")
             mine = None if charts is None else [n for n in CHART_NAMES if n not in CHILD_CHARTS]
-            for chart_key, payload in chart_parts(dash, request, mine):
-                pickled(chart_key, payload)
-            drawn: list[tuple[str, bytes]] = []
+            for chart_key, payload, dig in chart_parts(dash, request, mine):
+                pickled(chart_key, payload, dig)
+            drawn: list[tuple[str, bytes, bytes]] = []
             if charts is not None:
                 try:
                     drawn = charts.result(cancel.is_set)
@@ -584,8 +584,8 @@ class Worker:
         finally:
             if charts is not None:
                 charts.kill()  # no-op once its result is in
-        for chart_key, payload in drawn:
-            pickled(chart_key, payload)
+        for chart_key, payload, dig in drawn:
+            pickled(chart_key, payload, dig)
         step("charts")
         stored.seconds = time.perf_counter() - t0
         return stored
@@ -598,20 +598,32 @@ CHILD_CHARTS = ("pairwise", "confusion", "models", "groups:tag")
 
 def chart_parts(
     dash: Any, request: Any, only: Collection[str] | None = None
-) -> list[tuple[str, bytes]]:
+) -> list[tuple[str, bytes, bytes]]:
     """Every chart of ``dash`` (or those in ``only``) as a pickled ``figure:<name>`` part:
     the Figure with its pixels at the window's chart size (or the text saying why there
-    is no chart)."""
-    from gradercal.ui.dashboard.data import NOT_PRERENDERED, build_figures, render_pixels
+    is no chart), with its digest.
 
-    out: list[tuple[str, bytes]] = []
+    A Figure's pickle differs between two drawings of the same chart (matplotlib keys
+    transforms by object id), so a drawn chart's digest is that of its pixels: equal
+    pixels, the same chart on screen. A chart without pixels gets its pickle's digest
+    (it is then sent again each time)."""
+    from gradercal.ui.dashboard.data import NOT_PRERENDERED, build_figures, render_pixels
+    from gradercal.ui.dashboard.results import digest
+
+    out: list[tuple[str, bytes, bytes]] = []
     for name, fig in build_figures(dash, request.dark, only).items():
         pixels = None
         size = request.chart_size
         if not isinstance(fig, str) and size is not None and name not in NOT_PRERENDERED:
             pixels = render_pixels(fig, size)
         value = fig if isinstance(fig, str) else (fig, pixels)
-        out.append((f"figure:{name}", pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)))
+        payload = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+        if pixels is None:
+            dig = digest(payload)
+        else:
+            size = f"{pixels.width}x{pixels.height}@{pixels.dpi}".encode()
+            dig = digest(b"pixels " + size + b" " + pixels.rgba)
+        out.append((f"figure:{name}", payload, dig))
     return out
 
 
