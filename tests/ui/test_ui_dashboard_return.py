@@ -43,7 +43,7 @@ def fresh_json(db_url: str) -> str:
 
 def test_returning_from_an_adjudication_shows_the_prefetched_result(
     qtbot: Any,
-    open_coordinator: Opener,
+    open_coordinator: Opener,  # noqa: F811
     db_path: str,  # noqa: F811
 ) -> None:
     window = open_coordinator(db_path)
