@@ -309,3 +309,36 @@ def test_dashboard_child_failure_falls_back_to_one_process(
     monkeypatch.setattr(forked_mod, "_child", real_child)
     assert json.dumps(got.to_json(), sort_keys=True) == json.dumps(expected, sort_keys=True)
     assert "waiting for the child" not in got.elapsed
+
+
+def test_dashboard_reads_of_an_adjudication_only_its_unit_met_and_level(
+    benchmarks: dict[str, Frames],
+) -> None:
+    """The worker keys its results by the adjudications' units, met and level
+    (``gradercal.ui.dashboard.results.adjudications_digest``) and computes ahead with a
+    hypothetical row appended: neither who adjudicated, the note, nor the rows' order may
+    change a number — and the verdict must."""
+    from gradercal.ui.dashboard.results import adjudications_digest, with_adjudication
+
+    f = benchmarks["perturbed"]
+    adj = f.adjudications
+    assert len(adj) > 3
+
+    def board(frames: Frames) -> str:
+        d = compute_dashboard(frames, n_boot=30, seed=2, processes=1)
+        return json.dumps(d.to_json(), sort_keys=True)
+
+    base = board(f)
+    other = adj.iloc[::-1].reset_index(drop=True).assign(adjudicator="someone else", note=None)
+    assert adjudications_digest(other) == adjudications_digest(adj)
+    assert board(dataclasses.replace(f, adjudications=other)) == base
+    # A hypothesis is the saved row: the same digest, the same dashboard as the row saved
+    # in another place of the table.
+    r, c, met = adj.iloc[1]["response_id"], adj.iloc[1]["criterion_id"], bool(adj.iloc[1]["met"])
+    flipped = with_adjudication(adj, (r, c, not met, None))
+    moved = pd.concat([adj.drop(index=1), flipped.iloc[[1]]], ignore_index=True)
+    assert adjudications_digest(flipped) == adjudications_digest(moved)
+    assert adjudications_digest(flipped) != adjudications_digest(adj)
+    changed = board(dataclasses.replace(f, adjudications=flipped))
+    assert changed != base
+    assert board(dataclasses.replace(f, adjudications=moved)) == changed

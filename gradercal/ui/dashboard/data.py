@@ -557,6 +557,17 @@ class Computed:
     loaded: bool = False
     #: seconds the worker spent per phase (load, compute, send, tables, charts)
     phases: dict[str, float] = field(default_factory=dict)
+    #: the keys of the parts (``dash:<field>``, ``table:<name>``, ``figure:<name>``…) that
+    #: differ from the result shown before; None: all of them
+    changed: frozenset[str] | None = None
+    #: answered from the worker's result cache (computed before, or prefetched)
+    cached: bool = False
+    #: the parts of the data the worker read again for it (``Repository.data_revision``)
+    refreshed: tuple[str, ...] = ()
+
+    def is_changed(self, key: str) -> bool:
+        """Whether part ``key`` differs from the result shown before."""
+        return self.changed is None or key in self.changed
 
 
 __all__ = [

@@ -8,6 +8,14 @@ result comes back in parts — each field of the Dashboard, each prepared table,
 window for long; once all are in, :attr:`~QtDashboardProcess.computed` carries the
 :class:`~gradercal.ui.dashboard.data.Computed`.
 
+The window keeps the parts of the result it shows with their digests and sends those
+digests with the next request: parts the worker would send unchanged are taken from there
+(``done``'s ``reused``), and :attr:`Computed.changed <gradercal.ui.dashboard.data.Computed.changed>`
+names the parts that are new, so the view redraws only those. :meth:`~QtDashboardProcess.prefetch`
+asks the worker to compute ahead the dashboard of hypothetical adjudications
+(:attr:`~QtDashboardProcess.prefetched` says one is ready); :meth:`~QtDashboardProcess.warm`
+starts the worker and loads the frames before the first request.
+
 Replies for a generation no longer wanted (cancelled, or superseded by a newer filter
 set) are not unpickled: :attr:`~QtDashboardProcess.dropped` says one arrived. A worker that
 stops (killed, crashed) fails the computation it was running with a message, and the
@@ -85,6 +93,8 @@ class QtDashboardProcess(QObject):
     dropped = Signal(int)
     #: a new worker was started after the previous one stopped (the message says why)
     restarted = Signal(str)
+    #: a prefetched result is ready: the worker's ``prefetched`` message (a dict)
+    prefetched = Signal(object)
 
     def __init__(self, url: str, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -105,7 +115,10 @@ class QtDashboardProcess(QObject):
         self._reader = FrameReader()
         self._writes: list[bytes] = []
         self._parts: dict[str, Any] = {}
+        self._digests: dict[str, bytes] = {}
         self._undecoded: deque[tuple[str, bytes]] = deque()
+        #: the parts of the result last assembled: key → (digest, value)
+        self._current: dict[str, tuple[bytes, Any]] = {}
         self._done: dict[str, Any] | None = None
         self._stopped_because: str | None = None
         self._stderr: deque[str] = deque(maxlen=30)
@@ -220,14 +233,38 @@ class QtDashboardProcess(QObject):
             self._stderr.extend(text.splitlines())
 
     # -- requests ---------------------------------------------------------------------------
-    def compute(self, request: Request) -> None:
-        """Ask for ``request`` (the newest request supersedes the one running)."""
+    def _ensure_started(self) -> None:
         if self.process is None:
             if self._stopped_because is not None:
                 why, self._stopped_because = self._stopped_because, None
                 self.restarts += 1
                 self.restarted.emit(f"Restarted the dashboard process ({why}).")
             self._start()
+
+    def warm(self, benchmark: str) -> None:
+        """Start the worker now and let it load ``benchmark``'s frames before it is asked
+        for anything (the first :meth:`compute` then only computes)."""
+        self._ensure_started()
+        self._send({"op": "warm", "url": self.url, "benchmark": benchmark})
+
+    def prefetch(
+        self, request: Request, hypotheses: list[tuple[str, str, bool, int | None]]
+    ) -> None:
+        """Let the worker compute ahead, while idle, ``request`` as it would be with each of
+        ``hypotheses`` (response id, criterion id, met, level) adjudicated."""
+        if not hypotheses:
+            return
+        self._ensure_started()
+        self._send(
+            {"op": "prefetch", "request": request, "url": self.url, "hypotheses": hypotheses}
+        )
+
+    def compute(
+        self, request: Request, expect: tuple[str, str, bool, int | None] | None = None
+    ) -> None:
+        """Ask for ``request`` (the newest request supersedes the one running); ``expect``:
+        the adjudication just saved (a prefetch of it then keeps running)."""
+        self._ensure_started()
         if not _PREIMPORT:
             from gradercal.ui import qt_workers
 
@@ -238,7 +275,10 @@ class QtDashboardProcess(QObject):
         self.wanted = request.generation
         self._reset()
         self.outstanding.add(request.generation)
-        self._send({"op": "compute", "request": request, "url": self.url})
+        have = {key: dig for key, (dig, _value) in self._current.items()}
+        self._send(
+            {"op": "compute", "request": request, "url": self.url, "have": have, "expect": expect}
+        )
 
     def cancel(self, generation: int) -> None:
         """Stop computing ``generation`` (and anything older); its reply will be dropped."""
@@ -251,6 +291,7 @@ class QtDashboardProcess(QObject):
     # -- replies ----------------------------------------------------------------------------
     def _reset(self) -> None:
         self._parts = {}
+        self._digests = {}
         self._undecoded.clear()
         self._done = None
         self._decoder.stop()
@@ -282,7 +323,11 @@ class QtDashboardProcess(QObject):
         elif kind == "part":
             if gen == self.wanted:
                 self._undecoded.append((str(m["key"]), m["payload"]))
+                if m.get("digest") is not None:
+                    self._digests[str(m["key"])] = m["digest"]
                 self._decoder.start()
+        elif kind == "prefetched":
+            self.prefetched.emit(m)
         elif kind == "done":
             self.child_has_qt = self.child_has_qt or bool(m.get("qt"))
             if gen == self.wanted:
@@ -328,17 +373,30 @@ class QtDashboardProcess(QObject):
         self._done = None
         gen = int(done["generation"])
         parts, self._parts = self._parts, {}
+        digests, self._digests = self._digests, {}
         self.outstanding.discard(gen)
         self.wanted = None
+        changed = {k for k in parts if self._current.get(k, (None,))[0] != digests.get(k)}
+        for key in done.get("reused", ()):
+            if key in self._current and key not in parts:
+                digests[key], parts[key] = self._current[key]
         missing = [k for k in done["keys"] if k not in parts]
         if missing:
             self.failed.emit(gen, "error", f"the dashboard process sent no {missing[0]}")
             return
-        self.computed.emit(assemble(gen, parts, done))
+        self._current = {k: (digests[k], parts[k]) for k in done["keys"] if k in digests}
+        self.computed.emit(assemble(gen, parts, done, frozenset(changed)))
 
 
-def assemble(generation: int, parts: dict[str, Any], done: dict[str, Any]) -> Computed:
-    """The :class:`Computed` of a worker's parts (see :mod:`gradercal.ui.dashboard.worker`)."""
+def assemble(
+    generation: int,
+    parts: dict[str, Any],
+    done: dict[str, Any],
+    changed: frozenset[str] | None = None,
+) -> Computed:
+    """The :class:`Computed` of a worker's parts (see :mod:`gradercal.ui.dashboard.worker`);
+    ``changed``: the keys of the parts that differ from the result shown before (None:
+    all)."""
     import dataclasses
 
     from gradercal.dashboard import Dashboard
@@ -360,6 +418,9 @@ def assemble(generation: int, parts: dict[str, Any], done: dict[str, Any]) -> Co
         pid=int(done.get("pid", 0)),
         loaded=bool(done.get("loaded", False)),
         phases=dict(done.get("phases", {})),
+        changed=changed,
+        cached=bool(done.get("cached", False)),
+        refreshed=tuple(done.get("refreshed", ())),
     )
 
 

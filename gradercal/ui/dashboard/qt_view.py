@@ -710,6 +710,9 @@ class QtDashboardView(QWidget):
         self.n_boot: int | None = None
         self.seed = 0
         self.calibration: dict[str, Any] | None = None
+        #: compute ahead the dashboard of the adjudication being read (:meth:`prefetch`)
+        self.prefetching = True
+        self._last_chart_size: tuple[int, int] | None = None
         self._request: Request | None = None
         #: the adjudicated (response id, criterion id) pairs, marked in the disagreements
         self.adjudicated: dict[tuple[str, str], AdjudicationValue] = {}
@@ -946,15 +949,33 @@ class QtDashboardView(QWidget):
     def busy(self) -> bool:
         return self._request is not None
 
-    def recompute(self, reload: bool = False) -> int:
-        """Start computing with the current filters (``reload``: read the database again,
-        else the worker's cached frames serve); an older computation is cancelled and its
-        result, should it still arrive, dropped. Returns the generation."""
+    def recompute(self, reload: bool = False, expect: Any = None) -> int:
+        """Start computing with the current filters (``reload``: read everything from the
+        database again, else the worker reads what changed); an older computation is
+        cancelled and its result, should it still arrive, dropped. ``expect``: the
+        adjudication just saved (see :meth:`prefetch`). Returns the generation."""
         self._timer.stop()
         if reload:
             self.refresh_bar.hide()  # the new verdicts are read now
         self.generation += 1
-        request = Request(
+        request = self._new_request(reload)
+        self._request = request
+        self.error_text = ""
+        self._set_busy(True)
+        self.progress_bar.setRange(0, 0)
+        self.progress_bar.setFormat("starting…")
+        self.worker.compute(request, expect)  # supersedes (cancels) the one running
+        return request.generation
+
+    def prefetch(self, hypotheses: list[tuple[str, str, bool, int | None]]) -> None:
+        """Let the worker compute ahead the dashboard with each hypothetical adjudication
+        (response id, criterion id, met, level) under the current filters, so that
+        returning from that adjudication shows it at once."""
+        if self.prefetching and self.result is not None:
+            self.worker.prefetch(self._new_request(False), hypotheses)
+
+    def _new_request(self, reload: bool) -> Request:
+        return Request(
             generation=self.generation,
             benchmark=self.benchmark,
             filters=self.filters(),
@@ -966,22 +987,17 @@ class QtDashboardView(QWidget):
             chart_size=self._chart_size(),
             reload=reload,
         )
-        self._request = request
-        self.error_text = ""
-        self._set_busy(True)
-        self.progress_bar.setRange(0, 0)
-        self.progress_bar.setFormat("starting…")
-        self.worker.compute(request)  # supersedes (cancels) the one running
-        return request.generation
 
     def _chart_size(self) -> tuple[int, int] | None:
         """The size a chart's canvas will have, in physical pixels (None before layout)."""
         chart = self.charts[CHARTS[0][0]]
         area = chart.canvas if chart.canvas is not None else chart.empty
         if not self.isVisible() or area.width() < 50:
-            return None
+            # Hidden (the adjudication view is on top): the size it had when last shown.
+            return self._last_chart_size
         ratio = area.devicePixelRatioF()
-        return int(area.width() * ratio), int(area.height() * ratio)
+        self._last_chart_size = int(area.width() * ratio), int(area.height() * ratio)
+        return self._last_chart_size
 
     def cancel(self) -> None:
         """Stop the running computation (the last result stays on screen)."""
@@ -1097,8 +1113,18 @@ class QtDashboardView(QWidget):
         ]
         current = self.chart_tabs.currentWidget()
         charts.sort(key=lambda p: self.charts[p[1]] is not current)
-        self._charts_pending = [tables[0], charts[0], *tables[1:], *charts[1:]]
+        pending = [tables[0], charts[0], *tables[1:], *charts[1:]]
+        # After a partial update only what changed is shown again.
+        self._charts_pending = [p for p in pending if self._part_changed(c, p[0], p[1])]
         self._chart_timer.start()
+
+    def _part_changed(self, c: Computed, kind: str, name: str) -> bool:
+        if kind == "chart":
+            return c.is_changed(f"figure:{self._figure_key(name)}")
+        if name == "agreement":
+            return c.is_changed(f"table:agreement:{self.agreement_by.currentData()}")
+        shared = {"judges": "dash:judges", "models": None}.get(name, "dash:tables")
+        return c.is_changed(f"table:{name}") or (shared is not None and c.is_changed(shared))
 
     def _table_widget(self, name: str) -> QtFrameTable:
         return {
@@ -1375,6 +1401,7 @@ class QtCoordinatorView(QStackedWidget):
         self.adjudication.back_requested.connect(self.show_dashboard)
         self.adjudication.saved.connect(self._adjudicated)
         self.adjudication.next_requested.connect(self.open_next)
+        self.adjudication.case_loaded.connect(self._prefetch_case)
         self.setCurrentWidget(self.dashboard)
 
     def set_adjudicator(self, name: str) -> None:
@@ -1415,8 +1442,28 @@ class QtCoordinatorView(QStackedWidget):
         name = self.adjudication.adjudicator_name()
         if self.settings is not None and name and name != self.settings.adjudicator:
             self.settings.adjudicator = name  # chosen once: remembered for next time
-        # Adjudications change consensus references: read the database again.
-        self.dashboard.recompute(reload=True)
+        # The worker reads the adjudications again (only they changed) and shows the
+        # result prefetched for this verdict, or computes it.
+        saved = case.current if case is not None else None
+        expect = None if saved is None else (response_id, criterion_id, saved.met, saved.level)
+        self.dashboard.recompute(expect=expect)
+    def _prefetch_case(self) -> None:
+        """The case on screen may be given any of its verdicts: compute those dashboards
+        ahead (not the verdict it has already)."""
+        from gradercal.db.adjudication import verdict_to_value
+
+        case = self.adjudication.case
+        if case is None:
+            return
+        c = case.criterion
+        current = case.current
+        now = None if current is None else (current.met, current.level)
+        hypotheses = []
+        for verdict in ("met", "not_met", "partial") if case.allows_partial else ("met", "not_met"):
+            met, level = verdict_to_value(c, verdict)
+            if (met, level) != now:
+                hypotheses.append((case.response_id, c.id, met, level))
+        self.dashboard.prefetch(hypotheses)
 
     def _computed(self) -> None:
         """A computation is on screen: mark what is adjudicated (read off the UI

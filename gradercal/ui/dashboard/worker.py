@@ -14,22 +14,40 @@ Protocol (version :data:`PROTOCOL`): each message is a pickled dict framed by an
 big-endian length (:func:`encode`, :class:`FrameReader`).
 
 Window → worker (``op``):
-    ``compute``: ``request`` (:class:`gradercal.ui.dashboard.data.Request`), ``url``.
-        A newer ``compute`` cancels the one running.
+    ``compute``: ``request`` (:class:`gradercal.ui.dashboard.data.Request`), ``url``,
+        optionally ``have`` ({part key: digest} of the result the window shows: equal parts
+        are not sent again) and ``expect`` (the :data:`~gradercal.ui.dashboard.results.Hypothesis`
+        just saved, so that a prefetch computing it is not cancelled). A newer ``compute``
+        cancels the one running, and any prefetch of another hypothesis.
+    ``prefetch``: ``request``, ``url``, ``hypotheses`` — compute, while idle, the dashboard
+        as it would be with each hypothetical adjudication, into the result cache (nothing
+        is sent but ``prefetched``). A newer ``prefetch`` replaces the queued ones.
+    ``warm``: ``url``, ``benchmark`` — open the database and load the frames now.
     ``cancel``: ``generation`` — stop that computation (and any older one).
     ``quit``: exit now. End of input (the window's process gone) exits too.
+
+Before every computation the worker compares the database's fingerprint
+(``Repository.data_revision``) with that of its frames and reads again only what changed:
+the adjudications alone or the task reviews alone when only they changed, else
+everything. Results are kept by what was asked and the data they were computed on
+(:mod:`gradercal.ui.dashboard.results`): the same request on the same data is answered
+from there, part by part.
 
 Worker → window (``type``):
     ``hello``: ``pid``, ``protocol``, ``qt`` (whether any Qt module is loaded: never).
     ``progress``: ``generation``, ``done``, ``total``, ``label``.
-    ``part``: ``generation``, ``key``, ``payload`` (bytes: a pickle, unpickled by the window
-        one part per event-loop turn): ``dash:<field>`` per field of the Dashboard,
+    ``part``: ``generation``, ``key``, ``digest``, ``payload`` (bytes: a pickle, unpickled by
+        the window one part per event-loop turn): ``dash:<field>`` per field of the Dashboard,
         ``options``, ``first_response``, ``table:<name>`` (without its frame when that is
         a Dashboard field: :data:`~gradercal.ui.dashboard.data.SHARED_FRAMES`), ``figure:<name>`` (a Figure
         and its :class:`~gradercal.ui.dashboard.data.Pixels`, or a str saying why none).
-    ``done``: ``generation``, ``keys`` (every part sent), ``seconds``, ``phases`` (seconds
-        spent opening/loading, computing, preparing tables, drawing charts), ``pid``, ``qt``,
-        ``loaded`` (whether the frames were read from the database for this request).
+    ``done``: ``generation``, ``keys`` (every part of the result), ``reused`` (those not
+        sent: the window has them, by ``have``), ``seconds``, ``phases`` (seconds spent
+        opening/loading, computing, preparing tables, drawing charts), ``pid``, ``qt``,
+        ``loaded`` (whether the frames were read from the database for this request),
+        ``refreshed`` (the parts of the data read again), ``cached`` (answered from the
+        result cache: nothing computed).
+    ``prefetched``: ``hypothesis``, ``cached`` (it was computed already), ``seconds``.
     ``error``: ``generation``, ``kind`` (``cancelled``, ``superseded`` or ``error``),
         ``message``, ``error_type``, ``traceback``.
 """
@@ -128,15 +146,23 @@ class _Superseded(Exception):
     """A newer request arrived before this one started."""
 
 
+#: ``_running``'s generation while a prefetch runs.
+_PREFETCH = -1
+
+
 class Worker:
-    """The child's state: the open database, the cached frames, the running request."""
+    """The child's state: the open database, the cached frames and results, the running
+    request."""
 
     def __init__(self, send: Callable[[dict[str, Any]], None]) -> None:
+        from gradercal.ui.dashboard.results import ResultCache
+
         self.send = send
         self.inbox: queue.Queue[dict[str, Any] | None] = queue.Queue()
         self._lock = threading.Lock()
-        #: generation of the request being computed, and its cancel flag
-        self._running: tuple[int, threading.Event] | None = None
+        #: generation of the request being computed (``_PREFETCH`` for a prefetch), its
+        #: cancel flag, and for a prefetch its (request key, hypothesis)
+        self._running: tuple[int, threading.Event, Any] | None = None
         #: the newest generation received (older queued requests are skipped)
         self._newest = 0
         self._cancelled_upto = 0
@@ -145,10 +171,19 @@ class Worker:
         self._frames: Any = None
         self._reviews: Any = None
         self._frames_key: tuple[str, str] | None = None
+        #: the database's fingerprint of the frames (read before them)
+        self._revision: dict[str, str] = {}
+        self.results = ResultCache()
+        #: the prefetch waiting: (request, url, hypotheses still to compute)
+        self._prefetch: tuple[Any, str, list[Any]] | None = None
+        #: computations made (full dashboards, prefetches included), for the tests
+        self.computations = 0
 
     # -- the input thread ---------------------------------------------------------------------
     def listen(self, stream: BinaryIO) -> None:
         """Read messages until the end of input; runs in its own thread."""
+        from gradercal.ui.dashboard.results import request_key
+
         try:
             while True:
                 message = read_message(stream)
@@ -164,8 +199,28 @@ class Worker:
                     elif op == "compute":
                         gen = int(message["request"].generation)
                         self._newest = max(self._newest, gen)
-                        if self._running is not None and self._running[0] < gen:
-                            self._running[1].set()  # superseded
+                        self._prefetch = None  # computed on data about to change
+                        running = self._running
+                        if running is not None and running[0] == _PREFETCH:
+                            expect = message.get("expect")
+                            wanted = (request_key(message["request"]), expect)
+                            if (
+                                expect is None
+                                or tuple(running[2][1]) != tuple(expect)
+                                or (running[2][0] != wanted[0])
+                            ):
+                                running[1].set()  # not the result wanted now
+                        elif running is not None and running[0] < gen:
+                            running[1].set()  # superseded
+                        self.inbox.put(message)
+                    elif op == "prefetch":
+                        self._prefetch = (
+                            message["request"],
+                            str(message["url"]),
+                            list(message.get("hypotheses", ())),
+                        )
+                        self.inbox.put({"op": "wake"})
+                    elif op == "warm":
                         self.inbox.put(message)
         except Exception:  # a broken pipe or stream: nothing more will come
             traceback.print_exc()
@@ -179,19 +234,29 @@ class Worker:
             message = self.inbox.get()
             if message is None:
                 return
+            op = message.get("op", "compute")
+            if op == "wake":
+                self._run_prefetches()
+                continue
+            if op == "warm":
+                try:
+                    self._warm(str(message["url"]), message.get("benchmark"))
+                except Exception:  # the first computation will say what is wrong
+                    traceback.print_exc()
+                continue
             request = message["request"]
             gen = int(request.generation)
             cancel = threading.Event()
             with self._lock:
                 skip = gen < self._newest or gen <= self._cancelled_upto
                 if not skip:
-                    self._running = (gen, cancel)
+                    self._running = (gen, cancel, None)
             if skip:
                 kind = "cancelled" if gen <= self._cancelled_upto else "superseded"
                 self._error(gen, kind, f"dashboard computation {kind}")
                 continue
             try:
-                self.compute(request, str(message["url"]), cancel)
+                self.compute(request, str(message["url"]), cancel, message.get("have") or {})
             except BaseException as exc:
                 from gradercal.dashboard import Cancelled
 
@@ -231,23 +296,73 @@ class Worker:
                 self._db.dispose()
                 self._db = None
             self._frames, self._reviews, self._frames_key = None, None, None
+            self._revision = {}
             # The window's process opened (and migrated) it already: only check here.
             self._db = open_database(url, migrate=False)
             self._url = url
         return self._db
 
-    def compute(self, request: Any, url: str, cancel: threading.Event) -> None:
-        """Compute ``request`` and send its parts, then ``done``."""
+    def _warm(self, url: str, benchmark: Any) -> None:
+        """Open the database and load the frames before the first request."""
+        from types import SimpleNamespace
+
+        db = self._database(url)
+        self._refresh(SimpleNamespace(benchmark=benchmark, reload=False), url, db, None)
+
+    def _refresh(
+        self, request: Any, url: str, db: Any, progress: Callable[[int, int, str], None] | None
+    ) -> tuple[bool, list[str]]:
+        """Bring the frames up to the database's data: ``(loaded, refreshed)`` — whether
+        everything was read, and which parts of the data were (none: unchanged)."""
+        import dataclasses
         import gc
 
-        from gradercal.dashboard import Cancelled, compute_dashboard, filter_options
-        from gradercal.ui.dashboard.data import (
-            CHART_NAMES,
-            SHARED_FRAMES,
-            TABLES,
-            prepare_table,
-        )
+        from gradercal.db.calibrations import load_task_reviews
+        from gradercal.db.repo import Repository
 
+        repo = Repository(db)
+        key = (url, str(request.benchmark))
+        full = bool(request.reload) or self._frames is None or self._frames_key != key
+        # The fingerprint is read before the data: a change in between shows next time.
+        revision = repo.data_revision(request.benchmark)
+        changed = [k for k, v in revision.items() if self._revision.get(k) != v]
+        if not full and not changed:
+            return False, []
+        if not full and not set(changed) - {"adjudications", "reviews"}:
+            if "adjudications" in changed:
+                adjudications = repo.load_adjudications(request.benchmark)
+                self._frames = dataclasses.replace(self._frames, adjudications=adjudications)
+            if "reviews" in changed:
+                self._reviews = load_task_reviews(repo, request.benchmark)
+            self._revision = revision
+            return False, changed
+        # The old frames were frozen (below): unfreeze so that they can be collected.
+        self._frames = None
+        gc.unfreeze()
+        gc.collect()
+        if progress is not None:
+            progress(0, 0, "loading the benchmark")
+        self._frames = repo.load_frames(request.benchmark)
+        self._reviews = load_task_reviews(repo, request.benchmark)
+        self._frames_key = key
+        self._revision = revision
+        # Long-lived, millions of objects: out of the collector's sight.
+        gc.freeze()
+        return True, list(revision)
+
+    def compute(
+        self,
+        request: Any,
+        url: str,
+        cancel: threading.Event,
+        have: dict[str, bytes] | None = None,
+    ) -> None:
+        """Compute ``request`` (or find it among the results kept) and send the parts the
+        window does not ``have``, then ``done``."""
+        from gradercal.dashboard import Cancelled
+        from gradercal.ui.dashboard.results import result_key
+
+        have = have or {}
         t0 = time.perf_counter()
         gen = int(request.generation)
         last: list[Any] = [0.0, ""]  # when and what progress was last sent
@@ -269,13 +384,16 @@ class Worker:
                 raise Cancelled("dashboard computation cancelled")
 
         keys: list[str] = []
+        reused: list[str] = []
 
-        def pickled(key: str, payload: bytes) -> None:
-            self.send({"type": "part", "generation": gen, "key": key, "payload": payload})
+        def emit(key: str, payload: bytes, dig: bytes) -> None:
             keys.append(key)
-
-        def part(key: str, value: Any) -> None:
-            pickled(key, pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
+            if have.get(key) == dig:
+                reused.append(key)
+                return
+            self.send(
+                {"type": "part", "generation": gen, "key": key, "digest": dig, "payload": payload}
+            )
 
         phases: dict[str, float] = {}
         mark = [t0]
@@ -287,26 +405,129 @@ class Worker:
 
         progress(0, 0, "opening the database")
         db = self._database(url)
-        key = (url, str(request.benchmark))
-        loaded = False
-        if request.reload or self._frames is None or self._frames_key != key:
-            from gradercal.db.calibrations import load_task_reviews
-            from gradercal.db.repo import Repository
-
-            # The old frames were frozen (below): unfreeze so that they can be collected.
-            self._frames = None
-            gc.unfreeze()
-            gc.collect()
-            progress(0, 0, "loading the benchmark")
-            repo = Repository(db)
-            self._frames = repo.load_frames(request.benchmark)
-            self._reviews = load_task_reviews(repo, request.benchmark)
-            self._frames_key = key
-            loaded = True
-            # Long-lived, millions of objects: out of the collector's sight.
-            gc.freeze()
-        frames = self._frames
+        loaded, refreshed = self._refresh(request, url, db, progress)
         phase("load")
+        rkey = result_key(request, self._revision, self._frames.adjudications)
+        stored = self.results.get(rkey)
+        cached = stored is not None
+        if stored is None:
+            stored = self._produce(request, self._frames, progress, cancel, emit, phase)
+            self.results.put(rkey, stored)
+        else:
+            for key, payload, dig in stored.parts:
+                emit(key, payload, dig)
+            phase("cache")
+        self.send(
+            {
+                "type": "done",
+                "phases": phases,
+                "generation": gen,
+                "keys": keys,
+                "reused": reused,
+                "seconds": time.perf_counter() - t0,
+                "pid": os.getpid(),
+                "qt": qt_loaded(),
+                "loaded": loaded,
+                "refreshed": refreshed,
+                "cached": cached,
+            }
+        )
+
+    def _run_prefetches(self) -> None:
+        """Compute the queued hypotheses one by one while no request waits."""
+        from gradercal.dashboard import Cancelled
+        from gradercal.ui.dashboard.results import request_key
+
+        while True:
+            with self._lock:
+                job = self._prefetch
+                if job is None or not self.inbox.empty():
+                    return  # nothing to do, or a request goes first
+                request, url, hypotheses = job
+                if not hypotheses:
+                    self._prefetch = None
+                    return
+                hypothesis = tuple(hypotheses[0])
+                self._prefetch = (request, url, hypotheses[1:])
+                cancel = threading.Event()
+                self._running = (_PREFETCH, cancel, (request_key(request), hypothesis))
+            try:
+                self.prefetch(request, url, hypothesis, cancel)
+            except Cancelled:
+                pass
+            except Exception:  # a prefetch is only ever a head start
+                traceback.print_exc()
+            finally:
+                with self._lock:
+                    self._running = None
+
+    def prefetch(self, request: Any, url: str, hypothesis: Any, cancel: threading.Event) -> None:
+        """Compute ``request`` as it would be with the adjudication ``hypothesis`` saved, into
+        the result cache; sends ``prefetched``."""
+        import dataclasses
+
+        from gradercal.dashboard import Cancelled
+        from gradercal.ui.dashboard.results import result_key, with_adjudication
+
+        t0 = time.perf_counter()
+
+        def progress(_done: int, _total: int, _label: str) -> None:
+            if cancel.is_set():
+                raise Cancelled("prefetch cancelled")
+
+        db = self._database(url)
+        self._refresh(request, url, db, None)
+        adjudications = with_adjudication(self._frames.adjudications, hypothesis)
+        rkey = result_key(request, self._revision, adjudications)
+        cached = rkey in self.results
+        if not cached:
+            frames = dataclasses.replace(self._frames, adjudications=adjudications)
+            stored = self._produce(request, frames, progress, cancel, None, None)
+            self.results.put(rkey, stored)
+        self.send(
+            {
+                "type": "prefetched",
+                "hypothesis": hypothesis,
+                "cached": cached,
+                "seconds": time.perf_counter() - t0,
+            }
+        )
+
+    def _produce(
+        self,
+        request: Any,
+        frames: Any,
+        progress: Callable[[int, int, str], None],
+        cancel: threading.Event,
+        emit: Callable[[str, bytes, bytes], None] | None,
+        phase: Callable[[str], None] | None,
+    ) -> Any:
+        """Compute the dashboard of ``frames``, prepare its tables and draw its charts:
+        the :class:`~gradercal.ui.dashboard.results.StoredResult`, each part passed to
+        ``emit`` as soon as it is made."""
+        import dataclasses
+
+        from gradercal.dashboard import Cancelled, compute_dashboard, filter_options
+        from gradercal.ui.dashboard.data import CHART_NAMES, SHARED_FRAMES, TABLES, prepare_table
+        from gradercal.ui.dashboard.results import StoredResult, digest
+
+        t0 = time.perf_counter()
+        stored = StoredResult()
+
+        def pickled(key: str, payload: bytes, dig: bytes | None = None) -> None:
+            dig = digest(payload) if dig is None else dig
+            stored.parts.append((key, payload, dig))
+            if emit is not None:
+                emit(key, payload, dig)
+
+        def part(key: str, value: Any) -> None:
+            pickled(key, pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
+
+        def step(name: str) -> None:
+            if phase is not None:
+                phase(name)
+
+        self.computations += 1
         progress(0, 0, "computing")
         extra: dict[str, Any] = {} if request.n_boot is None else {"n_boot": request.n_boot}
         dash = compute_dashboard(
@@ -322,9 +543,7 @@ class Worker:
             cancelled=cancel.is_set,
             reviews=self._reviews,
         )
-        phase("compute")
-        import dataclasses
-
+        step("compute")
         # One part per field: the window unpickles each in its own event-loop turn.
         for f in dataclasses.fields(dash):
             part(f"dash:{f.name}", getattr(dash, f.name))
@@ -335,7 +554,7 @@ class Worker:
             "first_response",
             dict(zip(first["task_id"].astype(str), first["response_id"].astype(str), strict=True)),
         )
-        phase("send")
+        step("send")
         # Half of the charts are drawn (and pickled) in a forked child meanwhile, on Linux;
         # the other half here after the tables.
         charts = None
@@ -349,12 +568,12 @@ class Worker:
                 if name in SHARED_FRAMES:  # the window has this frame already (dash:<field>)
                     table = dataclasses.replace(table, frame=None)
                 part(f"table:{name}", table)
-            phase("tables")
+            step("tables")
             progress(0, 0, "drawing the charts")
             mine = None if charts is None else [n for n in CHART_NAMES if n not in CHILD_CHARTS]
-            for chart_key, payload in chart_parts(dash, request, mine):
-                pickled(chart_key, payload)
-            drawn: list[tuple[str, bytes]] = []
+            for chart_key, payload, dig in chart_parts(dash, request, mine):
+                pickled(chart_key, payload, dig)
+            drawn: list[tuple[str, bytes, bytes]] = []
             if charts is not None:
                 try:
                     drawn = charts.result(cancel.is_set)
@@ -365,21 +584,11 @@ class Worker:
         finally:
             if charts is not None:
                 charts.kill()  # no-op once its result is in
-        for chart_key, payload in drawn:
-            pickled(chart_key, payload)
-        phase("charts")
-        self.send(
-            {
-                "type": "done",
-                "phases": phases,
-                "generation": gen,
-                "keys": keys,
-                "seconds": time.perf_counter() - t0,
-                "pid": os.getpid(),
-                "qt": qt_loaded(),
-                "loaded": loaded,
-            }
-        )
+        for chart_key, payload, dig in drawn:
+            pickled(chart_key, payload, dig)
+        step("charts")
+        stored.seconds = time.perf_counter() - t0
+        return stored
 
 
 #: The charts a forked child draws while the worker prepares the tables and then draws
@@ -389,20 +598,32 @@ CHILD_CHARTS = ("pairwise", "confusion", "models", "groups:tag")
 
 def chart_parts(
     dash: Any, request: Any, only: Collection[str] | None = None
-) -> list[tuple[str, bytes]]:
+) -> list[tuple[str, bytes, bytes]]:
     """Every chart of ``dash`` (or those in ``only``) as a pickled ``figure:<name>`` part:
     the Figure with its pixels at the window's chart size (or the text saying why there
-    is no chart)."""
-    from gradercal.ui.dashboard.data import NOT_PRERENDERED, build_figures, render_pixels
+    is no chart), with its digest.
 
-    out: list[tuple[str, bytes]] = []
+    A Figure's pickle differs between two drawings of the same chart (matplotlib keys
+    transforms by object id), so a drawn chart's digest is that of its pixels: equal
+    pixels, the same chart on screen. A chart without pixels gets its pickle's digest
+    (it is then sent again each time)."""
+    from gradercal.ui.dashboard.data import NOT_PRERENDERED, build_figures, render_pixels
+    from gradercal.ui.dashboard.results import digest
+
+    out: list[tuple[str, bytes, bytes]] = []
     for name, fig in build_figures(dash, request.dark, only).items():
         pixels = None
         size = request.chart_size
         if not isinstance(fig, str) and size is not None and name not in NOT_PRERENDERED:
             pixels = render_pixels(fig, size)
         value = fig if isinstance(fig, str) else (fig, pixels)
-        out.append((f"figure:{name}", pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)))
+        payload = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+        if pixels is None:
+            dig = digest(payload)
+        else:
+            size = f"{pixels.width}x{pixels.height}@{pixels.dpi}".encode()
+            dig = digest(b"pixels " + size + b" " + pixels.rgba)
+        out.append((f"figure:{name}", payload, dig))
     return out
 
 
