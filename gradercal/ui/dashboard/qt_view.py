@@ -1447,6 +1447,7 @@ class QtCoordinatorView(QStackedWidget):
         saved = case.current if case is not None else None
         expect = None if saved is None else (response_id, criterion_id, saved.met, saved.level)
         self.dashboard.recompute(expect=expect)
+
     def _prefetch_case(self) -> None:
         """The case on screen may be given any of its verdicts: compute those dashboards
         ahead (not the verdict it has already)."""
