@@ -20,8 +20,7 @@ from sqlalchemy.orm import Session
 from gradercal.db import models as m
 from gradercal.db.repo import Repository
 from gradercal.db.session import Database
-from gradercal.model import GraderKind
-from gradercal.ops.progress import ItemFact, PacketFact, Progress, TaskFact, summarise
+from gradercal.ops.progress import DONE, ItemFact, PacketFact, Progress, TaskFact, summarise
 
 EXPORT_PREFIX = "packet_export:"
 
@@ -104,7 +103,7 @@ def _packets(s: Session, benchmark: str, status_of: dict[int, str]) -> list[Pack
         ids = [a for a in rec.get("assignments") or [] if isinstance(a, int)]
         # an item removed from the queue since the export no longer waits for anything
         open_items = sum(
-            1 for a in ids if status_of.get(a) is not None and status_of[a] not in _DONE
+            1 for a in ids if status_of.get(a) is not None and status_of[a] not in DONE
         )
         out.append(
             PacketFact(
@@ -119,9 +118,6 @@ def _packets(s: Session, benchmark: str, status_of: dict[int, str]) -> list[Pack
             )
         )
     return out
-
-
-_DONE = frozenset({"submitted", "skipped"})
 
 
 def load_progress(
@@ -163,13 +159,6 @@ def load_progress(
             .where(m.Task.benchmark_id == bench.id)
             .order_by(m.Task.position, m.Task.id)
         ).all()
-        humans = list(
-            s.scalars(
-                select(m.Grader.name)
-                .where(m.Grader.kind == GraderKind.HUMAN.value)
-                .order_by(m.Grader.name)
-            )
-        )
         status_of = {int(r[0]): str(r[3]) for r in items}
         packets = _packets(s, bench.name, status_of)
     facts = [
@@ -183,14 +172,12 @@ def load_progress(
         )
         for r in items
     ]
-    assigned = {f.grader for f in facts}
     return summarise(
         facts,
         [TaskFact(t[0], t[1], t[2], int(t[3] or 0)) for t in tasks],
         packets,
         now=now or datetime.now(UTC),
         window_days=window_days,
-        graders=[g for g in humans if g in assigned],
     )
 
 

@@ -178,11 +178,7 @@ def _grader_row(
     open_n = counts["pending"] + counts["in_progress"]
     per_item = submitted_time / timed_submissions if timed_submissions else None
     per_day = recent / window_days if recent else None
-    forecast = None
-    if open_n == 0:
-        forecast = None
-    elif per_day is not None:
-        forecast = now + timedelta(days=open_n / per_day)
+    forecast = now + timedelta(days=open_n / per_day) if open_n and per_day else None
     return GraderProgress(
         grader=grader,
         assigned=len(items),
