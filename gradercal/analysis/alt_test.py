@@ -74,6 +74,7 @@ This module imports pandas, numpy, scipy and gradercal's core only.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -384,6 +385,18 @@ def exact_p_value(n_plus: int, n_minus: int, n: int, epsilon: float) -> tuple[fl
     return z_obs, min(1.0, best)
 
 
+@functools.lru_cache(maxsize=4)
+def _cluster_weights(g: int, n_boot: int, seed: int) -> FloatArray:
+    """The resamples' cluster multiplicities as floats: ``default_rng(seed).multinomial(g,
+    [1/g] * g, size=n_boot)`` (:func:`gradercal.stats.bootstrap.resampling_weights`), kept —
+    the alt-test tests every expert on the same clusters with the same seed."""
+    from gradercal.stats.bootstrap import resampling_weights
+
+    w = resampling_weights(g, n_boot, seed).astype(np.float64)
+    w.setflags(write=False)
+    return w
+
+
 def clustered_p_value(
     d: FloatArray,
     cluster: npt.NDArray[np.intp],
@@ -422,8 +435,7 @@ def clustered_p_value(
             return None, 1.0, "every task has the same mean difference, above ε: limit p-value 1"
         return None, None, "every difference equals ε: no test possible"
     t = (mean - epsilon) / se
-    rng = np.random.default_rng(seed)
-    w = rng.multinomial(g, np.full(g, 1.0 / g), size=n_boot).astype(np.float64)
+    w = _cluster_weights(g, n_boot, int(seed))
     s_b = w @ sums
     n_b = w @ counts
     m_b = s_b / n_b
