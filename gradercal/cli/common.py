@@ -115,6 +115,11 @@ def storage_failure(exc: BaseException) -> str | None:
             f"the database's disk is full ({reason}): nothing was written; free some space "
             "and run it again"
         )
+    if "readonly" in reason.lower() or "read-only" in reason.lower():
+        return (
+            f"the database is read-only ({reason}): nothing was written; reading commands "
+            "still work. Make the file (and its folder) writable, or work on a copy"
+        )
     return f"the database failed ({reason}): nothing was written"
 
 
