@@ -556,29 +556,51 @@ def backup(db: str | None, output: Path | None, as_json: bool) -> None:
 @db_option
 @click.option("--quick", is_flag=True, help="SQLite quick_check instead of integrity_check.")
 @click.option("--no-blobs", is_flag=True, help="Do not re-hash the artifacts' bytes.")
+@click.option(
+    "--undo-import",
+    is_flag=True,
+    help="First remove what an interrupted import wrote (SQLite; refused while it still runs).",
+)
 @json_option
 @handle_errors
-def check(db: str | None, quick: bool, no_blobs: bool, as_json: bool) -> None:
-    """Check the database: integrity, orphan rows, artifact hashes. Exit status 1 on problems.
+def check(db: str | None, quick: bool, no_blobs: bool, undo_import: bool, as_json: bool) -> None:
+    """Check the database: integrity, orphan rows, artifact hashes, unfinished imports.
+    Exit status 1 on problems.
 
-    Reads only. A damaged SQLite file is opened read-only (never migrated or written)
-    and reported.
+    Reads only (except with --undo-import). A damaged SQLite file is opened read-only
+    (never migrated or written) and reported.
     """
     from gradercal.db.maintenance import check as run_check
-    from gradercal.db.maintenance import open_checked
+    from gradercal.db.maintenance import open_checked, undo_unfinished_imports
 
     opened = open_checked(db, create=False)
     try:
+        undone = undo_unfinished_imports(opened.db) if undo_import else []
         report = run_check(opened.db, quick=quick, blobs=not no_blobs)
     finally:
         opened.db.dispose()
     if as_json:
         out = report.to_dict()
         out["opened_read_only"] = opened.read_only
+        out["imports_undone"] = [
+            {
+                "import": u.header.describe(),
+                "rows_deleted": u.rows_deleted,
+                "judgments_kept": u.judgments_kept,
+                "blobs_deleted": u.blobs_deleted,
+                "graders_deleted": u.graders_deleted,
+                "benchmark_deleted": u.benchmark_deleted,
+            }
+            for u in undone
+        ]
         emit_json(out)
     else:
         if opened.message:
             click.secho(opened.message, fg="yellow", err=True)
+        for u in undone:
+            rows = sum(u.rows_deleted.values())
+            kept = f"; kept {u.judgments_kept} judgments graded since" if u.judgments_kept else ""
+            click.echo(f"undid {u.header.describe()}: removed {rows} rows{kept}")
         if report.ok:
             click.echo(
                 f"{report.database}: ok ({len(report.checks)} checks, "

@@ -446,10 +446,52 @@ def check(db: Database, *, quick: bool = False, blobs: bool = True) -> CheckRepo
                     report.problems.append(CheckProblem(name, f"{n} {message}", n))
     except Exception as exc:  # a damaged file fails in arbitrary places; say where
         report.problems.append(CheckProblem("orphans", f"could not run the checks: {exc}"))
+    if db.is_sqlite:
+        _unfinished_imports(db, report)
     if blobs:
         _blob_checks(db, report)
     report.seconds = round(time.perf_counter() - started, 3)
     return report
+
+
+def _unfinished_imports(db: Database, report: CheckReport) -> None:
+    """An import on SQLite commits batch by batch (:mod:`gradercal.db.import_journal`):
+    while one runs, or after one was killed, part of it is in the database."""
+    from gradercal.db import import_journal
+
+    report.checks.append("import.unfinished")
+    try:
+        with db.read() as s:
+            found = import_journal.headers(s)
+    except Exception as exc:  # a damaged file: the integrity check says why
+        report.problems.append(CheckProblem("import.unfinished", f"could not read: {exc}"))
+        return
+    for header in found:
+        alive = header.alive
+        if alive:
+            state = "still running: part of it is written, the rest is to come"
+        else:
+            state = (
+                "its process is gone and part of it is written: "
+                "`gradercal check --undo-import` removes it (so does the next import here)"
+                if alive is False
+                else "on another host: if it is no longer running, "
+                "`gradercal check --undo-import` removes what it wrote"
+            )
+        report.problems.append(CheckProblem("import.unfinished", f"{header.describe()} is {state}"))
+
+
+def undo_unfinished_imports(db: Database) -> list[Any]:
+    """Undo every unfinished import whose process is not running here (see
+    :func:`gradercal.db.import_journal.undo`); refuses one that is still running."""
+    from gradercal.db import import_journal
+
+    with db.read() as s:
+        found = import_journal.headers(s)
+    for header in found:
+        if header.alive:
+            raise MaintenanceError(f"{header.describe()} is still running: wait for it")
+    return [import_journal.undo(db, header) for header in found]
 
 
 def _sqlite_checks(db: Database, quick: bool, report: CheckReport) -> None:

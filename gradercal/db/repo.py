@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, cast
 from sqlalchemy import Row, Table, func, insert, select, tuple_, update
 from sqlalchemy.orm import Session
 
+from gradercal.db import import_journal as journal
 from gradercal.db import models as m
 from gradercal.db.session import Database
 from gradercal.errors import ConflictError, NotFoundError, Problem, ValidationError
@@ -41,6 +42,8 @@ if TYPE_CHECKING:  # pandas and the file formats load on first use (app start-up
 #: Rows per executemany batch, and bytes of artifact data per batch.
 BATCH_ROWS = 5000
 BATCH_BYTES = 64 * 1024 * 1024
+#: Bytes per batch when each batch is its own transaction (SQLite): a save waits for one.
+COMMIT_BYTES = 8 * 1024 * 1024
 
 Progress = Callable[[str, int, int], None]
 """Progress callback: ``(stage, done, total)``."""
@@ -250,12 +253,18 @@ def _core_insert(s: Session, table: type[m.Base], rows: Sequence[dict[str, Any]]
 
 
 def _raw_insert(
-    s: Session, table: type[m.Base], columns: Sequence[str], rows: Sequence[tuple[Any, ...]]
+    s: Session,
+    table: type[m.Base],
+    columns: Sequence[str],
+    rows: Sequence[tuple[Any, ...]],
+    *,
+    skip_existing: Sequence[str] = (),
 ) -> None:
     """executemany straight to the driver, for the one table with hundreds of thousands of rows.
 
     Values must already be what the driver stores (see :func:`_bind_value`); only plain
-    scalars (str, int, float, bool, None) go through here.
+    scalars (str, int, float, bool, None) go through here. With ``skip_existing`` (the
+    columns of a unique key) a row whose key is already stored is left out.
     """
     if not rows:
         return
@@ -263,7 +272,70 @@ def _raw_insert(
     mark = "?" if conn.dialect.paramstyle == "qmark" else "%s"
     name = table.__table__.name  # type: ignore[attr-defined]
     sql = f"INSERT INTO {name} ({', '.join(columns)}) VALUES ({', '.join([mark] * len(columns))})"
+    if skip_existing:
+        sql += f" ON CONFLICT ({', '.join(skip_existing)}) DO NOTHING"
     conn.exec_driver_sql(sql, list(rows))
+
+
+#: The unique key of a judgment, and the first columns of every judgment row the import adds.
+_JUDGMENT_KEY = ("grader_id", "response_id", "criterion_id")
+
+
+def _journaled_insert(s: Session, table: type[m.Base], rows: Sequence[dict[str, Any]]) -> None:
+    """One batch of an import's rows; in a batched import it commits with its journal entry."""
+    if not rows:
+        return
+    before = journal.max_id(s, table) if journal.journal_of(s) else 0
+    _core_insert(s, table, rows)
+    journal.added(s, table, before)
+    journal.checkpoint(s)
+
+
+def _insert_blobs(s: Session, rows: Sequence[dict[str, Any]]) -> None:
+    _core_insert(s, m.Blob, rows)
+    journal.note(s, {"blobs": [r["sha256"] for r in rows]})
+    journal.checkpoint(s)
+
+
+def _not_inserted(s: Session, batch: Sequence[tuple[Any, ...]], before: int) -> list[Any]:
+    """The rows of ``batch`` (keys first) that an insert skipped because a judgment with
+    their key was stored in the meantime: those with no row above id ``before``."""
+    ours = int(
+        s.scalar(select(func.count()).select_from(m.Judgment).where(m.Judgment.id > before)) or 0
+    )
+    if ours == len(batch):
+        return []
+    mine = {
+        (g, r, c)
+        for g, r, c in s.execute(
+            select(m.Judgment.grader_id, m.Judgment.response_id, m.Judgment.criterion_id).where(
+                m.Judgment.id > before
+            )
+        )
+    }
+    return [row for row in batch if tuple(row[:3]) not in mine]
+
+
+def _late_updates(
+    s: Session, late: Sequence[tuple[Any, ...]], report: ImportReport
+) -> list[tuple[Row[Any], dict[str, Any], datetime | None]]:
+    """Rows the import meant to add that a grader's save added first, as updates: the
+    stored row, the file's values (the fields follow the key in each row)."""
+    out: list[tuple[Row[Any], dict[str, Any], datetime | None]] = []
+    for row in late:
+        stored = s.execute(
+            select(*_JUDGMENT_ROW).where(
+                m.Judgment.grader_id == row[0],
+                m.Judgment.response_id == row[1],
+                m.Judgment.criterion_id == row[2],
+            )
+        ).one()
+        values = dict(zip(_JUDGMENT_FIELDS, row[3 : 3 + len(_JUDGMENT_FIELDS)], strict=True))
+        if all(getattr(stored, f) == values[f] for f in _JUDGMENT_FIELDS):
+            report.judgments_unchanged += 1
+            continue
+        out.append((stored, values, None))
+    return out
 
 
 def _bind_value(s: Session, column: Any, value: Any) -> Any:
@@ -377,16 +449,26 @@ class Repository:
         threshold_from_file: bool = True,
         progress: Progress | None = None,
     ) -> ImportReport:
-        """Write validated benchmark data in one transaction.
+        """Write validated benchmark data, all or nothing.
 
         Identical tasks, responses and judgments are skipped, so importing the same
         data twice changes nothing. A task or response that differs from the stored one
         raises :class:`ConflictError` (nothing is written); a judgment whose verdict
         changed is updated, its old value kept as a revision.
+
+        On PostgreSQL this is one transaction. On SQLite, where a transaction that
+        writes shuts every other writer out, the rows are committed in batches of
+        :data:`BATCH_ROWS`, so a grader's save waits for one batch at most, and a
+        journal undoes every batch if the import does not finish
+        (:mod:`gradercal.db.import_journal`); the changes to existing rows come last,
+        in one transaction.
         """
         report = ImportReport(benchmark=data.benchmark.name)
         notify = progress or (lambda _stage, _done, _total: None)
-        with self.db.write() as s:
+        writing = (
+            journal.batched(self.db, data.benchmark.name) if self.db.is_sqlite else self.db.write()
+        )
+        with writing as s:
             bench = s.scalar(select(m.Benchmark).where(m.Benchmark.name == data.benchmark.name))
             if bench is None:
                 bench = m.Benchmark(
@@ -396,17 +478,26 @@ class Repository:
                 )
                 s.add(bench)
                 s.flush()
+                journal.note(s, {"benchmark": bench.id})
+                journal.checkpoint(s)
                 report.benchmark_created = True
-            elif threshold_from_file and bench.pass_threshold != data.benchmark.pass_threshold:
+            bench_id = bench.id
+            task_ids = self._import_tasks(s, bench_id, data, report, notify)
+            response_ids = self._import_responses(s, bench_id, data, task_ids, report, notify)
+            self._import_judgments(s, bench_id, data, response_ids, report, notify)
+            self._import_adjudications(s, data, response_ids, report)
+            stored = s.get(m.Benchmark, bench_id)
+            assert stored is not None
+            if (
+                threshold_from_file
+                and not report.benchmark_created
+                and stored.pass_threshold != data.benchmark.pass_threshold
+            ):
                 report.pass_threshold_changed = (
-                    bench.pass_threshold,
+                    stored.pass_threshold,
                     data.benchmark.pass_threshold,
                 )
-                bench.pass_threshold = data.benchmark.pass_threshold
-            task_ids = self._import_tasks(s, bench.id, data, report, notify)
-            response_ids = self._import_responses(s, bench.id, data, task_ids, report, notify)
-            self._import_judgments(s, bench.id, data, response_ids, report, notify)
-            self._import_adjudications(s, data, response_ids, report)
+                stored.pass_threshold = data.benchmark.pass_threshold
         return report
 
     def _import_tasks(
@@ -502,10 +593,10 @@ class Repository:
                 )
         total = len(crit_rows)
         for done, batch in enumerate(_batches(crit_rows), start=1):
-            _core_insert(s, m.Criterion, batch)
+            _journaled_insert(s, m.Criterion, batch)
             notify("criteria", min(done * BATCH_ROWS, total), total)
-        if art_rows:
-            _core_insert(s, m.Artifact, art_rows)
+        for batch in _batches(art_rows):
+            _journaled_insert(s, m.Artifact, batch)
         report.tasks_added = len(new)
         report.artifacts_added = len(art_rows)
         return task_ids
@@ -518,7 +609,10 @@ class Repository:
         core = cast(Table, table.__table__)
         stmt = insert(core).returning(core.c.id, sort_by_parameter_order=True)
         for batch in _batches(rows):
+            before = journal.max_id(s, table) if journal.journal_of(s) else 0
             ids.extend(s.connection().execute(stmt, list(batch)).scalars().all())
+            journal.added(s, table, before)
+            journal.checkpoint(s)
         return ids
 
     def _store_blobs(
@@ -536,6 +630,7 @@ class Repository:
         for batch in _batches(wanted, 500):
             have.update(s.scalars(select(m.Blob.sha256).where(m.Blob.sha256.in_(batch))))
         missing = [h for h in wanted if h not in have]
+        limit = COMMIT_BYTES if journal.journal_of(s) else BATCH_BYTES
         pending: list[dict[str, Any]] = []
         pending_bytes = 0
         for done, digest in enumerate(missing, start=1):
@@ -547,12 +642,12 @@ class Repository:
             pending_bytes += len(blob)
             report.blobs_added += 1
             report.bytes_added += len(blob)
-            if pending_bytes >= BATCH_BYTES or len(pending) >= BATCH_ROWS:
-                _core_insert(s, m.Blob, pending)
+            if pending_bytes >= limit or len(pending) >= BATCH_ROWS:
+                _insert_blobs(s, pending)
                 pending, pending_bytes = [], 0
                 notify("artifacts", done, len(missing))
         if pending:
-            _core_insert(s, m.Blob, pending)
+            _insert_blobs(s, pending)
         notify("artifacts", len(missing), len(missing))
 
     def _import_responses(
@@ -652,15 +747,21 @@ class Repository:
                 )
             if wanted is not None and model is None:
                 s.execute(update(m.Grader).where(m.Grader.id == gid).values(model=wanted))
+                journal.note(s, {"grader_model": gid})
                 report.grader_models_set.append(name)
             ids[name] = gid
+        created = []
         for name, kind in kinds.items():
             if name not in ids:
                 g = m.Grader(name=name, kind=kind.value, model=models.get(name))
                 s.add(g)
                 s.flush()
                 ids[name] = g.id
+                created.append(g.id)
                 report.graders_added.append(name)
+        if created:
+            journal.note(s, {"graders": created})
+        journal.checkpoint(s)
         return ids
 
     def _import_judgments(
@@ -675,21 +776,22 @@ class Repository:
         if not data.judgments:
             return
         grader_ids = self._grader_ids(s, data.judgments, report, data.grader_models)
-        crit_ids = _criterion_ids(s, {response_ids[j.response_id][1] for j in data.judgments})
         existing: dict[tuple[int, int, int], Row[Any]] = {}
-        if not report.benchmark_created:
-            q = (
-                select(*_JUDGMENT_ROW)
-                .join(m.Response, m.Response.id == m.Judgment.response_id)
-                .where(
-                    m.Response.benchmark_id == bench_id,
-                    m.Judgment.grader_id.in_(list(grader_ids.values())),
+        with journal.reading(s):  # batched: no write lock while reading and building rows
+            crit_ids = _criterion_ids(s, {response_ids[j.response_id][1] for j in data.judgments})
+            if not report.benchmark_created:
+                q = (
+                    select(*_JUDGMENT_ROW)
+                    .join(m.Response, m.Response.id == m.Judgment.response_id)
+                    .where(
+                        m.Response.benchmark_id == bench_id,
+                        m.Judgment.grader_id.in_(list(grader_ids.values())),
+                    )
                 )
-            )
-            for row in s.execute(q):
-                existing[(row.grader_id, row.response_id, row.criterion_id)] = row
+                for row in s.execute(q):
+                    existing[(row.grader_id, row.response_id, row.criterion_id)] = row
         now = m.utcnow()
-        bind = m.Judgment.__table__.c.created_at.type.bind_processor(s.connection().dialect)
+        bind = m.Judgment.__table__.c.created_at.type.bind_processor(s.get_bind().dialect)
 
         def stored(when: datetime | None) -> Any:
             value = now if when is None else when
@@ -736,16 +838,27 @@ class Repository:
             "created_at",
             "updated_at",
         )
+        batched = journal.journal_of(s) is not None
+        late: list[tuple[Any, ...]] = []
         for done, batch in enumerate(_batches(new_rows), start=1):
-            _raw_insert(s, m.Judgment, columns, batch)
+            if batched:  # a grader's save may have added one of these since they were read
+                before = journal.max_id(s, m.Judgment)
+                _raw_insert(s, m.Judgment, columns, batch, skip_existing=_JUDGMENT_KEY)
+                journal.added(s, m.Judgment, before)
+                late.extend(_not_inserted(s, batch, before))
+                journal.checkpoint(s)
+            else:
+                _raw_insert(s, m.Judgment, columns, batch)
             notify("judgments", min(done * BATCH_ROWS, total), total)
-        if updates and not self.db.is_sqlite:
+        if late:  # the save came first: the file's value supersedes it, kept in history
+            updates.extend(_late_updates(s, late, report))
+        if updates:
             updates = _relocked(s, updates, report)
         for old, values, when in updates:
             self._supersede_judgment(s, old, values, source="import", actor=None, now=now)
             if when is not None:  # the change's own time, from the file
                 s.execute(update(m.Judgment).where(m.Judgment.id == old.id).values(updated_at=when))
-        report.judgments_added = len(new_rows)
+        report.judgments_added = len(new_rows) - len(late)
         report.judgments_updated = len(updates)
 
     def _import_adjudications(

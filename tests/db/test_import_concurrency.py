@@ -1,11 +1,14 @@
 """A re-import while a grader saves: no save is lost, revisions never repeat (both
-backends). The import and the grader run at the same time, in two threads with their
-own connections, against the real database."""
+backends). The import runs in another process, as `gradercal import` would, while this
+process saves as the grading app does, against the real database."""
 
 from __future__ import annotations
 
 import json
-import threading
+import os
+import subprocess
+import sys
+import textwrap
 from collections import Counter
 from pathlib import Path
 
@@ -13,13 +16,46 @@ from sqlalchemy import select
 
 from gradercal.db import models as m
 from gradercal.db.grading import GradingStore, JudgmentValue
-from gradercal.db.repo import Repository, benchmark_of
+from gradercal.db.repo import Repository
 from gradercal.db.session import open_database
 from gradercal.formats import read_path
 from tests.conftest import DEMO
 
 GRADER = "expert-ana"
 ROUNDS = 6
+ROOT = Path(__file__).resolve().parents[2]
+
+#: The coordinator's side: ROUNDS re-imports of the targets' verdicts, flipped each round.
+REIMPORT = textwrap.dedent(
+    """
+    import json, sys
+    from pathlib import Path
+    from gradercal.db.repo import Repository, benchmark_of
+    from gradercal.db.session import open_database
+    from gradercal.formats import read_path
+
+    url, targets, folder, rounds = sys.argv[1], sys.argv[2], Path(sys.argv[3]), int(sys.argv[4])
+    pairs = json.loads(Path(targets).read_text("utf-8"))
+    db = open_database(url)
+    try:
+        r = Repository(db)
+        for n in range(rounds):
+            path = folder / f"round{n}.jsonl"
+            path.write_text(
+                "".join(
+                    json.dumps({"response_id": rid, "criterion_id": crit, "grader": sys.argv[5],
+                                "met": n % 2 == 0, "rationale": f"import {n}"}) + "\\n"
+                    for rid, crit in pairs
+                ),
+                "utf-8",
+            )
+            name = r.benchmark(None).name
+            r.import_data(benchmark_of(read_path(path, r.catalog(name)), name))
+            print("imported", flush=True)
+    finally:
+        db.dispose()
+    """
+)
 
 
 def test_a_reimport_during_saves_loses_nothing(db_url: str, tmp_path: Path) -> None:
@@ -49,49 +85,41 @@ def test_a_reimport_during_saves_loses_nothing(db_url: str, tmp_path: Path) -> N
     finally:
         setup.dispose()
 
-    errors: list[BaseException] = []
+    # the re-imports run in another process, as a coordinator's `gradercal import` would
+    script = tmp_path / "reimport.py"
+    script.write_text(REIMPORT, "utf-8")
+    targets_file = tmp_path / "targets.json"
+    targets_file.write_text(json.dumps([[rid, crit] for _aid, rid, crit in targets]), "utf-8")
+    importer = subprocess.Popen(
+        [
+            sys.executable,
+            str(script),
+            db_url,
+            str(targets_file),
+            str(tmp_path),
+            str(ROUNDS),
+            GRADER,
+        ],
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
-    def grade() -> None:
-        db = open_database(db_url)
-        try:
-            st = GradingStore(db)
-            for i in range(ROUNDS * 10):
-                for aid, _rid, crit in targets:
-                    st.save_judgment(aid, crit, JudgmentValue(met=bool(i % 2), rationale=f"s{i}"))
-        except BaseException as exc:  # reported by the main thread
-            errors.append(exc)
-        finally:
-            db.dispose()
-
-    def reimport() -> None:
-        db = open_database(db_url)
-        try:
-            r = Repository(db)
-            for n in range(ROUNDS):
-                path = tmp_path / f"round{n}.jsonl"
-                path.write_text(
-                    "".join(
-                        json.dumps(
-                            {"response_id": rid, "criterion_id": crit, "grader": GRADER,
-                             "met": n % 2 == 0, "rationale": f"import {n}"}
-                        ) + "\n"
-                        for _aid, rid, crit in targets
-                    ),
-                    "utf-8",
-                )  # fmt: skip
-                name = r.benchmark(None).name
-                r.import_data(benchmark_of(read_path(path, r.catalog(name)), name))
-        except BaseException as exc:
-            errors.append(exc)
-        finally:
-            db.dispose()
-
-    threads = [threading.Thread(target=grade), threading.Thread(target=reimport)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(300)
-    assert not errors, errors
+    # this process grades as the app does, before, during and after the other's imports
+    db = open_database(db_url)
+    try:
+        st = GradingStore(db)
+        i = 0
+        while i < ROUNDS * 10 or importer.poll() is None:
+            for aid, _rid, crit in targets:
+                st.save_judgment(aid, crit, JudgmentValue(met=bool(i % 2), rationale=f"s{i}"))
+            i += 1
+    finally:
+        db.dispose()
+    out, err = importer.communicate(timeout=300)
+    assert importer.returncode == 0, err
+    assert out.split() == ["imported"] * ROUNDS
 
     db = open_database(db_url)
     try:
