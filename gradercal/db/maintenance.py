@@ -352,14 +352,18 @@ ORPHAN_CHECKS: tuple[tuple[str, str, str], ...] = (
     (
         "revision.judgment",
         "SELECT count(*) FROM revision v LEFT JOIN judgment j ON j.id = v.entity_id "
-        "WHERE v.entity IN ('judgment', 'packet_conflict') AND j.id IS NULL",
-        "judgment history rows whose judgment is missing",
+        "WHERE v.entity IN ('judgment', 'packet_conflict') AND j.id IS NULL "
+        "AND NOT EXISTS (SELECT 1 FROM revision d WHERE d.entity = 'judgment_deleted' "
+        "AND d.entity_id = v.entity_id)",
+        "judgment history rows whose judgment is missing (and not recorded as deleted)",
     ),
     (
         "revision.adjudication",
         "SELECT count(*) FROM revision v LEFT JOIN adjudication a ON a.id = v.entity_id "
-        "WHERE v.entity = 'adjudication' AND a.id IS NULL",
-        "adjudication history rows whose adjudication is missing",
+        "WHERE v.entity = 'adjudication' AND a.id IS NULL "
+        "AND NOT EXISTS (SELECT 1 FROM revision d WHERE d.entity = 'adjudication_deleted' "
+        "AND d.entity_id = v.entity_id)",
+        "adjudication history rows whose adjudication is missing (and not recorded as deleted)",
     ),
     (
         "revision.task_review",
@@ -565,6 +569,10 @@ class OpenResult:
     db: Database
     read_only: bool = False
     message: str | None = None
+    #: Why it is read-only, in a few words ("damaged database", "file cannot be written").
+    reason: str | None = None
+    #: What a refused write says (one line).
+    refusal: str | None = None
 
 
 def open_checked(
@@ -592,11 +600,30 @@ def open_checked(
     problem = _quick_check_file(path)
     if problem is None:
         try:
-            return OpenResult(open_database(url))
+            healthy = open_database(url)
         except DatabaseError as exc:
             if not _looks_damaged(str(exc)):
                 raise
             problem = str(exc)
+        else:
+            why = _write_problem(path)
+            if why is None:
+                return OpenResult(healthy)
+            healthy.dispose()
+            return OpenResult(
+                _open_read_only(path, why),
+                read_only=True,
+                message=(
+                    f"{path} cannot be written ({why}). It was opened read-only: you can "
+                    "look at and export everything, but nothing can be saved. Make the file "
+                    "and its folder writable (or grade on a writable copy) to keep grading."
+                ),
+                reason="file cannot be written",
+                refusal=(
+                    f"this database file cannot be written ({why}), so nothing can be "
+                    "saved; make it writable to keep grading"
+                ),
+            )
     readonly = _open_read_only(path, problem)
     return OpenResult(
         readonly,
@@ -607,7 +634,25 @@ def open_checked(
             f"({path.name}.backup-… or {path.name}.before-….bak next to it), or run "
             "`gradercal check` for details."
         ),
+        reason="damaged database",
     )
+
+
+def _write_problem(path: Path) -> str | None:
+    """Why SQLite could not write ``path`` (a healthy database file), or None.
+
+    ``access`` sees what the kernel would refuse: modes, read-only mounts, and immutable
+    files (``chattr +i``), which stop even root. A WAL database also writes its ``-wal``
+    and ``-shm`` files beside it, so a read-only folder matters unless both exist.
+    """
+    if not os.access(path, os.W_OK):
+        return "the file is read-only"
+    sidecars = [path.with_name(path.name + suffix) for suffix in ("-wal", "-shm")]
+    if not os.access(path.parent, os.W_OK) and not all(p.exists() for p in sidecars):
+        return f"its folder {path.parent} is read-only"
+    if any(p.exists() and not os.access(p, os.W_OK) for p in sidecars):
+        return "its -wal or -shm file is read-only"
+    return None
 
 
 def _quick_check_file(path: Path) -> str | None:
@@ -679,17 +724,26 @@ class ReadOnlyGradingStore(GradingStore):
 
     read_only = True
 
-    def __init__(self, db: Database, message: str | None = None) -> None:
+    def __init__(
+        self,
+        db: Database,
+        message: str | None = None,
+        *,
+        reason: str | None = None,
+        refusal: str | None = None,
+    ) -> None:
         super().__init__(db)
         #: Why the database is read-only (for the app's banner).
         self.read_only_message = message or f"{db.display} was opened read-only"
-
-    @staticmethod
-    def _refuse() -> ReadOnlyError:
-        return ReadOnlyError(
+        #: The same in a few words (for the window's title).
+        self.read_only_reason = reason or "damaged database"
+        self._refusal = refusal or (
             "this database is damaged and was opened read-only, so nothing can be saved; "
             "restore a backup to keep grading"
         )
+
+    def _refuse(self) -> ReadOnlyError:
+        return ReadOnlyError(self._refusal)
 
     def create_grader(self, name: str) -> GraderInfo:
         """An existing grader only (creating one would write)."""
@@ -740,5 +794,7 @@ class ReadOnlyGradingStore(GradingStore):
 def grading_store(opened: OpenResult) -> GradingStore:
     """The app's store for what :func:`open_checked` opened: read-only when it is damaged."""
     if opened.read_only:
-        return ReadOnlyGradingStore(opened.db, opened.message)
+        return ReadOnlyGradingStore(
+            opened.db, opened.message, reason=opened.reason, refusal=opened.refusal
+        )
     return GradingStore(opened.db)

@@ -267,6 +267,8 @@ def upgrade(engine: Engine) -> Path | None:
             raise DatabaseError(
                 f"{display_url(engine.url)} holds tables but is not a gradercal database"
             )
+    if current is not None and engine.url.get_backend_name() == "postgresql":
+        _require_schema_owner(engine, current, head)
     backup: Path | None = None
     if engine.url.get_backend_name() == "sqlite" and engine.url.database:
         if current is not None:
@@ -282,6 +284,27 @@ def upgrade(engine: Engine) -> Path | None:
         cfg.attributes["connection"] = conn
         command.upgrade(cfg, "head")
     return backup
+
+
+def _require_schema_owner(engine: Engine, current: str, head: str) -> None:
+    """A team member's login (gradercal.db.team) cannot change the schema: say who can,
+    instead of failing halfway through a migration on a permission error."""
+    with engine.connect() as conn:
+        row = conn.execute(
+            text(
+                "SELECT current_user, pg_has_role(current_user, tableowner, 'USAGE') "
+                "FROM pg_tables WHERE schemaname = current_schema() "
+                "AND tablename = 'alembic_version'"
+            )
+        ).one_or_none()
+    if row is None or row[1]:
+        return
+    raise DatabaseError(
+        f"database {display_url(engine.url)} is at schema revision {current} and this "
+        f"gradercal needs {head}; your login {row[0]!r} may not change the schema: ask the "
+        "database's owner (the coordinator who ran `gradercal team init`) to run "
+        "`gradercal init --db URL` with this version of gradercal, then try again"
+    )
 
 
 def _known_revision(script: ScriptDirectory, rev: str) -> bool:

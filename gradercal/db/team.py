@@ -286,6 +286,15 @@ _SNAPSHOT_KEYS = {
     "judgment": ("met", "level", "confidence", "rationale", "unclear", "unclear_note", "source"),
     "adjudication": ("met", "level", "note", "adjudicator"),
 }
+#: Columns a deletion's history row keeps (``<table>_deleted``): the value and whose it was.
+_DELETED_KEYS = {
+    "judgment": ("grader_id", "response_id", "criterion_id", *_SNAPSHOT_KEYS["judgment"]),
+    "adjudication": ("response_id", "criterion_id", *_SNAPSHOT_KEYS["adjudication"]),
+}
+#: Tables whose history only grows: no team role may rewrite or empty it. TRUNCATE is
+#: refused on the verdict tables too, since it fires no row trigger (deletes are recorded).
+_APPEND_ONLY = {"revision": "UPDATE, DELETE, TRUNCATE"}
+_NO_TRUNCATE = ("judgment", "adjudication")
 #: Columns whose change makes a new revision.
 _VERDICT_KEYS = {
     "judgment": ("met", "level", "confidence", "rationale", "unclear", "unclear_note"),
@@ -373,7 +382,25 @@ BEGIN
     RETURN NULL;
 END
 $fn$""",
+    r"""CREATE OR REPLACE FUNCTION gradercal_keep_deleted() RETURNS trigger
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, public AS $fn$
+DECLARE
+    old_row jsonb := to_jsonb(OLD);
+    snapshot jsonb := '{}'::jsonb;
+    k text;
+BEGIN
+    FOREACH k IN ARRAY TG_ARGV LOOP
+        snapshot := snapshot || jsonb_build_object(k, old_row -> k);
+    END LOOP;
+    INSERT INTO revision (entity, entity_id, revision, data, actor, source, changed_at)
+    VALUES (TG_TABLE_NAME || '_deleted', OLD.id, OLD.revision,
+            (snapshot || jsonb_build_object('updated_at', old_row -> 'updated_at'))::json,
+            session_user, 'sql-delete', now());
+    RETURN NULL;
+END
+$fn$""",
     "REVOKE ALL ON FUNCTION gradercal_next_revision() FROM PUBLIC",
+    "REVOKE ALL ON FUNCTION gradercal_keep_deleted() FROM PUBLIC",
     "REVOKE ALL ON FUNCTION gradercal_keep_history() FROM PUBLIC",
     "REVOKE ALL ON FUNCTION gradercal_keep_review_history() FROM PUBLIC",
 ]
@@ -394,6 +421,9 @@ def _trigger_statements() -> list[str]:
             f"CREATE CONSTRAINT TRIGGER gradercal_keep_history AFTER UPDATE ON {table} "
             "DEFERRABLE INITIALLY DEFERRED FOR EACH ROW "
             f"EXECUTE FUNCTION gradercal_keep_history({_args(_SNAPSHOT_KEYS[table])})",
+            f"DROP TRIGGER IF EXISTS gradercal_keep_deleted ON {table}",
+            f"CREATE TRIGGER gradercal_keep_deleted AFTER DELETE ON {table} FOR EACH ROW "
+            f"EXECUTE FUNCTION gradercal_keep_deleted({_args(_DELETED_KEYS[table])})",
         ]
     out += [
         "DROP TRIGGER IF EXISTS gradercal_keep_history ON task_review",
@@ -506,6 +536,10 @@ def init(db: Database) -> InitReport:
             for privilege, columns in _GRADER_GRANTS.get(table, {}).items():
                 cols = "" if columns is None else " (" + ", ".join(columns) + ")"
                 conn.execute(text(f"GRANT {privilege}{cols} ON {table} TO {_q(g)}"))
+        for table, privileges in _APPEND_ONLY.items():
+            conn.execute(text(f"REVOKE {privileges} ON {table} FROM {_q(c)}"))
+        for table in _NO_TRUNCATE:
+            conn.execute(text(f"REVOKE TRUNCATE ON {table} FROM {_q(c)}"))
         conn.execute(text(f"GRANT INSERT, UPDATE ON adjudication TO {_q(a)}"))
         conn.execute(text(f"GRANT INSERT ON revision TO {_q(a)}"))
         conn.execute(text(f"GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO {_q(c)}"))

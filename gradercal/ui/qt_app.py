@@ -89,13 +89,15 @@ def open_store(db: str | None) -> tuple[GradingStore, str]:
 
 
 def mark(window: QtMainWindow, store: GradingStore) -> None:
-    """A read-only (damaged) database: a red banner saying why, and the title says so."""
+    """A read-only database (damaged, or a file that cannot be written): a red banner
+    saying why, and the title says so."""
     message = getattr(store, "read_only_message", None)
     if message:
         from gradercal.ui.qt_packet import add_banner
 
         add_banner(window, f"Read-only: {message}", "error")
-        window.location = "read-only (damaged database)"
+        reason = getattr(store, "read_only_reason", None) or "damaged database"
+        window.location = f"read-only ({reason})"
         window._update_title()
 
 

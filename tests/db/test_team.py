@@ -311,6 +311,90 @@ def test_a_direct_update_is_recorded_in_the_history(crew: Team) -> None:
         admin.dispose()
 
 
+def test_a_coordinators_delete_is_recorded_and_history_cannot_be_rewritten(crew: Team) -> None:
+    """Coordinators may delete verdicts (they manage the data), but the deleted value
+    stays in the history under ``<table>_deleted`` with who deleted it; nobody in the team
+    may rewrite, delete or truncate the history, nor truncate the verdict tables (TRUNCATE
+    fires no row trigger). ``check`` then finds nothing amiss."""
+    db = open_database(crew.url(crew.ana))
+    try:
+        store = GradingStore(db)
+        aid = store.ensure_queue(crew.ana, BENCH)[0].assignment_id
+        store.save_judgment(aid, "c1", JudgmentValue(met=True, rationale="first"))
+        jid = store.save_judgment(
+            aid, "c1", JudgmentValue(met=False, rationale="second")
+        ).judgment_id
+    finally:
+        db.dispose()
+    dan = crew.engine(crew.dan)
+    try:
+        adjudication = _scalar(dan, "SELECT min(id) FROM adjudication")
+        with dan.begin() as conn:
+            conn.execute(text("DELETE FROM judgment WHERE id = :j"), {"j": jid})
+            conn.execute(text("DELETE FROM adjudication WHERE id = :a"), {"a": adjudication})
+        with dan.connect() as conn:
+            rows = conn.execute(
+                text(
+                    "SELECT entity, revision, data, actor, source FROM revision "
+                    "WHERE (entity LIKE 'judgment%' AND entity_id = :j) "
+                    "OR (entity LIKE 'adjudication%' AND entity_id = :a) ORDER BY id"
+                ),
+                {"j": jid, "a": adjudication},
+            ).all()
+        got = [(r.entity, r.revision, r.actor, r.source) for r in rows]
+        assert got == [
+            ("judgment", 1, crew.ana, "ui"),
+            ("judgment_deleted", 2, crew.dan, "sql-delete"),
+            ("adjudication_deleted", 1, crew.dan, "sql-delete"),
+        ]
+        deleted = rows[1].data if isinstance(rows[1].data, dict) else json.loads(rows[1].data)
+        assert (deleted["met"], deleted["rationale"]) == (False, "second")
+        assert deleted["grader_id"] is not None and deleted["criterion_id"] is not None
+        for sql in (
+            "UPDATE revision SET data = '{}' WHERE entity = 'judgment_deleted'",
+            "DELETE FROM revision WHERE entity = 'judgment_deleted'",
+            "TRUNCATE revision",
+            "TRUNCATE judgment",
+            "TRUNCATE adjudication",
+        ):
+            _denied(dan, sql)
+        assert _scalar(dan, "SELECT count(*) FROM revision WHERE source = 'sql-delete'") == 2
+    finally:
+        dan.dispose()
+    admin = open_database(crew.admin)
+    try:
+        report = check(admin, blobs=False)
+        assert report.ok, report.problems
+    finally:
+        admin.dispose()
+
+
+def test_a_grader_on_a_database_at_an_older_schema_is_told_who_can_upgrade_it(
+    crew: Team,
+) -> None:
+    """A grader's login cannot migrate; instead of a permission error halfway through a
+    migration, one line says which revisions and who can upgrade. Nothing changes."""
+    admin = create_engine(crew.admin)
+    try:
+        with admin.begin() as conn:  # as if this gradercal were one version newer
+            conn.execute(text("UPDATE alembic_version SET version_num = '0002'"))
+    finally:
+        admin.dispose()
+    out = CliRunner().invoke(main, ["scores", "--db", crew.url(crew.ana), "--json"])
+    assert out.exit_code == 1
+    message = out.output.strip().splitlines()
+    assert len(message) == 1, out.output
+    assert "at schema revision 0002" in message[0]
+    assert f"your login '{crew.ana}' may not change the schema" in message[0]
+    assert "gradercal init --db URL" in message[0]
+    assert "Traceback" not in out.output
+    admin = create_engine(crew.admin)
+    try:
+        assert _scalar(admin, "SELECT version_num FROM alembic_version") == "0002"
+    finally:
+        admin.dispose()
+
+
 def test_team_commands(crew: Team, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     runner = CliRunner()
     res = runner.invoke(main, ["team", "init", "--db", crew.admin])

@@ -364,6 +364,64 @@ def test_a_damaged_database_opens_read_only_with_a_banner_and_refuses_writes(
     )
 
 
+def _immutable(path: Path, on: bool) -> bool:
+    """``chattr ±i``: a file even root cannot write (file modes do not stop root)."""
+    import shutil
+    import subprocess
+
+    if shutil.which("chattr") is None:
+        return False
+    flag = "+i" if on else "-i"
+    return subprocess.run(["chattr", flag, str(path)], capture_output=True).returncode == 0
+
+
+def test_a_database_file_that_cannot_be_written_opens_read_only_and_says_why(
+    qtbot: Any, tmp_path: Path, team: str
+) -> None:
+    """A healthy file that cannot be written (immutable: even root cannot) opens
+    read-only up front, with a banner and title naming the reason (not "damaged"); the
+    grader can read their work, and a verdict is refused in the rubric with that reason."""
+    from gradercal.ui.qt_app import build_window
+
+    locked = tmp_path / "locked.sqlite"
+    src, dst = sqlite3.connect(team), sqlite3.connect(locked)
+    try:
+        src.backup(dst)
+        dst.execute("PRAGMA journal_mode = DELETE")  # no -wal/-shm beside it
+    finally:
+        dst.close()
+        src.close()
+    if not _immutable(locked, True):
+        pytest.skip("chattr +i is not available here (needs root on a filesystem that has it)")
+    try:
+        before = locked.read_bytes()
+        window = build_window(
+            str(locked), "u-ben", None, settings=QtAppSettings(tmp_path / "locked.ini")
+        )
+        qtbot.addWidget(window)
+        try:
+            text = banner_text(window)
+            assert "Read-only" in text and "cannot be written" in text and "damaged" not in text
+            assert "read-only (file cannot be written)" in window.windowTitle()
+            g = window.grading
+            assert g is not None
+            qtbot.waitUntil(lambda: g.current is not None and not g._ready_pending, timeout=30_000)
+            assert g.state is not None
+            row = next(i for i, r in enumerate(g.state.rows) if not r.is_auto)
+            g.rubric.set_current_row(row)
+            crit = g.state.rows[row].criterion.id
+            g.set_verdict("met")
+            assert g.state.value(crit).met is None  # not shown as saved
+            assert "cannot be written" in g.rubric.message.text()
+            qtbot.waitUntil(lambda: qt_workers.pending_jobs() == 0, timeout=20_000)
+        finally:
+            window.close()
+            window.store.db.dispose()
+        assert locked.read_bytes() == before
+    finally:
+        _immutable(locked, False)
+
+
 def test_an_unreadable_database_is_a_message_not_a_crash(tmp_path: Path) -> None:
     from gradercal.errors import GradercalError
     from gradercal.ui.qt_app import build_window
