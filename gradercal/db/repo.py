@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, cast
 from sqlalchemy import Row, Table, func, insert, select, tuple_, update
 from sqlalchemy.orm import Session
 
+from gradercal._util.gcpause import collections_paused
 from gradercal.db import import_journal as journal
 from gradercal.db import models as m
 from gradercal.db.session import Database
@@ -262,7 +263,8 @@ def _raw_insert(
 ) -> None:
     """executemany straight to the driver, for the one table with hundreds of thousands of rows.
 
-    Values must already be what the driver stores (see :func:`_bind_value`); only plain
+    Values must already be what the driver stores (dates through the dialect's bind
+    processor, see :meth:`Repository._import_judgments`); only plain
     scalars (str, int, float, bool, None) go through here. With ``skip_existing`` (the
     columns of a unique key) a row whose key is already stored is left out.
     """
@@ -336,12 +338,6 @@ def _late_updates(
             continue
         out.append((stored, values, None))
     return out
-
-
-def _bind_value(s: Session, column: Any, value: Any) -> Any:
-    """``value`` as SQLAlchemy would hand it to the driver for ``column`` (e.g. SQLite dates)."""
-    process = column.type.bind_processor(s.connection().dialect)
-    return process(value) if process is not None else value
 
 
 def _batches(rows: Sequence[Any], size: int = BATCH_ROWS) -> Iterator[Sequence[Any]]:
@@ -468,7 +464,7 @@ class Repository:
         writing = (
             journal.batched(self.db, data.benchmark.name) if self.db.is_sqlite else self.db.write()
         )
-        with writing as s:
+        with writing as s, collections_paused():  # many small records, no cycles
             bench = s.scalar(select(m.Benchmark).where(m.Benchmark.name == data.benchmark.name))
             if bench is None:
                 bench = m.Benchmark(
@@ -791,7 +787,11 @@ class Repository:
                 for row in s.execute(q):
                     existing[(row.grader_id, row.response_id, row.criterion_id)] = row
         now = m.utcnow()
-        bind = m.Judgment.__table__.c.created_at.type.bind_processor(s.get_bind().dialect)
+        # the dialect's own type (SQLite's DATETIME writes the text its reads expect): the
+        # generic DateTime has no bind processor, and the driver's default adapter would
+        # write every row's time with an offset, unlike every other writer
+        dialect = s.get_bind().dialect
+        bind = m.Judgment.__table__.c.created_at.type.dialect_impl(dialect).bind_processor(dialect)
 
         def stored(when: datetime | None) -> Any:
             value = now if when is None else when

@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from gradercal._util.gcpause import collections_paused
 from gradercal.errors import GradercalError, Problem, ValidationError
 from gradercal.formats import healthbench, healthbench_meta, inspect_log, tables, v1
 from gradercal.formats._lines import Recognised
@@ -201,7 +202,8 @@ def _explained(fmt: ImportFormat, path: Path, read: Callable[[], BenchmarkData])
     """``read()``; a file's problems close with the format that took it and the others
     (a file taken for the wrong format then says so)."""
     try:
-        return read()
+        with collections_paused():  # hundreds of thousands of records, no cycles
+            return read()
     except ValidationError as exc:
         if not path.is_file() or exc.hint:
             raise
