@@ -246,6 +246,48 @@ class Judgment:
     updated_at: datetime | None = None
 
 
+def judgment_of(
+    response_id: str,
+    criterion_id: str,
+    grader: str,
+    grader_kind: GraderKind,
+    met: bool | None,
+    level: int | None,
+    confidence: float | None,
+    rationale: str | None,
+    unclear: bool,
+    unclear_note: str | None,
+    created_at: datetime | None,
+    updated_at: datetime | None,
+) -> Judgment:
+    """``Judgment(...)`` with every field given, made faster for readers of large files.
+
+    A frozen dataclass sets each field through ``object.__setattr__``, twelve calls per
+    judgment: about 6 µs, over a second for a benchmark's 222,000 verdicts. This fills the
+    instance's ``__dict__`` in one update instead; the object is the same in every way
+    (equal, same hash, still frozen). Checked against the constructor in the tests.
+    """
+    made = _new(Judgment)
+    made.__dict__.update(
+        response_id=response_id,
+        criterion_id=criterion_id,
+        grader=grader,
+        grader_kind=grader_kind,
+        met=met,
+        level=level,
+        confidence=confidence,
+        rationale=rationale,
+        unclear=unclear,
+        unclear_note=unclear_note,
+        created_at=created_at,
+        updated_at=updated_at,
+    )
+    return made
+
+
+_new = object.__new__
+
+
 @dataclass(frozen=True)
 class Adjudication:
     """The final verdict on one criterion of one response, separate from graders' judgments."""

@@ -8,14 +8,16 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jsonschema_rs
 import orjson
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import ValidationError as SchemaError
 
 from gradercal.errors import Problem
+
+if TYPE_CHECKING:  # the pure-Python jsonschema loads only to word a problem (start-up time)
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import ValidationError as SchemaError
 
 #: Lines longer than this are refused (protects memory against garbage input).
 MAX_LINE_BYTES = 64 * 1024 * 1024
@@ -72,33 +74,17 @@ def read_jsonl(path: Path, display: str, problems: list[Problem]) -> Iterator[tu
             if len(raw) > MAX_LINE_BYTES:
                 problems.append(Problem(display, lineno, None, "line is longer than 64 MiB"))
                 continue
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                problems.append(
-                    Problem(display, lineno, None, f"invalid UTF-8 at byte {exc.start + 1}")
-                )
-                continue
-            if lineno == 1 and text.startswith("\ufeff"):
-                text = text[1:]
-            if not text.strip():
-                continue
-            if "\\u0000" in text and _has_nul(_loads_or_none(text)):
-                problems.append(
-                    Problem(
-                        display,
-                        lineno,
-                        None,
-                        "contains a NUL character (\\u0000), which databases cannot store",
-                    )
-                )
-                continue
-            try:
-                value = orjson.loads(text)
-            except orjson.JSONDecodeError as exc:
-                problems.append(
-                    Problem(display, lineno, None, f"invalid JSON: {exc.msg} (column {exc.colno})")
-                )
+            # The usual line: parsed from its bytes at once (orjson checks the UTF-8
+            # itself); anything it refuses takes the slow path, which words the problem.
+            body = raw[3:] if lineno == 1 and raw.startswith(_BOM) else raw
+            if b"\\u0000" in body:
+                value = _line_value(raw, lineno, display, problems)
+            else:
+                try:
+                    value = orjson.loads(body)
+                except orjson.JSONDecodeError:
+                    value = _line_value(raw, lineno, display, problems)
+            if value is _SKIP:
                 continue
             if too_deep(raw, value):
                 problems.append(Problem(display, lineno, None, _DEEP))
@@ -108,6 +94,41 @@ def read_jsonl(path: Path, display: str, problems: list[Problem]) -> Iterator[tu
                 problems.append(Problem(display, lineno, twice, _TWICE))
                 continue
             yield lineno, value
+
+
+_BOM = "\ufeff".encode()
+#: What :func:`_line_value` returns for a line to leave out (blank, or a problem recorded).
+_SKIP: Any = object()
+
+
+def _line_value(raw: bytes, lineno: int, display: str, problems: list[Problem]) -> Any:
+    """A line's value the slow way, recording why when it has none (:data:`_SKIP`)."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        problems.append(Problem(display, lineno, None, f"invalid UTF-8 at byte {exc.start + 1}"))
+        return _SKIP
+    if lineno == 1 and text.startswith("\ufeff"):
+        text = text[1:]
+    if not text.strip():
+        return _SKIP
+    if "\\u0000" in text and _has_nul(_loads_or_none(text)):
+        problems.append(
+            Problem(
+                display,
+                lineno,
+                None,
+                "contains a NUL character (\\u0000), which databases cannot store",
+            )
+        )
+        return _SKIP
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError as exc:
+        problems.append(
+            Problem(display, lineno, None, f"invalid JSON: {exc.msg} (column {exc.colno})")
+        )
+        return _SKIP
 
 
 def read_json(path: Path, display: str, problems: list[Problem]) -> Any:
@@ -241,6 +262,8 @@ def schema(name: str) -> dict[str, Any]:
 @cache
 def validator(name: str) -> Draft202012Validator:
     """The pure-Python validator: slow, but its errors make the clearest messages."""
+    from jsonschema import Draft202012Validator
+
     Draft202012Validator.check_schema(schema(name))
     return Draft202012Validator(schema(name))
 

@@ -39,6 +39,7 @@ from gradercal.model import (
     Response,
     Task,
     artifact_kind_for,
+    judgment_of,
 )
 
 FORMAT_NAME = "v1"
@@ -515,15 +516,26 @@ class _Reader:
         :attr:`judgments`; every problem is recorded with its line."""
         seen: set[tuple[str, str, str]] = set()
         kinds: dict[str, str] = dict(self.catalog.grader_kinds)
+        # a response's criteria, looked up once per response (the usual file has every
+        # grader's verdicts on every criterion: a few hundred thousand lines)
+        criteria_of: dict[str, dict[str, tuple[str, int]]] = {}
+        human = GraderKind.HUMAN.value
         for lineno, value in rows:
             if not check_schema("judgment", value, name, lineno, self.problems):
                 continue
             rid, cid, grader = value["response_id"], value["criterion_id"], value["grader"]
             if rid in self._bad_responses:
                 continue
-            info = self._criterion_of(name, lineno, rid, cid)
-            if info is None:
-                continue
+            criteria = criteria_of.get(rid)
+            if criteria is None:
+                criteria = self._criterion_info(rid)
+                if criteria is not None:
+                    criteria_of[rid] = criteria
+            info = criteria.get(cid) if criteria is not None else None
+            if info is None or info[0] == "auto":  # unknown or not judged: say which
+                info = self._criterion_of(name, lineno, rid, cid)
+                if info is None:
+                    continue
             _ckind, levels = info
             key = (grader, rid, cid)
             if key in seen:
@@ -537,7 +549,7 @@ class _Reader:
                 )
                 continue
             seen.add(key)
-            kind = value.get("grader_kind", GraderKind.HUMAN.value)
+            kind = value.get("grader_kind", human)
             previous = kinds.setdefault(grader, kind)
             if previous != kind:
                 self.problems.append(
@@ -553,9 +565,12 @@ class _Reader:
             met = value["met"]
             if not self._level_ok(name, lineno, level, met, levels):
                 continue
-            stamps = self._stamps(name, lineno, value)
-            if stamps is None:
-                continue
+            if "created_at" in value or "updated_at" in value:
+                stamps = self._stamps(name, lineno, value)
+                if stamps is None:
+                    continue
+            else:
+                stamps = (None, None)
             model = value.get("model")
             if model is not None:
                 if kind != GraderKind.JUDGE.value:
@@ -572,19 +587,19 @@ class _Reader:
                     )
                     continue
             self.judgments.append(
-                Judgment(
-                    response_id=rid,
-                    criterion_id=cid,
-                    grader=grader,
-                    grader_kind=_KINDS[kind],
-                    met=met,
-                    level=level,
-                    confidence=value.get("confidence"),
-                    rationale=value.get("rationale"),
-                    unclear=bool(value.get("unclear", False)),
-                    unclear_note=value.get("unclear_note"),
-                    created_at=stamps[0],
-                    updated_at=stamps[1],
+                judgment_of(
+                    rid,
+                    cid,
+                    grader,
+                    _KINDS[kind],
+                    met,
+                    level,
+                    value.get("confidence"),
+                    value.get("rationale"),
+                    bool(value.get("unclear", False)),
+                    value.get("unclear_note"),
+                    stamps[0],
+                    stamps[1],
                 )
             )
 
