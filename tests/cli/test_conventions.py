@@ -15,6 +15,7 @@ from click.testing import CliRunner
 
 from gradercal.cli import main
 from tests.conftest import DATA, DEMO, fingerprint
+from tests.support.files import immutable
 
 
 @pytest.fixture(scope="module")
@@ -304,24 +305,13 @@ def test_a_full_disk_during_import_is_one_line_and_writes_nothing(
     assert fingerprint(str(db)) == before
 
 
-def _immutable(path: Path, on: bool) -> bool:
-    """``chattr ±i``: a file even root cannot write (file modes do not stop root)."""
-    import shutil
-    import subprocess
-
-    if shutil.which("chattr") is None:
-        return False
-    flag = "+i" if on else "-i"
-    return subprocess.run(["chattr", flag, str(path)], capture_output=True).returncode == 0
-
-
 def test_a_read_only_database_is_read_and_refuses_writes_in_one_line(tmp_path: Path) -> None:
     """A database file that cannot be written (immutable, so even as root): reporting
     commands and `check` work and call it healthy; a write says it is read-only in one
     line, exits 1, and the file is unchanged."""
     db = tmp_path / "ro.sqlite"
     _run("import", str(DEMO), "--db", str(db))
-    if not _immutable(db, True):
+    if not immutable(db, True):
         pytest.skip("chattr +i is not available here (needs root on a filesystem that has it)")
     try:
         before = db.read_bytes()
@@ -338,4 +328,4 @@ def test_a_read_only_database_is_read_and_refuses_writes_in_one_line(tmp_path: P
         assert len(lines) == 1 and lines[0].startswith("error: the database is read-only"), lines
         assert db.read_bytes() == before
     finally:
-        _immutable(db, False)
+        immutable(db, False)

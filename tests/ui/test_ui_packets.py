@@ -35,6 +35,7 @@ from gradercal.ui.qt_main_window import QtMainWindow
 from gradercal.ui.qt_packet import banner_text
 from gradercal.ui.qt_settings import QtAppSettings
 from tests.conftest import DEMO, fingerprint
+from tests.support.files import immutable
 
 pytestmark = pytest.mark.gui
 
@@ -316,6 +317,21 @@ def corrupt_index(path: Path, index: str) -> None:
         fh.write(b"\xa5" * page_size)
 
 
+def _refused_verdict(qtbot: Any, window: QtMainWindow) -> str:
+    """Give the first judged criterion of the open response a verdict on a read-only
+    database: it must not show as saved; returns what the rubric says instead."""
+    g = window.grading
+    assert g is not None
+    qtbot.waitUntil(lambda: g.current is not None and not g._ready_pending, timeout=30_000)
+    assert g.state is not None
+    row = next(i for i, r in enumerate(g.state.rows) if not r.is_auto)
+    g.rubric.set_current_row(row)
+    crit = g.state.rows[row].criterion.id
+    g.set_verdict("met")
+    assert g.state.value(crit).met is None  # not shown as saved
+    return str(g.rubric.message.text())
+
+
 def test_a_damaged_database_opens_read_only_with_a_banner_and_refuses_writes(
     qtbot: Any, tmp_path: Path, team: str
 ) -> None:
@@ -343,15 +359,8 @@ def test_a_damaged_database_opens_read_only_with_a_banner_and_refuses_writes(
         assert "read-only" in window.windowTitle()
         g = window.grading
         assert g is not None
-        qtbot.waitUntil(lambda: g.current is not None and not g._ready_pending, timeout=30_000)
+        assert "read-only" in _refused_verdict(qtbot, window)
         assert g.current is not None and g.current.item.assignment_id == aid  # readable
-        assert g.state is not None
-        row = next(i for i, r in enumerate(g.state.rows) if not r.is_auto)
-        g.rubric.set_current_row(row)
-        crit = g.state.rows[row].criterion.id
-        g.set_verdict("met")
-        assert g.state.value(crit).met is None  # not shown as saved
-        assert "read-only" in g.rubric.message.text()
         g.submit()
         g.flush_time(final=True)
         qtbot.waitUntil(lambda: qt_workers.pending_jobs() == 0, timeout=20_000)
@@ -362,17 +371,6 @@ def test_a_damaged_database_opens_read_only_with_a_banner_and_refuses_writes(
     assert not damaged.with_name(damaged.name + "-wal").exists() or not (
         damaged.with_name(damaged.name + "-wal").stat().st_size
     )
-
-
-def _immutable(path: Path, on: bool) -> bool:
-    """``chattr ±i``: a file even root cannot write (file modes do not stop root)."""
-    import shutil
-    import subprocess
-
-    if shutil.which("chattr") is None:
-        return False
-    flag = "+i" if on else "-i"
-    return subprocess.run(["chattr", flag, str(path)], capture_output=True).returncode == 0
 
 
 def test_a_database_file_that_cannot_be_written_opens_read_only_and_says_why(
@@ -391,7 +389,7 @@ def test_a_database_file_that_cannot_be_written_opens_read_only_and_says_why(
     finally:
         dst.close()
         src.close()
-    if not _immutable(locked, True):
+    if not immutable(locked, True):
         pytest.skip("chattr +i is not available here (needs root on a filesystem that has it)")
     try:
         before = locked.read_bytes()
@@ -403,23 +401,14 @@ def test_a_database_file_that_cannot_be_written_opens_read_only_and_says_why(
             text = banner_text(window)
             assert "Read-only" in text and "cannot be written" in text and "damaged" not in text
             assert "read-only (file cannot be written)" in window.windowTitle()
-            g = window.grading
-            assert g is not None
-            qtbot.waitUntil(lambda: g.current is not None and not g._ready_pending, timeout=30_000)
-            assert g.state is not None
-            row = next(i for i, r in enumerate(g.state.rows) if not r.is_auto)
-            g.rubric.set_current_row(row)
-            crit = g.state.rows[row].criterion.id
-            g.set_verdict("met")
-            assert g.state.value(crit).met is None  # not shown as saved
-            assert "cannot be written" in g.rubric.message.text()
+            assert "cannot be written" in _refused_verdict(qtbot, window)
             qtbot.waitUntil(lambda: qt_workers.pending_jobs() == 0, timeout=20_000)
         finally:
             window.close()
             window.store.db.dispose()
         assert locked.read_bytes() == before
     finally:
-        _immutable(locked, False)
+        immutable(locked, False)
 
 
 def test_an_unreadable_database_is_a_message_not_a_crash(tmp_path: Path) -> None:
