@@ -444,8 +444,7 @@ for _action, _help, _required in (
     "survey_min",
     multiple=True,
     metavar="STATEMENT=X",
-    help="Threshold of a survey statement's mean (1–5, default 4), e.g. grounded=4.5; "
-    "repeatable.",
+    help="Threshold of a survey statement's mean (1–5, default 4), e.g. grounded=4.5; repeatable.",
 )
 @click.option("--n-boot", type=click.IntRange(0, 100_000), help="Bootstrap resamples (2000).")
 @click.option(

@@ -226,7 +226,9 @@ def test_settings_are_kept_per_benchmark(acc_db: Database) -> None:
     s = save_settings(db, BENCH, bar=0.8, statistic="gwet_ac1", survey_min={"grounded": 4.5})
     assert s.bar == 0.8 and s.n_boot == 0
     back = load_settings(db, BENCH)
-    assert back == s and back.survey_min["grounded"] == 4.5 and back.survey_min["real_research"] == 4
+    assert (
+        back == s and back.survey_min["grounded"] == 4.5 and back.survey_min["real_research"] == 4
+    )
     with pytest.raises(GradercalError, match="bar"):
         save_settings(db, BENCH, bar=2)
     save_settings(db, BENCH, statistic="percent_agreement")
