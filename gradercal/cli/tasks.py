@@ -307,7 +307,7 @@ def _print_acceptance(acc: Any) -> None:
             verdict = "proposed"
         else:
             verdict = task.reasons[0] if task.reasons else ""
-            if task.waiting:
+            if task.waiting and task.round is not None:
                 verdict += f" ({task.waiting[0]})"
         t.add_row(
             task.task,
