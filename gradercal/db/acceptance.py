@@ -41,12 +41,14 @@ was.
 from __future__ import annotations
 
 import json
+import math
 from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
+import pandas as pd
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
@@ -68,6 +70,7 @@ from gradercal.ops.acceptance import (
 )
 
 __all__ = [
+    "ROUND_COLUMNS",
     "SETTINGS_PREFIX",
     "Acceptance",
     "AcceptanceError",
@@ -75,8 +78,8 @@ __all__ = [
     "TaskAcceptance",
     "accepted_tasks",
     "act",
-    "by_group",
     "load_acceptance",
+    "load_round_table",
     "load_settings",
     "save_settings",
 ]
@@ -395,7 +398,9 @@ def _summary(f: _TaskFacts, settings: Settings) -> TaskAcceptance:
     status = task_status([r.fact for r in records])
     last = records[-1] if records else None
     if last is None or last.state == "open":
-        a = _assess_open(f, settings)
+        # a draft's figures are a preview: the point value, no bootstrap (a benchmark of
+        # hundreds of drafts lists at once)
+        a = _assess_open(f, settings if last is not None else replace(settings, n_boot=0))
         reasons = a.reasons
         proposed = a.proposed
         if last is None:
@@ -665,10 +670,73 @@ def accepted_tasks(db: Database, benchmark: str | None = None) -> set[str]:
     return {t for t, (_n, d) in last.items() if d == "accepted"}
 
 
-def by_group(acc: Acceptance, key: str) -> dict[str, dict[str, int]]:
-    """Tasks per status within each value of ``key`` (``workflow`` or ``domain``)."""
-    out: dict[str, dict[str, int]] = defaultdict(lambda: dict.fromkeys(TASK_STATUSES, 0))
-    for t in acc.tasks:
-        value = getattr(t, key) or "(none)"
-        out[value][t.status] += 1
-    return dict(sorted(out.items()))
+#: Columns of :func:`load_round_table`.
+ROUND_COLUMNS = (
+    "task_id",
+    "workflow",
+    "domain",
+    "status",
+    "round",
+    "round_state",
+    "statistic",
+    "agreement",
+    "agreement_low",
+    "agreement_high",
+)
+
+
+def load_round_table(db: Database, benchmark: str | None = None) -> pd.DataFrame:
+    """Every task's rounds as a long frame for the report's acceptance section.
+
+    One row per (task, round), a draft task one row with ``round`` None; ``status`` is
+    the task's status (:func:`~gradercal.ops.acceptance.task_status`), ``round_state``
+    the round's; the agreement columns are the numbers kept when the round closed (None
+    while it is open). Reads the rounds only: nothing is measured here.
+    """
+    bench = Repository(db).benchmark(benchmark)
+    with db.read() as s:
+        tasks = s.execute(
+            select(m.Task.id, m.Task.external_id, m.Task.workflow, m.Task.domain)
+            .where(m.Task.benchmark_id == bench.id)
+            .order_by(m.Task.position, m.Task.id)
+        ).all()
+        rounds: dict[int, list[m.TaskRound]] = defaultdict(list)
+        for row in s.scalars(
+            select(m.TaskRound)
+            .join(m.Task, m.Task.id == m.TaskRound.task_id)
+            .where(m.Task.benchmark_id == bench.id)
+            .order_by(m.TaskRound.number)
+        ):
+            rounds[int(row.task_id)].append(row)
+    records: list[tuple[Any, ...]] = []
+    for pk, ext, workflow, domain in tasks:
+        mine = rounds.get(int(pk), [])
+        status = task_status([_record(r).fact for r in mine])
+        if not mine:
+            records.append((ext, workflow, domain, status, None, None, None, None, None, None))
+        for r in mine:
+            records.append(
+                (
+                    ext,
+                    workflow,
+                    domain,
+                    status,
+                    r.number,
+                    _state(r),
+                    r.statistic,
+                    r.agreement,
+                    r.agreement_low,
+                    r.agreement_high,
+                )
+            )
+    floats = ("agreement", "agreement_low", "agreement_high")
+    columns = list(zip(*records, strict=True)) if records else [()] * len(ROUND_COLUMNS)
+    return pd.DataFrame(
+        {
+            name: pd.Series(
+                [math.nan if v is None else v for v in values] if name in floats else values,
+                dtype="float64" if name in floats else object,
+            )
+            for name, values in zip(ROUND_COLUMNS, columns, strict=True)
+        }
+    )

@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from sqlalchemy import func, inspect, select, text
 
@@ -24,6 +25,7 @@ from gradercal.db.repo import Repository
 from gradercal.db.session import Database, open_database
 from gradercal.errors import GradercalError
 from gradercal.formats import read_path
+from gradercal.stats.bootstrap import resampling_weights
 from tests.support.acceptance import AGREE, BENCH, survey, write_acceptance_benchmark
 
 
@@ -176,10 +178,18 @@ def test_settings_are_kept_per_benchmark(acc_db: Database) -> None:
 def test_interval_is_the_percentile_bootstrap_over_criteria(acc_db: Database) -> None:
     db = acc_db
     save_settings(db, BENCH, n_boot=400, seed=3)
+    draft = {t.task: t for t in load_acceptance(db, BENCH).tasks}["T2"]
+    assert draft.measure.value == pytest.approx(0.8) and draft.measure.low is None  # a preview
+    act(db, BENCH, "T2", "open", actor="dana")
     t2 = {t.task: t for t in load_acceptance(db, BENCH).tasks}["T2"]
     assert t2.measure.value == pytest.approx(0.8)
     assert t2.measure.low is not None and t2.measure.high is not None
-    # resampling 10 criteria of which 2 disagree: the interval lies in [0, 1] around 0.8
+    # by hand: each resample draws the 10 criteria (c1…c10 in first-seen order) with the
+    # shared weights; its pa = weight on c1…c8 (agreed) / total weight; percentile 2.5–97.5 %
+    w = resampling_weights(10, 400, 3).astype(float)
+    reps = w[:, :8].sum(axis=1) / w.sum(axis=1)
+    lo, hi = np.quantile(reps, [0.025, 0.975])
+    assert t2.measure.low == pytest.approx(lo) and t2.measure.high == pytest.approx(hi)
     assert 0.0 <= t2.measure.low < 0.8 < t2.measure.high <= 1.0
 
 
