@@ -479,13 +479,21 @@ def _snapshot(row: m.TaskRound) -> dict[str, Any]:
     }
 
 
+@dataclass(frozen=True)
+class _Who:
+    """Who acts, and through what (recorded in the history)."""
+
+    name: str
+    source: str
+
+
 def _history(
     s: Session,
     row: m.TaskRound,
     action: str,
     before: dict[str, Any] | None,
     note: str | None,
-    actor: str,
+    by: _Who,
     now: datetime,
 ) -> None:
     s.add(
@@ -494,8 +502,8 @@ def _history(
             entity_id=row.id,
             revision=0 if before is None else row.revision - 1,
             data={"action": action, "note": note, "before": before},
-            actor=actor,
-            source="cli",
+            actor=by.name,
+            source=by.source,
             changed_at=now,
         )
     )
@@ -534,9 +542,11 @@ def act(
     actor: str,
     force: bool = False,
     now: datetime | None = None,
+    source: str = "cli",
 ) -> TaskAcceptance:
     """Apply ``action`` (open, close, accept, reject, reopen) to ``task``; returns where the
-    task stands afterwards. See the module docstring.
+    task stands afterwards. See the module docstring. ``source`` is recorded in the
+    history rows (``cli``, ``ui``).
 
     Raises:
         AcceptanceError: the rules refuse the action (one line: why, and what would do).
@@ -557,7 +567,7 @@ def act(
         found = _facts(s, bench.id, task)
         if not found:
             raise NotFoundError(f"no task {task!r} in {bench.name!r}")
-        _apply(s, found[0], action, settings, text, who, force, when)
+        _apply(s, found[0], action, settings, text, _Who(who, source), force, when)
     return _done(db, bench.name, task)
 
 
@@ -567,11 +577,12 @@ def _apply(
     action: str,
     settings: Settings,
     text: str | None,
-    who: str,
+    by: _Who,
     force: bool,
     when: datetime,
 ) -> None:
     """The writes of one action, inside the caller's transaction."""
+    who = by.name
     task = f.external_id
     row = f.rounds[-1] if f.rounds else None
     last = None if row is None else _record(row).fact
@@ -589,7 +600,7 @@ def _apply(
         )
         s.add(new)
         s.flush()
-        _history(s, new, "open", None, text, who, when)
+        _history(s, new, "open", None, text, by, when)
         if row is not None:  # the reviewers grade the revised task again
             responses = select(m.Response.id).where(m.Response.task_id == f.pk)
             humans = select(m.Grader.id).where(m.Grader.kind == "human")
@@ -621,7 +632,7 @@ def _apply(
         if action == "close":
             row.note = text
         s.flush()
-        _history(s, row, "close", before, text if action == "close" else None, who, when)
+        _history(s, row, "close", before, text if action == "close" else None, by, when)
         if action == "close":
             return
         last = replace(last, state="closed", passed=a.passed)
@@ -634,7 +645,7 @@ def _apply(
         row = m.TaskRound(task_id=f.pk, number=1, opened_at=when, closed_at=when, revision=1)
         s.add(row)
         s.flush()
-        _history(s, row, "open", None, None, who, when)
+        _history(s, row, "open", None, None, by, when)
     before = _snapshot(row)
     row.decision = decision
     row.decided_at = when
@@ -642,7 +653,7 @@ def _apply(
     row.actor = who
     row.revision += 1
     s.flush()
-    _history(s, row, action, before, text, who, when)
+    _history(s, row, action, before, text, by, when)
 
 
 def _done(db: Database, benchmark: str, task: str) -> TaskAcceptance:

@@ -283,7 +283,15 @@ class QtTasksView(QWidget):
         if note is None:
             return False
         try:
-            after = act(self.db, self.benchmark, task, action, note=note or None, actor=self.actor)
+            after = act(
+                self.db,
+                self.benchmark,
+                task,
+                action,
+                note=note or None,
+                actor=self.actor,
+                source="ui",
+            )
         except GradercalError as exc:
             self.status.setText(str(exc))
             self.message.emit(str(exc))

@@ -121,7 +121,9 @@ def test_accept_and_send_back_through_the_buttons(
     assert _status(acc_db, "T1") == "accepted"
     with acc_db.read() as s:
         note = s.scalar(select(m.TaskRound.note).where(m.TaskRound.decision == "accepted"))
+        sources = set(s.scalars(select(m.Revision.source).where(m.Revision.entity == "task_round")))
     assert note == "clear and well graded"
+    assert sources == {"cli", "ui"}  # the fixture opened the rounds; the view accepted
     row = _row(view, "T1")
     assert row[_COL["status"]] == "accepted" and row[_COL["note"]] == "clear and well graded"
     assert view.status.text() == "T1: accepted (round 1)"
