@@ -374,11 +374,13 @@ def _decide(action: str, help_text: str, note_required: bool) -> click.Command:
 
 
 _FORCE_HELP = {
-    "open": "No effect (opening is never a judgement).",
+    "open": "No effect (opening a round is never a judgement).",
     "close": "Close the round even if reviewers have not finished grading or the survey.",
-    "accept": "Accept a task that is not proposed, has no closed round, or was sent back.",
-    "reject": "Reject a task without a closed round, or one that was sent back.",
-    "reopen": "No effect: a round still open cannot be sent back.",
+    "accept": "Accept a task that is not proposed, has no round, was sent back, or whose "
+    "reviewers are still at work (the round closes as it stands).",
+    "reject": "Reject a task without a round, one sent back, or one whose reviewers are "
+    "still at work (the round closes as it stands).",
+    "reopen": "Send back while reviewers are still at work (the round closes as it stands).",
 }
 
 

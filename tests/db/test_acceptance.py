@@ -153,6 +153,13 @@ def test_close_reject_force_and_refusals(acc_db: Database) -> None:
     assert closed.state == "closed" and closed.status == "in review"
     assert closed.measure.value == pytest.approx(28 / 30)
     assert "round not ready to close" in closed.reasons
+    # sending back while the reviewers are at work: refused, unless forced
+    act(db, BENCH, "T2", "open", actor="dana")
+    with pytest.raises(AcceptanceError, match=r"T2: round 1 is still open.*waiting: ana: survey"):
+        act(db, BENCH, "T2", "reopen", note="rewrite c9", actor="dana")
+    back = act(db, BENCH, "T2", "reopen", note="rewrite c9", actor="dana", force=True)
+    assert back.status == "needs revision" and back.rounds[0].closed_at is not None
+    assert back.rounds[0].reasons[0] == "round not ready to close"
     with pytest.raises(GradercalError, match="no task 'T9'"):
         act(db, BENCH, "T9", "open", actor="dana")
 
