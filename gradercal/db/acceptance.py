@@ -451,10 +451,9 @@ def load_acceptance(
     with db.read() as s:
         settings = _settings(s, bench.id)
         facts = _facts(s, bench.id)
-    tasks = tuple(_summary(f, settings) for f in facts)
-    if status is not None:
-        tasks = tuple(t for t in tasks if t.status == status)
-    return Acceptance(bench.name, settings, tasks)
+    if status is not None:  # the status needs the rounds only: measure just those tasks
+        facts = [f for f in facts if task_status([_record(r).fact for r in f.rounds]) == status]
+    return Acceptance(bench.name, settings, tuple(_summary(f, settings) for f in facts))
 
 
 # -- actions --------------------------------------------------------------------------------
