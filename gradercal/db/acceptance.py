@@ -283,8 +283,8 @@ def _record(row: m.TaskRound) -> RoundRecord:
             row.agreement_low,
             row.agreement_high,
             int(row.n_units or 0),
-            0,
-            None,
+            int(row.n_criteria or 0),
+            row.agreement_note,
         )
     return RoundRecord(
         number=row.number,
@@ -471,6 +471,8 @@ def _snapshot(row: m.TaskRound) -> dict[str, Any]:
         "agreement_low": row.agreement_low,
         "agreement_high": row.agreement_high,
         "n_units": row.n_units,
+        "n_criteria": row.n_criteria,
+        "agreement_note": row.agreement_note,
         "survey": row.survey,
         "passed": row.passed,
         "proposed": row.proposed,
@@ -515,6 +517,8 @@ def _close(row: m.TaskRound, a: Assessment, now: datetime) -> None:
     row.agreement_low = a.measure.low
     row.agreement_high = a.measure.high
     row.n_units = a.measure.n_units
+    row.n_criteria = a.measure.n_criteria
+    row.agreement_note = a.measure.note
     row.survey = dict(a.survey)
     row.passed = a.passed
     row.proposed = a.proposed

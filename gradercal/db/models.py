@@ -328,6 +328,8 @@ class TaskRound(Base):
     agreement_low: Mapped[float | None] = mapped_column(Float)
     agreement_high: Mapped[float | None] = mapped_column(Float)
     n_units: Mapped[int | None] = mapped_column(Integer)
+    n_criteria: Mapped[int | None] = mapped_column(Integer)
+    agreement_note: Mapped[str | None] = mapped_column(Text)
     survey: Mapped[dict[str, Any] | None] = mapped_column(JSON(none_as_null=True))
     passed: Mapped[bool | None] = mapped_column(Boolean)
     proposed: Mapped[bool | None] = mapped_column(Boolean)

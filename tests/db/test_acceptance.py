@@ -83,6 +83,8 @@ def test_a_ready_round_is_proposed_accepted_and_keeps_its_numbers(acc_db: Databa
     (rnd,) = after.rounds
     assert rnd.closed_at is not None and rnd.decided_at is not None
     assert rnd.measure is not None and rnd.measure.value == pytest.approx(28 / 30)
+    assert (rnd.measure.n_units, rnd.measure.n_criteria) == (10, 10)
+    assert rnd.measure.note is None  # n_boot 0: no interval, no warning about it
     assert rnd.passed and rnd.proposed and rnd.note == "clear" and rnd.actor == "dana"
     # a later change of a judgment leaves the decided round's numbers as they were
     with db.write() as s:

@@ -41,6 +41,8 @@ def upgrade() -> None:
         sa.Column("agreement_low", sa.Float(), nullable=True),
         sa.Column("agreement_high", sa.Float(), nullable=True),
         sa.Column("n_units", sa.Integer(), nullable=True),
+        sa.Column("n_criteria", sa.Integer(), nullable=True),
+        sa.Column("agreement_note", sa.Text(), nullable=True),
         sa.Column("survey", sa.JSON(none_as_null=True), nullable=True),
         sa.Column("passed", sa.Boolean(), nullable=True),
         sa.Column("proposed", sa.Boolean(), nullable=True),
