@@ -43,19 +43,28 @@ STATUS_COLOURS = {
     "rejected": "#f4b6b6",
 }
 
-#: (key, heading) of the table's columns.
+#: Short headings of the survey statements (the full statement is the header's tooltip).
+_SURVEY_HEADINGS = {
+    "real_research": "research",
+    "reasoning_skill": "reasoning",
+    "grounded": "grounded",
+    "strong_task": "strong",
+}
+#: (key, heading) of the table's columns: the decision's figures first, then where it sits.
 COLUMNS: tuple[tuple[str, str], ...] = (
     ("task", "task"),
-    ("workflow", "workflow"),
-    ("domain", "domain"),
     ("status", "status"),
     ("round", "round"),
     ("agreement", "agreement"),
     ("interval", "interval"),
-    *((f"survey.{d.key}", d.key.replace("_", " ")) for d in REVIEW_DIMENSIONS),
+    *((f"survey.{d.key}", _SURVEY_HEADINGS.get(d.key, d.key)) for d in REVIEW_DIMENSIONS),
     ("proposed", "proposed / why not"),
+    ("workflow", "workflow"),
+    ("domain", "domain"),
     ("note", "note"),
 )
+#: The widest a text column starts (its whole text is the cell's tooltip).
+_MAX_WIDTH = 360
 _NUMBERS = frozenset(
     {"round", "agreement", "interval"} | {f"survey.{d.key}" for d in REVIEW_DIMENSIONS}
 )
@@ -105,7 +114,10 @@ def cells(t: TaskAcceptance) -> dict[str, tuple[str, Any]]:
         "workflow": (t.workflow or "", t.workflow),
         "domain": (t.domain or "", t.domain),
         "status": (t.status, t.status),
-        "round": ("" if t.round is None else f"{t.round} {t.state}", t.round),
+        "round": (
+            "" if t.round is None else f"{t.round} {str(t.state).replace('_', ' ')}",
+            t.round,
+        ),
         "agreement": (_num(m.value), m.value),
         "interval": (interval, m.low),
         "proposed": (why, (not t.proposed, why)),
@@ -154,6 +166,11 @@ class QtTasksView(QWidget):
         self.table = QTableWidget(0, len(COLUMNS))
         self.table.setObjectName("tasks.table")
         self.table.setHorizontalHeaderLabels([h for _k, h in COLUMNS])
+        statements = {f"survey.{d.key}": d.statement for d in REVIEW_DIMENSIONS}
+        for c, (key, _h) in enumerate(COLUMNS):
+            head = self.table.horizontalHeaderItem(c)
+            if head is not None and key in statements:
+                head.setToolTip(f"Mean answer (1–5): {statements[key]}")
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
@@ -216,14 +233,23 @@ class QtTasksView(QWidget):
                     item.setTextAlignment(
                         Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter
                     )
-                if key == "proposed" and task.waiting and task.round is not None:
-                    item.setToolTip("\n".join(task.waiting))
+                if key == "proposed":
+                    waiting = task.waiting if task.round is not None else ()
+                    item.setToolTip("\n".join([*task.reasons, *waiting]) or text)
+                elif key == "note" and text:
+                    item.setToolTip(text)
                 if colour is not None:
                     item.setBackground(QBrush(QColor(colour)))
                     item.setForeground(QBrush(QColor("#1a1a1a")))
                 t.setItem(r, c, item)
+        if not t.isSortingEnabled() and t.horizontalHeader().sortIndicatorSection() != -1:
+            # first fill: the benchmark's order until a header is clicked
+            t.horizontalHeader().setSortIndicator(-1, Qt.SortOrder.AscendingOrder)
         t.setSortingEnabled(True)
         t.resizeColumnsToContents()
+        for c, (key, _h) in enumerate(COLUMNS):
+            if key in ("proposed", "note") and t.columnWidth(c) > _MAX_WIDTH:
+                t.setColumnWidth(c, _MAX_WIDTH)
 
     # -- selection ----------------------------------------------------------------------
     def selected_task(self) -> str | None:

@@ -100,6 +100,9 @@ def test_accept_and_send_back_through_the_buttons(
     assert view is not None and window.mode == "tasks"
     assert window.stack.currentWidget() is view and "tasks" in window.windowTitle()
 
+    # the benchmark's order until a header is clicked
+    order = [view.table.item(r, 0).text() for r in range(3)]  # type: ignore[union-attr]
+    assert order == ["T1", "T2", "T3"]
     t1 = _row(view, "T1")
     assert t1[_COL["status"]] == "in review" and t1[_COL["proposed"]] == "proposed"
     assert t1[_COL["agreement"]] == "0.933"  # (9 + 1/3) / 10, see tests/db/test_acceptance.py
