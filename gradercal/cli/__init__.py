@@ -78,6 +78,10 @@ class LazyGroup(click.Group):
             "gradercal.cli.tasks:progress",
             "Grading progress per grader, packet and task: pace, forecast, overdue packets.",
         ),
+        "tasks": (
+            "gradercal.cli.tasks:tasks",
+            "Task acceptance rounds: status, agreement, survey; accept, reject, send back.",
+        ),
         "packet": ("gradercal.cli.ops:packet", "Offline grading packets: export, merge, inspect."),
         "backup": ("gradercal.cli.ops:backup", "A consistent copy of the database."),
         "check": ("gradercal.cli.ops:check", "Integrity, orphan rows and artifact hashes."),

@@ -395,10 +395,23 @@ def _pct(value: float | None, digits: int = 1) -> str:
     type=click.Choice(["csv", "jsonl", "parquet"]),
     help="The format, whatever the suffix.",
 )
+@click.option(
+    "--accepted-only",
+    is_flag=True,
+    help="Only the tasks accepted in review (`gradercal tasks`), with their responses, "
+    "judgments, adjudications and scores.",
+)
 @db_option
 @benchmark_option
 @handle_errors
-def export(what: str, output: Path, db: str | None, benchmark: str | None, fmt: str | None) -> None:
+def export(
+    what: str,
+    output: Path,
+    db: str | None,
+    benchmark: str | None,
+    fmt: str | None,
+    accepted_only: bool,
+) -> None:
     """Export judgments, adjudications, scores, tasks or responses to CSV, JSONL or
     Parquet, or the whole benchmark as a format v1 folder.
 
@@ -410,11 +423,16 @@ def export(what: str, output: Path, db: str | None, benchmark: str | None, fmt: 
     and every verdict's times included), so the file imports back unchanged; so do
     `export adjudications` and the CSV/Parquet forms of both. `export tasks -o FILE.jsonl` writes tasks.jsonl records;
     as CSV/Parquet it writes one row per criterion.
+
+    `--accepted-only` keeps the tasks whose last review round was accepted (and
+    everything of theirs): `export benchmark --accepted-only -o DIR` is the benchmark
+    as released.
     """
     from gradercal.formats import response_record, task_record
 
+    keep = _accepted(open_repo(db), benchmark) if accepted_only else None
     if what == "benchmark":
-        n = _export_folder(open_repo(db), benchmark, output)
+        n = _export_folder(open_repo(db), benchmark, output, keep)
         click.echo(f"wrote benchmark folder {output} ({n} files)")
         return
     if output.is_dir():
@@ -433,7 +451,7 @@ def export(what: str, output: Path, db: str | None, benchmark: str | None, fmt: 
     elif what == "adjudications":
         records = repo.adjudication_records(benchmark)
     elif what == "tasks":
-        tasks = repo.load_tasks(benchmark)
+        tasks = [t for t in repo.load_tasks(benchmark) if keep is None or t.id in keep]
         records = [task_record(t) for t in tasks] if suffix == ".jsonl" else _criterion_rows(tasks)
     elif what == "responses":
         records = [response_record(r) for r in repo.load_responses(benchmark)]
@@ -442,14 +460,32 @@ def export(what: str, output: Path, db: str | None, benchmark: str | None, fmt: 
 
         df = all_grader_scores(repo.load_frames(benchmark))
         records = df.astype(object).where(df.notna(), None).to_dict(orient="records")  # type: ignore[assignment]
+    if keep is not None and what != "tasks":
+        records = [r for r in records if r.get("task_id") in keep]
     n = write_records(records, output, suffix.lstrip("."))
     if str(output) != "-":
         click.echo(f"wrote {n} {what} rows to {output}")
 
 
-def _export_folder(repo: Any, benchmark: str | None, output: Path) -> int:
+def _accepted(repo: Any, benchmark: str | None) -> set[str]:
+    """The ids of the benchmark's accepted tasks; an error when there is none."""
+    from gradercal.db.acceptance import accepted_tasks
+
+    keep = accepted_tasks(repo.db, benchmark)
+    if not keep:
+        raise GradercalError(
+            "no task is accepted yet: nothing to export with --accepted-only "
+            "(see `gradercal tasks`)"
+        )
+    return keep
+
+
+def _export_folder(
+    repo: Any, benchmark: str | None, output: Path, keep: set[str] | None = None
+) -> int:
     """The benchmark as a format v1 folder at ``output``, written beside it first and
-    moved into place whole (an interrupted export leaves no half folder)."""
+    moved into place whole (an interrupted export leaves no half folder). ``keep``: only
+    these tasks (and their responses, verdicts and artifacts)."""
     import os
     import shutil
     import tempfile
@@ -463,6 +499,8 @@ def _export_folder(repo: Any, benchmark: str | None, output: Path) -> int:
         raise GradercalError(f"{output}: already exists; give a new folder")
     bench = repo.benchmark(benchmark)
     tasks = repo.load_tasks(bench.name)
+    if keep is not None:
+        tasks = [t for t in tasks if t.id in keep]
     output.parent.mkdir(parents=True, exist_ok=True)
     from gradercal._util.scratch import sweep_stale
 
@@ -498,6 +536,8 @@ def _export_folder(repo: Any, benchmark: str | None, output: Path) -> int:
             "adjudications.jsonl": repo.adjudication_records(bench.name),
         }
         for name, records in tables.items():
+            if keep is not None and name != "tasks.jsonl":  # the tasks are cut already
+                records = [r for r in records if r.get("task_id") in keep]
             if not records and name != "tasks.jsonl":
                 continue
             if name in ("judgments.jsonl", "adjudications.jsonl"):

@@ -29,7 +29,7 @@ def _check_packet_args(
         raise click.BadParameter(f"{packet} is not a grading packet (.gcpkg){hint}")
     if grader is not None or benchmark is not None:
         raise click.UsageError("a packet's grader and benchmark are fixed: drop --grader/-b")
-    if view in ("dashboard", "progress"):
+    if view in ("dashboard", "progress", "tasks"):
         raise click.UsageError(f"a packet holds one grader's work: no {view} view")
     if screenshot is not None:
         raise click.UsageError("--screenshot works on a database (--db), not a packet")
@@ -156,12 +156,13 @@ def _size(text: str) -> tuple[int, int]:
 )
 @click.option(
     "--view",
-    type=click.Choice(["grading", "review", "dashboard", "progress"]),
+    type=click.Choice(["grading", "review", "dashboard", "progress", "tasks"]),
     default="grading",
     show_default=True,
     help="Open in grading mode or task review mode, or (coordinators) open a coordinator "
     "window with the agreement dashboard and adjudication; a grading window never shows "
-    "the dashboard. progress opens the coordinator window on grading progress. With "
+    "the dashboard. progress opens the coordinator window on grading progress, tasks on "
+    "task acceptance (Ctrl+5). With "
     "dashboard, --grader names the adjudicator.",
 )
 @click.option(

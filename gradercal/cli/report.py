@@ -133,6 +133,7 @@ def report(
     """
     from gradercal.dashboard import DashboardFilters, compute_dashboard, primary_judge
     from gradercal.dashboard.report import write_html, write_pdf
+    from gradercal.db.acceptance import load_round_table
     from gradercal.db.calibrations import load_task_reviews
 
     if output is None and pdf is None and not as_json:
@@ -179,6 +180,7 @@ def report(
                 progress=lambda done, total, label: update("computing", done, total),
                 processes=2,  # a forked child takes some sections on Linux
                 reviews=load_task_reviews(repo, bench.name),
+                rounds=load_round_table(repo.db, bench.name),
             )
         except ValueError as exc:
             raise GradercalError(str(exc)) from exc

@@ -1,4 +1,7 @@
-"""The review process's commands: ``progress`` (who graded what, at what pace, what is due).
+"""The review process's commands: ``progress`` (who graded what, at what pace, what is due)
+and ``tasks`` (acceptance rounds: status, agreement, survey, and the coordinator's
+decisions; the rules are :mod:`gradercal.ops.acceptance`, the storage
+:mod:`gradercal.db.acceptance`).
 
 Registered lazily by :mod:`gradercal.cli` (``LazyGroup.lazy``). Every command takes
 ``--db``, ``--json`` and ``--help``; gradercal's own errors print ``error: …`` on stderr
@@ -7,14 +10,28 @@ with exit status 1.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import click
 
 from gradercal.cli.common import benchmark_option, db_option, emit_json, handle_errors, json_option
 from gradercal.errors import GradercalError
 
-__all__ = ["progress"]
+__all__ = ["progress", "tasks"]
+
+#: The statistics an acceptance bar may use (kept in step with gradercal.ops.acceptance
+#: by tests/cli/test_tasks.py; listed here so --help needs no import of pandas).
+_ACCEPT_STATISTICS = (
+    "percent_agreement",
+    "gwet_ac1",
+    "krippendorff_alpha",
+    "fleiss_kappa",
+    "bennett_s",
+    "light_kappa",
+    "conger_kappa",
+)
 
 _TITLES = {"graders": "Graders", "packets": "Offline packets", "tasks": "Tasks"}
 
@@ -186,3 +203,314 @@ def _print(
 
 def _n(value: object) -> int:
     return value if isinstance(value, int) else 0
+
+
+# -- acceptance rounds ------------------------------------------------------------------------
+_STATUS_CHOICE = click.Choice(["draft", "in-review", "needs-revision", "accepted", "rejected"])
+
+
+def _status_arg(value: str | None) -> str | None:
+    return None if value is None else value.replace("-", " ")
+
+
+@click.group(invoke_without_command=True)
+@db_option
+@benchmark_option
+@click.option("--status", type=_STATUS_CHOICE, help="Only the tasks with this status.")
+@json_option
+@click.pass_context
+@handle_errors
+def tasks(
+    ctx: click.Context, db: str | None, benchmark: str | None, status: str | None, as_json: bool
+) -> None:
+    """Task acceptance rounds: per task its status (draft, in review, needs revision,
+    accepted, rejected), its round, the reviewers' agreement with its interval, the
+    survey means, and whether it is proposed for acceptance (or why not).
+
+    A round is proposed when the agreement reaches the bar and every survey statement
+    its threshold (`gradercal tasks settings`). The coordinator decides:
+
+    \b
+      gradercal tasks                         (every task)
+      gradercal tasks --status in-review --json
+      gradercal tasks open T1                 (start round 1; or the next after a revision)
+      gradercal tasks accept T1 --note "clear and well graded"
+      gradercal tasks reopen T1 --note "criterion c3 is ambiguous"   (send back)
+      gradercal tasks reject T1 --note "not answerable from the data"
+      gradercal tasks settings --bar 0.85 --statistic gwet_ac1
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    from gradercal.cli.common import open_repo
+    from gradercal.db.acceptance import load_acceptance
+
+    repo = open_repo(db)
+    try:
+        acc = load_acceptance(repo.db, benchmark, status=_status_arg(status))
+    finally:
+        repo.db.dispose()
+    if as_json:
+        emit_json(acc.to_dict())
+        return
+    _print_acceptance(acc)
+
+
+def _fmt(x: float | None, digits: int = 3) -> str:
+    return "—" if x is None else f"{x:.{digits}f}"
+
+
+def _agreement_text(measure: Any) -> str:
+    text = _fmt(measure.value)
+    if measure.value is not None and measure.low is not None and measure.high is not None:
+        text += f" [{_fmt(measure.low)}, {_fmt(measure.high)}]"
+    return text
+
+
+def _survey_text(survey: Mapping[str, float | None]) -> str:
+    from gradercal.model import REVIEW_DIMENSIONS
+
+    return " ".join(_fmt(survey.get(d.key), 1) for d in REVIEW_DIMENSIONS)
+
+
+def _print_acceptance(acc: Any) -> None:
+    import sys
+
+    from rich.console import Console
+    from rich.table import Table
+
+    from gradercal.ops.acceptance import statistic_label
+
+    console = Console(highlight=False, width=None if sys.stdout.isatty() else 140)
+    s = acc.settings
+    counts = ", ".join(f"{n} {k}" for k, n in acc.counts().items() if n)
+    console.print(
+        f"Tasks of {acc.benchmark}: {len(acc.tasks)} ({counts or 'none'}). Bar: "
+        f"{statistic_label(s.statistic)} ≥ {s.bar:g}; survey means ≥ "
+        + ", ".join(f"{k} {v:g}" for k, v in s.survey_min.items())
+    )
+    if not acc.tasks:
+        return
+    t = Table(title_justify="left")
+    for heading, right in (
+        ("task", False),
+        ("status", False),
+        ("round", True),
+        ("agreement [interval]", True),
+        ("survey (RR RS G ST)", True),
+        ("proposed / why not", False),
+    ):
+        t.add_column(heading, justify="right" if right else "left")
+    for task in acc.tasks:
+        if task.state in ("accepted", "rejected", "needs_revision"):
+            verdict = f"decided: {task.status}" + (f" — {task.note}" if task.note else "")
+        elif task.proposed:
+            verdict = "proposed"
+        else:
+            verdict = task.reasons[0] if task.reasons else ""
+            if task.waiting and task.round is not None:
+                verdict += f" ({task.waiting[0]})"
+        t.add_row(
+            task.task,
+            task.status,
+            "—" if task.round is None else f"{task.round} {task.state}",
+            _agreement_text(task.measure),
+            _survey_text(task.survey),
+            verdict,
+        )
+    console.print(t)
+
+
+def _decide(action: str, help_text: str, note_required: bool) -> click.Command:
+    @click.command(name=action, help=help_text)
+    @db_option
+    @benchmark_option
+    @click.argument("task_id", metavar="ID")
+    @click.option(
+        "--note",
+        required=note_required,
+        metavar="TEXT",
+        help="Why (kept with the round and in its history)."
+        + (" Required." if note_required else ""),
+    )
+    @click.option(
+        "--actor",
+        metavar="NAME",
+        help="Who decides (default: your login; in team mode always the session user).",
+    )
+    @click.option("--force", is_flag=True, help=_FORCE_HELP.get(action, "Override a judgement."))
+    @json_option
+    @handle_errors
+    def command(
+        db: str | None,
+        benchmark: str | None,
+        task_id: str,
+        note: str | None,
+        actor: str | None,
+        force: bool,
+        as_json: bool,
+    ) -> None:
+        from gradercal.cli.common import open_repo
+        from gradercal.db.acceptance import act
+
+        repo = open_repo(db)
+        try:
+            after = act(
+                repo.db,
+                benchmark,
+                task_id,
+                action,
+                note=note,
+                actor=actor or _login(),
+                force=force,
+            )
+        finally:
+            repo.db.dispose()
+        if as_json:
+            emit_json(after.to_dict())
+            return
+        click.echo(f"{after.task}: {after.status} (round {after.round}, {after.state})")
+
+    return command
+
+
+_FORCE_HELP = {
+    "open": "No effect (opening a round is never a judgement).",
+    "close": "Close the round even if reviewers have not finished grading or the survey.",
+    "accept": "Accept a task that is not proposed, has no round, was sent back, or whose "
+    "reviewers are still at work (the round closes as it stands).",
+    "reject": "Reject a task without a round, one sent back, or one whose reviewers are "
+    "still at work (the round closes as it stands).",
+    "reopen": "Send back while reviewers are still at work (the round closes as it stands).",
+}
+
+
+def _login() -> str:
+    import getpass
+
+    try:
+        return getpass.getuser()
+    except (OSError, KeyError):
+        return "coordinator"
+
+
+for _action, _help, _required in (
+    (
+        "open",
+        "Open the task's next review round: round 1 of a draft, or the next round of a task "
+        "sent back for revision (its reviewers' queue items on it become pending again).",
+        False,
+    ),
+    (
+        "close",
+        "Close the open round: measure the agreement and survey and keep those numbers "
+        "with the round (accept, reject and reopen close a ready round themselves).",
+        False,
+    ),
+    (
+        "accept",
+        "Accept the task (its round must be proposed: agreement at the bar, survey at its "
+        "thresholds; --force otherwise). A ready open round is closed first.",
+        False,
+    ),
+    (
+        "reject",
+        "Reject the task for good, with a note saying why. A ready open round is closed first.",
+        True,
+    ),
+    (
+        "reopen",
+        "Send the task back for revision with a note (status: needs revision); also "
+        "reopens an accepted or rejected task. `tasks open ID` starts the next round.",
+        True,
+    ),
+):
+    tasks.add_command(_decide(_action, _help, _required))
+
+
+@tasks.command(name="settings")
+@db_option
+@benchmark_option
+@click.option("--bar", type=click.FloatRange(-1.0, 1.0), help="Agreement needed (default 0.90).")
+@click.option(
+    "--statistic",
+    type=click.Choice(list(_ACCEPT_STATISTICS)),
+    help="The agreement statistic (default percent_agreement).",
+)
+@click.option(
+    "--min-rounds",
+    type=click.IntRange(1, 20),
+    help="Rounds that must pass in a row before a task is proposed (default 1).",
+)
+@click.option(
+    "--survey-min",
+    "survey_min",
+    multiple=True,
+    metavar="STATEMENT=X",
+    help="Threshold of a survey statement's mean (1–5, default 4), e.g. grounded=4.5; repeatable.",
+)
+@click.option("--n-boot", type=click.IntRange(0, 100_000), help="Bootstrap resamples (2000).")
+@click.option(
+    "--ci",
+    type=click.FloatRange(0.0, 1.0, min_open=True, max_open=True),
+    help="Confidence level of the interval (0.95).",
+)
+@click.option("--seed", type=int, help="Bootstrap seed (0).")
+@json_option
+@handle_errors
+def settings_command(
+    db: str | None,
+    benchmark: str | None,
+    bar: float | None,
+    statistic: str | None,
+    min_rounds: int | None,
+    survey_min: tuple[str, ...],
+    n_boot: int | None,
+    ci: float | None,
+    seed: int | None,
+    as_json: bool,
+) -> None:
+    """Show the benchmark's acceptance settings, or change the ones given (the others stay).
+
+    \b
+      gradercal tasks settings
+      gradercal tasks settings --bar 0.85 --statistic gwet_ac1 --min-rounds 2
+      gradercal tasks settings --survey-min grounded=4.5
+    """
+    from gradercal.cli.common import open_repo
+    from gradercal.db.acceptance import load_settings, save_settings
+    from gradercal.ops.acceptance import statistic_label
+
+    thresholds: dict[str, float] = {}
+    for item in survey_min:
+        key, sep, value = item.partition("=")
+        try:
+            thresholds[key.strip()] = float(value)
+        except ValueError:
+            sep = ""
+        if not sep:
+            raise GradercalError(f"--survey-min {item!r}: write STATEMENT=NUMBER, e.g. grounded=4")
+    changes = {
+        "bar": bar,
+        "statistic": statistic,
+        "min_rounds": min_rounds,
+        "survey_min": thresholds or None,
+        "n_boot": n_boot,
+        "ci": ci,
+        "seed": seed,
+    }
+    repo = open_repo(db)
+    try:
+        if any(v is not None for v in changes.values()):
+            s = save_settings(repo.db, benchmark, **changes)
+        else:
+            s = load_settings(repo.db, benchmark)
+    finally:
+        repo.db.dispose()
+    if as_json:
+        emit_json(s.to_dict())
+        return
+    click.echo(f"bar: {s.bar:g} ({statistic_label(s.statistic)}, statistic {s.statistic})")
+    click.echo(f"min rounds: {s.min_rounds}")
+    for k, v in s.survey_min.items():
+        click.echo(f"survey {k}: mean ≥ {v:g}")
+    click.echo(f"interval: {s.ci:g}, percentile bootstrap over criteria, {s.n_boot} resamples")

@@ -263,6 +263,7 @@ def compute_dashboard(
     cancelled: Callable[[], bool] | None = None,
     processes: int = 1,
     reviews: pd.DataFrame | None = None,
+    rounds: pd.DataFrame | None = None,
 ) -> Dashboard:
     """Compute every section of the dashboard.
 
@@ -296,6 +297,8 @@ def compute_dashboard(
             1: one process.
         reviews: Task review answers (``gradercal.db.calibrations.load_task_reviews``)
             for the task review section; None: that section is empty.
+        rounds: The tasks' acceptance rounds (``gradercal.db.acceptance.load_round_table``)
+            for the task acceptance section; None: that section is empty.
 
     Raises:
         Cancelled: ``cancelled()`` returned True.
@@ -427,6 +430,7 @@ def compute_dashboard(
         n_boot=n_boot,
         seed=seed,
         ci=ci,
+        rounds=rounds,
     )
     tables: dict[str, pd.DataFrame] = {}
     for table in computed:

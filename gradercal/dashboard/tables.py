@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from gradercal.frames import Frames
 
 __all__ = [
+    "ACCEPTANCE_COLUMNS",
     "REVIEW_COLUMNS",
     "TABLE_SECTIONS",
     "Cell",
@@ -114,6 +115,9 @@ class SectionInputs:
         n_boot: Task-bootstrap resamples (0: no intervals).
         seed: Bootstrap seed.
         ci: Confidence level.
+        rounds: The tasks' acceptance rounds (``gradercal.db.acceptance.load_round_table``:
+            one row per task and round, a draft one row without a round); None when not
+            given (the acceptance section is then empty).
     """
 
     frames: Frames
@@ -123,6 +127,7 @@ class SectionInputs:
     n_boot: int
     seed: int
     ci: float
+    rounds: pd.DataFrame | None = None
 
 
 def _count(frame: pd.DataFrame) -> str:
@@ -335,6 +340,127 @@ def _reviews_report(r: pd.DataFrame, _overview: Mapping[str, Any], max_rows: int
     )
 
 
+# -- task acceptance --------------------------------------------------------------------------
+#: Status columns of the acceptance section (one per task status of gradercal.ops.acceptance).
+_STATUS_KEYS: tuple[tuple[str, str], ...] = (
+    ("draft", "draft"),
+    ("in review", "in_review"),
+    ("needs revision", "needs_revision"),
+    ("accepted", "accepted"),
+    ("rejected", "rejected"),
+)
+#: Columns of the acceptance section's frame.
+ACCEPTANCE_COLUMNS: tuple[str, ...] = (
+    "breakdown",
+    "group",
+    "tasks",
+    *(k for _s, k in _STATUS_KEYS),
+    "n_measured",
+    "statistic",
+    "agreement_mean",
+    "agreement_min",
+    "agreement_max",
+)
+#: What a round's state counts as in the per-round rows.
+_ROUND_STATUS = {
+    "open": "in review",
+    "closed": "in review",
+    "needs_revision": "needs revision",
+    "accepted": "accepted",
+    "rejected": "rejected",
+}
+
+
+def _acceptance_row(
+    breakdown: str, group: str, statuses: Any, agreement: Any, stats: Any
+) -> dict[str, Any]:
+    counts = pd.Series(statuses).value_counts()
+    values = pd.Series(agreement, dtype="float64").dropna()
+    row: dict[str, Any] = {"breakdown": breakdown, "group": group, "tasks": len(statuses)}
+    for status, key in _STATUS_KEYS:
+        row[key] = int(counts.get(status, 0))
+    row["n_measured"] = len(values)
+    used = sorted({str(x) for x in pd.Series(stats).dropna()})
+    row["statistic"] = ", ".join(used) or None
+    row["agreement_mean"] = float(values.mean()) if len(values) else math.nan
+    row["agreement_min"] = float(values.min()) if len(values) else math.nan
+    row["agreement_max"] = float(values.max()) if len(values) else math.nan
+    return row
+
+
+def _acceptance(inputs: SectionInputs) -> pd.DataFrame:
+    """Tasks per status: all, per workflow, per domain (each task's status and the
+    agreement of its latest measured round); then per round number, the rounds' states
+    and the agreement kept when each closed. Only the filtered tasks."""
+    rounds = inputs.rounds
+    if rounds is None or rounds.empty:
+        return pd.DataFrame({c: pd.Series([], dtype=object) for c in ACCEPTANCE_COLUMNS})
+    rounds = rounds.loc[rounds["task_id"].isin(inputs.frames.tasks["task_id"])]
+    measured = rounds.loc[rounds["agreement"].notna()]
+    latest = measured.sort_values("round", kind="stable").drop_duplicates("task_id", keep="last")
+    per_task = rounds.drop_duplicates("task_id")[["task_id", "workflow", "domain", "status"]]
+    per_task = per_task.merge(
+        latest[["task_id", "statistic", "agreement"]], on="task_id", how="left"
+    )
+    rows = [
+        _acceptance_row(
+            "all", "all tasks", per_task["status"], per_task["agreement"], per_task["statistic"]
+        )
+    ]
+    for key in ("workflow", "domain"):
+        groups = per_task[key].astype(object).where(per_task[key].notna(), "(none)")
+        for value in sorted(set(groups)):
+            g = per_task.loc[groups == value]
+            rows.append(
+                _acceptance_row(key, str(value), g["status"], g["agreement"], g["statistic"])
+            )
+    numbered = rounds.loc[rounds["round"].notna()]
+    for number in sorted({int(x) for x in numbered["round"]}):
+        r = numbered.loc[numbered["round"].astype(int) == number]
+        rows.append(
+            _acceptance_row(
+                "round",
+                f"round {number}",
+                r["round_state"].map(_ROUND_STATUS),
+                r["agreement"],
+                r["statistic"],
+            )
+        )
+    return pd.DataFrame(rows, columns=list(ACCEPTANCE_COLUMNS))
+
+
+def _agreement_range(r: dict[str, Any]) -> Cell:
+    if not r["n_measured"]:
+        return "—", True
+    return (
+        f"{fmt_num(r['agreement_mean'])} ({fmt_num(r['agreement_min'])}–"
+        f"{fmt_num(r['agreement_max'])})",
+        True,
+    )
+
+
+_ACCEPTANCE_REPORT: tuple[Column, ...] = (
+    ("by", _text("breakdown")),
+    ("group", _text("group")),
+    ("tasks", _number("tasks")),
+    *((status, _number(key)) for status, key in _STATUS_KEYS),
+    ("measured", _number("n_measured")),
+    ("agreement mean (min–max)", _agreement_range),
+    ("statistic", lambda r: (r["statistic"] or "—", False)),
+)
+
+
+def _acceptance_report(a: pd.DataFrame, _overview: Mapping[str, Any], max_rows: int) -> ReportTable:
+    return _listing(
+        a,
+        _ACCEPTANCE_REPORT,
+        max_rows,
+        "Task acceptance (gradercal tasks): tasks per status, in all, per workflow and per "
+        "domain, with the agreement of each task's latest closed round; then per review "
+        "round, the rounds' states and the agreement kept when they closed.",
+    )
+
+
 #: Every table section, in the order the window's tabs and the report show them.
 TABLE_SECTIONS: tuple[TableSection, ...] = (
     TableSection(
@@ -370,6 +496,15 @@ TABLE_SECTIONS: tuple[TableSection, ...] = (
         report=_reviews_report,
         count=lambda r: f"{int(r['n_answers'].sum()) if len(r) else 0:,} answers",
         compute=_reviews,
+    ),
+    TableSection(
+        key="acceptance",
+        title="Task acceptance",
+        filter_hint="Filter: workflow, domain, round…",
+        empty_text="No acceptance data.",
+        report=_acceptance_report,
+        count=lambda a: f"{int(a['tasks'].iloc[0]) if len(a) else 0:,} tasks",
+        compute=_acceptance,
     ),
 )
 _BY_KEY = {s.key: s for s in TABLE_SECTIONS}

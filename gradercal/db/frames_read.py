@@ -213,15 +213,16 @@ REVISION_PARTS = (
     "judgments",
     "adjudications",
     "reviews",
+    "rounds",
 )
 
 
 def read_revision(conn: Connection, bench_id: int) -> dict[str, str]:
-    """A fingerprint of everything :func:`read_frames` and the task reviews read, per part
-    (:data:`REVISION_PARTS`): equal fingerprints, equal data.
+    """A fingerprint of everything :func:`read_frames`, the task reviews and the acceptance
+    rounds read, per part (:data:`REVISION_PARTS`): equal fingerprints, equal data.
 
     Nothing in gradercal deletes these rows, and every change of a judgment, an
-    adjudication or a task review is written with a new ``revision`` or ``updated_at``
+    adjudication, a task review or a round is written with a new ``revision`` or ``updated_at``
     (imports, grading, the judge, packets, the team triggers); tasks and responses carry a
     content hash of what defines them (criteria and artifacts included). So a part's
     fingerprint is its row count, largest id and those stamps' sum / maximum — a
@@ -271,7 +272,12 @@ def read_revision(conn: Connection, bench_id: int) -> dict[str, str]:
         .join(m.Task, m.Task.id == m.TaskReview.task_id)
         .where(m.Task.benchmark_id == bench_id)
     ).all()
-    parts = (bench, tasks, responses, graders, judgments, adjudications, reviews)
+    rounds = conn.execute(
+        select(func.count(), func.max(m.TaskRound.id), func.sum(m.TaskRound.revision))
+        .join(m.Task, m.Task.id == m.TaskRound.task_id)
+        .where(m.Task.benchmark_id == bench_id)
+    ).all()
+    parts = (bench, tasks, responses, graders, judgments, adjudications, reviews, rounds)
     return {
         name: digest(*(tuple(row) for row in rows))
         for name, rows in zip(REVISION_PARTS, parts, strict=True)

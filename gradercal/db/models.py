@@ -299,6 +299,44 @@ class TaskReview(Base):
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
+class TaskRound(Base):
+    """One review round of a task (0004): when it opened and closed, what was measured
+    when it closed, and the coordinator's decision.
+
+    The round's state follows from its columns: ``open`` (no ``closed_at``), ``closed``
+    (closed, no ``decision``), else the decision (``accepted``, ``rejected``,
+    ``needs_revision``). The agreement (``statistic``, ``agreement`` and its interval),
+    the survey means and ``passed``/``proposed`` are written once, when the round closes:
+    a decided round keeps the numbers it was decided on. Every change moves ``revision``
+    on and copies the previous value into :class:`Revision` (entity ``task_round``).
+    """
+
+    __tablename__ = "task_round"
+    __table_args__ = (UniqueConstraint("task_id", "number"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    task_id: Mapped[int] = mapped_column(ForeignKey("task.id", ondelete="CASCADE"))
+    number: Mapped[int] = mapped_column(Integer)
+    opened_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    closed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    decision: Mapped[str | None] = mapped_column(String(20))
+    decided_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    note: Mapped[str | None] = mapped_column(Text)
+    actor: Mapped[str | None] = mapped_column(String(200))
+    statistic: Mapped[str | None] = mapped_column(String(40))
+    agreement: Mapped[float | None] = mapped_column(Float)
+    agreement_low: Mapped[float | None] = mapped_column(Float)
+    agreement_high: Mapped[float | None] = mapped_column(Float)
+    n_units: Mapped[int | None] = mapped_column(Integer)
+    n_criteria: Mapped[int | None] = mapped_column(Integer)
+    agreement_note: Mapped[str | None] = mapped_column(Text)
+    survey: Mapped[dict[str, Any] | None] = mapped_column(JSON(none_as_null=True))
+    passed: Mapped[bool | None] = mapped_column(Boolean)
+    proposed: Mapped[bool | None] = mapped_column(Boolean)
+    reasons: Mapped[list[Any] | None] = mapped_column(JSON(none_as_null=True))
+    revision: Mapped[int] = mapped_column(Integer, default=1)
+
+
 class Revision(Base):
     """Append-only history of superseded values.
 

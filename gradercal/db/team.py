@@ -29,12 +29,18 @@ What a **grader** sees (everything else is invisible or refused):
   hash); the tasks, criteria, artifacts and blobs of those responses; the benchmarks.
 * their own ``grader`` row, assignments, judgments, task reviews and the history of
   those; ``database_info`` only for the database id (never the packet key).
-* nothing of ``adjudication``, ``calibration``, ``judge_run``, ``judge_cache`` or
-  ``prompt_version``, nor other graders' rows.
+* nothing of ``adjudication``, ``calibration``, ``judge_run``, ``judge_cache``,
+  ``prompt_version`` or ``task_round`` (the acceptance rounds: the coordinator's
+  decisions, and the agreement figures they rest on), nor other graders' rows; none of
+  the history of rounds, nor the acceptance settings kept in ``database_info``.
 
 They write only their own judgments, task reviews and assignment progress (status,
-time), and the history rows of those. An **adjudicator** reads everything and writes
-adjudications; a **coordinator** reads and writes everything.
+time), and the history rows of those. An **adjudicator** reads everything (acceptance
+rounds included, to see which tasks are settled) and writes adjudications; a
+**coordinator** reads and writes everything, and alone opens, closes and decides
+acceptance rounds. A new table needs no entry here to be covered: :func:`init` enables
+row-level security on every table of the schema and gives graders nothing on a table
+absent from :data:`_GRADER_POLICIES` (``task_round`` is deliberately absent).
 
 History: on ``judgment`` and ``adjudication`` a BEFORE UPDATE trigger moves
 ``revision`` on whenever the verdict changes (and refuses to move it back), and a

@@ -169,12 +169,14 @@ def build_window(
     Raises:
         GradercalError: the database cannot be opened, or the benchmark is unknown.
     """
-    if view in ("dashboard", "progress"):
+    if view in ("dashboard", "progress", "tasks"):
         window = build_coordinator_window(
             db, grader, benchmark, settings=settings, compute=view == "dashboard"
         )
         if view == "progress":
             window.show_progress()
+        if view == "tasks":
+            window.show_tasks()
         return window
     application()
     preload_pdf_engine()
@@ -298,8 +300,8 @@ def screenshot(
     (``view="dashboard"``: the coordinator dashboard, fully computed)."""
     if view == "dashboard":
         return dashboard_screenshot(out, db, benchmark, size)
-    if view == "progress":
-        return progress_screenshot(out, db, benchmark, size)
+    if view in ("progress", "tasks"):
+        return progress_screenshot(out, db, benchmark, size, view=view)
     app = application()
     preload_pdf_engine()
     store, display = open_store(db)
@@ -340,15 +342,24 @@ def screenshot(
 
 
 def progress_screenshot(
-    out: Path, db: str | None, benchmark: str | None, size: tuple[int, int]
+    out: Path,
+    db: str | None,
+    benchmark: str | None,
+    size: tuple[int, int],
+    *,
+    view: str = "progress",
 ) -> int:
-    """Save a PNG of a coordinator window showing grading progress."""
+    """Save a PNG of a coordinator window showing grading progress (or, ``view="tasks"``,
+    task acceptance)."""
     app = application()
     window = build_coordinator_window(
         db, None, benchmark, settings=QtAppSettings(readonly=True), compute=False
     )
     window.resize(*size)
-    window.show_progress()
+    if view == "tasks":
+        window.show_tasks()
+    else:
+        window.show_progress()
     for _ in range(5):
         app.processEvents()
     image = window.grab()

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from gradercal.ui.dashboard.qt_view import QtCoordinatorView
     from gradercal.ui.qt_judge_dialog import QtJudgeDialog
     from gradercal.ui.qt_progress import QtProgressView
+    from gradercal.ui.qt_tasks import QtTasksView
 
 GRADING_ONLY = {
     "criterion.next_open",
@@ -58,7 +59,7 @@ GRADING_ONLY = {
 REVIEW_ONLY = {"review.comment"}
 ALWAYS = {"help.shortcuts", "app.quit", "view.bigger", "view.smaller", "view.reset_font"}
 #: Actions of a coordinator window only; a grader's window never creates them (blinding).
-COORDINATOR_ONLY = {"view.dashboard", "view.progress", "judge.run"}
+COORDINATOR_ONLY = {"view.dashboard", "view.progress", "view.tasks", "judge.run"}
 #: What to say when the artifact shown cannot do what a key asked.
 CANNOT = {
     "step_page": "The artifact shown has no pages (Ctrl+PgDown shows the next one).",
@@ -152,6 +153,7 @@ class QtMainWindow(QMainWindow):
         self.coordinator = coordinator
         self.coordination: QtCoordinatorView | None = None
         self.progress_view: QtProgressView | None = None
+        self.tasks_view: QtTasksView | None = None
         self.store = store
         self.settings = settings
         self.database = database
@@ -347,6 +349,7 @@ class QtMainWindow(QMainWindow):
             "view.review": lambda: self.set_mode("review"),
             "view.dashboard": self.show_dashboard,
             "view.progress": self.show_progress,
+            "view.tasks": self.show_tasks,
             "judge.run": self.show_judge_dialog,
             "view.queue": lambda: self.show_queue(not self.queue_dock.isVisible()),
             "queue.find": grading(lambda _g: self.find_in_queue()),
@@ -593,6 +596,28 @@ class QtMainWindow(QMainWindow):
         self._update_enabled()
         return self.progress_view
 
+    def show_tasks(self) -> QtTasksView | None:
+        """The Tasks view (acceptance rounds) of the current benchmark (coordinator windows)."""
+        if not self.coordinator or self.benchmark is None:
+            return None
+        from gradercal.ui.qt_tasks import QtTasksView
+
+        if self.tasks_view is None or self.tasks_view.benchmark != self.benchmark:
+            if self.tasks_view is not None:
+                self.stack.removeWidget(self.tasks_view)
+                self.tasks_view.deleteLater()
+            self.tasks_view = QtTasksView(
+                self.store.db, self.benchmark, self.grader or "", parent=self
+            )
+            self.tasks_view.message.connect(self._show_message)
+            self.stack.addWidget(self.tasks_view)
+        self.tasks_view.refresh()
+        self.mode = "tasks"
+        self.stack.setCurrentWidget(self.tasks_view)
+        self._update_title()
+        self._update_enabled()
+        return self.tasks_view
+
     def _update_title(self) -> None:
         parts = ["gradercal"]
         if self.benchmark:
@@ -603,6 +628,8 @@ class QtMainWindow(QMainWindow):
             parts.append("task review")
         if self.mode == "progress":
             parts.append("progress")
+        if self.mode == "tasks":
+            parts.append("tasks")
         if self.coordinator:
             parts.append("coordinator")
         if self.location:

@@ -121,6 +121,7 @@ SHORTCUTS: tuple[Shortcut, ...] = (
         "view.dashboard", "View", "Coordinator dashboard (coordinator mode only)", ("Ctrl+3",)
     ),
     Shortcut("view.progress", "View", "Grading progress (coordinator mode only)", ("Ctrl+4",)),
+    Shortcut("view.tasks", "View", "Task acceptance (coordinator mode only)", ("Ctrl+5",)),
     Shortcut("view.queue", "View", "Show or hide the queue", ("F9",)),
     Shortcut("view.artifacts", "View", "Show or hide the artifacts pane", ("F8",)),
     Shortcut("view.bigger", "View", "Larger text", ("Ctrl++", "Ctrl+=")),

@@ -68,7 +68,9 @@ def test_every_section_reaches_the_json_and_the_report_in_its_order(dash: Dashbo
     # In the report: one section per entry, same order, between the alt-test and the notes.
     ids = [sid for sid, _ in REPORT_SECTIONS]
     assert ids[ids.index("alt-test") + 1 : ids.index("notes")] == keys
-    assert {s.key for s in computed_sections()} == set(dash.tables) == {"task_reviews"}
+    assert (
+        {s.key for s in computed_sections()} == set(dash.tables) == {"task_reviews", "acceptance"}
+    )
     for s in TABLE_SECTIONS:
         assert section(s.key) is s
         assert isinstance(dash.table(s.key), pd.DataFrame)

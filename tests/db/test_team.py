@@ -208,6 +208,37 @@ def test_the_coordinator_sees_everything(crew: Team) -> None:
             e.dispose()
 
 
+def test_acceptance_rounds_are_the_coordinators_and_hidden_from_graders(crew: Team) -> None:
+    from gradercal.db.acceptance import act, save_settings
+
+    db = open_database(crew.url(crew.dan))
+    try:
+        save_settings(db, BENCH, bar=0.8)
+        with db.engine.connect() as conn:
+            task = conn.execute(text("SELECT external_id FROM task ORDER BY id LIMIT 1")).scalar()
+        after = act(db, BENCH, task, "open", actor="someone else")
+        assert after.rounds[0].actor == crew.dan  # in team mode, always the session user
+    finally:
+        db.dispose()
+    ana, cleo = crew.engine(crew.ana), crew.engine(crew.cleo)
+    try:
+        # a grader has no privilege on the table at all, and sees none of its history
+        _denied(ana, "SELECT * FROM task_round")
+        _denied(
+            ana,
+            "INSERT INTO task_round (task_id, number, opened_at, revision) "
+            "SELECT id, 9, now(), 1 FROM task LIMIT 1",
+        )
+        assert _scalar(ana, "SELECT count(*) FROM revision WHERE entity = 'task_round'") == 0
+        assert _scalar(ana, "SELECT count(*) FROM database_info WHERE key LIKE 'acceptance%'") == 0
+        # the adjudicator reads the rounds, and cannot change them
+        assert _scalar(cleo, "SELECT count(*) FROM task_round") == 1
+        _denied(cleo, "UPDATE task_round SET decision = 'accepted'")
+    finally:
+        ana.dispose()
+        cleo.dispose()
+
+
 def test_the_store_grades_saves_and_resumes_as_the_session_user(crew: Team) -> None:
     db = open_database(crew.url(crew.ana))
     try:

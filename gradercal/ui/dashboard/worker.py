@@ -28,7 +28,7 @@ Window → worker (``op``):
 
 Before every computation the worker compares the database's fingerprint
 (``Repository.data_revision``) with that of its frames and reads again only what changed:
-the adjudications alone or the task reviews alone when only they changed, else
+the adjudications, the task reviews or the acceptance rounds alone when only they changed, else
 everything. Results are kept by what was asked and the data they were computed on
 (:mod:`gradercal.ui.dashboard.results`): the same request on the same data is answered
 from there, part by part.
@@ -170,6 +170,7 @@ class Worker:
         self._url: str | None = None
         self._frames: Any = None
         self._reviews: Any = None
+        self._rounds: Any = None
         self._frames_key: tuple[str, str] | None = None
         #: the database's fingerprint of the frames (read before them)
         self._revision: dict[str, str] = {}
@@ -296,6 +297,7 @@ class Worker:
                 self._db.dispose()
                 self._db = None
             self._frames, self._reviews, self._frames_key = None, None, None
+            self._rounds = None
             self._revision = {}
             # The window's process opened (and migrated) it already: only check here.
             self._db = open_database(url, migrate=False)
@@ -317,6 +319,7 @@ class Worker:
         import dataclasses
         import gc
 
+        from gradercal.db.acceptance import load_round_table
         from gradercal.db.calibrations import load_task_reviews
         from gradercal.db.repo import Repository
 
@@ -328,12 +331,14 @@ class Worker:
         changed = [k for k, v in revision.items() if self._revision.get(k) != v]
         if not full and not changed:
             return False, []
-        if not full and not set(changed) - {"adjudications", "reviews"}:
+        if not full and not set(changed) - {"adjudications", "reviews", "rounds"}:
             if "adjudications" in changed:
                 adjudications = repo.load_adjudications(request.benchmark)
                 self._frames = dataclasses.replace(self._frames, adjudications=adjudications)
             if "reviews" in changed:
                 self._reviews = load_task_reviews(repo, request.benchmark)
+            if "rounds" in changed:
+                self._rounds = load_round_table(db, request.benchmark)
             self._revision = revision
             return False, changed
         # The old frames were frozen (below): unfreeze so that they can be collected.
@@ -344,6 +349,7 @@ class Worker:
             progress(0, 0, "loading the benchmark")
         self._frames = repo.load_frames(request.benchmark)
         self._reviews = load_task_reviews(repo, request.benchmark)
+        self._rounds = load_round_table(db, request.benchmark)
         self._frames_key = key
         self._revision = revision
         # Long-lived, millions of objects: out of the collector's sight.
@@ -542,6 +548,7 @@ class Worker:
             progress=progress,
             cancelled=cancel.is_set,
             reviews=self._reviews,
+            rounds=self._rounds,
         )
         step("compute")
         # One part per field: the window unpickles each in its own event-loop turn.
