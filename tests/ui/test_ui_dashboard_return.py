@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from gradercal.dashboard import compute_dashboard
+from gradercal.db.acceptance import load_round_table
 from gradercal.db.calibrations import load_task_reviews
 from gradercal.db.repo import Repository
 from gradercal.db.session import open_database
@@ -35,9 +36,10 @@ def fresh_json(db_url: str) -> str:
         repo = Repository(db)
         frames, reviews = repo.load_frames(), load_task_reviews(repo)
         name = repo.benchmark(None).name
+        rounds = load_round_table(db, name)  # as the worker reads them
     finally:
         db.dispose()
-    d = compute_dashboard(frames, n_boot=N_BOOT, reviews=reviews, benchmark=name)
+    d = compute_dashboard(frames, n_boot=N_BOOT, reviews=reviews, benchmark=name, rounds=rounds)
     return json.dumps(d.to_json(), sort_keys=True)
 
 
