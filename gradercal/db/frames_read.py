@@ -25,11 +25,8 @@ caller then takes the rows path, which joins whatever the judgment names.
 
 from __future__ import annotations
 
-import gc
 import json
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -37,6 +34,7 @@ import numpy.typing as npt
 import pandas as pd
 from sqlalchemy import Connection, Text, func, select, type_coerce
 
+from gradercal._util.collector import collections_paused
 from gradercal.db import models as m
 from gradercal.frames import (
     ADJUDICATION_DTYPES,
@@ -64,25 +62,6 @@ _JUDGMENT_SELECT = (
     "WHERE {key}j.response_id IN (SELECT r.id FROM response r WHERE r.benchmark_id = {bench}) "
     "ORDER BY j.id"
 )
-
-
-@contextmanager
-def collections_paused() -> Iterator[None]:
-    """No automatic cyclic garbage collection inside the block (restored after, unless it
-    was off already: the Qt app runs its collections from a timer).
-
-    Reading a benchmark allocates a few hundred thousand row tuples of numbers and
-    strings, which hold no reference cycles; the collector, triggered by every 700
-    allocations, walked them again and again — about half the read's time at 222k
-    judgments.
-    """
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
 
 
 def read_frames(conn: Connection, bench_id: int, pass_threshold: float) -> Frames | None:
