@@ -42,9 +42,7 @@ bare_all(sys.argv[2], int(sys.argv[3]))
 
 def bare_read(db: str, bench_id: int) -> float:
     t0 = time.perf_counter()
-    subprocess.run(
-        [sys.executable, "-c", _BARE_CHILD, str(HERE), db, str(bench_id)], check=True
-    )
+    subprocess.run([sys.executable, "-c", _BARE_CHILD, str(HERE), db, str(bench_id)], check=True)
     return time.perf_counter() - t0
 
 
@@ -123,14 +121,23 @@ def main() -> int:
             w = worker_run(db, bench, model)
         run = {"load": load, "bare_read": bare, **w}
         runs.append(run)
-        fp = ", ".join(f"{k} {v:.2f}" for k, v in w["first_phases"].items())
+        start = w["first_open"] - sum(w["first_phases"].values())
+        fp = ", ".join(
+            [
+                f"start and imports {start:.2f}",
+                *(f"{k} {v:.2f}" for k, v in w["first_phases"].items()),
+            ]
+        )
         cp = ", ".join(f"{k} {v:.2f}" for k, v in w["filter_phases"].items())
         print(
             f"run {i + 1} (load {load:.2f}): bare read {bare:.3f} s; first open "
             f"{w['first_open']:.2f} s ({fp}); filter change {w['filter_change']:.2f} s ({cp})",
             flush=True,
         )
-    med = {k: statistics.median(r[k] for r in runs) for k in ("bare_read", "first_open", "filter_change")}
+    med = {
+        k: statistics.median(r[k] for r in runs)
+        for k in ("bare_read", "first_open", "filter_change")
+    }
     loads = [r["load"] for r in runs]
     print(
         f"\nmedians of {len(runs)} (load average {min(loads):.2f}–{max(loads):.2f}): bare read "
