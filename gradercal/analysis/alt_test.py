@@ -75,7 +75,9 @@ This module imports pandas, numpy, scipy and gradercal's core only.
 from __future__ import annotations
 
 import functools
+import itertools
 import math
+import operator
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
@@ -508,12 +510,15 @@ def alt_test(
         raise ValueError("an annotator annotated an item more than once")
     jmap = dict(judge.items())
     if pd.api.types.is_integer_dtype(h["item"].dtype) and all(
-        isinstance(i, int | np.integer) for i in jmap
+        map(isinstance, jmap, itertools.repeat(int | np.integer))
     ):
         # Integer items (e.g. codes from alt_test_frames): one hash lookup for all rows.
-        known = np.fromiter(
-            (i for i, x in jmap.items() if not _missing(x)), dtype=np.int64, count=-1
-        )
+        if set(map(type, jmap.values())) <= {bool}:  # plain bools: none is missing
+            known = np.fromiter(jmap, dtype=np.int64, count=len(jmap))
+        else:
+            known = np.fromiter(
+                (i for i, x in jmap.items() if not _missing(x)), dtype=np.int64, count=-1
+            )
         h = h.loc[h["item"].isin(known)]
     else:
         h = h.loc[h["item"].map(lambda i: i in jmap and not _missing(jmap[i]))]
@@ -536,7 +541,7 @@ def alt_test(
         )
     # Wide matrix items × annotators of value codes (-1 where missing); the judge's codes.
     codes, items = pd.factorize(h["item"], sort=False)
-    jraw = [jmap[i] for i in items]
+    jraw = list(map(jmap.__getitem__, items))
     vcodes, _ = pd.factorize(pd.Series([*h["value"].tolist(), *jraw], dtype=object))
     vcodes = np.asarray(vcodes, dtype=np.int64)
     col = {a: k for k, a in enumerate(names)}
@@ -670,10 +675,12 @@ def _item_clusters(
     if clusters is None:
         return None
     cmap = dict(clusters.items())
-    absent = [i for i in items if i not in cmap]
-    if absent:
-        raise ValueError(f"no cluster given for item {absent[0]!r}")
-    codes, _ = pd.factorize(pd.Series([cmap[i] for i in items], dtype=object), sort=False)
+    absent = object()
+    labels = list(map(cmap.get, items, itertools.repeat(absent)))
+    if any(map(operator.is_, labels, itertools.repeat(absent))):
+        first = next(i for i, label in zip(items, labels, strict=True) if label is absent)
+        raise ValueError(f"no cluster given for item {first!r}")
+    codes, _ = pd.factorize(pd.Series(labels, dtype=object), sort=False)
     return np.asarray(codes, dtype=np.int64)
 
 
@@ -727,18 +734,28 @@ def alt_test_frames(
     # An item is a (response, criterion) pair, coded as an integer.
     rc, _ = pd.factorize(v["response_id"].to_numpy(object), sort=False)
     cc, cu = pd.factorize(v["criterion_id"].to_numpy(object), sort=False)
-    v = v.assign(item=np.asarray(rc, np.int64) * max(len(cu), 1) + np.asarray(cc, np.int64))
-    jv = v.loc[v["grader"] == judge]
-    if jv.empty:
+    item = np.asarray(rc, np.int64) * max(len(cu), 1) + np.asarray(cc, np.int64)
+    # Column by column (no copy of the whole verdict table): the same rows, index and
+    # dtypes as selecting the judge's and the humans' rows of ``v`` with an item column.
+    grader = v["grader"]
+    is_human = (grader != judge).to_numpy(dtype=bool)
+    is_judge = ~is_human
+    if not is_judge.any():
         raise AltTestRefused(f"grader {judge!r} has no verdict on any judgment criterion")
-    hv = v.loc[v["grader"] != judge]
+    items = pd.Series(item, index=v.index)
+    met = v["met"].astype(bool)
     table = pd.DataFrame(
-        {"item": hv["item"], "annotator": hv["grader"], "value": hv["met"].astype(bool)}
+        {"item": items[is_human], "annotator": grader[is_human], "value": met[is_human]}
     )
-    task_of = dict(zip(v["item"].to_numpy(), v["task_id"].to_numpy(object), strict=True))
+    # Each item's task (an item is one response's, so every row of an item has the same
+    # task): from each item's first row.
+    _, first = np.unique(item, return_index=True)
+    task_of = dict(zip(item[first].tolist(), v["task_id"].to_numpy(object)[first], strict=True))
     return alt_test(
         table,
-        dict(zip(jv["item"], jv["met"].astype(bool), strict=True)),
+        dict(
+            zip(item[is_judge].tolist(), met.to_numpy(dtype=bool)[is_judge].tolist(), strict=True)
+        ),
         judge_name=judge,
         epsilon=epsilon,
         alpha=alpha,

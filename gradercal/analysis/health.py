@@ -239,7 +239,7 @@ def _health_parts(
     keys = ["response_id", "criterion_id"]
     pos = unit_positions(context, v)
     hmask = v["grader"].isin(names).to_numpy(bool)
-    hv = v.loc[hmask]
+    hv = v.loc[hmask, [*keys, "task_id", "met"]]  # the columns used below (no full copy)
     # Human agreement per unit.
     if pos is not None and not hv["task_id"].isna().any():
         per_unit = _per_unit_counts(hv, pos[0][hmask], [*keys, "task_id"])

@@ -34,7 +34,7 @@ import numpy.typing as npt
 import pandas as pd
 from sqlalchemy import Connection, Text, func, select, type_coerce
 
-from gradercal._util.gcpause import collections_paused
+from gradercal._util.collector import collections_paused
 from gradercal.db import models as m
 from gradercal.frames import (
     ADJUDICATION_DTYPES,

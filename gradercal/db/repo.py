@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, cast
 from sqlalchemy import Row, Table, func, insert, select, tuple_, update
 from sqlalchemy.orm import Session
 
-from gradercal._util.gcpause import collections_paused
+from gradercal._util.collector import collections_paused
 from gradercal.db import import_journal as journal
 from gradercal.db import models as m
 from gradercal.db.session import Database

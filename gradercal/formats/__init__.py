@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from gradercal._util.gcpause import collections_paused
+from gradercal._util.collector import collections_paused
 from gradercal.errors import GradercalError, Problem, ValidationError
 from gradercal.formats import healthbench, healthbench_meta, inspect_log, tables, v1
 from gradercal.formats._lines import Recognised

@@ -356,6 +356,24 @@ def test_progress_reaches_total_and_cancel_raises(mini: Frames) -> None:
         assert stopper.steps == stop_after
 
 
+def test_the_collector_is_paused_while_computing_and_restored(mini: Frames) -> None:
+    import gc
+
+    states: list[bool] = []
+    assert gc.isenabled()
+    compute_dashboard(mini, n_boot=0, progress=lambda a, b, label: states.append(gc.isenabled()))
+    assert states and not any(states) and gc.isenabled()
+    with pytest.raises(Cancelled):  # restored when the computation stops early too
+        compute_dashboard(mini, n_boot=0, cancelled=lambda: True)
+    assert gc.isenabled()
+    gc.disable()  # the Qt app's way (collections from a timer): left as it was
+    try:
+        compute_dashboard(mini, n_boot=0)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
 class _Stopper:
     """Cancels once ``limit`` sections have reported progress."""
 

@@ -29,6 +29,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from gradercal._util.distinct import map_distinct
 from gradercal.analysis.agreement import comparison_metrics
 from gradercal.analysis.calibration._types import FloatArray, Method, ThresholdMetric, _level
 from gradercal.analysis.calibration.calibrators import (
@@ -107,7 +108,7 @@ def _task_index(tasks: npt.NDArray[Any], lab: BoolArray) -> tuple[list[str], Int
     index of every row's task among them (−1 outside)."""
     names = [str(t) for t in pd.unique(pd.Series(tasks[lab], dtype=object))]
     code = {t: k for k, t in enumerate(names)}
-    return names, np.array([code.get(str(t), -1) for t in tasks], dtype=np.intp)
+    return names, map_distinct(tasks, lambda t: code.get(str(t), -1)).astype(np.intp)
 
 
 def _make_design(
@@ -426,14 +427,16 @@ def _add_responses(
         return
     parts, auto, need, pos = _credit_parts(frames, context)
     row_of = {r: k for k, r in enumerate(resp["response_id"].to_numpy(object))}
-    at = np.array([row_of.get(r, -1) for r in parts["response_id"].to_numpy(object)], np.intp)
+    at = map_distinct(parts["response_id"].to_numpy(object), lambda r: row_of.get(r, -1)).astype(
+        np.intp
+    )
     keep = at >= 0
     n_resp = len(resp)
     const, rpos, rneed = np.zeros(n_resp), np.zeros(n_resp), np.zeros(n_resp)
     const[at[keep]], rpos[at[keep]], rneed[at[keep]] = auto[keep], pos[keep], need[keep]
-    d.item_resp = np.array(
-        [row_of.get(r, -1) for r in items["response_id"].to_numpy(object)], dtype=np.intp
-    )
+    d.item_resp = map_distinct(
+        items["response_id"].to_numpy(object), lambda r: row_of.get(r, -1)
+    ).astype(np.intp)
     n_items = np.bincount(d.item_resp[d.item_resp >= 0], minlength=n_resp)
     points = items["points"].to_numpy(np.float64)
     partial = items["judge_partial"].to_numpy(np.float64)

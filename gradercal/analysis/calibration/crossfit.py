@@ -24,6 +24,7 @@ import numpy.typing as npt
 import pandas as pd
 from sklearn.base import BaseEstimator  # type: ignore[import-untyped, unused-ignore]
 
+from gradercal._util.distinct import map_distinct
 from gradercal.analysis.calibration._types import FloatArray, Method, ThresholdMetric, _level
 from gradercal.analysis.calibration.bootstrap import _add_responses, _Design, _make_design
 from gradercal.analysis.calibration.calibrators import _make
@@ -223,7 +224,7 @@ def cross_fit(
     for f, (_, test) in enumerate(gkf.split(lab_idx, groups=tasks[lab_idx])):
         for t in set(tasks[lab_idx[test]]):
             folds[str(t)] = f
-    fold_of = np.array([folds.get(str(t), -1) for t in tasks], dtype=np.int64)
+    fold_of = map_distinct(tasks, lambda t: folds.get(str(t), -1)).astype(np.int64)
     y = (
         items["human_met"].to_numpy(np.float64)
         if items is not None

@@ -25,6 +25,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from gradercal._util.distinct import map_distinct
 from gradercal.analysis.calibration._types import FloatArray
 from gradercal.analysis.context import AnalysisContext
 from gradercal.analysis.scoring import auto_verdicts, response_scores
@@ -126,7 +127,9 @@ def item_table(
             "model": out["model"].to_numpy(object),
             "criterion_id": out["criterion_id"].to_numpy(object),
             "points": out["points"].to_numpy(np.int64),
-            "group": np.array([_primary_tag(t, tag_prefix) for t in out["tags"]], dtype=object),
+            "group": map_distinct(
+                out["tags"].to_numpy(object), lambda t: _primary_tag(t, tag_prefix)
+            ),
             "judge_met": out["judge_met"].to_numpy(bool),
             "judge_score": out["judge_score"].to_numpy(np.float64),
             "judge_partial": out["judge_partial"].to_numpy(np.float64),
