@@ -259,6 +259,7 @@ def _copy_share(
             pass_threshold=bench.pass_threshold,
             format_version=bench.format_version,
             created_at=bench.created_at,
+            instructions=bench.instructions,  # the grading instructions travel with the work
         )
     )
     p.execute(
