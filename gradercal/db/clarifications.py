@@ -31,15 +31,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import Connection, insert, select, update
+from sqlalchemy import Connection, Table, insert, select, update
 from sqlalchemy.orm import Session
 
 from gradercal.db import models as m
 from gradercal.db.repo import Repository
 from gradercal.db.session import Database
 from gradercal.errors import GradercalError, NotFoundError
+from gradercal.model import AssignmentStatus
 
 __all__ = [
     "MAX_TEXT",
@@ -63,6 +64,10 @@ STATUSES = ("open", "answered", "closed")
 MAX_TEXT = 8000
 #: ``revision.source`` of the queue items a re-check reopened
 RECHECK_SOURCE = "clarify"
+#: ``revision.entity`` of a reopening, as :meth:`GradingStore.reopen` writes it (this
+#: module sits below :mod:`gradercal.db.grading`, which imports it)
+REOPEN_ENTITY = "assignment_reopen"
+_FINAL = frozenset({AssignmentStatus.SUBMITTED.value, AssignmentStatus.SKIPPED.value})
 
 
 class ClarificationError(GradercalError):
@@ -184,8 +189,8 @@ def _who(db: Database, actor: str | None) -> tuple[str, str | None]:
 
 
 # -- opening (the grader's side) -----------------------------------------------------------
-_C = m.Clarification.__table__
-_M = m.ClarificationMessage.__table__
+_C = cast(Table, m.Clarification.__table__)
+_M = cast(Table, m.ClarificationMessage.__table__)
 
 
 def open_from_flag(
@@ -315,8 +320,6 @@ def answer(
             other than a coordinator in team mode.
         NotFoundError: no such clarification.
     """
-    from gradercal.db.grading import FINAL_STATUSES, REOPEN_ENTITY
-
     reply = _clean(text, "answer")
     who, role = _who(db, actor)
     if role == "grader":
@@ -364,7 +367,7 @@ def answer(
                 if given_at is not None and given_at > when:
                     continue
                 graders.add(str(grader))
-                if a.status not in FINAL_STATUSES:
+                if a.status not in _FINAL:
                     continue  # still at work on it: the answer is beside the rubric
                 _reopen(s, a, REOPEN_ENTITY, clarification_id, who, when)
                 reopened.append(int(a.id))
@@ -399,7 +402,7 @@ def _reopen(
     s.execute(
         update(m.Assignment)
         .where(m.Assignment.id == a.id)
-        .values(status="in_progress", submitted_at=None, updated_at=when)
+        .values(status=AssignmentStatus.IN_PROGRESS.value, submitted_at=None, updated_at=when)
     )
 
 

@@ -54,6 +54,9 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from gradercal.db import models as m
+
+# re-exported: the ``revision.entity`` of the rows GradingStore.reopen keeps
+from gradercal.db.clarifications import REOPEN_ENTITY as REOPEN_ENTITY
 from gradercal.db.clarifications import (
     answered_for_criterion,
     benchmark_instructions,
@@ -94,8 +97,6 @@ __all__ = [
 
 #: Assignment states in which the grader is done with a response.
 FINAL_STATUSES = frozenset({AssignmentStatus.SUBMITTED.value, AssignmentStatus.SKIPPED.value})
-#: ``revision.entity`` of the rows :meth:`GradingStore.reopen` keeps: the state it left.
-REOPEN_ENTITY = "assignment_reopen"
 
 
 def blinding_code(rank: int) -> str:
