@@ -6,8 +6,10 @@ note opens the criterion's open thread, or joins it when one is open already (a
 in the same transaction as the judgment (:func:`open_from_flag`), on the grader's own
 connection, so in team mode the row is inserted *as* the grader and row-level security
 (:mod:`gradercal.db.team`) checks it. Only a new or changed note asks: saving the same
-note again (say, with another rationale) adds nothing, and a grader whose last question
-in the open thread says the same is not repeated. A flag without a note asks nothing.
+note again (say, with another rationale) adds nothing, a grader whose last question in
+the open thread says the same is not repeated, and a note edited while its thread is
+open revises the question it asked (the grading app saves after every pause in
+typing). A flag without a note asks nothing.
 :func:`ask` asks without a judgment (the ``gradercal clarify ask`` command).
 
 **Answering** (:func:`answer`, a coordinator or adjudicator) writes the answer into the
@@ -202,10 +204,16 @@ def open_from_flag(
     author: str,
     text: str,
     now: datetime,
+    judgment_id: int | None = None,
 ) -> int:
     """Ask ``text`` on a criterion inside the caller's transaction: join the criterion's
-    open thread, or open one. Returns the thread's id. Nothing is added when ``author``'s
-    last question in the open thread is ``text`` already."""
+    open thread, or open one. Returns the thread's id.
+
+    With ``judgment_id`` (the judgment whose unclear note this is) a note edited while the
+    thread is open *revises* the question that judgment asked (and the thread's first
+    question when it was that one) instead of adding another: the grading app saves a
+    note after every pause in typing. Nothing is added when ``author``'s last question
+    in the open thread is ``text`` already (the same note on another response)."""
     found = conn.execute(
         select(_C.c.id)
         .where(_C.c.criterion_id == criterion_id, _C.c.status == "open")
@@ -231,6 +239,27 @@ def open_from_flag(
         )
     else:
         cid = int(found)
+        if judgment_id is not None:
+            mine = conn.execute(
+                select(_M.c.id)
+                .where(
+                    _M.c.clarification_id == cid,
+                    _M.c.judgment_id == judgment_id,
+                    _M.c.kind == "question",
+                )
+                .order_by(_M.c.id.desc())
+                .limit(1)
+            ).scalar()
+            if mine is not None:
+                first = conn.execute(
+                    select(_M.c.id).where(_M.c.clarification_id == cid).order_by(_M.c.id).limit(1)
+                ).scalar()
+                conn.execute(update(_M).where(_M.c.id == mine).values(text=text))
+                if first == mine:
+                    conn.execute(
+                        update(_C).where(_C.c.id == cid).values(question=text, updated_at=now)
+                    )
+                return cid
         last = conn.execute(
             select(_M.c.text)
             .where(_M.c.clarification_id == cid, _M.c.author == author, _M.c.kind == "question")
@@ -241,7 +270,12 @@ def open_from_flag(
             return cid
     conn.execute(
         insert(_M).values(
-            clarification_id=cid, kind="question", author=author, text=text, created_at=now
+            clarification_id=cid,
+            kind="question",
+            author=author,
+            text=text,
+            created_at=now,
+            judgment_id=judgment_id,
         )
     )
     return cid

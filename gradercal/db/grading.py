@@ -986,6 +986,7 @@ class GradingStore:
                     author=str(ctx.name),
                     text=str(value.unclear_note),
                     now=now,
+                    judgment_id=jid,
                 )
             if changed:
                 starts = ctx.status == AssignmentStatus.PENDING.value and value.answered

@@ -365,7 +365,10 @@ class Clarification(Base):
 
 
 class ClarificationMessage(Base):
-    """One message of a clarification thread: a grader's ``question`` or an ``answer``."""
+    """One message of a clarification thread: a grader's ``question`` or an ``answer``.
+
+    A question asked by an unclear note keeps its judgment: editing the note while the
+    thread is open revises this message instead of adding one."""
 
     __tablename__ = "clarification_message"
 
@@ -377,6 +380,8 @@ class ClarificationMessage(Base):
     author: Mapped[str] = mapped_column(String(200))
     text: Mapped[str] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    #: the judgment whose unclear note asked this question (None: asked without one)
+    judgment_id: Mapped[int | None] = mapped_column(ForeignKey("judgment.id", ondelete="SET NULL"))
 
 
 class Revision(Base):

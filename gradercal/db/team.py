@@ -40,7 +40,8 @@ What a **grader** sees (everything else is invisible or refused):
 
 They write only their own judgments, task reviews and assignment progress (status,
 time), the history rows of those, and questions on the criteria of their tasks (a new
-thread, or a message in an open one, as themselves). An **adjudicator** reads
+thread, or a message in an open one, as themselves; their own questions they may
+revise while the thread is open). An **adjudicator** reads
 everything (acceptance rounds included, to see which tasks are settled), writes
 adjudications and answers clarifications; a
 **coordinator** reads and writes everything, and alone opens, closes and decides
@@ -251,6 +252,12 @@ _GRADER_POLICIES: dict[str, list[tuple[str, str, str | None, str | None]]] = {
             "AND task_id = (SELECT c.task_id FROM criterion c WHERE c.id = criterion_id) "
             "AND benchmark_id = (SELECT t.benchmark_id FROM task t WHERE t.id = task_id)",
         ),
+        (  # the opener's edited note revises the thread's first question
+            "revise",
+            "UPDATE",
+            "asked_by = current_user AND status = 'open'",
+            "asked_by = current_user AND status = 'open' AND answer IS NULL",
+        ),
     ],
     "clarification_message": [
         (
@@ -264,6 +271,15 @@ _GRADER_POLICIES: dict[str, list[tuple[str, str, str | None, str | None]]] = {
             "ask",
             "INSERT",
             None,
+            "kind = 'question' AND author = current_user "
+            "AND clarification_id IN (SELECT id FROM clarification WHERE status = 'open') "
+            "AND (judgment_id IS NULL OR judgment_id IN (SELECT id FROM judgment))",
+        ),
+        (  # a note edited while the thread is open revises its question
+            "revise",
+            "UPDATE",
+            "kind = 'question' AND author = current_user "
+            "AND clarification_id IN (SELECT id FROM clarification WHERE status = 'open')",
             "kind = 'question' AND author = current_user "
             "AND clarification_id IN (SELECT id FROM clarification WHERE status = 'open')",
         ),
@@ -344,10 +360,12 @@ _GRADER_GRANTS: dict[str, dict[str, tuple[str, ...] | None]] = {
             "asked_at",
             "updated_at",
         ),
+        "UPDATE": ("question", "updated_at"),
     },
     "clarification_message": {
         "SELECT": None,
-        "INSERT": ("clarification_id", "kind", "author", "text", "created_at"),
+        "INSERT": ("clarification_id", "kind", "author", "text", "created_at", "judgment_id"),
+        "UPDATE": ("text",),
     },
 }
 

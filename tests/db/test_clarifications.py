@@ -100,6 +100,39 @@ def test_an_unclear_note_opens_the_thread_and_others_join_it(store: GradingStore
     assert len(get(store.db, thread.id).messages) == 2
 
 
+def test_a_note_edited_while_the_thread_is_open_revises_its_question(
+    store: GradingStore,
+) -> None:
+    ana = _items(store, "ana", "P2")
+    bob = _items(store, "bob", "P2")
+    aid, bid = ana[0].assignment_id, bob[0].assignment_id
+    for typed in ("Does a pl", "Does a plateau count?"):  # saved after each pause in typing
+        store.save_judgment(aid, "c1", JudgmentValue(met=True, unclear=True, unclear_note=typed))
+    store.save_judgment(bid, "c1", JudgmentValue(met=True, unclear=True, unclear_note="Wh"))
+    store.save_judgment(bid, "c1", JudgmentValue(met=True, unclear=True, unclear_note="Which?"))
+    [thread] = list_clarifications(store.db, BENCH)
+    assert thread.question == "Does a plateau count?"
+    assert [(x.author, x.text) for x in thread.messages] == [
+        ("ana", "Does a plateau count?"),
+        ("bob", "Which?"),
+    ]
+    # bob's edit revises his message only; ana's revises the thread's question too
+    store.save_judgment(aid, "c1", JudgmentValue(met=True, unclear=True, unclear_note="Plateau?"))
+    thread = get(store.db, thread.id)
+    assert thread.question == "Plateau?"
+    assert [x.text for x in thread.messages] == ["Plateau?", "Which?"]
+    # another response's note is another question; once answered, an edit asks anew
+    store.save_judgment(
+        ana[1].assignment_id, "c1", JudgmentValue(met=False, unclear=True, unclear_note="Slope?")
+    )
+    assert [x.text for x in get(store.db, thread.id).messages] == ["Plateau?", "Which?", "Slope?"]
+    answer(store.db, thread.id, "A plateau counts when it lasts 3 points.", actor="chair")
+    store.save_judgment(aid, "c1", JudgmentValue(met=True, unclear=True, unclear_note="Plateau!"))
+    old, new = list_clarifications(store.db, BENCH)
+    assert old.messages[0].text == "Plateau?" and old.status == "answered"
+    assert (new.status, new.question, new.asked_by) == ("open", "Plateau!", "ana")
+
+
 def test_answer_recheck_reopens_finished_work_and_graders_read_it(store: GradingStore) -> None:
     ana = _items(store, "ana", "P1")
     bob = _items(store, "bob", "P1")

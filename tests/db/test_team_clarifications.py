@@ -71,14 +71,29 @@ def test_a_grader_asks_reads_answers_and_nothing_else(crew: Team) -> None:
             "c1",
             JudgmentValue(met=False, unclear=True, unclear_note="BOB-QUESTION"),
         )
+        # ana edits her note: her question (the thread's first) is revised, as ana
+        store.save_judgment(
+            item.assignment_id,
+            "c1",
+            JudgmentValue(met=True, unclear=True, unclear_note="Do trends count?"),
+        )
         thread_id = int(
             _scalar(admin, "SELECT id FROM clarification WHERE asked_by = :a", a=crew.ana)
         )
         thread = get(owner, thread_id)
+        assert thread.question == "Do trends count?"
         assert [(x.author, x.text) for x in thread.messages] == [
-            (crew.ana, "trends?"),
+            (crew.ana, "Do trends count?"),
             (crew.bob, "BOB-QUESTION"),
         ]
+        # she cannot rewrite bob's question (row-level security hides it from her)
+        with ana.begin() as conn:
+            changed = conn.execute(
+                text("UPDATE clarification_message SET text = 'x' WHERE author = :b"),
+                {"b": crew.bob},
+            ).rowcount
+        assert changed == 0
+        assert get(owner, thread_id).messages[1].text == "BOB-QUESTION"
 
         # only the coordinator or an adjudicator answers; only the coordinator re-checks
         with pytest.raises(ClarificationError, match="only a coordinator or an adjudicator"):

@@ -73,6 +73,13 @@ def upgrade() -> None:
         sa.Column("author", sa.String(length=200), nullable=False),
         sa.Column("text", sa.Text(), nullable=False),
         sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+        sa.Column("judgment_id", sa.Integer(), nullable=True),
+        sa.ForeignKeyConstraint(
+            ["judgment_id"],
+            ["judgment.id"],
+            name=op.f("fk_clarification_message_judgment_id_judgment"),
+            ondelete="SET NULL",
+        ),
         sa.ForeignKeyConstraint(
             ["clarification_id"],
             ["clarification.id"],
