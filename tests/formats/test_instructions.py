@@ -70,3 +70,24 @@ def test_stored_on_import_replaced_on_reimport_and_exported(db_url: str, tmp_pat
     exported = json.loads((out / "benchmark.json").read_text("utf-8"))
     assert exported["instructions"] == "Be strict."
     assert read_folder(out).benchmark.instructions == "Be strict."
+
+
+def test_an_offline_packet_carries_the_instructions(db_url: str, tmp_path: Path) -> None:
+    from gradercal.db.grading import GradingStore
+    from gradercal.db.packets import export_packet, open_packet
+
+    folder = _with(write_gui_benchmark(tmp_path / "b"), instructions=TEXT)
+    db = open_database(db_url, create=True)
+    try:
+        Repository(db).import_data(read_folder(folder))
+        store = GradingStore(db)
+        store.create_grader("ana")
+        store.ensure_queue("ana", "gui-bench")
+        export_packet(db, "ana", tmp_path / "ana.gcpkg")
+    finally:
+        db.dispose()
+    with open_packet(tmp_path / "ana.gcpkg", workdir=tmp_path / "work") as session:
+        offline = GradingStore(session.db)
+        item = offline.queue("ana", "gui-bench")[0]
+        shown = offline.guidelines("gui-bench", item.task_id, "c1")
+        assert shown.instructions == TEXT and shown.answers == ()
