@@ -308,6 +308,8 @@ class Benchmark:
     name: str
     pass_threshold: float = DEFAULT_PASS_THRESHOLD
     format_version: int = FORMAT_VERSION
+    #: general grading instructions shown to graders beside the rubric (None: none given)
+    instructions: str | None = None
 
 
 @dataclass

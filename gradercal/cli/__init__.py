@@ -82,6 +82,10 @@ class LazyGroup(click.Group):
             "gradercal.cli.tasks:tasks",
             "Task acceptance rounds: status, agreement, survey; accept, reject, send back.",
         ),
+        "clarify": (
+            "gradercal.cli.clarify:clarify",
+            "Clarification threads on criteria: list, show, answer (and re-check), ask.",
+        ),
         "packet": ("gradercal.cli.ops:packet", "Offline grading packets: export, merge, inspect."),
         "backup": ("gradercal.cli.ops:backup", "A consistent copy of the database."),
         "check": ("gradercal.cli.ops:check", "Integrity, orphan rows and artifact hashes."),

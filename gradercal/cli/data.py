@@ -512,6 +512,8 @@ def _export_folder(
             "pass_threshold": bench.pass_threshold,
             "format_version": bench.format_version,
         }
+        if bench.instructions:
+            settings["instructions"] = bench.instructions
         (tmp / "benchmark.json").write_text(
             json.dumps(settings, ensure_ascii=False, indent=2) + "\n", encoding="utf-8"
         )

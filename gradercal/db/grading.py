@@ -21,6 +21,9 @@ on every machine and every Python version and never change once made. The codes 
 the rank of a response's assignment (by queue position) within its task, so they are
 stable too: assignments added later get later letters.
 
+A verdict flagged unclear with a new or changed note also asks a question on the
+criterion in the same transaction (:mod:`gradercal.db.clarifications`).
+
 Every write commits at once. Changing a judgment or a task review first copies the
 old value into ``revision`` (``source="ui"``, ``actor`` = the grader), so nothing a
 grader entered is ever lost. Judges' verdicts and other graders' judgments are never
@@ -51,6 +54,14 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from gradercal.db import models as m
+
+# re-exported: the ``revision.entity`` of the rows GradingStore.reopen keeps
+from gradercal.db.clarifications import REOPEN_ENTITY as REOPEN_ENTITY
+from gradercal.db.clarifications import (
+    answered_for_criterion,
+    benchmark_instructions,
+    open_from_flag,
+)
 from gradercal.db.repo import Repository, _task_from_row, judgment_snapshot
 from gradercal.db.session import Database
 from gradercal.errors import ConflictError, NotFoundError, Problem, ValidationError
@@ -70,6 +81,7 @@ __all__ = [
     "GraderInfo",
     "GradingItem",
     "GradingStore",
+    "Guidelines",
     "JudgmentValue",
     "JudgmentVersion",
     "QueueItem",
@@ -85,8 +97,6 @@ __all__ = [
 
 #: Assignment states in which the grader is done with a response.
 FINAL_STATUSES = frozenset({AssignmentStatus.SUBMITTED.value, AssignmentStatus.SKIPPED.value})
-#: ``revision.entity`` of the rows :meth:`GradingStore.reopen` keeps: the state it left.
-REOPEN_ENTITY = "assignment_reopen"
 
 
 def blinding_code(rank: int) -> str:
@@ -256,6 +266,15 @@ class GradingItem:
 
 
 @dataclass(frozen=True)
+class Guidelines:
+    """What the Guidelines panel shows beside one criterion: the benchmark's grading
+    instructions and the answered clarifications of the criterion, oldest first."""
+
+    instructions: str | None
+    answers: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class TaskReviewValue:
     """A reviewer's survey answers on one task: ``answers`` maps dimension key → 1…5."""
 
@@ -305,6 +324,8 @@ _SAVE_CONTEXT = (
         m.Assignment.grader_id,
         m.Assignment.response_id,
         m.Assignment.status,
+        m.Response.benchmark_id,
+        m.Response.task_id,
         m.Grader.name,
         m.Criterion.id.label("criterion_pk"),
         m.Criterion.kind,
@@ -481,6 +502,8 @@ class GradingStore:
         self._tasks: dict[int, Task] = {}
         self._sees_adjudications: bool | None = None
         self._team_user: tuple[str | None] | None = None
+        #: benchmark name → (id, grading instructions); imports do not change them often
+        self._instructions: dict[str, tuple[int, str | None]] = {}
 
     def team_user(self) -> str | None:
         """The login role this session grades as in team mode (PostgreSQL roles, see
@@ -788,6 +811,18 @@ class GradingStore:
             versions=versions,
         )
 
+    def guidelines(self, benchmark: str | None, task_id: str, criterion_id: str) -> Guidelines:
+        """The benchmark's grading instructions and the answers on one criterion (read
+        now, so an answer given meanwhile shows; instructions are read once per store)."""
+        key = benchmark or ""
+        known = self._instructions.get(key)
+        if known is None:
+            bench_id = self.repo.benchmark(benchmark).id
+            known = (bench_id, benchmark_instructions(self.db, bench_id))
+            self._instructions[key] = known
+        found = answered_for_criterion(self.db, known[0], task_id, criterion_id)
+        return Guidelines(known[1], tuple(g.answer for g in found))
+
     def peek_task(self, assignment_id: int) -> Task:
         """The task of a queue item (e.g. to prepare its artifacts ahead of time)."""
         with self.db.read() as s:
@@ -938,6 +973,21 @@ class GradingStore:
                     },
                 )
                 jid, revision, changed = int(ctx.id), int(ctx.revision) + 1, True
+            asks = value.unclear and value.unclear_note is not None
+            if asks and (
+                ctx.id is None or not ctx.unclear or ctx.unclear_note != value.unclear_note
+            ):
+                # a new or changed note asks the coordinators (gradercal.db.clarifications)
+                open_from_flag(
+                    conn,
+                    benchmark_id=int(ctx.benchmark_id),
+                    task_id=int(ctx.task_id),
+                    criterion_id=int(ctx.criterion_pk),
+                    author=str(ctx.name),
+                    text=str(value.unclear_note),
+                    now=now,
+                    judgment_id=jid,
+                )
             if changed:
                 starts = ctx.status == AssignmentStatus.PENDING.value and value.answered
                 reopens = ctx.status == AssignmentStatus.SUBMITTED.value and not value.answered

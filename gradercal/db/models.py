@@ -54,6 +54,8 @@ class Benchmark(Base):
     pass_threshold: Mapped[float] = mapped_column(Float, default=0.7)
     format_version: Mapped[int] = mapped_column(Integer, default=1)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    #: general grading instructions (benchmark.json ``instructions``), shown beside the rubric
+    instructions: Mapped[str | None] = mapped_column(Text)
 
     tasks: Mapped[list[Task]] = relationship(back_populates="benchmark")
 
@@ -335,6 +337,51 @@ class TaskRound(Base):
     proposed: Mapped[bool | None] = mapped_column(Boolean)
     reasons: Mapped[list[Any] | None] = mapped_column(JSON(none_as_null=True))
     revision: Mapped[int] = mapped_column(Integer, default=1)
+
+
+class Clarification(Base):
+    """A clarification thread on one criterion (0005), opened by a grader's unclear flag.
+
+    ``status`` is ``open`` (asked, not answered), ``answered`` or ``closed``;
+    ``question`` is the first question, ``answer`` the current answer. Every question
+    and answer is also a :class:`ClarificationMessage`, so the thread keeps them all.
+    """
+
+    __tablename__ = "clarification"
+    __table_args__ = (Index("ix_clarification_criterion_status", "criterion_id", "status"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    benchmark_id: Mapped[int] = mapped_column(ForeignKey("benchmark.id", ondelete="CASCADE"))
+    task_id: Mapped[int] = mapped_column(ForeignKey("task.id", ondelete="CASCADE"))
+    criterion_id: Mapped[int] = mapped_column(ForeignKey("criterion.id", ondelete="CASCADE"))
+    status: Mapped[str] = mapped_column(String(20), default="open")
+    question: Mapped[str] = mapped_column(Text)
+    asked_by: Mapped[str] = mapped_column(String(200))
+    asked_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    answer: Mapped[str | None] = mapped_column(Text)
+    answered_by: Mapped[str | None] = mapped_column(String(200))
+    answered_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class ClarificationMessage(Base):
+    """One message of a clarification thread: a grader's ``question`` or an ``answer``.
+
+    A question asked by an unclear note keeps its judgment: editing the note while the
+    thread is open revises this message instead of adding one."""
+
+    __tablename__ = "clarification_message"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    clarification_id: Mapped[int] = mapped_column(
+        ForeignKey("clarification.id", ondelete="CASCADE"), index=True
+    )
+    kind: Mapped[str] = mapped_column(String(20))
+    author: Mapped[str] = mapped_column(String(200))
+    text: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    #: the judgment whose unclear note asked this question (None: asked without one)
+    judgment_id: Mapped[int | None] = mapped_column(ForeignKey("judgment.id", ondelete="SET NULL"))
 
 
 class Revision(Base):

@@ -214,6 +214,27 @@ def _read(
                     judge_met=judge_verdicts.get((r, c)),
                 )
             )
+        for c, answer, who in s.execute(
+            select(
+                m.Clarification.criterion_id, m.Clarification.answer, m.Clarification.answered_by
+            ).where(
+                m.Clarification.benchmark_id == bench_id,
+                m.Clarification.answer.is_not(None),
+            )
+        ):
+            cr = crit[c]
+            notes.append(
+                ExpertNote(
+                    source="clarification",
+                    task_id=cr.task,
+                    criterion_id=cr.external_id,
+                    response_id="",
+                    criterion=cr.text,
+                    tags=tuple(str(t) for t in cr.tags or ()),
+                    author=str(who or ""),
+                    text=str(answer),
+                )
+            )
         adj_rows = s.execute(
             select(A.response_id, A.criterion_id, A.met, A.adjudicator, A.note)
             .join(R, R.id == A.response_id)

@@ -84,6 +84,8 @@ class ImportReport:
     benchmark: str
     benchmark_created: bool = False
     pass_threshold_changed: tuple[float, float] | None = None
+    #: benchmark.json's ``instructions`` replaced the stored ones
+    instructions_changed: bool = False
     tasks_added: int = 0
     tasks_unchanged: int = 0
     artifacts_added: int = 0
@@ -106,6 +108,7 @@ class ImportReport:
         return bool(
             self.benchmark_created
             or self.pass_threshold_changed
+            or self.instructions_changed
             or self.tasks_added
             or self.responses_added
             or self.graders_added
@@ -471,6 +474,7 @@ class Repository:
                     name=data.benchmark.name,
                     pass_threshold=data.benchmark.pass_threshold,
                     format_version=data.benchmark.format_version,
+                    instructions=data.benchmark.instructions,
                 )
                 s.add(bench)
                 s.flush()
@@ -494,6 +498,15 @@ class Repository:
                     data.benchmark.pass_threshold,
                 )
                 stored.pass_threshold = data.benchmark.pass_threshold
+            if (
+                threshold_from_file
+                and data.benchmark.instructions is not None
+                and stored.instructions != data.benchmark.instructions
+            ):
+                # new instructions in benchmark.json replace the stored ones; a file
+                # without any leaves them as they are
+                stored.instructions = data.benchmark.instructions
+                report.instructions_changed = True
         return report
 
     def _import_tasks(
@@ -1350,6 +1363,9 @@ def benchmark_of(data: BenchmarkData, name: str) -> BenchmarkData:
     """The same data, addressed to the benchmark called ``name``."""
     b = data.benchmark
     data.benchmark = Benchmark(
-        name=name, pass_threshold=b.pass_threshold, format_version=b.format_version
+        name=name,
+        pass_threshold=b.pass_threshold,
+        format_version=b.format_version,
+        instructions=b.instructions,
     )
     return data

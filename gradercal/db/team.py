@@ -34,9 +34,16 @@ What a **grader** sees (everything else is invisible or refused):
   decisions, and the agreement figures they rest on), nor other graders' rows; none of
   the history of rounds, nor the acceptance settings kept in ``database_info``.
 
+* of ``clarification`` threads (:mod:`gradercal.db.clarifications`), those on the
+  criteria of their tasks, without the question and who asked it; of their messages,
+  the answers and their own questions.
+
 They write only their own judgments, task reviews and assignment progress (status,
-time), and the history rows of those. An **adjudicator** reads everything (acceptance
-rounds included, to see which tasks are settled) and writes adjudications; a
+time), the history rows of those, and questions on the criteria of their tasks (a new
+thread, or a message in an open one, as themselves; their own questions they may
+revise while the thread is open). An **adjudicator** reads
+everything (acceptance rounds included, to see which tasks are settled), writes
+adjudications and answers clarifications; a
 **coordinator** reads and writes everything, and alone opens, closes and decides
 acceptance rounds. A new table needs no entry here to be covered: :func:`init` enables
 row-level security on every table of the schema and gives graders nothing on a table
@@ -231,6 +238,52 @@ _GRADER_POLICIES: dict[str, list[tuple[str, str, str | None, str | None]]] = {
         ("write", "INSERT", None, f"({_OWN_HISTORY}) AND actor = current_user"),
     ],
     "database_info": [("id", "SELECT", "key = 'database_id'", None)],
+    # clarification threads on the criteria of their tasks: they read the answers (the
+    # columns granted below leave out who asked what) and ask as themselves
+    "clarification": [
+        ("read", "SELECT", "criterion_id IN (SELECT id FROM criterion)", None),
+        (
+            "ask",
+            "INSERT",
+            None,
+            "asked_by = current_user AND status = 'open' AND answer IS NULL "
+            "AND answered_by IS NULL AND answered_at IS NULL "
+            "AND criterion_id IN (SELECT id FROM criterion) "
+            "AND task_id = (SELECT c.task_id FROM criterion c WHERE c.id = criterion_id) "
+            "AND benchmark_id = (SELECT t.benchmark_id FROM task t WHERE t.id = task_id)",
+        ),
+        (  # the opener's edited note revises the thread's first question
+            "revise",
+            "UPDATE",
+            "asked_by = current_user AND status = 'open'",
+            "asked_by = current_user AND status = 'open' AND answer IS NULL",
+        ),
+    ],
+    "clarification_message": [
+        (
+            "read",
+            "SELECT",
+            "clarification_id IN (SELECT id FROM clarification) "
+            "AND (kind = 'answer' OR author = current_user)",
+            None,
+        ),
+        (
+            "ask",
+            "INSERT",
+            None,
+            "kind = 'question' AND author = current_user "
+            "AND clarification_id IN (SELECT id FROM clarification WHERE status = 'open') "
+            "AND (judgment_id IS NULL OR judgment_id IN (SELECT id FROM judgment))",
+        ),
+        (  # a note edited while the thread is open revises its question
+            "revise",
+            "UPDATE",
+            "kind = 'question' AND author = current_user "
+            "AND clarification_id IN (SELECT id FROM clarification WHERE status = 'open')",
+            "kind = 'question' AND author = current_user "
+            "AND clarification_id IN (SELECT id FROM clarification WHERE status = 'open')",
+        ),
+    ],
 }
 
 #: Column privileges of the grader group role (table → {privilege: columns or None = all}).
@@ -285,6 +338,35 @@ _GRADER_GRANTS: dict[str, dict[str, tuple[str, ...] | None]] = {
         "INSERT": ("entity", "entity_id", "revision", "data", "actor", "source", "changed_at"),
     },
     "database_info": {"SELECT": None},
+    "clarification": {
+        "SELECT": (
+            "id",
+            "benchmark_id",
+            "task_id",
+            "criterion_id",
+            "status",
+            "answer",
+            "answered_by",
+            "answered_at",
+            "updated_at",
+        ),
+        "INSERT": (
+            "benchmark_id",
+            "task_id",
+            "criterion_id",
+            "status",
+            "question",
+            "asked_by",
+            "asked_at",
+            "updated_at",
+        ),
+        "UPDATE": ("question", "updated_at"),
+    },
+    "clarification_message": {
+        "SELECT": None,
+        "INSERT": ("clarification_id", "kind", "author", "text", "created_at", "judgment_id"),
+        "UPDATE": ("text",),
+    },
 }
 
 #: Columns a history row keeps of each table (as gradercal's own writers keep them).
@@ -525,6 +607,18 @@ def init(db: Database) -> InitReport:
                 policies.append(
                     ("adjudicator_insert", a, "INSERT", None, "entity LIKE 'adjudication%'")
                 )
+            if table == "clarification":  # adjudicators answer clarifications too
+                policies.append(("adjudicator_answer", a, "UPDATE", "true", "true"))
+            if table == "clarification_message":
+                policies.append(
+                    (
+                        "adjudicator_answer",
+                        a,
+                        "INSERT",
+                        None,
+                        "kind = 'answer' AND author = current_user",
+                    )
+                )
             for suffix, command, using, check in _GRADER_POLICIES.get(table, []):
                 policies.append((f"grader_{suffix}", g, command, using, check))
             for suffix, role, command, using, check in policies:
@@ -548,10 +642,23 @@ def init(db: Database) -> InitReport:
             conn.execute(text(f"REVOKE TRUNCATE ON {table} FROM {_q(c)}"))
         conn.execute(text(f"GRANT INSERT, UPDATE ON adjudication TO {_q(a)}"))
         conn.execute(text(f"GRANT INSERT ON revision TO {_q(a)}"))
+        conn.execute(
+            text(
+                "GRANT UPDATE (status, answer, answered_by, answered_at, updated_at) "
+                f"ON clarification TO {_q(a)}"
+            )
+        )
+        conn.execute(text(f"GRANT INSERT ON clarification_message TO {_q(a)}"))
         conn.execute(text(f"GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO {_q(c)}"))
-        for table in ("judgment", "task_review", "revision"):
+        for table in (
+            "judgment",
+            "task_review",
+            "revision",
+            "clarification",
+            "clarification_message",
+        ):
             conn.execute(text(f"GRANT USAGE ON SEQUENCE {table}_id_seq TO {_q(g)}"))
-        for table in ("adjudication", "revision"):
+        for table in ("adjudication", "revision", "clarification_message"):
             conn.execute(text(f"GRANT USAGE ON SEQUENCE {table}_id_seq TO {_q(a)}"))
         raw = conn.connection.driver_connection
         assert raw is not None

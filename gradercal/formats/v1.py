@@ -208,6 +208,7 @@ class _Reader:
             name=value.get("name") or self.root.name,
             pass_threshold=float(value.get("pass_threshold", DEFAULT_PASS_THRESHOLD)),
             format_version=int(value.get("format_version", FORMAT_VERSION)),
+            instructions=(value.get("instructions") or "").replace("\x00", "").strip() or None,
         )
 
     # -- tasks.jsonl ---------------------------------------------------------------

@@ -8,8 +8,8 @@ A :class:`PromptPackage` bundles, for one judge grader:
   templates, examples and options, :attr:`PromptTemplate.content_hash`), the id the
   database stores it under;
 * **guidance** — rubric guidance distilled from the experts, deterministically (no
-  LLM): the notes of "criterion unclear" flags and of adjudications, whitespace-
-  normalised, deduplicated case-insensitively, grouped per criterion with counts and
+  LLM): the coordinators' answers to clarification questions (first), the notes of
+  "criterion unclear" flags and of adjudications, whitespace-normalised, deduplicated case-insensitively, grouped per criterion with counts and
   authors; per criterion tag, the counts of adjudicated items where the judge said
   met / not met against the final verdict and, when one direction dominates, one rule
   (:func:`distill_guidance`);

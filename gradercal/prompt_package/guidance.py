@@ -1,8 +1,9 @@
 """Rubric guidance distilled from the experts, and its slot in the user template.
 
-Deterministically (no LLM): the notes of "criterion unclear" flags and of adjudications,
-whitespace-normalised, deduplicated case-insensitively, grouped per criterion with counts
-and authors; per criterion tag, the counts of adjudicated items where the judge said
+Deterministically (no LLM): the coordinators' answers to clarification questions, the
+notes of "criterion unclear" flags and of adjudications, whitespace-normalised,
+deduplicated case-insensitively, grouped per criterion with counts and authors (the
+answers first: they settle what the raw notes ask); per criterion tag, the counts of adjudicated items where the judge said
 met / not met against the final verdict and, when one direction dominates, one rule
 (:func:`distill_guidance`). :func:`guidance_option` turns it into the prompt's
 ``guidance`` option (rendered per request into ``{{guidance}}``);
@@ -35,6 +36,14 @@ GUIDANCE_BLOCK = (
     "{{guidance}}\n"
     "</guidance>"
 )
+#: The prefix of a clarification answer in the prompt's guidance.
+CLARIFIED = "Clarified: "
+#: Per criterion, the counter each note source moves on.
+_COUNTERS = {
+    "unclear": "n_unclear",
+    "adjudication": "n_adjudication_notes",
+    "clarification": "n_clarifications",
+}
 _LENIENT_RULE = (
     "Answer true only when the response clearly does what the criterion describes: "
     "the experts overruled a 'met' verdict of the judge on {k} of {n} adjudicated items."
@@ -57,8 +66,9 @@ def distill_guidance(
 
     Per criterion (``task_id/criterion_id``): the distinct notes (compared
     case-insensitively after whitespace normalisation; the first spelling is kept) with
-    how often each was written, by whom and from which sources; how many unclear flags
-    and adjudications the criterion has.
+    how often each was written, by whom and from which sources, the answered
+    clarifications first, then the rest by count; how many unclear flags, adjudication
+    notes and clarification answers the criterion has.
 
     Per tag: over the adjudicated items whose criterion has the tag and that the judge
     rated, ``judge_overruled_met`` (judge met, final not met) and
@@ -86,10 +96,11 @@ def distill_guidance(
                 "tags": list(dict.fromkeys(n.tags)),
                 "n_unclear": 0,
                 "n_adjudication_notes": 0,
+                "n_clarifications": 0,
                 "_notes": {},
             },
         )
-        entry["n_unclear" if n.source == "unclear" else "n_adjudication_notes"] += 1
+        entry[_COUNTERS[n.source]] += 1
         slot = entry["_notes"].setdefault(
             text.casefold(),
             {"text": text, "count": 0, "authors": set(), "sources": set(), "responses": set()},
@@ -97,7 +108,8 @@ def distill_guidance(
         slot["count"] += 1
         slot["authors"].add(n.author)
         slot["sources"].add(n.source)
-        slot["responses"].add(n.response_id)
+        if n.response_id:
+            slot["responses"].add(n.response_id)
     criteria = []
     for key in sorted(per_criterion):
         entry = per_criterion[key]
@@ -110,7 +122,14 @@ def distill_guidance(
                 "sources": sorted(s["sources"]),
                 "n_responses": len(s["responses"]),
             }
-            for s in sorted(raw.values(), key=lambda s: (-s["count"], s["text"].casefold()))
+            for s in sorted(
+                raw.values(),
+                key=lambda s: (
+                    "clarification" not in s["sources"],
+                    -s["count"],
+                    s["text"].casefold(),
+                ),
+            )
         ]
         criteria.append(entry)
     items = [a for a in adjudicated if a.judge_met is not None]
@@ -154,16 +173,21 @@ def _rules(lenient: int, strict: int, n: int) -> list[str]:
 def guidance_option(guidance: Mapping[str, Any]) -> dict[str, Any]:
     """The ``guidance`` prompt option (what the judge is sent) from distilled guidance.
 
-    Criterion notes are keyed by criterion text; a note written more than once says so.
+    Criterion notes are keyed by criterion text, clarification answers first (marked
+    ``Clarified:``); a note written more than once says so.
     Empty parts are left out; no guidance at all gives ``{}``.
     """
     crit: dict[str, list[str]] = {}
     for c in guidance.get("criteria", []):
         lines = crit.setdefault(c["criterion"], [])
         for note in c["notes"]:
-            suffix = f" (noted {note['count']}×)" if note["count"] > 1 else ""
-            if note["text"] + suffix not in lines:
-                lines.append(note["text"] + suffix)
+            if "clarification" in note["sources"]:
+                line = CLARIFIED + note["text"]
+            else:
+                suffix = f" (noted {note['count']}×)" if note["count"] > 1 else ""
+                line = note["text"] + suffix
+            if line not in lines:
+                lines.append(line)
     tags = {t["tag"]: list(t["rules"]) for t in guidance.get("tags", []) if t["rules"]}
     out: dict[str, Any] = {}
     if guidance.get("general"):

@@ -23,9 +23,12 @@ class ExpertNote:
     """One thing an expert wrote about a criterion.
 
     Attributes:
-        source: ``"unclear"`` (a grader flagged the criterion unclear, with a note) or
-            ``"adjudication"`` (an adjudicator's note on the final verdict).
-        task_id, criterion_id, response_id: Where (external ids).
+        source: ``"unclear"`` (a grader flagged the criterion unclear, with a note),
+            ``"adjudication"`` (an adjudicator's note on the final verdict) or
+            ``"clarification"`` (a coordinator's answer to the graders' questions on the
+            criterion: :mod:`gradercal.db.clarifications`).
+        task_id, criterion_id, response_id: Where (external ids; ``response_id`` is
+            empty for a clarification, which is about the criterion, not a response).
         criterion: The criterion's text.
         tags: The criterion's tags.
         author: The grader or adjudicator.
@@ -34,7 +37,7 @@ class ExpertNote:
         judge_met: The judge's verdict on the same item (None: no verdict).
     """
 
-    source: Literal["unclear", "adjudication"]
+    source: Literal["unclear", "adjudication", "clarification"]
     task_id: str
     criterion_id: str
     response_id: str

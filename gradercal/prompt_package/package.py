@@ -158,9 +158,12 @@ def build_package(
     calib_tasks, held_out = split_tasks((calibration or {}).get("split"))
     allowed: frozenset[str] | None = calib_tasks if calibration else None
     # Adjudications reveal final verdicts: outside the calibration split they would
-    # leak held-out answers into the prompt. Unclear notes are about wording: all kept.
+    # leak held-out answers into the prompt. Unclear notes and clarification answers are
+    # about wording: all kept.
     used_notes = [
-        n for n in notes if n.source == "unclear" or allowed is None or n.task_id in allowed
+        n
+        for n in notes
+        if n.source in ("unclear", "clarification") or allowed is None or n.task_id in allowed
     ]
     used_adjudicated = [a for a in adjudicated if allowed is None or a.task_id in allowed]
     guidance = distill_guidance(used_notes, used_adjudicated)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 from collections.abc import Callable
 
 from PySide6.QtCore import Qt, QTimer, Signal
@@ -53,6 +54,8 @@ from gradercal.ui.qt_skip_dialog import QtSkipDialog
 from gradercal.ui.qt_widgets import QtElidedLabel
 from gradercal.ui.shortcuts import keys
 from gradercal.ui.viewers.qt_artifact_panel import QtArtifactPanel
+
+log = logging.getLogger(__name__)
 
 TEXT_SAVE_DELAY_MS = 600
 TIME_FLUSH_MS = 30_000
@@ -425,7 +428,20 @@ class QtGradingView(QWidget):
         r = self.state.rows[row]
         self._text_criterion = None if r.is_auto else r.criterion.id
         self.rubric.show_row(r)
+        self._show_guidelines(r.criterion.id)
         self._save_position()
+
+    def _show_guidelines(self, criterion_id: str) -> None:
+        """The Guidelines panel for the current criterion, read now: an answer saved
+        since the item opened shows as soon as the grader comes to its criterion."""
+        if self.current is None:
+            return
+        try:
+            found = self.store.guidelines(self.benchmark, self.current.task.id, criterion_id)
+        except Exception:  # a help beside the rubric: never in the way of grading
+            log.exception("cannot read the guidelines of %s", criterion_id)
+            return
+        self.rubric.show_guidelines(found.instructions, list(found.answers))
 
     def move_criterion(self, step: int) -> None:
         if self.state is None or not len(self.state):

@@ -166,6 +166,30 @@ class QtRubricPanel(QWidget):
         ed.addLayout(unclear_row)
         layout.addWidget(editor, 0)
 
+        # The benchmark's grading instructions and the answered clarifications of the
+        # current criterion; hidden when there are none.
+        self.guidelines = QFrame()
+        self.guidelines.setObjectName("guidelines")
+        self.guidelines.setFrameShape(QFrame.Shape.StyledPanel)
+        gl = QVBoxLayout(self.guidelines)
+        gl.setContentsMargins(8, 4, 8, 4)
+        gl.setSpacing(2)
+        self.guidelines_title = QLabel("Guidelines")
+        title_font = self.guidelines_title.font()
+        title_font.setBold(True)
+        self.guidelines_title.setFont(title_font)
+        gl.addWidget(self.guidelines_title)
+        self.guidelines_text = QPlainTextEdit()
+        self.guidelines_text.setObjectName("guidelinesText")
+        self.guidelines_text.setReadOnly(True)
+        self.guidelines_text.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+        self.guidelines_text.setMaximumHeight(
+            self.guidelines_text.fontMetrics().lineSpacing() * 7 + 14
+        )
+        gl.addWidget(self.guidelines_text)
+        self.guidelines.setVisible(False)
+        layout.addWidget(self.guidelines, 0)
+
         self.message = QLabel("")
         self.message.setObjectName("rubricMessage")
         self.message.setWordWrap(True)
@@ -264,6 +288,30 @@ class QtRubricPanel(QWidget):
         if color is not None:
             palette.setColor(QPalette.ColorRole.WindowText, color)
         self.score_label.setPalette(palette)
+
+    def show_guidelines(self, instructions: str | None, answers: list[str]) -> None:
+        """The benchmark's instructions, then the answers on the current criterion."""
+        parts: list[str] = []
+        if answers:
+            parts.append("Clarified for this criterion:")
+            parts += [f"• {a}" for a in answers]
+        if instructions:
+            if parts:
+                parts.append("")
+            parts += ["Grading instructions:", instructions]
+        text = "\n".join(parts)
+        if self.guidelines_text.toPlainText() != text:
+            self.guidelines_text.setPlainText(text)
+        self.guidelines_title.setText(
+            f"Guidelines · {len(answers)} clarification{'s' if len(answers) != 1 else ''}"
+            if answers
+            else "Guidelines"
+        )
+        self.guidelines.setVisible(bool(parts))
+
+    def guidelines_shown(self) -> str:
+        """What the Guidelines panel shows ('' when hidden)."""
+        return self.guidelines_text.toPlainText() if self.guidelines.isVisibleTo(self) else ""
 
     def show_message(self, text: str) -> None:
         self.message.setText(text)

@@ -43,6 +43,7 @@ def test_every_command_has_help(command: tuple[str, ...]) -> None:
         ("judge", "prices"),
         ("packet",),
         ("team",),
+        ("clarify",),
     ):
         assert "--db PATH|URL" in result.output
 

@@ -259,6 +259,7 @@ def _copy_share(
             pass_threshold=bench.pass_threshold,
             format_version=bench.format_version,
             created_at=bench.created_at,
+            instructions=bench.instructions,  # the grading instructions travel with the work
         )
     )
     p.execute(
@@ -402,6 +403,32 @@ def _copy_share(
                 "updated_at": r.updated_at,
             }
             for r in reviews
+        ],
+    )
+    # answered clarifications of the packet's criteria travel out, so the Guidelines panel
+    # shows them offline; who asked what stays with the coordinators (as in team mode)
+    _bulk(
+        p,
+        m.Clarification,
+        [
+            {
+                "benchmark_id": c.benchmark_id,
+                "task_id": c.task_id,
+                "criterion_id": c.criterion_id,
+                "status": c.status,
+                "question": "",
+                "asked_by": "",
+                "asked_at": c.asked_at,
+                "answer": c.answer,
+                "answered_by": c.answered_by,
+                "answered_at": c.answered_at,
+                "updated_at": c.updated_at,
+            }
+            for c in s.scalars(
+                select(m.Clarification)
+                .where(m.Clarification.task_id.in_(task_ids), m.Clarification.answer.is_not(None))
+                .order_by(m.Clarification.id)
+            )
         ],
     )
     record = {

@@ -27,6 +27,7 @@ from sqlalchemy.orm import Session
 
 from gradercal._util.scratch import scratch_dir
 from gradercal.db import models as m
+from gradercal.db.clarifications import open_from_flag
 from gradercal.db.grading import REOPEN_ENTITY
 from gradercal.db.packets._common import (
     _FIELDS,
@@ -433,6 +434,8 @@ def _merge_judgments(
     with_history: list[tuple[dict[str, Any], list[dict[str, Any]]]] = []
     updates: list[dict[str, Any]] = []
     revisions: list[dict[str, Any]] = []
+    # unclear notes new or changed in the packet: questions back to the coordinators
+    asks: list[tuple[int, int, str, int | None, datetime]] = []
     seen: set[tuple[int, str]] = set()
     for pj in content.judgments:
         if (pj.assignment_id, pj.criterion_id) in seen:
@@ -516,6 +519,9 @@ def _merge_judgments(
             continue
         # apply
         stamp = pj.updated_at or now
+        note = pj.value.get("unclear_note") if pj.value.get("unclear") else None
+        if note and (dval is None or not dval.get("unclear") or dval.get("unclear_note") != note):
+            asks.append((a.task_pk, cid, str(note), None if d is None else int(d.id), stamp))
         if d is None:
             row = {
                 "grader_id": gid,
@@ -593,6 +599,25 @@ def _merge_judgments(
         )
     if revisions:
         conn.execute(insert(_REVISION_TABLE), revisions)
+    if asks:
+        bench_of = dict(
+            s.execute(
+                select(m.Task.id, m.Task.benchmark_id).where(
+                    m.Task.id.in_(sorted({t for t, *_ in asks}))
+                )
+            ).all()
+        )
+        for task_pk, cid, note, jid, stamp in asks:
+            open_from_flag(
+                conn,
+                benchmark_id=int(bench_of[task_pk]),
+                task_id=task_pk,
+                criterion_id=cid,
+                author=manifest.grader,
+                text=note,
+                now=stamp,
+                judgment_id=jid,
+            )
 
 
 def _history_json(h: dict[str, Any]) -> dict[str, Any]:
