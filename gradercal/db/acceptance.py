@@ -55,6 +55,8 @@ from sqlalchemy.orm import Session
 from gradercal.db import models as m
 from gradercal.db.repo import Repository
 from gradercal.db.session import Database
+from gradercal.db.times import stored_iso as _iso
+from gradercal.db.times import stored_utc as _aware
 from gradercal.errors import GradercalError, NotFoundError
 from gradercal.ops.acceptance import (
     TASK_STATUSES,
@@ -91,17 +93,6 @@ MAX_NOTE = 4000
 
 class AcceptanceError(GradercalError):
     """An acceptance action is refused; the message says why."""
-
-
-def _aware(when: datetime | None) -> datetime | None:
-    if when is None:
-        return None
-    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
-
-
-def _iso(when: datetime | None) -> str | None:
-    w = _aware(when)
-    return None if w is None else w.isoformat()
 
 
 @dataclass(frozen=True)

@@ -41,6 +41,8 @@ from sqlalchemy.orm import Session
 from gradercal.db import models as m
 from gradercal.db.repo import Repository
 from gradercal.db.session import Database
+from gradercal.db.times import stored_iso as _iso
+from gradercal.db.times import stored_utc as _aware
 from gradercal.errors import GradercalError, NotFoundError
 from gradercal.model import AssignmentStatus
 
@@ -74,17 +76,6 @@ _FINAL = frozenset({AssignmentStatus.SUBMITTED.value, AssignmentStatus.SKIPPED.v
 
 class ClarificationError(GradercalError):
     """A clarification action is refused; the message says why."""
-
-
-def _aware(when: datetime | None) -> datetime | None:
-    if when is None:
-        return None
-    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
-
-
-def _iso(when: datetime | None) -> str | None:
-    w = _aware(when)
-    return None if w is None else w.isoformat()
 
 
 @dataclass(frozen=True)

@@ -20,15 +20,10 @@ from sqlalchemy.orm import Session
 from gradercal.db import models as m
 from gradercal.db.repo import Repository
 from gradercal.db.session import Database
+from gradercal.db.times import stored_utc as _aware
 from gradercal.ops.progress import DONE, ItemFact, PacketFact, Progress, TaskFact, summarise
 
 EXPORT_PREFIX = "packet_export:"
-
-
-def _aware(when: datetime | None) -> datetime | None:
-    if when is None:
-        return None
-    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
 
 
 def _parse(text: Any) -> datetime | None:

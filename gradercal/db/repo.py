@@ -8,7 +8,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -19,6 +19,7 @@ from gradercal._util.collector import collections_paused
 from gradercal.db import import_journal as journal
 from gradercal.db import models as m
 from gradercal.db.session import Database
+from gradercal.db.times import stored_iso as _iso
 from gradercal.errors import ConflictError, NotFoundError, Problem, ValidationError
 from gradercal.model import (
     Adjudication,
@@ -188,14 +189,6 @@ def _criterion_ids(s: Session, task_ids: Iterable[int]) -> dict[tuple[int, str],
         ):
             out[(tid, ext)] = cid
     return out
-
-
-def _iso(when: datetime | None) -> str | None:
-    """A stored time as ISO 8601 with its offset (SQLite hands times back without one:
-    they are stored in UTC)."""
-    if when is None:
-        return None
-    return (when if when.tzinfo else when.replace(tzinfo=UTC)).isoformat()
 
 
 def _keep_revision(

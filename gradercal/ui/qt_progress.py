@@ -23,7 +23,6 @@ from PySide6.QtWidgets import (
     QPushButton,
     QSplitter,
     QTableWidget,
-    QTableWidgetItem,
     QTabWidget,
     QVBoxLayout,
     QWidget,
@@ -33,6 +32,7 @@ from gradercal.db.progress import load_progress
 from gradercal.db.session import Database
 from gradercal.errors import GradercalError
 from gradercal.ops.progress import COLUMNS, Progress, display, records
+from gradercal.ui.qt_widgets import QtSortItem
 
 #: Row colours by status (light tints that stay readable in the dark theme's text too).
 STATUS_COLOURS = {
@@ -46,23 +46,6 @@ STATUS_COLOURS = {
 #: Left-aligned columns (the rest are numbers and dates, aligned right).
 _TEXT_COLUMNS = frozenset({"grader", "packet_id", "status", "task", "workflow", "domain"})
 _TITLES = {"graders": "Graders", "packets": "Offline packets", "tasks": "Tasks"}
-
-
-class _Item(QTableWidgetItem):
-    """A cell shown as text and sorted by its value (numbers as numbers, blanks last)."""
-
-    def __init__(self, text: str, key: Any) -> None:
-        super().__init__(text)
-        self.key = key
-        self.setFlags(self.flags() & ~Qt.ItemFlag.ItemIsEditable)
-
-    def __lt__(self, other: QTableWidgetItem) -> bool:
-        a, b = self.key, getattr(other, "key", None)
-        if a is None or b is None:
-            return a is not None and b is None
-        if isinstance(a, int | float) and isinstance(b, int | float):
-            return a < b
-        return str(a) < str(b)
 
 
 #: Bar segments of the chart: (field, label, colour).
@@ -217,7 +200,7 @@ class QtProgressView(QWidget):
             colour = STATUS_COLOURS.get(str(row.get("status")))
             for c, key in enumerate(keys):
                 value = row[key]
-                item = _Item(display(key, value), value)
+                item = QtSortItem(display(key, value), value)
                 if key not in _TEXT_COLUMNS:
                     item.setTextAlignment(
                         Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter

@@ -23,7 +23,6 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QPushButton,
     QTableWidget,
-    QTableWidgetItem,
     QVBoxLayout,
     QWidget,
 )
@@ -33,6 +32,7 @@ from gradercal.db.session import Database
 from gradercal.errors import GradercalError
 from gradercal.model import REVIEW_DIMENSIONS
 from gradercal.ops.acceptance import statistic_label
+from gradercal.ui.qt_widgets import QtSortItem
 
 #: Row colours by task status (light tints; the text is drawn dark on them).
 STATUS_COLOURS = {
@@ -76,23 +76,6 @@ BUTTONS: tuple[tuple[str, str, str, bool], ...] = (
     ("reopen", "Send back…", "Send the task back for revision", True),
     ("reject", "Reject…", "Reject the task", True),
 )
-
-
-class _Item(QTableWidgetItem):
-    """A cell shown as text and sorted by its value (numbers as numbers, blanks last)."""
-
-    def __init__(self, text: str, key: Any) -> None:
-        super().__init__(text)
-        self.key = key
-        self.setFlags(self.flags() & ~Qt.ItemFlag.ItemIsEditable)
-
-    def __lt__(self, other: QTableWidgetItem) -> bool:
-        a, b = self.key, getattr(other, "key", None)
-        if a is None or b is None:
-            return a is not None and b is None
-        if isinstance(a, int | float) and isinstance(b, int | float):
-            return a < b
-        return str(a) < str(b)
 
 
 def _num(x: float | None, digits: int = 3) -> str:
@@ -228,7 +211,7 @@ class QtTasksView(QWidget):
             values = cells(task)
             for c, (key, _h) in enumerate(COLUMNS):
                 text, sort_key = values[key]
-                item = _Item(text, sort_key)
+                item = QtSortItem(text, sort_key)
                 if key in _NUMBERS:
                     item.setTextAlignment(
                         Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter

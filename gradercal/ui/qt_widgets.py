@@ -6,9 +6,13 @@
 * :class:`QtFlowLayout` — lays its items out in rows and wraps to a new row when the
   width runs out (tool bars of the artifact viewers, the verdict buttons): every control
   stays reachable at any width, and the bar never demands the width of one long row.
+* :class:`QtSortItem` — a read-only table cell shown as text and sorted by its value
+  (numbers as numbers, blanks last), for the coordinator's sortable tables.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from PySide6.QtCore import QMargins, QPoint, QRect, QSize, Qt
 from PySide6.QtGui import QPainter, QPaintEvent, QResizeEvent
@@ -18,6 +22,7 @@ from PySide6.QtWidgets import (
     QLayout,
     QLayoutItem,
     QSizePolicy,
+    QTableWidgetItem,
     QWidget,
     QWidgetItem,
 )
@@ -184,3 +189,21 @@ def flow_bar(into: QBoxLayout, *, spacing: int = 4, margins: int = 0) -> QtFlowL
 
 
 __all__ = ["QtElidedLabel", "QtFlowLayout", "flow_bar"]
+
+
+class QtSortItem(QTableWidgetItem):
+    """A read-only cell shown as text and sorted by its value (numbers as numbers, blanks
+    last)."""
+
+    def __init__(self, text: str, key: Any) -> None:
+        super().__init__(text)
+        self.key = key
+        self.setFlags(self.flags() & ~Qt.ItemFlag.ItemIsEditable)
+
+    def __lt__(self, other: QTableWidgetItem) -> bool:
+        a, b = self.key, getattr(other, "key", None)
+        if a is None or b is None:
+            return a is not None and b is None
+        if isinstance(a, int | float) and isinstance(b, int | float):
+            return a < b
+        return str(a) < str(b)
