@@ -430,9 +430,10 @@ def export(
     """
     from gradercal.formats import response_record, task_record
 
-    keep = _accepted(open_repo(db), benchmark) if accepted_only else None
+    opened = open_repo(db) if accepted_only else None
+    keep = _accepted(opened, benchmark) if opened is not None else None
     if what == "benchmark":
-        n = _export_folder(open_repo(db), benchmark, output, keep)
+        n = _export_folder(opened or open_repo(db), benchmark, output, keep)
         click.echo(f"wrote benchmark folder {output} ({n} files)")
         return
     if output.is_dir():
@@ -444,7 +445,7 @@ def export(
         raise GradercalError(
             f"{output}: unknown suffix {suffix!r}; use .csv, .jsonl or .parquet (or --format)"
         )
-    repo = open_repo(db)
+    repo = opened or open_repo(db)
     records: list[dict[str, Any]]
     if what == "judgments":
         records = repo.judgment_records(benchmark)

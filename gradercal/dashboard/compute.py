@@ -29,7 +29,7 @@ import contextlib
 import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -86,16 +86,6 @@ _SHARE_TABLES = True
 #: call. One thread gives the same numbers (the products are sums of counts). Read once,
 #: when this module is imported (:func:`gradercal._util.blas.blas_limited`).
 _BLAS_THREADS: int | None = 1
-#: Whether :func:`compute_dashboard` pauses the cyclic garbage collector while it runs
-#: (restored after; a forked child inherits the pause). The sections allocate millions of
-#: short-lived objects without reference cycles: at 750 tasks the collector ran about 100
-#: times per call for nothing (≈ 5–10% of the call), and a collection afterwards finds a
-#: handful of objects. The numbers do not depend on it.
-_PAUSE_COLLECTOR = True
-
-_P = ParamSpec("_P")
-_R = TypeVar("_R")
-
 #: ``progress(done, total, label)``.
 ProgressCallback = Callable[[int, int, str], None]
 
@@ -256,20 +246,11 @@ def preload() -> None:
         importlib.import_module(name)
 
 
-def _collector_paused(fn: Callable[_P, _R]) -> Callable[_P, _R]:
-    """``fn`` run with the cyclic collector paused (see :data:`_PAUSE_COLLECTOR`)."""
-
-    @functools.wraps(fn)
-    def run(*args: _P.args, **kwargs: _P.kwargs) -> _R:
-        if not _PAUSE_COLLECTOR:
-            return fn(*args, **kwargs)
-        with collections_paused():
-            return fn(*args, **kwargs)
-
-    return run
-
-
-@_collector_paused
+# The cyclic collector is paused while the dashboard is computed (restored after; a forked
+# child inherits the pause): the sections allocate millions of short-lived objects without
+# reference cycles, and at 750 tasks the collector ran about 100 times per call for nothing
+# (5–10% of the call). The numbers do not depend on it.
+@collections_paused()
 @blas_limited(_BLAS_THREADS)
 def compute_dashboard(
     frames: Frames,

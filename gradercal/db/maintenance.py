@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from sqlalchemy import create_engine, event, select, text
@@ -54,6 +54,9 @@ from gradercal.db.session import (
     resolve_url,
 )
 from gradercal.errors import GradercalError
+
+if TYPE_CHECKING:  # the journal loads only when an import is undone
+    from gradercal.db.import_journal import UndoReport
 
 __all__ = [
     "BackupReport",
@@ -485,7 +488,7 @@ def _unfinished_imports(db: Database, report: CheckReport) -> None:
         report.problems.append(CheckProblem("import.unfinished", f"{header.describe()} is {state}"))
 
 
-def undo_unfinished_imports(db: Database) -> list[Any]:
+def undo_unfinished_imports(db: Database) -> list[UndoReport]:
     """Undo every unfinished import whose process is not running here (see
     :func:`gradercal.db.import_journal.undo`); refuses one that is still running."""
     from gradercal.db import import_journal
