@@ -244,6 +244,9 @@ class Judgment:
     #: When the verdict was first given and last changed (timezone-aware; None: now).
     created_at: datetime | None = None
     updated_at: datetime | None = None
+    #: The version of the task the verdict was given under (format v1 ``version``;
+    #: None: the task's current version when it is imported).
+    task_version: int | None = None
 
 
 def judgment_of(
@@ -259,6 +262,7 @@ def judgment_of(
     unclear_note: str | None,
     created_at: datetime | None,
     updated_at: datetime | None,
+    task_version: int | None = None,
 ) -> Judgment:
     """``Judgment(...)`` with every field given, made faster for readers of large files.
 
@@ -281,6 +285,7 @@ def judgment_of(
         unclear_note=unclear_note,
         created_at=created_at,
         updated_at=updated_at,
+        task_version=task_version,
     )
     return made
 

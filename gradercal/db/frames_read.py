@@ -49,29 +49,121 @@ from gradercal.frames import (
 
 __all__ = [
     "REVISION_PARTS",
+    "Version",
     "collections_paused",
+    "kept_versions",
+    "parse_version",
     "read_adjudications",
     "read_frames",
     "read_revision",
+    "verdict_changes",
 ]
+
+#: Which verdicts the frames hold after rubric revisions (issue #16): ``"current"`` (the
+#: default) leaves stale ones out, ``"all"`` keeps every verdict, a number N keeps, for
+#: each criterion, the verdicts that were current when its task was at version N.
+Version = str | int
+
+
+def parse_version(text: str | int) -> Version:
+    """``all``, ``current`` or a version number ≥ 1 (a clear error otherwise)."""
+    if isinstance(text, int) or (isinstance(text, str) and text.strip().isdigit()):
+        n = int(text)
+        if n >= 1:
+            return n
+    elif text in ("all", "current"):
+        return text
+    raise ValueError(f"version {text!r}: use all, current or a version number (1, 2, …)")
+
+
+def verdict_changes(conn: Connection, bench_id: int) -> dict[int, list[int]]:
+    """For each criterion (row id) revised in a way that can change a verdict, the task
+    versions at which that happened, ascending (a criterion absent: never)."""
+    rows = conn.execute(
+        select(m.ContentVersion.task_id, m.ContentVersion.version, m.ContentVersion.changes)
+        .join(m.Task, m.Task.id == m.ContentVersion.task_id)
+        .where(m.Task.benchmark_id == bench_id, m.ContentVersion.version > 1)
+        .order_by(m.ContentVersion.task_id, m.ContentVersion.version)
+    ).all()
+    if not rows:
+        return {}
+    tasks = sorted({int(t) for t, _v, _c in rows})
+    crits: dict[int, dict[str, int]] = {}
+    for pk, task_pk, ext in conn.execute(
+        select(m.Criterion.id, m.Criterion.task_id, m.Criterion.external_id).where(
+            m.Criterion.task_id.in_(tasks)
+        )
+    ):
+        crits.setdefault(int(task_pk), {})[str(ext)] = int(pk)
+    out: dict[int, list[int]] = {}
+    for task_pk, version, raw in rows:
+        changes = json.loads(raw) if isinstance(raw, str) else (raw or {})
+        mine = crits.get(int(task_pk), {})
+        if any(f.get("kind") == "verdict" for f in changes.get("task", ())):
+            ids = list(mine)
+        else:
+            ids = [
+                str(c["id"])
+                for c in changes.get("criteria", ())
+                if c.get("kind") == "verdict" and not c.get("removed")
+            ]
+        for ext in ids:
+            if ext in mine:
+                out.setdefault(mine[ext], []).append(int(version))
+    return out
+
+
+def kept_versions(
+    version: Version,
+    criterion: npt.NDArray[np.int64],
+    given: npt.NDArray[np.int64],
+    verdict_version: npt.NDArray[np.int64],
+    changes: dict[int, list[int]] | None = None,
+) -> npt.NDArray[np.bool_] | None:
+    """Which verdicts to keep (None: all). ``criterion`` holds each verdict's criterion
+    row id, ``given`` the task version it was given under, ``verdict_version`` its
+    criterion's current one; ``changes`` is :func:`verdict_changes` (needed for a number).
+    """
+    if version == "all":
+        return None
+    if version == "current":
+        keep = given >= verdict_version
+        return None if keep.all() else keep
+    n = int(version)
+    keep = np.ones(len(given), dtype=bool)
+    for crit, versions in (changes or {}).items():
+        rows = criterion == crit
+        if not rows.any():
+            continue
+        marks = np.asarray([1, *versions], dtype=np.int64)  # the eras' first versions
+        era_of_given = marks[np.searchsorted(marks, given[rows], side="right") - 1]
+        era_at_n = marks[np.searchsorted(marks, n, side="right") - 1]
+        keep[rows] = era_of_given == era_at_n
+    return None if keep.all() else keep
+
 
 #: The judgment columns fetched, in this order (keys as database ids).
 _JUDGMENT_SELECT = (
     "SELECT j.response_id, j.criterion_id, j.grader_id, j.met, j.level, j.confidence, "
-    "j.rationale, j.unclear FROM judgment j "
+    "j.rationale, j.unclear, j.task_version FROM judgment j "
     "WHERE {key}j.response_id IN (SELECT r.id FROM response r WHERE r.benchmark_id = {bench}) "
     "ORDER BY j.id"
 )
 
 
-def read_frames(conn: Connection, bench_id: int, pass_threshold: float) -> Frames | None:
+def read_frames(
+    conn: Connection, bench_id: int, pass_threshold: float, version: Version = "current"
+) -> Frames | None:
     """The frames of benchmark ``bench_id`` read on ``conn`` (inside its transaction), or
-    None when a judgment's criterion lies outside the benchmark (see the module notes)."""
+    None when a judgment's criterion lies outside the benchmark (see the module notes).
+    ``version`` chooses the verdicts after rubric revisions (:data:`Version`)."""
     with collections_paused():
-        return _read_frames(conn, bench_id, pass_threshold)
+        return _read_frames(conn, bench_id, pass_threshold, version)
 
 
-def _read_frames(conn: Connection, bench_id: int, pass_threshold: float) -> Frames | None:
+def _read_frames(
+    conn: Connection, bench_id: int, pass_threshold: float, version: Version
+) -> Frames | None:
     n_art = (
         select(m.Artifact.task_id, func.count().label("n")).group_by(m.Artifact.task_id).subquery()
     )
@@ -110,6 +202,7 @@ def _read_frames(conn: Connection, bench_id: int, pass_threshold: float) -> Fram
             target_col,
             m.Criterion.auto_abs_tol,
             m.Criterion.auto_rel_tol,
+            m.Criterion.verdict_version,
         )
         .join(m.Task, m.Task.id == m.Criterion.task_id)
         .where(m.Task.benchmark_id == bench_id)
@@ -122,6 +215,9 @@ def _read_frames(conn: Connection, bench_id: int, pass_threshold: float) -> Fram
         ((*r[1:7], tags(r[7]), r[8], r[9], targets(r[10]), r[11], r[12]) for r in crit_rows),
     )
     crit_ids = np.fromiter((r[0] for r in crit_rows), dtype=np.int64, count=len(crit_rows))
+    crit_verdict_versions = np.fromiter(
+        (r[13] for r in crit_rows), dtype=np.int64, count=len(crit_rows)
+    )
     resp_rows = conn.execute(
         select(
             m.Response.id,
@@ -147,10 +243,11 @@ def _read_frames(conn: Connection, bench_id: int, pass_threshold: float) -> Fram
         (resp_ids, responses["response_id"].to_numpy(dtype=object)),
         (crit_ids, criteria["criterion_id"].to_numpy(dtype=object)),
         (grader_ids, grader_names, grader_kinds),
+        _Versions(version, crit_verdict_versions, conn, bench_id),
     )
     if judgments is None:
         return None
-    adjudications = read_adjudications(conn, bench_id)
+    adjudications = read_adjudications(conn, bench_id, version)
     return Frames(
         pass_threshold=pass_threshold,
         tasks=tasks,
@@ -186,7 +283,9 @@ class _Decoded:
         return tuple(value or ()) if self.as_tuple else value
 
 
-def read_adjudications(conn: Connection, bench_id: int) -> pd.DataFrame:
+def read_adjudications(
+    conn: Connection, bench_id: int, version: Version = "current"
+) -> pd.DataFrame:
     """The ``adjudications`` frame of benchmark ``bench_id`` (as in :func:`read_frames`)."""
     a_rows = conn.execute(
         select(
@@ -196,12 +295,43 @@ def read_adjudications(conn: Connection, bench_id: int) -> pd.DataFrame:
             m.Adjudication.level,
             m.Adjudication.adjudicator,
             m.Adjudication.note,
+            m.Adjudication.criterion_id,
+            m.Adjudication.task_version,
+            m.Criterion.verdict_version,
         )
         .join(m.Response, m.Response.id == m.Adjudication.response_id)
         .join(m.Criterion, m.Criterion.id == m.Adjudication.criterion_id)
         .where(m.Response.benchmark_id == bench_id)
     ).all()
-    return make_frame(ADJUDICATION_DTYPES, (tuple(r) for r in a_rows))
+    a_rows = kept_rows(conn, bench_id, version, a_rows)
+    return make_frame(ADJUDICATION_DTYPES, (tuple(r[:6]) for r in a_rows))
+
+
+def kept_rows(conn: Connection, bench_id: int, version: Version, rows: Any) -> Any:
+    """Of rows ending in (criterion row id, task version given under, the criterion's
+    verdict version), those ``version`` keeps (the rows path of :func:`kept_versions`)."""
+    if version == "all" or not rows:
+        return rows
+    crit, given, verdict = (np.array([r[i] for r in rows], dtype=np.int64) for i in (-3, -2, -1))
+    changes = verdict_changes(conn, bench_id) if isinstance(version, int) else None
+    keep = kept_versions(version, crit, given, verdict, changes)
+    return rows if keep is None else [r for r, k in zip(rows, keep, strict=True) if k]
+
+
+class _Versions:
+    """What :func:`_judgments` needs to keep the verdicts ``version`` asks for."""
+
+    def __init__(
+        self,
+        version: Version,
+        verdict_versions: npt.NDArray[np.int64],
+        conn: Connection,
+        bench_id: int,
+    ) -> None:
+        self.version = version
+        self.verdict_versions = verdict_versions
+        self.conn = conn
+        self.bench_id = bench_id
 
 
 #: The parts of a :func:`read_revision`, one per kind of data a dashboard reads.
@@ -296,6 +426,7 @@ def _judgments(
     responses: tuple[npt.NDArray[np.int64], npt.NDArray[np.object_]],
     criteria: tuple[npt.NDArray[np.int64], npt.NDArray[np.object_]],
     graders: tuple[npt.NDArray[np.int64], npt.NDArray[np.object_], npt.NDArray[np.object_]],
+    versions: _Versions | None = None,
 ) -> pd.DataFrame | None:
     # SQLite: a unary + keeps the planner from the (response, criterion) index, so the table
     # is scanned in id order and nothing is sorted (0.23 s instead of 0.28 s at 222k rows).
@@ -308,13 +439,31 @@ def _judgments(
     finally:
         cursor.close()
     n = len(rows)
-    cols: list[tuple[Any, ...]] = list(zip(*rows, strict=True)) if n else [()] * 8
+    cols: list[tuple[Any, ...]] = list(zip(*rows, strict=True)) if n else [()] * 9
     del rows
     resp_pos = _positions(responses[0], np.array(cols[0], dtype=np.int64))
-    crit_pos = _positions(criteria[0], np.array(cols[1], dtype=np.int64))
+    crit_keys = np.array(cols[1], dtype=np.int64)
+    crit_pos = _positions(criteria[0], crit_keys)
     grader_pos = _positions(graders[0], np.array(cols[2], dtype=np.int64))
     if resp_pos is None or crit_pos is None or grader_pos is None:
         return None
+    if versions is not None and versions.version != "all" and n:
+        changes = (
+            verdict_changes(versions.conn, versions.bench_id)
+            if isinstance(versions.version, int)
+            else None
+        )
+        keep = kept_versions(
+            versions.version,
+            crit_keys,
+            np.array(cols[8], dtype=np.int64),
+            versions.verdict_versions[crit_pos],
+            changes,
+        )
+        if keep is not None:  # stale verdicts left out: the same columns, fewer rows
+            cols = [tuple(np.asarray(c, dtype=object)[keep]) for c in cols]
+            resp_pos, crit_pos, grader_pos = resp_pos[keep], crit_pos[keep], grader_pos[keep]
+            n = int(keep.sum())
     # None → NaN; True / False (PostgreSQL) or 1 / 0 (SQLite) → 1.0 / 0.0.
     met = np.array(cols[3], dtype=np.float64)
     level = np.array(cols[4], dtype=np.float64)

@@ -263,6 +263,12 @@ class GradingItem:
     versions: Mapping[str, JudgmentVersion] = field(default_factory=dict)
     """By criterion id, the version of what was loaded (for ``save_judgment(expected=…)``);
     criteria without a judgment or adjudication are absent (version 0, 0)."""
+    task_version: int = 1
+    """The version of :attr:`task` (1 until the task is first revised)."""
+    stale: Mapping[str, int] = field(default_factory=dict)
+    """By criterion id, the task version of this grader's verdicts that a revision made
+    stale (given before the criterion last changed in a way that can change a verdict):
+    shown with what changed, they count as unanswered until given again."""
 
 
 @dataclass(frozen=True)
@@ -330,6 +336,9 @@ _SAVE_CONTEXT = (
         m.Criterion.id.label("criterion_pk"),
         m.Criterion.kind,
         m.Criterion.levels,
+        m.Criterion.verdict_version,
+        m.Task.version.label("current_version"),
+        m.Judgment.task_version,
         m.Judgment.id,
         m.Judgment.revision,
         m.Judgment.source,
@@ -339,6 +348,7 @@ _SAVE_CONTEXT = (
     )
     .join(m.Grader, m.Grader.id == m.Assignment.grader_id)
     .join(m.Response, m.Response.id == m.Assignment.response_id)
+    .join(m.Task, m.Task.id == m.Response.task_id)
     .join(
         m.Criterion,
         (m.Criterion.task_id == m.Response.task_id) & (m.Criterion.external_id == bindparam("cid")),
@@ -359,7 +369,24 @@ _UPDATE_JUDGMENT = (
     .values(
         {
             _JUDGMENT_TABLE.c[c]: bindparam(c)
-            for c in (*_JUDGMENT_COLUMNS, "confidence", "revision", "source", "updated_at")
+            for c in (
+                *_JUDGMENT_COLUMNS,
+                "confidence",
+                "revision",
+                "source",
+                "updated_at",
+                "task_version",
+            )
+        }
+    )
+)
+_RECONFIRM_JUDGMENT = (
+    update(_JUDGMENT_TABLE)
+    .where(_JUDGMENT_TABLE.c.id == bindparam("jid"))
+    .values(
+        {
+            _JUDGMENT_TABLE.c.task_version: bindparam("v"),
+            _JUDGMENT_TABLE.c.updated_at: bindparam("now"),
         }
     )
 )
@@ -387,6 +414,7 @@ def _queue_statement(one_task: bool) -> Select[*tuple[Any, ...]]:
             m.Judgment.grader_id == bindparam("gid"),
             m.Criterion.kind == CriterionKind.JUDGMENT.value,
             (m.Judgment.met.is_not(None)) | (m.Judgment.level.is_not(None)),
+            m.Judgment.task_version >= m.Criterion.verdict_version,  # a stale one is not
         )
         .group_by(m.Judgment.response_id)
     )
@@ -425,8 +453,9 @@ def _queue_statement(one_task: bool) -> Select[*tuple[Any, ...]]:
 _QUEUE_ALL = _queue_statement(False)
 _QUEUE_TASK = _queue_statement(True)
 _ASSIGNMENT_SCOPE = (
-    select(m.Assignment.grader_id, m.Response.benchmark_id, m.Response.task_id)
+    select(m.Assignment.grader_id, m.Response.benchmark_id, m.Response.task_id, m.Task.version)
     .join(m.Response, m.Response.id == m.Assignment.response_id)
+    .join(m.Task, m.Task.id == m.Response.task_id)
     .where(m.Assignment.id == bindparam("aid"))
 )
 _ITEM_ROW = (
@@ -440,10 +469,12 @@ _ITEM_ROW = (
         m.Response.answer,
         m.Response.task_id,
         m.Benchmark.pass_threshold,
+        m.Task.version.label("task_version"),
     )
     .join(m.Grader, m.Grader.id == m.Assignment.grader_id)
     .join(m.Response, m.Response.id == m.Assignment.response_id)
     .join(m.Benchmark, m.Benchmark.id == m.Response.benchmark_id)
+    .join(m.Task, m.Task.id == m.Response.task_id)
     .where(m.Assignment.id == bindparam("aid"))
 )
 #: Only the grader's own judgments: never another grader's, never a judge's.
@@ -456,6 +487,8 @@ _ITEM_JUDGMENTS = (
         m.Judgment.unclear,
         m.Judgment.unclear_note,
         m.Judgment.revision,
+        m.Judgment.task_version,
+        m.Criterion.verdict_version,
     )
     .join(m.Criterion, m.Criterion.id == m.Judgment.criterion_id)
     .where(m.Judgment.grader_id == bindparam("gid"), m.Judgment.response_id == bindparam("rid"))
@@ -499,7 +532,7 @@ class GradingStore:
         self.repo = Repository(db)
         # Writers take SQLite's write lock when they begin (see Database.write).
         self._write_engine = db.engine.execution_options(sqlite_begin="IMMEDIATE")
-        self._tasks: dict[int, Task] = {}
+        self._tasks: dict[tuple[int, int], Task] = {}
         self._sees_adjudications: bool | None = None
         self._team_user: tuple[str | None] | None = None
         #: benchmark name → (id, grading instructions); imports do not change them often
@@ -779,14 +812,17 @@ class GradingStore:
             row = s.execute(_ITEM_ROW, {"aid": assignment_id}).first()
             if row is None or row.grader_name != grader or row.grader_kind != GraderKind.HUMAN:
                 raise NotFoundError(f"assignment {assignment_id} is not in {grader!r}'s queue")
-            task = self._cached_task(s, row.task_id)
+            task = self._cached_task(s, row.task_id, int(row.task_version))
             judgments: dict[str, JudgmentValue] = {}
             revisions: dict[str, int] = {}
-            for ext, met, level, rationale, unclear, note, rev in s.execute(
+            stale: dict[str, int] = {}
+            for ext, met, level, rationale, unclear, note, rev, given, verdict_v in s.execute(
                 _ITEM_JUDGMENTS, {"gid": row.grader_id, "rid": row.response_id}
             ):
                 judgments[ext] = JudgmentValue(met, level, rationale, bool(unclear), note)
                 revisions[ext] = int(rev)
+                if int(given) < int(verdict_v):
+                    stale[ext] = int(given)
             adjudicated: dict[str, int] = (
                 {
                     ext: int(rev)
@@ -809,6 +845,8 @@ class GradingStore:
             judgments=judgments,
             pass_threshold=float(row.pass_threshold),
             versions=versions,
+            task_version=int(row.task_version),
+            stale=stale,
         )
 
     def guidelines(self, benchmark: str | None, task_id: str, criterion_id: str) -> Guidelines:
@@ -829,16 +867,16 @@ class GradingStore:
             row = s.execute(_ASSIGNMENT_SCOPE, {"aid": assignment_id}).first()
             if row is None:
                 raise NotFoundError(f"no assignment {assignment_id}")
-            return self._cached_task(s, row.task_id)
+            return self._cached_task(s, row.task_id, int(row.version))
 
-    def _cached_task(self, s: Session, task_pk: int) -> Task:
-        """A task as a domain object; tasks never change once imported, so they are cached."""
-        task = self._tasks.get(task_pk)
+    def _cached_task(self, s: Session, task_pk: int, version: int) -> Task:
+        """A task as a domain object, cached by its version (a revision makes a new one)."""
+        task = self._tasks.get((task_pk, version))
         if task is None:
             task = self._task(s, task_pk)
             if len(self._tasks) >= TASK_CACHE_SIZE:
                 self._tasks.pop(next(iter(self._tasks)))
-            self._tasks[task_pk] = task
+            self._tasks[(task_pk, version)] = task
         return task
 
     @staticmethod
@@ -941,12 +979,21 @@ class GradingStore:
                         "revision": 1,
                         "created_at": now,
                         "updated_at": now,
+                        "task_version": int(ctx.current_version),
                         **values,
                     },
                 ).scalar_one()
                 revision, changed = 1, True
             elif all(getattr(ctx, c) == values[c] for c in _JUDGMENT_COLUMNS):
                 jid, revision, changed = int(ctx.id), int(ctx.revision), False
+                if int(ctx.task_version) < int(ctx.verdict_version) and value.answered:
+                    # the same verdict given again under the revised criterion: no longer
+                    # stale (the value is unchanged, so no history row)
+                    conn.execute(
+                        _RECONFIRM_JUDGMENT,
+                        {"jid": ctx.id, "v": int(ctx.current_version), "now": now},
+                    )
+                    changed = True
             else:
                 # The previous value goes to ``revision`` exactly as Repository keeps it.
                 conn.execute(
@@ -969,6 +1016,7 @@ class GradingStore:
                         "revision": int(ctx.revision) + 1,
                         "source": "ui",
                         "updated_at": now,
+                        "task_version": int(ctx.current_version),
                         **values,
                     },
                 )
@@ -1065,10 +1113,13 @@ class GradingStore:
         task_pk = s.scalar(select(m.Response.task_id).where(m.Response.id == a.response_id))
         answered = set(
             s.scalars(
-                select(m.Judgment.criterion_id).where(
+                select(m.Judgment.criterion_id)
+                .join(m.Criterion, m.Criterion.id == m.Judgment.criterion_id)
+                .where(
                     m.Judgment.grader_id == a.grader_id,
                     m.Judgment.response_id == a.response_id,
                     (m.Judgment.met.is_not(None)) | (m.Judgment.level.is_not(None)),
+                    m.Judgment.task_version >= m.Criterion.verdict_version,  # not stale
                 )
             )
         )

@@ -38,6 +38,7 @@ from sqlalchemy.orm import Session
 import gradercal.db.judge_models as jm
 from gradercal.db import models as m
 from gradercal.db.repo import _JUDGMENT_FIELDS, Repository, judgment_snapshot
+from gradercal.db.revisions import task_versions
 from gradercal.db.session import Database
 from gradercal.errors import ConflictError, GradercalError, NotFoundError
 from gradercal.judge.artifacts import ArtifactInput, artifact_context
@@ -882,10 +883,12 @@ class VerdictWriter:
                 j.updated_at,
                 j.provenance,
                 j.judge_run_id,
+                j.task_version,
                 *[getattr(j, f) for f in _JUDGMENT_FIELDS],
             ).where(j.grader_id == self.grader_id, tuple_(j.response_id, j.criterion_id).in_(refs))
         ):
             existing[(row.response_id, row.criterion_id)] = row
+        versions = task_versions(s, (r for r, _c in refs))  # what each verdict is given under
         new_rows: list[dict[str, Any]] = []
         for v in batch:
             rid, cid = _ref(v)
@@ -898,6 +901,7 @@ class VerdictWriter:
                 "unclear_note": None,
                 "provenance": v.provenance,
                 "judge_run_id": self.run_id,
+                "task_version": versions[rid],
             }
             old = existing.get((rid, cid))
             if old is None:
@@ -917,6 +921,12 @@ class VerdictWriter:
             if v.status != "ok" and old.met is not None:
                 continue  # a failure never replaces a verdict
             if _same_verdict(old, values):
+                if old.task_version != values["task_version"]:  # confirmed under a revision
+                    s.execute(
+                        update(j)
+                        .where(j.id == old.id)
+                        .values(task_version=values["task_version"], updated_at=now)
+                    )
                 continue
             _supersede(s, old, values, now)
         if new_rows:

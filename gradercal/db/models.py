@@ -24,6 +24,7 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    text,
 )
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
@@ -31,6 +32,9 @@ from sqlalchemy.orm import Mapped, mapped_column, relationship
 from gradercal.db.base import NAMING as NAMING
 from gradercal.db.base import Base as Base
 from gradercal.db.base import utcnow as utcnow
+
+#: the server-side default of the version columns (0006), so existing rows read as 1
+_ONE = text("1")
 
 
 class DatabaseInfo(Base):
@@ -76,6 +80,8 @@ class Task(Base):
     meta: Mapped[dict[str, Any]] = mapped_column("metadata", JSON, default=dict)
     content_hash: Mapped[str] = mapped_column(String(64))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    #: 1 when imported, one more per revision (0006; see :class:`ContentVersion`)
+    version: Mapped[int] = mapped_column(Integer, default=1, server_default=_ONE)
 
     benchmark: Mapped[Benchmark] = relationship(back_populates="tasks")
     artifacts: Mapped[list[Artifact]] = relationship(order_by="Artifact.position")
@@ -126,6 +132,11 @@ class Criterion(Base):
     auto_target: Mapped[Any | None] = mapped_column(JSON)
     auto_abs_tol: Mapped[float | None] = mapped_column(Float)
     auto_rel_tol: Mapped[float | None] = mapped_column(Float)
+    #: the task version this criterion last changed at, and last changed at in a way
+    #: that can change a verdict (0006): a verdict given under an older task version
+    #: than ``verdict_version`` is stale (:func:`gradercal.ops.revisions.is_stale`)
+    version: Mapped[int] = mapped_column(Integer, default=1, server_default=_ONE)
+    verdict_version: Mapped[int] = mapped_column(Integer, default=1, server_default=_ONE)
 
 
 class Response(Base):
@@ -266,6 +277,8 @@ class Judgment(Base):
     revision: Mapped[int] = mapped_column(Integer, default=1)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    #: the version of the task this verdict was given under (0006)
+    task_version: Mapped[int] = mapped_column(Integer, default=1, server_default=_ONE)
 
 
 class Adjudication(Base):
@@ -284,6 +297,8 @@ class Adjudication(Base):
     revision: Mapped[int] = mapped_column(Integer, default=1)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    #: the version of the task this verdict was given under (0006)
+    task_version: Mapped[int] = mapped_column(Integer, default=1, server_default=_ONE)
 
 
 class TaskReview(Base):
@@ -382,6 +397,30 @@ class ClarificationMessage(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     #: the judgment whose unclear note asked this question (None: asked without one)
     judgment_id: Mapped[int | None] = mapped_column(ForeignKey("judgment.id", ondelete="SET NULL"))
+
+
+class ContentVersion(Base):
+    """One version of a task, whole (0006): ``content`` is the task as format v1 writes
+    it (prompt, artifacts, rubric), ``changes`` what this version changed against the one
+    before (fields and criteria, each with its kind: verdict, score or note; see
+    :mod:`gradercal.ops.revisions`), with the ``reason``, ``actor`` and ``source``
+    (``import``, ``revise``, ``ui``). Version 1 is written when a task is first revised,
+    so every version a verdict was given under can be shown beside the current one.
+    """
+
+    __tablename__ = "content_version"
+    __table_args__ = (UniqueConstraint("task_id", "version"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    task_id: Mapped[int] = mapped_column(ForeignKey("task.id", ondelete="CASCADE"))
+    version: Mapped[int] = mapped_column(Integer)
+    kind: Mapped[str] = mapped_column(String(20))
+    content: Mapped[dict[str, Any]] = mapped_column(JSON)
+    changes: Mapped[dict[str, Any]] = mapped_column(JSON)
+    reason: Mapped[str | None] = mapped_column(Text)
+    actor: Mapped[str | None] = mapped_column(String(200))
+    source: Mapped[str] = mapped_column(String(20))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
 class Revision(Base):

@@ -38,6 +38,7 @@ from gradercal.model import (
 if TYPE_CHECKING:  # pandas and the file formats load on first use (app start-up time)
     import pandas as pd
 
+    from gradercal.db.frames_read import Version
     from gradercal.formats import Catalog
     from gradercal.frames import Frames
 
@@ -135,6 +136,7 @@ def _judgment_columns() -> tuple[Any, ...]:
         m.Judgment.revision,
         m.Judgment.source,
         m.Judgment.updated_at,
+        m.Judgment.task_version,
         *[getattr(m.Judgment, f) for f in _JUDGMENT_FIELDS],
     )
 
@@ -230,6 +232,14 @@ def _revise_adjudication(
     row.adjudicator = decision.adjudicator
     row.revision += 1
     row.updated_at = decision.updated_at or now
+    row.task_version = _task_version(s, row.response_id)
+
+
+def _task_version(s: Session, response_pk: int) -> int:
+    """The current version of a response's task (what a verdict is given under now)."""
+    from gradercal.db.revisions import task_versions
+
+    return task_versions(s, [response_pk])[response_pk]
 
 
 def adjudication_snapshot(row: m.Adjudication) -> dict[str, Any]:
@@ -329,7 +339,8 @@ def _late_updates(
             )
         ).one()
         values = dict(zip(_JUDGMENT_FIELDS, row[3 : 3 + len(_JUDGMENT_FIELDS)], strict=True))
-        if all(getattr(stored, f) == values[f] for f in _JUDGMENT_FIELDS):
+        values["task_version"] = row[-1]
+        if all(getattr(stored, f) == values[f] for f in values):
             report.judgments_unchanged += 1
             continue
         out.append((stored, values, None))
@@ -804,6 +815,11 @@ class Repository:
             return bind(value) if bind is not None else value
 
         stamp = stored(None)
+        from gradercal.db.revisions import task_versions_of_tasks
+
+        # a verdict from a file is given under the task's version the file names, else
+        # under the current one
+        current = task_versions_of_tasks(s, {tid for _rid, tid in response_ids.values()})
         new_rows: list[tuple[Any, ...]] = []
         updates: list[tuple[Row[Any], dict[str, Any], datetime | None]] = []
         for j in data.judgments:
@@ -825,14 +841,19 @@ class Repository:
                         1,
                         created,
                         created if j.updated_at is None else stored(j.updated_at),
+                        j.task_version or current[tid],
                     )
                 )
                 continue
             values = _judgment_values(j)
-            if all(getattr(old, f) == values[f] for f in _JUDGMENT_FIELDS):
+            same = all(getattr(old, f) == values[f] for f in _JUDGMENT_FIELDS)
+            # an unchanged verdict keeps the version it was given under unless the file
+            # names another (re-importing an old file must not refresh a stale verdict)
+            if same and j.task_version in (None, old.task_version):
                 report.judgments_unchanged += 1
-            else:
-                updates.append((old, values, j.updated_at))
+                continue
+            values["task_version"] = j.task_version or current[tid]
+            updates.append((old, values, j.updated_at))
         total = len(new_rows)
         columns = (
             "grader_id",
@@ -843,6 +864,7 @@ class Repository:
             "revision",
             "created_at",
             "updated_at",
+            "task_version",
         )
         batched = journal.journal_of(s) is not None
         late: list[tuple[Any, ...]] = []
@@ -909,6 +931,7 @@ class Repository:
                         note=a.note,
                         created_at=created,
                         updated_at=a.updated_at or created,
+                        task_version=_task_version(s, key[0]),
                     )
                 )
                 report.adjudications_added += 1
@@ -1097,7 +1120,7 @@ class Repository:
                 raise NotFoundError(f"no artifact bytes stored for sha256 {sha256}")
             return data
 
-    def load_frames(self, benchmark: str | None = None) -> Frames:
+    def load_frames(self, benchmark: str | None = None, version: Version = "current") -> Frames:
         """The benchmark's tables for scoring and statistics (see :mod:`gradercal.frames`).
 
         The judgments (the bulk: hundreds of thousands of rows) are read column-wise: one
@@ -1107,13 +1130,17 @@ class Repository:
         ``benchmarks/bench_load_frames.py``). The frames are identical to those of
         :meth:`load_frames_by_rows` (tested); should a judgment name a criterion outside
         the benchmark's tasks, the rows path is taken instead.
+
+        ``version`` chooses the verdicts after rubric revisions: ``"current"`` leaves out
+        the stale ones, ``"all"`` keeps every verdict, a number N those current when the
+        task was at version N (:mod:`gradercal.db.revisions`).
         """
         from gradercal.db.frames_read import read_frames
 
         bench = self.benchmark(benchmark)
         with self.db.read() as s:
-            frames = read_frames(s.connection(), bench.id, bench.pass_threshold)
-        return frames if frames is not None else self.load_frames_by_rows(benchmark)
+            frames = read_frames(s.connection(), bench.id, bench.pass_threshold, version)
+        return frames if frames is not None else self.load_frames_by_rows(benchmark, version)
 
     def data_revision(self, benchmark: str | None = None) -> dict[str, str]:
         """A fingerprint of the benchmark's data per part (benchmark, tasks, responses,
@@ -1134,11 +1161,13 @@ class Repository:
         with self.db.read() as s:
             return read_adjudications(s.connection(), bench.id)
 
-    def load_frames_by_rows(self, benchmark: str | None = None) -> Frames:
+    def load_frames_by_rows(
+        self, benchmark: str | None = None, version: Version = "current"
+    ) -> Frames:
         """:meth:`load_frames` the plain way: joined rows through SQLAlchemy Core, made into
         frames by :func:`gradercal.frames.make_frame` (the reference of the fast path)."""
+        from gradercal.db.frames_read import kept_rows, read_adjudications
         from gradercal.frames import (
-            ADJUDICATION_DTYPES,
             CRITERION_DTYPES,
             JUDGMENT_DTYPES,
             RESPONSE_DTYPES,
@@ -1215,6 +1244,9 @@ class Repository:
                     m.Judgment.confidence,
                     m.Judgment.rationale,
                     m.Judgment.unclear,
+                    m.Judgment.criterion_id,
+                    m.Judgment.task_version,
+                    m.Criterion.verdict_version,
                 )
                 .join(m.Response, m.Response.id == m.Judgment.response_id)
                 .join(m.Criterion, m.Criterion.id == m.Judgment.criterion_id)
@@ -1222,21 +1254,9 @@ class Repository:
                 .where(m.Response.benchmark_id == bench.id)
                 .order_by(m.Judgment.id)
             ).all()
-            judgments = make_frame(JUDGMENT_DTYPES, (tuple(r) for r in j_rows))
-            a_rows = conn.execute(
-                select(
-                    m.Response.external_id,
-                    m.Criterion.external_id,
-                    m.Adjudication.met,
-                    m.Adjudication.level,
-                    m.Adjudication.adjudicator,
-                    m.Adjudication.note,
-                )
-                .join(m.Response, m.Response.id == m.Adjudication.response_id)
-                .join(m.Criterion, m.Criterion.id == m.Adjudication.criterion_id)
-                .where(m.Response.benchmark_id == bench.id)
-            ).all()
-            adjudications = make_frame(ADJUDICATION_DTYPES, (tuple(r) for r in a_rows))
+            j_rows = kept_rows(conn, bench.id, version, j_rows)
+            judgments = make_frame(JUDGMENT_DTYPES, (tuple(r[:9]) for r in j_rows))
+            adjudications = read_adjudications(conn, bench.id, version)
         return Frames(
             pass_threshold=bench.pass_threshold,
             tasks=tasks,
@@ -1303,6 +1323,7 @@ class Repository:
                         note=note,
                         created_at=now,
                         updated_at=now,
+                        task_version=_task_version(s, resp.id),
                     )
                 )
                 return

@@ -216,6 +216,8 @@ _GRADER_POLICIES: dict[str, list[tuple[str, str, str | None, str | None]]] = {
     "task": [("assigned", "SELECT", "id IN (SELECT task_id FROM response)", None)],
     "criterion": [("assigned", "SELECT", "task_id IN (SELECT id FROM task)", None)],
     "artifact": [("assigned", "SELECT", "task_id IN (SELECT id FROM task)", None)],
+    # earlier versions of their tasks: the grading view shows what changed since a verdict
+    "content_version": [("assigned", "SELECT", "task_id IN (SELECT id FROM task)", None)],
     "blob": [("assigned", "SELECT", "sha256 IN (SELECT sha256 FROM artifact)", None)],
     "judgment": [
         (
@@ -298,6 +300,7 @@ _GRADER_GRANTS: dict[str, dict[str, tuple[str, ...] | None]] = {
     "task": {"SELECT": None},
     "criterion": {"SELECT": None},
     "artifact": {"SELECT": None},
+    "content_version": {"SELECT": None},
     "blob": {"SELECT": None},
     "judgment": {
         "SELECT": None,
@@ -315,6 +318,7 @@ _GRADER_GRANTS: dict[str, dict[str, tuple[str, ...] | None]] = {
             "revision",
             "created_at",
             "updated_at",
+            "task_version",
         ),
         "UPDATE": (
             "met",
@@ -326,6 +330,7 @@ _GRADER_GRANTS: dict[str, dict[str, tuple[str, ...] | None]] = {
             "source",
             "revision",
             "updated_at",
+            "task_version",
         ),
     },
     "task_review": {

@@ -49,6 +49,7 @@ from gradercal.db.packets.read import (
 )
 from gradercal.db.packets.session import _fingerprint, _load_state, default_workdir
 from gradercal.db.progress import record_packet_merge
+from gradercal.db.revisions import versions_at
 from gradercal.db.session import Database
 from gradercal.model import AssignmentStatus, GraderKind
 from gradercal.ops.packet_format import (
@@ -437,6 +438,12 @@ def _merge_judgments(
     # unclear notes new or changed in the packet: questions back to the coordinators
     asks: list[tuple[int, int, str, int | None, datetime]] = []
     seen: set[tuple[int, str]] = set()
+    # the packet's verdicts were given under the task versions of its export: a revision
+    # made since leaves them stale (gradercal.db.revisions)
+    exported = datetime.fromisoformat(manifest.created_at) if manifest.created_at else now
+    if exported.tzinfo is None:
+        exported = exported.replace(tzinfo=UTC)
+    given_under = versions_at(s, {a.task_pk for a in found.values()}, exported)
     for pj in content.judgments:
         if (pj.assignment_id, pj.criterion_id) in seen:
             raise PacketError(
@@ -533,6 +540,7 @@ def _merge_judgments(
                 "revision": len(between) + 1,
                 "created_at": pj.created_at or stamp,
                 "updated_at": stamp,
+                "task_version": given_under[a.task_pk],
             }
             if between:
                 with_history.append((row, between))
@@ -568,6 +576,7 @@ def _merge_judgments(
                 "provenance": provenance,
                 "revision": d.revision + 1 + len(between),
                 "updated_at": stamp,
+                "task_version": given_under[a.task_pk],
             }
         )
         report.judgments_updated += 1
@@ -593,6 +602,7 @@ def _merge_judgments(
                     "provenance": bindparam("provenance"),
                     "revision": bindparam("revision"),
                     "updated_at": bindparam("updated_at"),
+                    "task_version": bindparam("task_version"),
                 }
             ),
             updates,
