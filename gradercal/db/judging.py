@@ -931,14 +931,8 @@ class VerdictWriter:
                 continue
             if v.status != "ok" and old.met is not None:
                 continue  # a failure never replaces a verdict
-            if _same_verdict(old, values):
-                if old.task_version != values["task_version"]:  # confirmed under a revision
-                    s.execute(
-                        update(j)
-                        .where(j.id == old.id)
-                        .values(task_version=values["task_version"], updated_at=now)
-                    )
-                continue
+            if _same_verdict(old, values) and old.task_version == values["task_version"]:
+                continue  # (the same verdict under a revised task is kept as a new one)
             _supersede(s, old, values, now)
         if new_rows:
             s.connection().execute(insert(_table(m.Judgment)), new_rows)

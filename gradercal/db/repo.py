@@ -64,6 +64,9 @@ def judgment_snapshot(row: Any, *extra: str) -> dict[str, Any]:
     snapshot = {f: getattr(row, f) for f in _JUDGMENT_FIELDS}
     snapshot["source"] = row.source
     snapshot["updated_at"] = row.updated_at.isoformat() if row.updated_at else None
+    version = getattr(row, "task_version", None)
+    if version is not None:  # the task version it was given under (0006; absent: 1)
+        snapshot["task_version"] = int(version)
     for f in extra:
         snapshot[f] = getattr(row, f)
     return snapshot
@@ -250,6 +253,7 @@ def adjudication_snapshot(row: m.Adjudication) -> dict[str, Any]:
         "note": row.note,
         "adjudicator": row.adjudicator,
         "updated_at": row.updated_at.isoformat(),
+        "task_version": int(row.task_version or 1),
     }
 
 

@@ -889,3 +889,11 @@ def is_current(verdicts: Any) -> Any:
         .where(m.Criterion.id == verdicts.criterion_id)
         .scalar_subquery()
     )
+
+
+#: The value columns of each verdict table, in the order of its frame
+#: (:mod:`gradercal.frames`): what a verdict at an earlier version is rebuilt from.
+VERDICT_FIELDS = {
+    "judgment": ("met", "level", "confidence", "rationale", "unclear"),
+    "adjudication": ("met", "level", "adjudicator", "note"),
+}
