@@ -21,6 +21,13 @@ fi
 # pandas and scipy, but its metadata pins scipy==1.12.0 and pandas<3 (which would
 # downgrade the whole environment), so it is installed without its declared dependencies.
 .venv/bin/python -m pip install -q --disable-pip-version-check --no-deps "irrcac==0.4.4"
+# gradercal is installed editable, so pip compiles none of it, and where
+# PYTHONDONTWRITEBYTECODE is set (as on the CI machine) no process writes its bytecode
+# either: every Python process the suite starts (each dashboard worker, each CLI run in
+# a subprocess, each test worker) would compile the modules it imports again, 0.5–1 s
+# of CPU apiece. Compiled once here (about a second); an edited file's stale bytecode
+# is ignored by Python and compiled again, as usual.
+.venv/bin/python -m compileall -q -j 0 gradercal tests
 
 # shellcheck source=scripts/promptfoo.sh
 source scripts/promptfoo.sh

@@ -174,6 +174,20 @@ class DatabaseTemplates:
             admin.dispose()
 
 
+def import_demo(url: str) -> None:
+    """The demo benchmark (samples/demo) imported, as ``gradercal import`` would: a
+    ``build`` for :meth:`DatabaseTemplates.fill` (key ``"demo imported"``)."""
+    from gradercal.db.repo import Repository
+    from gradercal.db.session import open_database
+    from gradercal.formats import read_path
+
+    db = open_database(url)
+    try:
+        Repository(db).import_data(read_path(DEMO))
+    finally:
+        db.dispose()
+
+
 @pytest.fixture(scope="session")
 def db_templates(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DatabaseTemplates]:
     templates = DatabaseTemplates(tmp_path_factory.mktemp("db-templates"))

@@ -32,7 +32,7 @@ from gradercal.db.repo import Repository, benchmark_of
 from gradercal.db.session import open_database
 from gradercal.formats import read_path
 from gradercal.synth import SynthConfig, generate
-from tests.conftest import DEMO, fingerprint
+from tests.conftest import DEMO, DatabaseTemplates, fingerprint, import_demo
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -47,14 +47,9 @@ def synth(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture
-def sqlite_db(tmp_path: Path) -> str:
-    path = str(tmp_path / "g.sqlite")
-    db = open_database(path)
-    try:
-        Repository(db).import_data(read_path(DEMO))
-    finally:
-        db.dispose()
-    return path
+def sqlite_db(tmp_path: Path, db_templates: DatabaseTemplates) -> str:
+    """The demo imported into a SQLite file of this test's own (a copy of one import)."""
+    return db_templates.fill(str(tmp_path / "g.sqlite"), "demo imported", import_demo)
 
 
 def _journal_keys(path: str) -> list[str]:

@@ -15,7 +15,7 @@ from sqlalchemy import func, select
 
 from gradercal.errors import ConflictError, ValidationError
 from gradercal.ops.assign import Design, ResponseUnit, design_assignments
-from tests.conftest import DEMO, fingerprint
+from tests.conftest import DEMO, DatabaseTemplates, fingerprint, import_demo
 
 LAZY = {
     "assign": ("gradercal.cli.ops:assign", "Decide who grades which response."),
@@ -203,25 +203,20 @@ def test_invariants_hold_for_any_design(
 
 
 # -- database --------------------------------------------------------------------------------
-def _demo_db(db_url: str) -> None:
-    from gradercal.db.repo import Repository
-    from gradercal.db.session import open_database
-    from gradercal.formats import read_path
-
-    db = open_database(db_url)
-    try:
-        Repository(db).import_data(read_path(DEMO))
-    finally:
-        db.dispose()
+def _demo_db(db_url: str, db_templates: DatabaseTemplates) -> None:
+    """The demo imported into ``db_url`` (a copy of one import per session and backend)."""
+    db_templates.fill(db_url, "demo imported", import_demo)
 
 
-def test_apply_creates_graders_and_assignments_idempotently(db_url: str) -> None:
+def test_apply_creates_graders_and_assignments_idempotently(
+    db_url: str, db_templates: DatabaseTemplates
+) -> None:
     from gradercal.db import models as m
     from gradercal.db.assignments import assign, recorded_designs
     from gradercal.db.grading import GradingStore
     from gradercal.db.session import open_database
 
-    _demo_db(db_url)
+    _demo_db(db_url, db_templates)
     db = open_database(db_url)
     try:
         report = assign(
@@ -270,13 +265,15 @@ def test_apply_creates_graders_and_assignments_idempotently(db_url: str) -> None
     assert fingerprint(db_url) == before
 
 
-def test_a_new_design_only_adds_and_never_touches_existing_work(db_url: str) -> None:
+def test_a_new_design_only_adds_and_never_touches_existing_work(
+    db_url: str, db_templates: DatabaseTemplates
+) -> None:
     from gradercal.db import models as m
     from gradercal.db.assignments import assign
     from gradercal.db.grading import GradingStore, JudgmentValue
     from gradercal.db.session import open_database
 
-    _demo_db(db_url)
+    _demo_db(db_url, db_templates)
     db = open_database(db_url)
     try:
         assign(db, ["a1", "a2"], 1, seed=1)
@@ -311,11 +308,13 @@ def test_a_new_design_only_adds_and_never_touches_existing_work(db_url: str) -> 
         db.dispose()
 
 
-def test_a_judges_name_is_refused_and_nothing_is_written(db_url: str) -> None:
+def test_a_judges_name_is_refused_and_nothing_is_written(
+    db_url: str, db_templates: DatabaseTemplates
+) -> None:
     from gradercal.db.assignments import assign
     from gradercal.db.session import open_database
 
-    _demo_db(db_url)
+    _demo_db(db_url, db_templates)
     before = fingerprint(db_url)
     db = open_database(db_url)
     try:
