@@ -247,3 +247,25 @@ def print_calibrated(report: dict[str, Any] | None) -> None:
             f"(raw {pct(row['raw_mean_score'])}), pass rate {pct(row['pass_rate'])} "
             f"(raw {pct(row['raw_pass_rate'])}), {row['n_scored']}/{row['n_responses']} scored"
         )
+
+
+def revision_line(r: Any) -> str:
+    """One line on a task's revision (``import --revise``, ``rubric revise``)."""
+    version = f"v{r.version_before}" + ("" if r.dry_run else f" → v{r.version}")
+    what = [f"{r.kind} change"]
+    if r.stale_criteria:
+        what.append(
+            f"{r.stale_judgments} verdicts on {', '.join(r.stale_criteria)} "
+            f"{'would become' if r.dry_run else 'now'} stale"
+        )
+    if r.rescored_criteria:
+        what.append(f"points changed on {', '.join(r.rescored_criteria)} (rescored)")
+    if r.added_criteria:
+        what.append(f"added {', '.join(r.added_criteria)}")
+    if r.removed_criteria:
+        what.append(
+            f"removed {', '.join(r.removed_criteria)} ({r.removed_verdicts} verdicts to history)"
+        )
+    if r.requeued:
+        what.append(f"back in the queues of {', '.join(r.requeued)}")
+    return f"{r.task_id} {version}: " + "; ".join(what)

@@ -29,6 +29,7 @@ from gradercal.cli.common import (
     open_repo,
     print_calibrated,
     progress_bar,
+    revision_line,
 )
 
 
@@ -288,34 +289,12 @@ def _import_revised(
     verb = "would revise" if dry_run else "revised"
     click.echo(f"{verb} {len(changed)} of {len(reports)} stored tasks in {target!r}")
     for r in changed:
-        click.echo("  " + _revision_line(r))
+        click.echo("  " + revision_line(r))
     if imported is not None and imported.changed:
         click.echo(
             f"also imported: {imported.tasks_added} new tasks, {imported.responses_added} "
             f"responses, {imported.judgments_added} judgments"
         )
-
-
-def _revision_line(r: Any) -> str:
-    """One line on a task's revision (shared with ``gradercal rubric revise``)."""
-    version = f"v{r.version_before}" + ("" if r.dry_run else f" → v{r.version}")
-    what = [f"{r.kind} change"]
-    if r.stale_criteria:
-        what.append(
-            f"{r.stale_judgments} verdicts on {', '.join(r.stale_criteria)} "
-            f"{'would become' if r.dry_run else 'now'} stale"
-        )
-    if r.rescored_criteria:
-        what.append(f"points changed on {', '.join(r.rescored_criteria)} (rescored)")
-    if r.added_criteria:
-        what.append(f"added {', '.join(r.added_criteria)}")
-    if r.removed_criteria:
-        what.append(
-            f"removed {', '.join(r.removed_criteria)} ({r.removed_verdicts} verdicts to history)"
-        )
-    if r.requeued:
-        what.append(f"back in the queues of {', '.join(r.requeued)}")
-    return f"{r.task_id} {version}: " + "; ".join(what)
 
 
 def _echo_notes(notes: list[str]) -> None:

@@ -20,6 +20,7 @@ from gradercal.cli.common import (
     handle_errors,
     json_option,
     open_repo,
+    revision_line,
 )
 
 __all__ = ["rubric"]
@@ -74,7 +75,6 @@ def revise(
           --reason "graders split on 'notes'"
       gradercal rubric revise T0042 c07 --points 3 --reason "too heavy" --dry-run
     """
-    from gradercal.cli.data import _revision_line
     from gradercal.db.revisions import RevisionStore
 
     if text is None and points is None and levels is None and tags is None:
@@ -101,7 +101,7 @@ def revise(
     if not report.changed:
         click.echo(f"{task_id}/{criterion_id}: nothing changed (still v{report.version})")
         return
-    click.echo(("would revise " if dry_run else "revised ") + _revision_line(report))
+    click.echo(("would revise " if dry_run else "revised ") + revision_line(report))
 
 
 @rubric.command()

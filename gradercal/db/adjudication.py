@@ -23,8 +23,8 @@ from sqlalchemy import select
 from gradercal.db import models as m
 from gradercal.db.grading import GradingStore
 from gradercal.db.repo import Repository
-from gradercal.db.revisions import is_current
 from gradercal.db.session import Database
+from gradercal.db.versions import is_current
 from gradercal.errors import NotFoundError, Problem, ValidationError
 from gradercal.model import Criterion, GraderKind, Task
 

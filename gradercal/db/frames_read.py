@@ -330,7 +330,7 @@ def verdicts_at(conn: Connection, bench_id: int, version: int, entity: str) -> l
     each verdict, the latest value given in the same era as ``version`` (between two
     verdict-changing revisions of its criterion) is kept; none, and it is left out.
     """
-    from gradercal.db.revisions import VERDICT_FIELDS
+    from gradercal.db.versions import VERDICT_FIELDS
 
     table: Any = m.Judgment if entity == "judgment" else m.Adjudication
     fields = VERDICT_FIELDS[entity]

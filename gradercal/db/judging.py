@@ -38,8 +38,8 @@ from sqlalchemy.orm import Session
 import gradercal.db.judge_models as jm
 from gradercal.db import models as m
 from gradercal.db.repo import _JUDGMENT_FIELDS, Repository, judgment_snapshot
-from gradercal.db.revisions import task_versions
 from gradercal.db.session import Database
+from gradercal.db.versions import task_versions
 from gradercal.errors import ConflictError, GradercalError, NotFoundError
 from gradercal.judge.artifacts import ArtifactInput, artifact_context
 from gradercal.judge.pricing import Price

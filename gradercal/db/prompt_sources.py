@@ -25,8 +25,8 @@ from gradercal.db import models as m
 from gradercal.db.calibrations import list_calibrations
 from gradercal.db.judging import JudgeInfo, JudgeStore
 from gradercal.db.repo import Repository
-from gradercal.db.revisions import is_current
 from gradercal.db.session import Database
+from gradercal.db.versions import is_current
 from gradercal.errors import NotFoundError
 from gradercal.frames import Frames
 from gradercal.judge.prompts import DEFAULT_PROMPT, PromptTemplate

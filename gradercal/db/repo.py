@@ -240,7 +240,7 @@ def _revise_adjudication(
 
 def _task_version(s: Session, response_pk: int) -> int:
     """The current version of a response's task (what a verdict is given under now)."""
-    from gradercal.db.revisions import task_versions
+    from gradercal.db.versions import task_versions
 
     return task_versions(s, [response_pk])[response_pk]
 
@@ -824,7 +824,7 @@ class Repository:
             return bind(value) if bind is not None else value
 
         stamp = stored(None)
-        from gradercal.db.revisions import task_versions_of_tasks
+        from gradercal.db.versions import task_versions_of_tasks
 
         # a verdict from a file is given under the task's version the file names, else
         # under the current one

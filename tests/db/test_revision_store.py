@@ -12,6 +12,7 @@ from sqlalchemy import func, select
 
 from gradercal.db import models as m
 from gradercal.db.grading import GradingStore, JudgmentValue
+from gradercal.db.maintenance import check
 from gradercal.db.revisions import RevisionStore, task_content, task_from_content
 from gradercal.errors import NotFoundError, ValidationError
 from gradercal.formats import read_path
@@ -160,6 +161,7 @@ def test_import_revise_adds_and_removes_criteria_keeping_history(stored: Any) ->
     assert [c.id for c in stored.load_tasks()[0].criteria] == ["c1", "c2", "c4", "c5"]
     kept = _count(stored, m.Revision, m.Revision.entity == "judgment_deleted")
     assert kept == removed_n
+    assert check(stored.db).ok, check(stored.db).to_dict()  # no orphans, nothing amiss
     # an unknown task is refused, nothing written
     ghost = replace(m2, id="M9")
     with pytest.raises(ValidationError, match="M9"):

@@ -41,6 +41,7 @@ stamps = st.one_of(st.none(), st.datetimes(timezones=st.just(UTC)))
         texts,
         stamps,
         stamps,
+        st.one_of(st.none(), st.integers(1, 9)),  # task_version
     )
 )
 def test_judgment_of_is_the_constructor(fields: tuple[object, ...]) -> None:

@@ -49,8 +49,8 @@ from gradercal.db.packets.read import (
 )
 from gradercal.db.packets.session import _fingerprint, _load_state, default_workdir
 from gradercal.db.progress import record_packet_merge
-from gradercal.db.revisions import versions_at
 from gradercal.db.session import Database
+from gradercal.db.versions import versions_at
 from gradercal.model import AssignmentStatus, GraderKind
 from gradercal.ops.packet_format import (
     DATABASE,
