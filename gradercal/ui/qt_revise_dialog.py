@@ -95,7 +95,7 @@ class QtReviseDialog(QDialog):
         self._generation = 0
         self.setObjectName("reviseDialog")
         self.setWindowTitle(f"Revise criterion {criterion_id} of task {task_id}")
-        self.resize(820, 640)
+        self.resize(820, 560)
         self._build()
         self._timer = QTimer(self)
         self._timer.setSingleShot(True)
@@ -145,7 +145,9 @@ class QtReviseDialog(QDialog):
         self.diff.setObjectName("reviseDiff")
         self.diff.setOpenLinks(False)
         self.diff.setFocusPolicy(Qt.FocusPolicy.NoFocus)
-        self.diff.setMinimumHeight(self.diff.fontMetrics().lineSpacing() * 4 + 14)
+        lines = self.diff.fontMetrics().lineSpacing()
+        self.diff.setMinimumHeight(lines * 3 + 14)
+        self.diff.setMaximumHeight(lines * 8 + 14)
         layout.addWidget(self.diff, 1)
         self.fields = QLabel("")
         self.fields.setObjectName("reviseFields")
@@ -190,6 +192,7 @@ class QtReviseDialog(QDialog):
         palette.setColor(QPalette.ColorRole.WindowText, Qt.GlobalColor.red)
         self.error.setPalette(palette)
         layout.addWidget(self.error)
+        layout.addStretch(0)
 
         self.buttons = QDialogButtonBox()
         self.save_button = QPushButton("Save revision")
