@@ -31,8 +31,11 @@ from gradercal.ui.qt_rubric_model import TEXT_COLUMN, VERDICT_COLUMN
 from gradercal.ui.qt_settings import QtAppSettings
 from gradercal.ui.revision_text import CriterionDraft, consequences, diff_html, parse_tags
 from tests.conftest import fingerprint
+from tests.support.team import BENCH as TEAM_BENCH
+from tests.support.team import crew, pg_url
 
 pytestmark = pytest.mark.gui
+__all__ = ["crew", "pg_url"]  # fixtures
 
 GRADER = "zoe"
 
@@ -371,3 +374,46 @@ def test_a_revised_criterion_comes_back_marked_and_is_confirmed_by_the_same_key(
     press(qtbot, window, "Ctrl+Return")
     assert GradingStore(db).queue(GRADER)[index].status == "submitted"
     window.close()
+
+
+# -- team mode (PostgreSQL): a grader's login reads the earlier wording ------------------------
+@pytest.mark.postgres
+def test_in_team_mode_a_grader_sees_the_diff_and_a_coordinator_revises(
+    qtbot: Any, crew: Any, tmp_path: Path
+) -> None:
+    from gradercal.ui.qt_app import build_window
+
+    ana_db = open_database(crew.url(crew.ana))
+    try:
+        store = GradingStore(ana_db)
+        first = store.queue(crew.ana)[0]
+        task = store.load_item(crew.ana, first.assignment_id).task
+        crit = next(c for c in task.criteria if c.auto is None)
+        store.save_judgment(first.assignment_id, crit.id, JudgmentValue(met=True))
+    finally:
+        ana_db.dispose()
+    dan_db = open_database(crew.url(crew.dan))  # the coordinator's own login
+    try:
+        dialog = QtReviseDialog(dan_db, TEAM_BENCH, task.id, crit.id, crew.dan)
+        qtbot.addWidget(dialog)
+        dialog.text.setPlainText(crit.text + " (with the evidence)")
+        dialog.reason.setText("ask for the evidence")
+        assert dialog.save(), dialog.error.text()
+    finally:
+        qt_workers_idle()
+        dan_db.dispose()
+    window = build_window(crew.url(crew.ana), settings=QtAppSettings(tmp_path / "team.ini"))
+    qtbot.addWidget(window)
+    g = window.grading
+    assert g is not None
+    qtbot.waitUntil(lambda: g.current is not None, timeout=20_000)
+    index = next(i for i, q in enumerate(g.queue) if q.assignment_id == first.assignment_id)
+    with qtbot.waitSignal(g.item_ready, timeout=20_000):
+        g.open_index(index)
+    assert g.state is not None and g.current_row() == g.state.index_of(crit.id)
+    assert g.rubric.change_shown()
+    assert "with the evidence" in g.rubric.changed_diff.text()
+    assert "not available" not in g.rubric.changed_hint.text()
+    qt_workers_idle()
+    window.close()
+    window.store.db.dispose()
