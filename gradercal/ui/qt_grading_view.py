@@ -370,10 +370,15 @@ class QtGradingView(QWidget):
         changed = state.changed_rows()
         if changed:
             n = len(changed)
+            todo = (
+                f"reopen the response ({_keys('response.reopen')}) to confirm or change "
+                f"{'them' if n != 1 else 'it'}"
+                if q.done
+                else f"confirm or change {'each' if n != 1 else 'it'} before submitting"
+            )
             self.rubric.show_message(
                 f"{n} criteri{'a' if n != 1 else 'on'} changed since your verdict "
-                f"({CHANGED_GLYPH}): confirm or change "
-                f"{'each' if n != 1 else 'it'}, then submit again."
+                f"({CHANGED_GLYPH}): {todo}."
             )
             if row == 0:
                 row = changed[0]

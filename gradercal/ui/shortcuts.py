@@ -132,7 +132,7 @@ SHORTCUTS: tuple[Shortcut, ...] = (
     Shortcut(
         "criterion.revise",
         "File",
-        "Revise the current criterion: the selected row or the adjudication's (coordinator mode only)",
+        "Revise the selected or adjudicated criterion… (coordinator mode only)",
         ("Ctrl+E",),
     ),
     Shortcut("session.switch", "File", "Switch grader (back to the start page)", ("Ctrl+Shift+G",)),
