@@ -157,6 +157,9 @@ class Task:
     metadata: dict[str, Any] = field(default_factory=dict)
     artifacts: tuple[Artifact, ...] = ()
     criteria: tuple[Criterion, ...] = ()
+    #: 1 as first written, one more per revision (format v1 ``version``; not part of
+    #: :meth:`content_hash`, which fingerprints the content alone)
+    version: int = 1
 
     @property
     def has_artifacts(self) -> bool:

@@ -86,6 +86,10 @@ class LazyGroup(click.Group):
             "gradercal.cli.clarify:clarify",
             "Clarification threads on criteria: list, show, answer (and re-check), ask.",
         ),
+        "rubric": (
+            "gradercal.cli.rubric:rubric",
+            "Revise rubric criteria; versions of tasks; stale verdicts.",
+        ),
         "packet": ("gradercal.cli.ops:packet", "Offline grading packets: export, merge, inspect."),
         "backup": ("gradercal.cli.ops:backup", "A consistent copy of the database."),
         "check": ("gradercal.cli.ops:check", "Integrity, orphan rows and artifact hashes."),

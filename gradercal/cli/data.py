@@ -60,6 +60,23 @@ def init(db: str | None, as_json: bool) -> None:
     help="A table's column for a gradercal field, e.g. --map response_id=item "
     "--map grader=rater (repeat, or comma-separate). Tables only.",
 )
+@click.option(
+    "--revise",
+    is_flag=True,
+    help="Tasks already stored that differ become new versions of themselves (prompt, "
+    "artifacts, rubric); verdicts a change can affect become stale and go back to the "
+    "graders' queues. Without it, a changed task is refused.",
+)
+@click.option(
+    "--reason",
+    metavar="TEXT",
+    help="Why the tasks were revised (kept in the history; with --revise).",
+)
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="With --revise: show what would change and which verdicts would go stale; write nothing.",
+)
 @json_option
 @handle_errors
 def import_(
@@ -67,6 +84,9 @@ def import_(
     db: str | None,
     benchmark: str | None,
     column_map: tuple[str, ...],
+    revise: bool,
+    reason: str | None,
+    dry_run: bool,
     as_json: bool,
 ) -> None:
     """Import a benchmark folder, one of its JSONL files, a judgments or adjudications
@@ -77,7 +97,17 @@ def import_(
     problem is listed as file:line: field: message. Importing the same data again
     changes nothing. Artifact paths of tasks read from standard input are relative to
     the current folder.
+
+    With --revise, stored tasks that changed are revised first (all or nothing; see
+    `gradercal rubric history`), then everything else in PATH is imported as usual.
     """
+    if (reason or dry_run) and not revise:
+        raise click.UsageError("--reason and --dry-run go with --revise")
+    if revise:
+        if str(path) == "-" or not path.exists():
+            raise GradercalError(f"{path}: --revise needs a benchmark folder or tasks.jsonl")
+        _import_revised(path, db, benchmark, column_map, reason, dry_run, as_json)
+        return
 
     if str(path) == "-":
         from dataclasses import replace
@@ -203,6 +233,89 @@ def _import(
         old, new = report.pass_threshold_changed
         click.echo(f"pass threshold changed from {old} to {new}")
     _echo_notes(data.notes)
+
+
+def _import_revised(
+    path: Path,
+    db: str | None,
+    benchmark: str | None,
+    column_map: tuple[str, ...],
+    reason: str | None,
+    dry_run: bool,
+    as_json: bool,
+) -> None:
+    """``import --revise``: revise the stored tasks that changed, then import the rest."""
+    import getpass
+
+    from gradercal.db.repo import benchmark_of
+    from gradercal.db.revisions import RevisionStore
+    from gradercal.formats import read_path, recognise
+    from gradercal.formats.tables import parse_column_map
+
+    found = recognise(path)
+    repo = open_repo(db)
+    target = benchmark or found.benchmark or repo.benchmark(None).name
+    data = benchmark_of(read_path(path, repo.catalog(target), parse_column_map(column_map)), target)
+    stored = {t.id for t in repo.load_tasks(target)}
+    revised = [t for t in data.tasks if t.id in stored]
+    reports = RevisionStore(repo.db).revise_tasks(
+        target,
+        revised,
+        reason=reason,
+        actor=getpass.getuser(),
+        source="import",
+        blobs=data.blobs,
+        dry_run=dry_run,
+    )
+    changed = [r for r in reports if r.changed]
+    imported = None
+    if not dry_run:
+        with progress_bar(not as_json) as update:
+            imported = repo.import_data(
+                data, threshold_from_file=found.threshold_from_file, progress=update
+            )
+    if as_json:
+        emit_json(
+            {
+                "benchmark": target,
+                "dry_run": dry_run,
+                "revised": [r.to_dict() for r in changed],
+                "unchanged": len(reports) - len(changed),
+                "import": imported.to_dict() if imported is not None else None,
+            }
+        )
+        return
+    verb = "would revise" if dry_run else "revised"
+    click.echo(f"{verb} {len(changed)} of {len(reports)} stored tasks in {target!r}")
+    for r in changed:
+        click.echo("  " + _revision_line(r))
+    if imported is not None and imported.changed:
+        click.echo(
+            f"also imported: {imported.tasks_added} new tasks, {imported.responses_added} "
+            f"responses, {imported.judgments_added} judgments"
+        )
+
+
+def _revision_line(r: Any) -> str:
+    """One line on a task's revision (shared with ``gradercal rubric revise``)."""
+    version = f"v{r.version_before}" + ("" if r.dry_run else f" → v{r.version}")
+    what = [f"{r.kind} change"]
+    if r.stale_criteria:
+        what.append(
+            f"{r.stale_judgments} verdicts on {', '.join(r.stale_criteria)} "
+            f"{'would become' if r.dry_run else 'now'} stale"
+        )
+    if r.rescored_criteria:
+        what.append(f"points changed on {', '.join(r.rescored_criteria)} (rescored)")
+    if r.added_criteria:
+        what.append(f"added {', '.join(r.added_criteria)}")
+    if r.removed_criteria:
+        what.append(
+            f"removed {', '.join(r.removed_criteria)} ({r.removed_verdicts} verdicts to history)"
+        )
+    if r.requeued:
+        what.append(f"back in the queues of {', '.join(r.requeued)}")
+    return f"{r.task_id} {version}: " + "; ".join(what)
 
 
 def _echo_notes(notes: list[str]) -> None:

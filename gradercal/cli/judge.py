@@ -378,8 +378,9 @@ def judge() -> None:
     "--scope",
     default="unjudged",
     show_default=True,
-    metavar="all|unjudged|calibration|tasks:ID,…",
-    help="unjudged: pairs without a verdict (resume); all: re-judge everything; "
+    metavar="all|unjudged|stale|calibration|tasks:ID,…",
+    help="unjudged: pairs without a current verdict (resume; stale ones included); "
+    "stale: only criteria a rubric revision changed; all: re-judge everything; "
     "calibration: responses the experts graded; tasks:…: those tasks.",
 )
 @click.option(

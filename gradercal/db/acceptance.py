@@ -334,6 +334,7 @@ def _facts(s: Session, benchmark_id: int, task: str | None = None) -> list[_Task
             m.Response.task_id.in_(pks),
             m.Grader.kind == "human",
             m.Criterion.kind == "judgment",
+            m.Judgment.task_version >= m.Criterion.verdict_version,  # stale ones: not
         )
         .order_by(m.Judgment.id)
     ):

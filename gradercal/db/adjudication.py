@@ -23,6 +23,7 @@ from sqlalchemy import select
 from gradercal.db import models as m
 from gradercal.db.grading import GradingStore
 from gradercal.db.repo import Repository
+from gradercal.db.revisions import is_current
 from gradercal.db.session import Database
 from gradercal.errors import NotFoundError, Problem, ValidationError
 from gradercal.model import Criterion, GraderKind, Task
@@ -180,7 +181,11 @@ class AdjudicationStore:
                 )
                 .join(m.Grader, m.Grader.id == m.Judgment.grader_id)
                 .outerjoin(m.PromptVersion, m.PromptVersion.id == m.Grader.prompt_version_id)
-                .where(m.Judgment.response_id == resp.id, m.Judgment.criterion_id == crit_pk)
+                .where(
+                    m.Judgment.response_id == resp.id,
+                    m.Judgment.criterion_id == crit_pk,
+                    is_current(m.Judgment),  # verdicts a rubric revision made stale: not
+                )
                 .order_by(m.Grader.kind, m.Grader.name)
             ).all()
             verdicts = tuple(

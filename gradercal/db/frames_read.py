@@ -40,6 +40,7 @@ from gradercal.frames import (
     ADJUDICATION_DTYPES,
     CRITERION_DTYPES,
     JUDGMENT_COLUMNS,
+    JUDGMENT_DTYPES,
     RESPONSE_DTYPES,
     TASK_DTYPES,
     Frames,
@@ -157,6 +158,7 @@ def read_frames(
     """The frames of benchmark ``bench_id`` read on ``conn`` (inside its transaction), or
     None when a judgment's criterion lies outside the benchmark (see the module notes).
     ``version`` chooses the verdicts after rubric revisions (:data:`Version`)."""
+    version = parse_version(version)
     with collections_paused():
         return _read_frames(conn, bench_id, pass_threshold, version)
 
@@ -247,6 +249,8 @@ def _read_frames(
     )
     if judgments is None:
         return None
+    if isinstance(version, int):  # earlier values come from the history
+        judgments = make_frame(JUDGMENT_DTYPES, verdicts_at(conn, bench_id, version, "judgment"))
     adjudications = read_adjudications(conn, bench_id, version)
     return Frames(
         pass_threshold=pass_threshold,
@@ -303,13 +307,91 @@ def read_adjudications(
         .join(m.Criterion, m.Criterion.id == m.Adjudication.criterion_id)
         .where(m.Response.benchmark_id == bench_id)
     ).all()
+    version = parse_version(version)
+    if isinstance(version, int):
+        return make_frame(ADJUDICATION_DTYPES, verdicts_at(conn, bench_id, version, "adjudication"))
     a_rows = kept_rows(conn, bench_id, version, a_rows)
     return make_frame(ADJUDICATION_DTYPES, (tuple(r[:6]) for r in a_rows))
+
+
+def _era(marks: list[int], version: int) -> int:
+    """The first version of the era ``version`` falls in (``marks``: 1 and the verdict
+    changes, ascending)."""
+    return max(v for v in marks if v <= version) if version >= 1 else 1
+
+
+def verdicts_at(conn: Connection, bench_id: int, version: int, entity: str) -> list[Any]:
+    """The rows of the ``judgments`` (``entity = "judgment"``) or ``adjudications`` frame
+    as they stood when each task was at ``version``.
+
+    A verdict row holds only its latest value, so an earlier one comes from the history
+    (``revision``: every superseded value, with the task version it was given under —
+    absent in rows kept before versions existed, when every task was at version 1). For
+    each verdict, the latest value given in the same era as ``version`` (between two
+    verdict-changing revisions of its criterion) is kept; none, and it is left out.
+    """
+    from gradercal.db.revisions import VERDICT_FIELDS
+
+    table: Any = m.Judgment if entity == "judgment" else m.Adjudication
+    fields = VERDICT_FIELDS[entity]
+    keys: list[Any] = [m.Response.external_id, m.Criterion.external_id]
+    if entity == "judgment":
+        keys += [m.Grader.name, m.Grader.kind]
+    q = (
+        select(
+            *keys,
+            *[getattr(table, f) for f in fields],
+            table.id,
+            table.criterion_id,
+            table.task_version,
+            table.revision,
+        )
+        .join(m.Response, m.Response.id == table.response_id)
+        .join(m.Criterion, m.Criterion.id == table.criterion_id)
+        .where(m.Response.benchmark_id == bench_id)
+        .order_by(table.id)
+    )
+    if entity == "judgment":
+        q = q.join(m.Grader, m.Grader.id == table.grader_id)
+    rows = conn.execute(q).all()
+    changes = verdict_changes(conn, bench_id)
+    n_keys = len(keys)
+    out: list[Any] = []
+    earlier: dict[int, list[tuple[int, dict[str, Any]]]] = {}
+    revised_ids = [int(r[-4]) for r in rows if int(r[-3]) in changes]
+    for start in range(0, len(revised_ids), 500):
+        for eid, rev, data in conn.execute(
+            select(m.Revision.entity_id, m.Revision.revision, m.Revision.data).where(
+                m.Revision.entity == entity,
+                m.Revision.entity_id.in_(revised_ids[start : start + 500]),
+            )
+        ):
+            value = json.loads(data) if isinstance(data, str) else data
+            earlier.setdefault(int(eid), []).append((int(rev), value))
+    for r in rows:
+        *head, rid, crit, given, _rev = r
+        marks = [1, *changes.get(int(crit), [])]
+        target = _era(marks, version)
+        if _era(marks, int(given)) == target:
+            out.append(tuple(head))
+            continue
+        found = [
+            (rev, data)
+            for rev, data in earlier.get(int(rid), [])
+            if _era(marks, int(data.get("task_version") or 1)) == target
+        ]
+        if found:
+            _rev2, data = max(found, key=lambda x: x[0])
+            out.append((*head[:n_keys], *[data.get(f) for f in fields]))
+    return out
 
 
 def kept_rows(conn: Connection, bench_id: int, version: Version, rows: Any) -> Any:
     """Of rows ending in (criterion row id, task version given under, the criterion's
     verdict version), those ``version`` keeps (the rows path of :func:`kept_versions`)."""
+    version = parse_version(version)
+    if isinstance(version, int):
+        return verdicts_at(conn, bench_id, version, "judgment")
     if version == "all" or not rows:
         return rows
     crit, given, verdict = (np.array([r[i] for r in rows], dtype=np.int64) for i in (-3, -2, -1))
@@ -368,9 +450,16 @@ def read_revision(conn: Connection, bench_id: int) -> dict[str, str]:
         select(m.Benchmark.name, m.Benchmark.pass_threshold).where(m.Benchmark.id == bench_id)
     ).all()
     tasks = conn.execute(
-        select(m.Task.id, m.Task.position, m.Task.content_hash)
+        select(m.Task.id, m.Task.position, m.Task.content_hash, m.Task.version)
         .where(m.Task.benchmark_id == bench_id)
         .order_by(m.Task.id)
+    ).all()
+    # which verdicts are current depends on the criteria's verdict versions too: a
+    # revision changes the judgments and adjudications read without touching their rows
+    verdict_versions = conn.execute(
+        select(func.count(), func.sum(m.Criterion.verdict_version))
+        .join(m.Task, m.Task.id == m.Criterion.task_id)
+        .where(m.Task.benchmark_id == bench_id)
     ).all()
     responses = conn.execute(
         select(m.Response.id, m.Response.task_id, m.Response.content_hash)
@@ -381,22 +470,30 @@ def read_revision(conn: Connection, bench_id: int) -> dict[str, str]:
         select(m.Grader.id, m.Grader.name, m.Grader.kind).order_by(m.Grader.id)
     ).all()
     in_bench = select(m.Response.id).where(m.Response.benchmark_id == bench_id)
-    judgments = conn.execute(
-        select(
-            func.count(),
-            func.max(m.Judgment.id),
-            func.sum(m.Judgment.revision),
-            func.max(m.Judgment.updated_at),
-        ).where(m.Judgment.response_id.in_(in_bench))
-    ).all()
-    adjudications = conn.execute(
-        select(
-            func.count(),
-            func.max(m.Adjudication.id),
-            func.sum(m.Adjudication.revision),
-            func.max(m.Adjudication.updated_at),
-        ).where(m.Adjudication.response_id.in_(in_bench))
-    ).all()
+    judgments: list[Any] = [
+        *conn.execute(
+            select(
+                func.count(),
+                func.max(m.Judgment.id),
+                func.sum(m.Judgment.revision),
+                func.max(m.Judgment.updated_at),
+                func.sum(m.Judgment.task_version),
+            ).where(m.Judgment.response_id.in_(in_bench))
+        ).all(),
+        *verdict_versions,
+    ]
+    adjudications: list[Any] = [
+        *conn.execute(
+            select(
+                func.count(),
+                func.max(m.Adjudication.id),
+                func.sum(m.Adjudication.revision),
+                func.max(m.Adjudication.updated_at),
+                func.sum(m.Adjudication.task_version),
+            ).where(m.Adjudication.response_id.in_(in_bench))
+        ).all(),
+        *verdict_versions,
+    ]
     reviews = conn.execute(
         select(func.count(), func.max(m.TaskReview.id), func.max(m.TaskReview.updated_at))
         .join(m.Task, m.Task.id == m.TaskReview.task_id)
@@ -447,7 +544,7 @@ def _judgments(
     grader_pos = _positions(graders[0], np.array(cols[2], dtype=np.int64))
     if resp_pos is None or crit_pos is None or grader_pos is None:
         return None
-    if versions is not None and versions.version != "all" and n:
+    if versions is not None and versions.version == "current" and n:
         changes = (
             verdict_changes(versions.conn, versions.bench_id)
             if isinstance(versions.version, int)

@@ -380,16 +380,6 @@ _UPDATE_JUDGMENT = (
         }
     )
 )
-_RECONFIRM_JUDGMENT = (
-    update(_JUDGMENT_TABLE)
-    .where(_JUDGMENT_TABLE.c.id == bindparam("jid"))
-    .values(
-        {
-            _JUDGMENT_TABLE.c.task_version: bindparam("v"),
-            _JUDGMENT_TABLE.c.updated_at: bindparam("now"),
-        }
-    )
-)
 _INSERT_REVISION = insert(cast(Table, m.Revision.__table__))
 
 #: Tasks kept as domain objects by one store (an import never changes a stored task).
@@ -984,17 +974,13 @@ class GradingStore:
                     },
                 ).scalar_one()
                 revision, changed = 1, True
-            elif all(getattr(ctx, c) == values[c] for c in _JUDGMENT_COLUMNS):
+            elif all(getattr(ctx, c) == values[c] for c in _JUDGMENT_COLUMNS) and not (
+                int(ctx.task_version) < int(ctx.verdict_version) and value.answered
+            ):
                 jid, revision, changed = int(ctx.id), int(ctx.revision), False
-                if int(ctx.task_version) < int(ctx.verdict_version) and value.answered:
-                    # the same verdict given again under the revised criterion: no longer
-                    # stale (the value is unchanged, so no history row)
-                    conn.execute(
-                        _RECONFIRM_JUDGMENT,
-                        {"jid": ctx.id, "v": int(ctx.current_version), "now": now},
-                    )
-                    changed = True
             else:
+                # a new value, or the same one given again under a revised criterion (no
+                # longer stale; the history keeps the version it was first given under)
                 # The previous value goes to ``revision`` exactly as Repository keeps it.
                 conn.execute(
                     _INSERT_REVISION,

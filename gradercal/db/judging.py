@@ -58,7 +58,7 @@ HEARTBEAT_S = 30.0
 STALE_AFTER_S = 600.0
 #: Judge parameters that define a judge: a grader keeps them for all its verdicts.
 IDENTITY_PARAMETERS = ("temperature", "samples", "max_tokens", "seed")
-ScopeKind = Literal["all", "unjudged", "calibration", "tasks"]
+ScopeKind = Literal["all", "unjudged", "calibration", "tasks", "stale"]
 _IN_BATCH = 500
 
 
@@ -66,7 +66,10 @@ _IN_BATCH = 500
 class Scope:
     """Which pairs a run judges.
 
-    * ``unjudged``: every pair without a verdict of this judge (failures included);
+    * ``unjudged``: every pair without a current verdict of this judge (failures, and
+      verdicts a rubric revision made stale, included);
+    * ``stale``: the pairs of criteria revised in a way that can change a verdict whose
+      verdict of this judge is stale or missing (``gradercal.db.revisions``);
     * ``all``: every pair, re-judging existing verdicts (kept as revisions; identical
       requests come from the cache);
     * ``calibration``: unjudged pairs of responses that experts graded (a human
@@ -79,15 +82,15 @@ class Scope:
 
     @staticmethod
     def parse(text: str) -> Scope:
-        """Read ``all``, ``unjudged``, ``calibration`` or ``tasks:ID,ID,…``."""
-        if text in ("all", "unjudged", "calibration"):
+        """Read ``all``, ``unjudged``, ``stale``, ``calibration`` or ``tasks:ID,ID,…``."""
+        if text in ("all", "unjudged", "calibration", "stale"):
             return Scope(text)  # type: ignore[arg-type]
         if text.startswith("tasks:"):
             ids = tuple(t.strip() for t in text[6:].split(",") if t.strip())
             if ids:
                 return Scope("tasks", ids)
         raise GradercalError(
-            f"unknown scope {text!r}; use all, unjudged, calibration or tasks:ID,ID,…"
+            f"unknown scope {text!r}; use all, unjudged, stale, calibration or tasks:ID,ID,…"
         )
 
     def __str__(self) -> str:
@@ -511,7 +514,15 @@ class JudgeStore:
                         j.criterion_id == m.Criterion.id,
                         j.grader_id == grader_id,
                     ),
-                ).where(or_(j.id.is_(None), j.met.is_(None)))
+                ).where(
+                    or_(
+                        j.id.is_(None),
+                        j.met.is_(None),
+                        j.task_version < m.Criterion.verdict_version,  # stale
+                    )
+                )
+            if scope.kind == "stale":
+                q = q.where(m.Criterion.verdict_version > 1)
             if scope.kind == "tasks":
                 known = set(
                     s.scalars(
@@ -920,14 +931,8 @@ class VerdictWriter:
                 continue
             if v.status != "ok" and old.met is not None:
                 continue  # a failure never replaces a verdict
-            if _same_verdict(old, values):
-                if old.task_version != values["task_version"]:  # confirmed under a revision
-                    s.execute(
-                        update(j)
-                        .where(j.id == old.id)
-                        .values(task_version=values["task_version"], updated_at=now)
-                    )
-                continue
+            if _same_verdict(old, values) and old.task_version == values["task_version"]:
+                continue  # (the same verdict under a revised task is kept as a new one)
             _supersede(s, old, values, now)
         if new_rows:
             s.connection().execute(insert(_table(m.Judgment)), new_rows)

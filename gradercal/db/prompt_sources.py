@@ -25,6 +25,7 @@ from gradercal.db import models as m
 from gradercal.db.calibrations import list_calibrations
 from gradercal.db.judging import JudgeInfo, JudgeStore
 from gradercal.db.repo import Repository
+from gradercal.db.revisions import is_current
 from gradercal.db.session import Database
 from gradercal.errors import NotFoundError
 from gradercal.frames import Frames
@@ -184,7 +185,7 @@ def _read(
             for r, c, met in s.execute(
                 select(J.response_id, J.criterion_id, J.met)
                 .join(R, R.id == J.response_id)
-                .where(J.grader_id == judge.grader_id, R.benchmark_id == bench_id)
+                .where(J.grader_id == judge.grader_id, R.benchmark_id == bench_id, is_current(J))
             )
         }
         human = (
@@ -193,7 +194,7 @@ def _read(
             )
             .join(G, G.id == J.grader_id)
             .join(R, R.id == J.response_id)
-            .where(G.kind == "human", R.benchmark_id == bench_id)
+            .where(G.kind == "human", R.benchmark_id == bench_id, is_current(J))
         )
         notes: list[ExpertNote] = []
         for r, c, name, met, _rat, _unclear, note in s.execute(
@@ -237,6 +238,7 @@ def _read(
             )
         adj_rows = s.execute(
             select(A.response_id, A.criterion_id, A.met, A.adjudicator, A.note)
+            .where(is_current(A))
             .join(R, R.id == A.response_id)
             .where(R.benchmark_id == bench_id)
         ).all()

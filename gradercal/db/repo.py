@@ -64,6 +64,9 @@ def judgment_snapshot(row: Any, *extra: str) -> dict[str, Any]:
     snapshot = {f: getattr(row, f) for f in _JUDGMENT_FIELDS}
     snapshot["source"] = row.source
     snapshot["updated_at"] = row.updated_at.isoformat() if row.updated_at else None
+    version = getattr(row, "task_version", None)
+    if version is not None:  # the task version it was given under (0006; absent: 1)
+        snapshot["task_version"] = int(version)
     for f in extra:
         snapshot[f] = getattr(row, f)
     return snapshot
@@ -250,6 +253,7 @@ def adjudication_snapshot(row: m.Adjudication) -> dict[str, Any]:
         "note": row.note,
         "adjudicator": row.adjudicator,
         "updated_at": row.updated_at.isoformat(),
+        "task_version": int(row.task_version or 1),
     }
 
 
@@ -564,6 +568,7 @@ class Repository:
                 "tags": list(t.tags),
                 "metadata": t.metadata,
                 "content_hash": digest,
+                "version": t.version,
             }
             for i, (t, digest) in enumerate(new)
         ]
@@ -587,6 +592,10 @@ class Repository:
                         "auto_target": c.auto.target if c.auto else None,
                         "auto_abs_tol": c.auto.abs_tol if c.auto else None,
                         "auto_rel_tol": c.auto.rel_tol if c.auto else None,
+                        # a task first stored at version N (a revised task's export):
+                        # verdicts given under an older version are stale
+                        "version": t.version,
+                        "verdict_version": t.version,
                     }
                 )
             for a in t.artifacts:
@@ -1026,6 +1035,8 @@ class Repository:
                     m.Judgment.created_at,
                     m.Judgment.updated_at,
                     m.Judgment.revision,
+                    m.Judgment.task_version,
+                    m.Task.version.label("current_version"),
                 )
                 .join(m.Response, m.Response.id == m.Judgment.response_id)
                 .join(m.Criterion, m.Criterion.id == m.Judgment.criterion_id)
@@ -1054,6 +1065,8 @@ class Repository:
                 rec["revision"] = row.revision
                 rec["created_at"] = _iso(row.created_at)
                 rec["updated_at"] = _iso(row.updated_at)
+                if row.current_version != 1:  # on a revised task (issue #16): explicit,
+                    rec["version"] = row.task_version  # since absent means "current"
                 out.append(rec)
             return out
 
@@ -1340,6 +1353,7 @@ def _task_from_row(t: m.Task, crits: list[m.Criterion], arts: list[m.Artifact]) 
         answer_format=t.answer_format,
         tags=tuple(t.tags or ()),
         metadata=dict(t.meta or {}),
+        version=int(t.version or 1),
         artifacts=tuple(
             Artifact(
                 kind=ArtifactKind(a.kind),

@@ -879,3 +879,21 @@ def versions_at(s: Session, task_ids: Iterable[int], when: datetime) -> dict[int
         ).all()
     )
     return {t: max(1, v - int(later.get(t, 0))) for t, v in current.items()}
+
+
+def is_current(verdicts: Any) -> Any:
+    """SQL: the verdict (a row of ``judgment`` or ``adjudication``, or an alias of one)
+    is not stale: given under its criterion's last verdict-changing version or later."""
+    return verdicts.task_version >= (
+        select(m.Criterion.verdict_version)
+        .where(m.Criterion.id == verdicts.criterion_id)
+        .scalar_subquery()
+    )
+
+
+#: The value columns of each verdict table, in the order of its frame
+#: (:mod:`gradercal.frames`): what a verdict at an earlier version is rebuilt from.
+VERDICT_FIELDS = {
+    "judgment": ("met", "level", "confidence", "rationale", "unclear"),
+    "adjudication": ("met", "level", "adjudicator", "note"),
+}

@@ -376,8 +376,17 @@ _GRADER_GRANTS: dict[str, dict[str, tuple[str, ...] | None]] = {
 
 #: Columns a history row keeps of each table (as gradercal's own writers keep them).
 _SNAPSHOT_KEYS = {
-    "judgment": ("met", "level", "confidence", "rationale", "unclear", "unclear_note", "source"),
-    "adjudication": ("met", "level", "note", "adjudicator"),
+    "judgment": (
+        "met",
+        "level",
+        "confidence",
+        "rationale",
+        "unclear",
+        "unclear_note",
+        "source",
+        "task_version",
+    ),
+    "adjudication": ("met", "level", "note", "adjudicator", "task_version"),
 }
 #: Columns a deletion's history row keeps (``<table>_deleted``): the value and whose it was.
 _DELETED_KEYS = {

@@ -236,6 +236,7 @@ class _Reader:
                 metadata=dict(value.get("metadata", {})),
                 artifacts=tuple(artifacts),
                 criteria=tuple(criteria),
+                version=int(value.get("version", 1)),
             )
 
     def _criteria(
@@ -601,6 +602,7 @@ class _Reader:
                     value.get("unclear_note"),
                     stamps[0],
                     stamps[1],
+                    value.get("version"),
                 )
             )
 
@@ -745,6 +747,8 @@ def task_record(task: Task) -> dict[str, Any]:
             item["auto"] = auto
         rubric.append(item)
     rec["rubric"] = rubric
+    if task.version != 1:  # revised (issue #16); version 1 is left implicit
+        rec["version"] = task.version
     return rec
 
 
@@ -778,6 +782,8 @@ def judgment_record(j: Judgment) -> dict[str, Any]:
     if j.unclear:
         rec["unclear"] = True
     rec.update(_stamp_fields(j.created_at, j.updated_at))
+    if j.task_version is not None and j.task_version != 1:
+        rec["version"] = j.task_version
     return rec
 
 

@@ -285,8 +285,23 @@ def _copy_share(
                 "metadata": t.meta,
                 "content_hash": t.content_hash,
                 "created_at": t.created_at,
+                "version": t.version,
             }
             for t in tasks
+        ],
+    )
+    # the earlier versions of revised tasks: the grading view shows what changed since
+    # a verdict given under one (gradercal.db.revisions)
+    _bulk(
+        p,
+        m.ContentVersion,
+        [
+            {c.name: getattr(v, c.key) for c in m.ContentVersion.__mapper__.columns}
+            for v in s.scalars(
+                select(m.ContentVersion)
+                .where(m.ContentVersion.task_id.in_(task_ids))
+                .order_by(m.ContentVersion.id)
+            )
         ],
     )
     _bulk(
@@ -386,6 +401,7 @@ def _copy_share(
                 "revision": j.revision,
                 "created_at": j.created_at,
                 "updated_at": j.updated_at,
+                "task_version": j.task_version,
             }
             for j in judgments
         ],

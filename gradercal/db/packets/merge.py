@@ -416,6 +416,7 @@ def _merge_judgments(
                 m.Judgment.source,
                 m.Judgment.provenance,
                 m.Judgment.updated_at,
+                m.Judgment.task_version,
             )
             .where(m.Judgment.grader_id == gid, m.Judgment.response_id.in_(response_ids))
             .with_for_update()
@@ -438,6 +439,7 @@ def _merge_judgments(
     # unclear notes new or changed in the packet: questions back to the coordinators
     asks: list[tuple[int, int, str, int | None, datetime]] = []
     seen: set[tuple[int, str]] = set()
+    reconfirmed: list[dict[str, Any]] = []
     # the packet's verdicts were given under the task versions of its export: a revision
     # made since leaves them stale (gradercal.db.revisions)
     exported = datetime.fromisoformat(manifest.created_at) if manifest.created_at else now
@@ -467,6 +469,33 @@ def _merge_judgments(
             d is not None and d.source == "packet" and prov.get("packet_id") == manifest.packet_id
         )
         verdict = decide(base, pj.value, dval, current_is_ours=ours)
+        if (
+            verdict in ("unchanged", "same")
+            and d is not None
+            and pj.task_version is not None
+            and d.task_version < pj.task_version
+            and pj.value == dval
+        ):  # given again offline under a revised task: no longer stale, the history
+            # keeps the version it was first given under
+            reconfirmed.append(
+                {"jid": d.id, "v": pj.task_version, "rev": d.revision + 1, "now": now}
+            )
+            revisions.append(
+                {
+                    "entity": "judgment",
+                    "entity_id": d.id,
+                    "revision": d.revision,
+                    "data": {
+                        **dval,
+                        "source": d.source,
+                        "updated_at": _iso(d.updated_at),
+                        "task_version": int(d.task_version),
+                    },
+                    "actor": manifest.grader,
+                    "source": "packet",
+                    "changed_at": now,
+                }
+            )
         if verdict == "unchanged":
             report.judgments_unchanged += 1
             continue
@@ -540,7 +569,7 @@ def _merge_judgments(
                 "revision": len(between) + 1,
                 "created_at": pj.created_at or stamp,
                 "updated_at": stamp,
-                "task_version": given_under[a.task_pk],
+                "task_version": pj.task_version or given_under[a.task_pk],
             }
             if between:
                 with_history.append((row, between))
@@ -559,6 +588,7 @@ def _merge_judgments(
                     **dval,
                     "source": d.source,
                     "updated_at": _iso(d.updated_at),
+                    "task_version": int(d.task_version),
                 },
                 "actor": manifest.grader,
                 "source": "packet",
@@ -576,7 +606,7 @@ def _merge_judgments(
                 "provenance": provenance,
                 "revision": d.revision + 1 + len(between),
                 "updated_at": stamp,
-                "task_version": given_under[a.task_pk],
+                "task_version": pj.task_version or given_under[a.task_pk],
             }
         )
         report.judgments_updated += 1
@@ -609,6 +639,15 @@ def _merge_judgments(
         )
     if revisions:
         conn.execute(insert(_REVISION_TABLE), revisions)
+    if reconfirmed:
+        conn.execute(
+            update(_JUDGMENT_TABLE)
+            .where(_JUDGMENT_TABLE.c.id == bindparam("jid"))
+            .values(
+                task_version=bindparam("v"), revision=bindparam("rev"), updated_at=bindparam("now")
+            ),
+            reconfirmed,
+        )
     if asks:
         bench_of = dict(
             s.execute(

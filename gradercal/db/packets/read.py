@@ -53,6 +53,8 @@ class _PJudgment:
     created_at: datetime | None
     updated_at: datetime | None
     history: list[dict[str, Any]] = field(default_factory=list)
+    #: the task version it was given under (None: a packet from before versions, 0006)
+    task_version: int | None = None
 
 
 @dataclass
@@ -227,9 +229,12 @@ def _read_packet_rows(conn: sqlite3.Connection, manifest: Manifest) -> _PacketCo
         )
         assignment_of[rid] = aid
     judgments: dict[int, _PJudgment] = {}
+    versioned = any(r[1] == "task_version" for r in conn.execute("PRAGMA table_info(judgment)"))
     for row in conn.execute(
         "SELECT id, grader_id, response_id, criterion_id, met, level, confidence, rationale, "
-        "unclear, unclear_note, revision, created_at, updated_at FROM judgment WHERE grader_id = ?",
+        "unclear, unclear_note, revision, created_at, updated_at, "
+        + ("task_version" if versioned else "NULL")
+        + " FROM judgment WHERE grader_id = ?",
         (gid,),
     ):
         jid, _g, rid, cid = row[:4]
@@ -250,6 +255,7 @@ def _read_packet_rows(conn: sqlite3.Connection, manifest: Manifest) -> _PacketCo
             revision=_int(row[10], "judgment.revision"),
             created_at=_parse_dt(row[11], "judgment.created_at"),
             updated_at=_parse_dt(row[12], "judgment.updated_at"),
+            task_version=None if row[13] is None else _int(row[13], "judgment.task_version"),
         )
     reviews: dict[int, _PReview] = {}
     for rid, tid, rgid, answers, comment, updated in conn.execute(
