@@ -169,7 +169,8 @@ def consequences(report: RevisionReport, requeued: Sequence[str] = ()) -> tuple[
             f"Verdict change: {_n(stale, 'verdict')} become{'s' if stale == 1 else ''} stale, "
             f"{_graders(len(requeued))} items go back to their queues"
         )
-        return head, "; ".join(parts) + "."
+        detail = "; ".join(parts) + ". A judge re-grades them with `judge run --scope stale`."
+        return head, detail
     if report.kind == "score":
         return (
             "Points only: scores rescale, nobody regrades",
