@@ -162,10 +162,20 @@ class RubricRow:
     auto_note: str = ""
     #: Its number in the rubric (1, 2, …): how the grader and every message name it.
     number: int = 0
+    #: The task version the grader's verdict was given under, when the criterion has
+    #: been revised since in a way that can change it (None: the verdict is current).
+    #: Such a verdict is shown but counts as unanswered until given again.
+    given_under: int | None = None
 
     @property
     def is_auto(self) -> bool:
         return self.criterion.auto is not None
+
+    @property
+    def changed(self) -> bool:
+        """The criterion changed since the grader's verdict: it must be confirmed or
+        changed (automatic criteria are computed, never confirmed)."""
+        return self.given_under is not None and not self.is_auto
 
     @property
     def verdict(self) -> str | None:
@@ -175,7 +185,7 @@ class RubricRow:
 
     @property
     def answered(self) -> bool:
-        return self.is_auto or self.value.answered
+        return self.is_auto or (self.value.answered and not self.changed)
 
 
 @dataclass(frozen=True)
@@ -232,7 +242,12 @@ class RubricState:
         self.threshold = item.pass_threshold
         self.rows: list[RubricRow] = []
         for k, c in enumerate(item.task.criteria, start=1):
-            row = RubricRow(c, item.judgments.get(c.id, JudgmentValue()), number=k)
+            row = RubricRow(
+                c,
+                item.judgments.get(c.id, JudgmentValue()),
+                number=k,
+                given_under=item.stale.get(c.id),
+            )
             if c.auto is not None:
                 row.auto_met, row.auto_note = describe_auto(c.auto, item.answer)
             self.rows.append(row)
@@ -255,6 +270,17 @@ class RubricState:
         i = self._index[criterion_id]
         self.rows[i].value = value
         return i
+
+    def mark_current(self, criterion_id: str) -> int:
+        """The grader's verdict on the criterion is now given under its current version
+        (saved again); returns the row index."""
+        i = self._index[criterion_id]
+        self.rows[i].given_under = None
+        return i
+
+    def changed_rows(self) -> list[int]:
+        """The rows whose criterion changed since the grader's verdict, in rubric order."""
+        return [i for i, r in enumerate(self.rows) if r.changed]
 
     def number(self, criterion_id: str) -> int:
         """The criterion's number as the rubric shows it (1, 2, …)."""
@@ -298,6 +324,8 @@ class RubricState:
                 earned += c.points if r.auto_met else 0
                 continue
             total += 1
+            if r.changed:  # a verdict given before the criterion changed: not counted
+                continue
             credit = criterion_credit(c.points, c.levels, met=r.value.met, level=r.value.level)
             if credit is not None:
                 answered += 1

@@ -104,6 +104,8 @@ class QtAdjudicationView(QWidget):
     next_requested = Signal(str, str)
     #: Esc / the back button.
     back_requested = Signal()
+    #: "Revise criterion…": (task id, criterion id).
+    revise_requested = Signal(str, str)
     #: A short message for the status bar.
     message = Signal(str)
 
@@ -179,7 +181,19 @@ class QtAdjudicationView(QWidget):
         self.criterion_facts = QLabel("")
         self.criterion_facts.setWordWrap(True)
         self.criterion_facts.setTextFormat(Qt.TextFormat.PlainText)
-        layout.addWidget(_bold(QLabel("Criterion")))
+        head = QHBoxLayout()
+        head.addWidget(_bold(QLabel("Criterion")))
+        head.addStretch(1)
+        self.revise_button = QPushButton(f"Revise criterion… ({keys('criterion.revise')[0]})")
+        self.revise_button.setObjectName("reviseCriterion")
+        self.revise_button.setToolTip(
+            "Edit this criterion (text, points, levels, tags), see what it changes, and "
+            "save it with a reason as a new version of the task"
+        )
+        self.revise_button.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+        self.revise_button.clicked.connect(self.request_revision)
+        head.addWidget(self.revise_button)
+        layout.addLayout(head)
         layout.addWidget(self.criterion_label)
         layout.addWidget(self.criterion_facts)
 
@@ -520,6 +534,11 @@ class QtAdjudicationView(QWidget):
                 "was not saved (open it again to finish it)."
             )
         self.back_requested.emit()
+
+    def request_revision(self) -> None:
+        """Ask the coordinator view to open the edit dialog of this case's criterion."""
+        if self.case is not None:
+            self.revise_requested.emit(self.case.task.id, self.case.criterion.id)
 
     def adjudicator_name(self) -> str:
         return self.adjudicator.text().strip()

@@ -9,12 +9,13 @@ their blinding codes.
 from __future__ import annotations
 
 import dataclasses
+import html
 import json
 import logging
 from collections.abc import Callable
 
 from PySide6.QtCore import Qt, QTimer, Signal
-from PySide6.QtGui import QUndoStack
+from PySide6.QtGui import QPalette, QUndoStack
 from PySide6.QtWidgets import (
     QAbstractSlider,
     QDialog,
@@ -35,23 +36,30 @@ from gradercal.db.grading import (
     QueueItem,
     StaleJudgmentError,
 )
+from gradercal.db.revisions import RevisionStore
 from gradercal.errors import GradercalError, ValidationError
+from gradercal.model import Criterion, Task
 from gradercal.ui import qt_workers
 from gradercal.ui.grading_state import (
     STATUS_WORDS,
+    VERDICT_LABELS,
+    RubricRow,
     RubricState,
     TimeTracker,
     read_only_reason,
     shown_status,
     verdict_value,
 )
+from gradercal.ui.inline_html import to_plain
 from gradercal.ui.qt_commands import QtJudgmentCommand
 from gradercal.ui.qt_conflicts import ask_stale
 from gradercal.ui.qt_markdown import QtMarkdownView
+from gradercal.ui.qt_rubric_model import CHANGED_GLYPH
 from gradercal.ui.qt_rubric_panel import QtRubricPanel
 from gradercal.ui.qt_settings import QtAppSettings
 from gradercal.ui.qt_skip_dialog import QtSkipDialog
 from gradercal.ui.qt_widgets import QtElidedLabel
+from gradercal.ui.revision_text import criterion_changes, diff_html
 from gradercal.ui.shortcuts import keys
 from gradercal.ui.viewers.qt_artifact_panel import QtArtifactPanel
 
@@ -61,6 +69,10 @@ TEXT_SAVE_DELAY_MS = 600
 TIME_FLUSH_MS = 30_000
 #: Pause after an item is shown before the next task's PDF is prepared in the background.
 PREFETCH_DELAY_MS = 250
+
+
+def _dark(widget: QWidget) -> bool:
+    return widget.palette().color(QPalette.ColorRole.Base).lightness() < 128
 
 
 def _keys(shortcut_id: str) -> str:
@@ -128,6 +140,8 @@ class QtGradingView(QWidget):
         self._text_criterion: str | None = None
         self._text_dirty = False
         self._ready_pending = False
+        #: Earlier versions of tasks read for "what changed", by (task id, version).
+        self._earlier_tasks: dict[tuple[str, int], Task] = {}
         #: What this view last saw of each judgment of the open item (optimistic writes).
         self.versions: dict[tuple[int, str], JudgmentVersion] = {}
         #: Items whose shown verdicts a save found changed elsewhere (until reloaded).
@@ -353,7 +367,23 @@ class QtGradingView(QWidget):
         self.rubric.model.set_state(state)
         self.rubric.fit_columns()
         self.rubric.show_score(state.score())
-        self.rubric.show_message("")
+        changed = state.changed_rows()
+        if changed:
+            n = len(changed)
+            todo = (
+                f"reopen the response ({_keys('response.reopen')}) to confirm or change "
+                f"{'them' if n != 1 else 'it'}"
+                if q.done
+                else f"confirm or change {'each' if n != 1 else 'it'} before submitting"
+            )
+            self.rubric.show_message(
+                f"{n} criteri{'a' if n != 1 else 'on'} changed since your verdict "
+                f"({CHANGED_GLYPH}): {todo}."
+            )
+            if row == 0:
+                row = changed[0]
+        else:
+            self.rubric.show_message("")
         for b in (self.prev_button, self.next_button, self.skip_button, self.submit_button):
             b.setEnabled(True)
         self.prev_button.setEnabled(self.index > 0)
@@ -428,8 +458,68 @@ class QtGradingView(QWidget):
         r = self.state.rows[row]
         self._text_criterion = None if r.is_auto else r.criterion.id
         self.rubric.show_row(r)
+        self._show_change(r)
         self._show_guidelines(r.criterion.id)
         self._save_position()
+
+    def _show_change(self, row: RubricRow) -> None:
+        """The "changed since your verdict" box of the current criterion: the word diff
+        between the wording the grader's verdict was given under and the current one,
+        and what to do; hidden when the verdict is current."""
+        if not row.changed or row.given_under is None or self.current is None:
+            self.rubric.hide_change()
+            return
+        c = row.criterion
+        then = self._criterion_at(row.given_under, c.id)
+        now_v = self.current.task_version
+        title = f"{CHANGED_GLYPH} Changed since your verdict (version {row.given_under} → {now_v})"
+        verdict = VERDICT_LABELS[row.verdict]
+        if row.value.answered:
+            key = keys(f"verdict.{row.verdict}")[0] if row.verdict else ""
+            hint = (
+                f"Your verdict was {verdict}. Read the criterion again, then confirm it "
+                f"({key} again) or change it; until then it counts as unanswered."
+            )
+        else:
+            hint = "Give your verdict on the criterion as it reads now."
+        if isinstance(then, str):  # the earlier wording cannot be read
+            self.rubric.show_change(title, "", f"{then} {hint}")
+            return
+        if then is None:
+            self.rubric.show_change(title, "", f"The criterion was added since. {hint}")
+            return
+        parts = []
+        if then.text != c.text:
+            parts.append(diff_html(to_plain(then.text), to_plain(c.text), dark=_dark(self)))
+        else:
+            parts.append(html.escape("The wording is the same; what changed:"))
+        others = criterion_changes(then, c)
+        if others:
+            parts.append("<i>" + html.escape("; ".join(others)) + "</i>")
+        elif then.text == c.text:
+            parts.append(html.escape("the task itself (its prompt, artifacts or format)."))
+        self.rubric.show_change(title, "<br>".join(parts), hint)
+
+    def _criterion_at(self, version: int, criterion_id: str) -> Criterion | str | None:
+        """The criterion as it was at task ``version`` of the open item (None: it did not
+        exist then; a string: why it cannot be read)."""
+        if self.current is None:
+            return "No item is open."
+        key = (self.current.task.id, version)
+        task = self._earlier_tasks.get(key)
+        if task is None:
+            try:
+                task = RevisionStore(self.store.db).task_at(
+                    self.benchmark, self.current.task.id, version
+                )
+            except Exception as exc:  # a help for the grader: never in the way of grading
+                log.info("cannot read version %s of %s: %s", version, key[0], exc)
+                return "The earlier wording is not available here."
+            self._earlier_tasks[key] = task
+        try:
+            return task.criterion(criterion_id)
+        except KeyError:
+            return None
 
     def _show_guidelines(self, criterion_id: str) -> None:
         """The Guidelines panel for the current criterion, read now: an answer saved
@@ -526,9 +616,12 @@ class QtGradingView(QWidget):
             and self.current.item.assignment_id == assignment_id
         ):
             row = self.state.set_value(criterion_id, saved.value)
+            if saved.changed:  # stored under the current version: no longer "changed"
+                self.state.mark_current(criterion_id)
             self.rubric.model.row_changed(row)
             if row == self.current_row():
                 self.rubric.show_row(self.state.rows[row])
+                self._show_change(self.state.rows[row])
             score = self.state.score()
             self.rubric.show_score(score)
             self.rubric.show_message("")
@@ -596,20 +689,32 @@ class QtGradingView(QWidget):
                 self.message.emit("Reloaded: this response shows the current values.")
 
     def change(
-        self, criterion_id: str, new: JudgmentValue, label: str, *, text_edit: bool = False
+        self,
+        criterion_id: str,
+        new: JudgmentValue,
+        label: str,
+        *,
+        text_edit: bool = False,
+        confirm: bool = False,
     ) -> bool:
+        """Save ``new`` on a criterion of the open item (undoable). An unchanged value is
+        not saved again — except, with ``confirm`` (a verdict key), on a criterion that
+        changed since the grader's verdict: saving it again confirms the verdict under
+        the current version (the store records that, and the criterion counts again)."""
         if self.state is None or self.current is None:
             return False
         old = self.state.value(criterion_id)
-        if old == new.normalized():
+        confirming = confirm and new.answered and self.state.row(criterion_id).changed
+        if old == new.normalized() and not confirming:
             return True
         aid = self.current.item.assignment_id
         if not self.write_judgment(aid, criterion_id, new):
             return False
         saved = self.state.value(criterion_id)
-        self.undo_stack.push(
-            QtJudgmentCommand(self, aid, criterion_id, old, saved, label, text_edit=text_edit)
-        )
+        if saved != old:  # a confirmation alone is not undone (nothing to go back to)
+            self.undo_stack.push(
+                QtJudgmentCommand(self, aid, criterion_id, old, saved, label, text_edit=text_edit)
+            )
         return True
 
     def set_verdict(self, verdict: str | None) -> None:
@@ -623,7 +728,8 @@ class QtGradingView(QWidget):
         self.flush_text()
         new = verdict_value(c, self.state.value(c.id), verdict)
         word = {"met": "Met", "partial": "Partial", "not_met": "Not met", None: "Clear"}[verdict]
-        if self.change(c.id, new, f"{word} · {self.state.label(c.id, 32)}") and verdict is not None:
+        label = f"{word} · {self.state.label(c.id, 32)}"
+        if self.change(c.id, new, label, confirm=True) and verdict is not None:
             self._advance()
 
     def set_level(self, level: int) -> None:
@@ -643,7 +749,7 @@ class QtGradingView(QWidget):
             )
         else:
             new = verdict_value(c, base, "met" if level == top else "not_met")
-        if self.change(c.id, new, f"Level {level} · {self.state.label(c.id, 32)}"):
+        if self.change(c.id, new, f"Level {level} · {self.state.label(c.id, 32)}", confirm=True):
             self._advance()
 
     def toggle_unclear(self) -> None:

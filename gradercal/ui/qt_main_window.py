@@ -59,7 +59,13 @@ GRADING_ONLY = {
 REVIEW_ONLY = {"review.comment"}
 ALWAYS = {"help.shortcuts", "app.quit", "view.bigger", "view.smaller", "view.reset_font"}
 #: Actions of a coordinator window only; a grader's window never creates them (blinding).
-COORDINATOR_ONLY = {"view.dashboard", "view.progress", "view.tasks", "judge.run"}
+COORDINATOR_ONLY = {
+    "view.dashboard",
+    "view.progress",
+    "view.tasks",
+    "judge.run",
+    "criterion.revise",
+}
 #: What to say when the artifact shown cannot do what a key asked.
 CANNOT = {
     "step_page": "The artifact shown has no pages (Ctrl+PgDown shows the next one).",
@@ -351,6 +357,7 @@ class QtMainWindow(QMainWindow):
             "view.progress": self.show_progress,
             "view.tasks": self.show_tasks,
             "judge.run": self.show_judge_dialog,
+            "criterion.revise": self.revise_current_criterion,
             "view.queue": lambda: self.show_queue(not self.queue_dock.isVisible()),
             "queue.find": grading(lambda _g: self.find_in_queue()),
             "view.artifacts": grading(lambda g: g.toggle_artifacts()),
@@ -563,6 +570,16 @@ class QtMainWindow(QMainWindow):
         self.coordination.dashboard.offer_refresh(
             f"The judge run stored {saved} verdicts: the numbers shown are from before it."
         )
+
+    def revise_current_criterion(self) -> QWidget | None:
+        """Ctrl+E (coordinator windows): the edit dialog of the criterion the dashboard
+        or the adjudication view is on; None when there is none."""
+        if not self.coordinator or self.coordination is None:
+            return None
+        if self.stack.currentWidget() is not self.coordination:
+            self._show_message("Revise criteria from the dashboard or an adjudication (Ctrl+3).")
+            return None
+        return self.coordination.revise_current()
 
     def show_dashboard(self) -> None:
         if not self.coordinator:

@@ -35,9 +35,19 @@ def verdict_color(verdict: str | None) -> QColor | None:
     return None
 
 
+#: Marks a criterion changed since the grader's verdict (in place of the verdict's glyph).
+CHANGED_GLYPH = "↻"
+CHANGED_BADGE = "changed since your verdict"
+
+
+def changed_color() -> QColor:
+    """The background of a criterion changed since the grader's verdict (amber)."""
+    return QColor("#4a3b10" if _dark() else "#fff1c7")
+
+
 def verdict_text(row: RubricRow) -> str:
     v = row.verdict
-    text = f"{GLYPHS[v]} {VERDICT_LABELS[v]}"
+    text = f"{CHANGED_GLYPH if row.changed else GLYPHS[v]} {VERDICT_LABELS[v]}"
     if row.is_auto:
         text = f"auto {GLYPHS[v]}"
     marks = ""
@@ -55,6 +65,7 @@ class QtRubricModel(QAbstractTableModel):
         self._colors: dict[str | None, QColor | None] = {}
         self._muted = QColor()
         self._bold = QFont()
+        self._changed = QColor()
 
     def set_state(self, state: RubricState | None) -> None:
         self.beginResetModel()
@@ -64,6 +75,7 @@ class QtRubricModel(QAbstractTableModel):
         self._muted = QGuiApplication.palette().placeholderText().color()
         self._bold = QFont()
         self._bold.setBold(True)
+        self._changed = changed_color()
         self.endResetModel()
 
     def row_changed(self, row: int) -> None:
@@ -93,9 +105,16 @@ class QtRubricModel(QAbstractTableModel):
                 return verdict_text(row)
             if col == POINTS_COLUMN:
                 return f"{c.points:+d}".replace("-", "−")
+            if row.changed:
+                return f"{row.number}. [{CHANGED_GLYPH} {CHANGED_BADGE}] {to_plain(c.text)}"
             return f"{row.number}. {to_plain(c.text)}"
         if role == Qt.ItemDataRole.ToolTipRole:
             parts = [to_plain(c.text), f"{c.points:+d} points · id {c.id}"]
+            if row.changed:
+                parts.append(
+                    f"Changed since your verdict (given under version {row.given_under}): "
+                    "confirm it (the same key again) or change it."
+                )
             if c.tags:
                 parts.append("Tags: " + ", ".join(c.tags))
             if row.is_auto:
@@ -105,16 +124,18 @@ class QtRubricModel(QAbstractTableModel):
             if row.value.unclear:
                 parts.append("Flagged unclear: " + (row.value.unclear_note or "(no note)"))
             return "\n".join(parts)
+        if role == Qt.ItemDataRole.BackgroundRole:
+            return self._changed if row.changed else None
         if role == Qt.ItemDataRole.ForegroundRole:
             if row.is_auto and col != VERDICT_COLUMN:
                 return self._muted
             if col == VERDICT_COLUMN:
-                return self._colors.get(row.verdict)
+                return self._muted if row.changed else self._colors.get(row.verdict)
             if col == POINTS_COLUMN and c.points < 0:
                 return self._colors.get("not_met")
             return None
         if role == Qt.ItemDataRole.FontRole and col == VERDICT_COLUMN and row.verdict:
-            return self._bold
+            return None if row.changed else self._bold
         if role == Qt.ItemDataRole.TextAlignmentRole:
             if col == POINTS_COLUMN:
                 return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignTop)

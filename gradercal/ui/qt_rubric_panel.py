@@ -30,6 +30,7 @@ from gradercal.ui.qt_rubric_model import (
     TEXT_COLUMN,
     VERDICT_COLUMN,
     QtRubricModel,
+    changed_color,
     verdict_color,
 )
 from gradercal.ui.qt_widgets import flow_bar
@@ -133,6 +134,36 @@ class QtRubricPanel(QWidget):
         self.auto_label.setWordWrap(True)
         self.auto_label.setTextFormat(Qt.TextFormat.PlainText)
         ed.addWidget(self.auto_label)
+
+        # What changed in the criterion since the grader's verdict (hidden otherwise).
+        self.changed_box = QFrame()
+        self.changed_box.setObjectName("changedBox")
+        self.changed_box.setFrameShape(QFrame.Shape.StyledPanel)
+        self.changed_box.setAutoFillBackground(True)
+        cl = QVBoxLayout(self.changed_box)
+        cl.setContentsMargins(6, 4, 6, 4)
+        cl.setSpacing(2)
+        self.changed_title = QLabel("")
+        self.changed_title.setObjectName("changedTitle")
+        self.changed_title.setWordWrap(True)
+        self.changed_title.setTextFormat(Qt.TextFormat.PlainText)
+        changed_font = self.changed_title.font()
+        changed_font.setBold(True)
+        self.changed_title.setFont(changed_font)
+        cl.addWidget(self.changed_title)
+        self.changed_diff = QLabel("")
+        self.changed_diff.setObjectName("changedDiff")
+        self.changed_diff.setWordWrap(True)
+        self.changed_diff.setTextFormat(Qt.TextFormat.RichText)
+        self.changed_diff.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        cl.addWidget(self.changed_diff)
+        self.changed_hint = QLabel("")
+        self.changed_hint.setObjectName("changedHint")
+        self.changed_hint.setWordWrap(True)
+        self.changed_hint.setTextFormat(Qt.TextFormat.PlainText)
+        cl.addWidget(self.changed_hint)
+        self.changed_box.setVisible(False)
+        ed.addWidget(self.changed_box)
 
         # The buttons wrap to a second row in a narrow pane instead of widening it.
         row = flow_bar(ed, spacing=4)
@@ -263,6 +294,25 @@ class QtRubricPanel(QWidget):
                 self.note.setText(row.value.unclear_note or "")
         finally:
             self._updating = False
+
+    def show_change(self, title: str, diff_html: str, hint: str) -> None:
+        """Show what changed in the current criterion since the grader's verdict: a
+        title, the word diff (HTML) and what to do."""
+        palette = self.changed_box.palette()
+        palette.setColor(QPalette.ColorRole.Window, changed_color())
+        self.changed_box.setPalette(palette)
+        self.changed_title.setText(title)
+        self.changed_diff.setText(diff_html)
+        self.changed_diff.setVisible(bool(diff_html))
+        self.changed_hint.setText(hint)
+        self.changed_box.setVisible(True)
+
+    def hide_change(self) -> None:
+        self.changed_box.setVisible(False)
+
+    def change_shown(self) -> bool:
+        """Whether the "changed since your verdict" box is shown."""
+        return self.changed_box.isVisibleTo(self)
 
     def _paint_button(self, button: QPushButton, color: QColor | None) -> None:
         """The chosen verdict's button in its colour and bold (palette, not style sheets:

@@ -129,6 +129,12 @@ SHORTCUTS: tuple[Shortcut, ...] = (
     Shortcut("view.reset_font", "View", "Default text size", ("Ctrl+0",)),
     Shortcut("help.shortcuts", "Help", "Keyboard shortcuts", ("F1",)),
     Shortcut("judge.run", "File", "Run the LLM judge… (coordinator mode only)", ("Ctrl+Shift+J",)),
+    Shortcut(
+        "criterion.revise",
+        "File",
+        "Revise the selected or adjudicated criterion… (coordinator mode only)",
+        ("Ctrl+E",),
+    ),
     Shortcut("session.switch", "File", "Switch grader (back to the start page)", ("Ctrl+Shift+G",)),
     Shortcut("app.quit", "File", "Quit (everything is already saved)", ("Ctrl+Q",)),
 )

@@ -30,7 +30,7 @@ Both exist only in a coordinator window (see :class:`gradercal.ui.qt_main_window
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -74,6 +74,7 @@ from PySide6.QtWidgets import (
 
 from gradercal.dashboard.tables import TABLE_SECTIONS
 from gradercal.db.adjudication import AdjudicationStore, AdjudicationValue
+from gradercal.db.revisions import RevisionReport
 from gradercal.db.session import Database
 from gradercal.ui.dashboard.data import (
     AGREEMENT_BYS,
@@ -94,6 +95,8 @@ from gradercal.ui.dashboard.data import (
 )
 from gradercal.ui.dashboard.qt_process import QtDashboardProcess
 from gradercal.ui.qt_adjudication import QtAdjudicationView
+from gradercal.ui.qt_revise_dialog import QtReviseDialog
+from gradercal.ui.shortcuts import keys
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -113,6 +116,10 @@ MARK_ROLE = Qt.ItemDataRole.UserRole + 4
 RECOMPUTE_DELAY_MS = 250
 #: The columns that name a disagreement (an adjudication case).
 CASE_COLUMNS = ("response_id", "criterion_id")
+#: The columns that name a criterion (what "Revise criterion…" edits).
+CRITERION_COLUMNS = ("task_id", "criterion_id")
+#: The table sections whose rows offer "Revise criterion…".
+REVISE_TABLES = ("health", "disagreements")
 
 
 class QtFrameModel(QAbstractTableModel):
@@ -318,6 +325,8 @@ class QtFrameTable(QWidget):
         self.filter.textChanged.connect(self._filter_changed)
         # Double-click or Enter (``activated`` follows the platform's activation rule).
         self.view.activated.connect(self._activated)
+        #: the context menu's entries: (text, handler of the row, columns the row needs)
+        self._row_actions: list[tuple[str, Callable[[dict[str, Any]], None], tuple[str, ...]]] = []
 
     def set_table(self, table: PreparedTable) -> None:
         self.model.set_table(table)
@@ -358,6 +367,43 @@ class QtFrameTable(QWidget):
     def _activated(self, index: QModelIndex) -> None:
         if index.isValid():
             self.row_activated.emit(self.row(index.row()))
+
+    def add_row_action(
+        self,
+        text: str,
+        handler: Callable[[dict[str, Any]], None],
+        needs: tuple[str, ...] = (),
+    ) -> None:
+        """An entry of the rows' context menu: ``handler(row)`` on the row clicked, offered
+        on rows with a value in each of ``needs`` (columns)."""
+        if not self._row_actions:
+            self.view.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+            self.view.customContextMenuRequested.connect(self._row_menu_requested)
+        self._row_actions.append((text, handler, needs))
+
+    def selected_row(self) -> dict[str, Any] | None:
+        """The selected row as a dict (None: no row is selected)."""
+        rows = self.view.selectionModel().selectedRows()
+        return self.row(rows[0].row()) if rows else None
+
+    def row_menu(self, proxy_row: int) -> QMenu:
+        """The context menu of shown row ``proxy_row`` (each entry enabled when the row has
+        what it needs)."""
+        menu = QMenu(self)
+        row = self.row(proxy_row)
+        for text, handler, needs in self._row_actions:
+            action = menu.addAction(text)
+            action.setEnabled(all(not _missing(row.get(c)) for c in needs))
+            action.triggered.connect(lambda _c=False, h=handler, r=row: h(r))
+        return menu
+
+    def _row_menu_requested(self, pos: QPoint) -> None:
+        index = self.view.indexAt(pos)
+        if not index.isValid():
+            return
+        self.view.selectRow(index.row())
+        menu = self.row_menu(index.row())
+        menu.popup(self.view.viewport().mapToGlobal(pos))
 
     def row_key(self, proxy_row: int, columns: tuple[str, ...] = CASE_COLUMNS) -> tuple[str, ...]:
         """The values of ``columns`` in shown row ``proxy_row`` (as text)."""
@@ -677,6 +723,8 @@ class QtDashboardView(QWidget):
     failed = Signal(str)
     #: Open the adjudication of (response id, criterion id).
     adjudicate_requested = Signal(str, str)
+    #: Revise (task id, criterion id): the coordinator view opens the edit dialog.
+    revise_requested = Signal(str, str)
     #: A short message for the status bar.
     message = Signal(str)
 
@@ -860,6 +908,21 @@ class QtDashboardView(QWidget):
             self.tables.addTab(widget, table.title)
             if table.opens_adjudication:
                 widget.row_activated.connect(self._open_row)
+            if table.key in REVISE_TABLES:
+                widget.add_row_action("Adjudicate…", self._open_row)
+                widget.add_row_action(
+                    f"Revise criterion… ({keys('criterion.revise')[0]})",
+                    self._revise_row,
+                    CRITERION_COLUMNS,
+                )
+                button = QPushButton("Revise criterion…")
+                button.setObjectName(f"revise_{table.key}")
+                button.setToolTip(
+                    "Edit the selected row's criterion, see the difference and what it "
+                    f"changes, save it with a reason ({keys('criterion.revise')[0]})"
+                )
+                button.clicked.connect(lambda _c=False, w=widget: self._revise_selected(w))
+                widget.top.addWidget(button)
         self.splitter.addWidget(self.tables)
 
         self.chart_tabs = QTabWidget()
@@ -1299,6 +1362,30 @@ class QtDashboardView(QWidget):
                 return first, str(cid)
         return None
 
+    def current_criterion(self) -> tuple[str, str] | None:
+        """(task id, criterion id) of the row selected in the table shown, when that row
+        names a criterion (criterion health, disagreements)."""
+        widget = self.tables.currentWidget()
+        if not isinstance(widget, QtFrameTable):
+            return None
+        row = widget.selected_row()
+        if row is None or any(_missing(row.get(c)) for c in CRITERION_COLUMNS):
+            return None
+        return str(row["task_id"]), str(row["criterion_id"])
+
+    def _revise_row(self, row: dict[str, Any]) -> None:
+        if any(_missing(row.get(c)) for c in CRITERION_COLUMNS):
+            self.message.emit("This row names no criterion to revise.")
+            return
+        self.revise_requested.emit(str(row["task_id"]), str(row["criterion_id"]))
+
+    def _revise_selected(self, widget: QtFrameTable) -> None:
+        row = widget.selected_row()
+        if row is None:
+            self.message.emit("Select a criterion's row first, then Revise criterion….")
+            return
+        self._revise_row(row)
+
     def _open_row(self, row: dict[str, Any]) -> None:
         case = self.case_for_row(row)
         if case is None:
@@ -1402,6 +1489,10 @@ class QtCoordinatorView(QStackedWidget):
         self.adjudication.saved.connect(self._adjudicated)
         self.adjudication.next_requested.connect(self.open_next)
         self.adjudication.case_loaded.connect(self._prefetch_case)
+        self.dashboard.revise_requested.connect(self.revise_criterion)
+        self.adjudication.revise_requested.connect(self.revise_criterion)
+        #: the criterion edit dialog last opened (None: never)
+        self.revise_dialog: QtReviseDialog | None = None
         self.setCurrentWidget(self.dashboard)
 
     def set_adjudicator(self, name: str) -> None:
@@ -1485,8 +1576,69 @@ class QtCoordinatorView(QStackedWidget):
         if generation == self.dashboard.generation:  # else a newer computation reads again
             self.dashboard.set_adjudicated(marks)
 
+    # -- revising criteria ----------------------------------------------------------------
+    def actor(self) -> str:
+        """Who a revision is recorded under: the adjudicator's name when one is chosen,
+        else the operating system's login (as the Tasks view records its decisions)."""
+        return self.adjudication.adjudicator_name() or login()
+
+    def current_criterion(self) -> tuple[str, str] | None:
+        """(task id, criterion id) the coordinator is on: the adjudication's criterion
+        when it is shown, else the selected row of the dashboard's table."""
+        if self.currentWidget() is self.adjudication:
+            case = self.adjudication.case
+            return None if case is None else (case.task.id, case.criterion.id)
+        return self.dashboard.current_criterion()
+
+    def revise_current(self) -> QtReviseDialog | None:
+        """Ctrl+E: the edit dialog of the current criterion (None: there is none)."""
+        found = self.current_criterion()
+        if found is None:
+            self.message.emit(
+                "No criterion to revise here: select a row of Criterion health or "
+                "Disagreements, or open an adjudication."
+            )
+            return None
+        return self.revise_criterion(*found)
+
+    def revise_criterion(self, task_id: str, criterion_id: str) -> QtReviseDialog:
+        """Open the edit dialog of one criterion (window-modal; it saves by itself)."""
+        dialog = QtReviseDialog(
+            self.db, self.benchmark, task_id, criterion_id, self.actor(), parent=self
+        )
+        dialog.setWindowModality(Qt.WindowModality.WindowModal)
+        dialog.revised.connect(self._revised)
+        self.revise_dialog = dialog
+        dialog.open()
+        return dialog
+
+    def _revised(self, report: RevisionReport) -> None:
+        """A revision was saved: say what it did, offer to recompute, and show the open
+        adjudication of that task again (its criterion may read differently now)."""
+        parts = [f"Task {report.task_id} revised to version {report.version} ({report.kind})"]
+        if report.stale_judgments:
+            parts.append(f"{report.stale_judgments} verdicts stale")
+        if report.requeued:
+            parts.append("back in the queues of " + ", ".join(report.requeued))
+        text = "; ".join(parts) + "."
+        self.message.emit(text)
+        self.dashboard.offer_refresh(f"{text} The numbers shown are from before it.")
+        case = self.adjudication.case
+        if case is not None and case.task.id == report.task_id:
+            self.adjudication.open_case(self.benchmark, case.response_id, case.criterion.id)
+
     def shutdown(self) -> None:
         self.dashboard.shutdown()
+
+
+def login() -> str:
+    """The operating system's login name ("coordinator" when it cannot be found)."""
+    import getpass
+
+    try:
+        return getpass.getuser()
+    except (OSError, KeyError):
+        return "coordinator"
 
 
 __all__ = [
