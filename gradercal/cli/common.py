@@ -251,7 +251,7 @@ def print_calibrated(report: dict[str, Any] | None) -> None:
 
 def revision_line(r: Any) -> str:
     """One line on a task's revision (``import --revise``, ``rubric revise``)."""
-    version = f"v{r.version_before}" + ("" if r.dry_run else f" → v{r.version}")
+    version = f"v{r.version_before} → v{r.version}"
     what = [f"{r.kind} change"]
     if r.stale_criteria:
         what.append(

@@ -212,7 +212,9 @@ class VersionInfo:
 
 @dataclass(frozen=True)
 class RevisionReport:
-    """What one task's revision did (``version == version_before``: nothing changed)."""
+    """What one task's revision did (``version == version_before``: nothing changed); in
+    a dry run, what it would do (every figure as the revision would make it, then rolled
+    back)."""
 
     task_id: str
     version_before: int
@@ -231,7 +233,7 @@ class RevisionReport:
 
     @property
     def changed(self) -> bool:
-        return self.version != self.version_before or (self.dry_run and self.kind is not None)
+        return self.version != self.version_before
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -391,7 +393,8 @@ class RevisionStore:
         Every task must already be stored (add new ones with a plain import); unchanged
         tasks are reported with their version unchanged. ``blobs`` maps the sha256 of a
         new artifact file to its path (as :class:`gradercal.model.BenchmarkData` has it).
-        ``dry_run`` reports what would change and writes nothing.
+        ``dry_run`` makes every change, reports it, and rolls it all back: the report is
+        exactly what the revision would do (who would get items back included).
         """
         if source not in SOURCES:
             raise ValueError(f"unknown source {source!r}")
@@ -505,25 +508,6 @@ class RevisionStore:
         removed = tuple(c.criterion_id for c in rev.criteria if c.removed)
         rescored = tuple(sorted(rev.rescored_criteria()))
         changes = revision_changes(rev)
-        if dry_run:
-            return RevisionReport(
-                new.id,
-                before,
-                before,
-                kind=changes["kind"],
-                changes=changes,
-                stale_criteria=tuple(c for c in stale if c not in added),
-                rescored_criteria=rescored,
-                added_criteria=added,
-                removed_criteria=removed,
-                stale_judgments=_count_verdicts(s, m.Judgment, row.id, set(stale) - set(added)),
-                stale_adjudications=_count_verdicts(
-                    s, m.Adjudication, row.id, set(stale) - set(added)
-                ),
-                removed_verdicts=_count_verdicts(s, m.Judgment, row.id, set(removed))
-                + _count_verdicts(s, m.Adjudication, row.id, set(removed)),
-                dry_run=True,
-            )
         now = m.utcnow()
         if (
             s.scalar(
@@ -620,6 +604,7 @@ class RevisionStore:
             stale_adjudications=n_stale_adj,
             removed_verdicts=removed_verdicts,
             requeued=requeued,
+            dry_run=dry_run,
         )
 
     @staticmethod

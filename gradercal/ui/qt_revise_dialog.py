@@ -4,8 +4,8 @@ The dialog shows the criterion as stored (text, points, levels, tags), lets the
 coordinator edit it, and shows as they type the word-level difference with the stored
 text and what saving would do — asked of the store itself with a dry run
 (:meth:`gradercal.db.revisions.RevisionStore.revise_criterion` with ``dry_run=True``,
-off the UI thread) and of :func:`gradercal.db.revision_impact.requeue_preview` for who
-would get items back. Save needs a reason and records the revision with
+off the UI thread: the revision made and rolled back, who would get items back
+included). Save needs a reason and records the revision with
 ``source="ui"`` under the coordinator's name. A problem (an empty text or reason, a
 refused value, the task revised meanwhile, the database unreachable) is said in the
 dialog and nothing is written.
@@ -32,7 +32,6 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from gradercal.db.revision_impact import requeue_preview
 from gradercal.db.revisions import RevisionReport, RevisionStore
 from gradercal.db.session import Database
 from gradercal.errors import GradercalError, ValidationError
@@ -314,10 +313,7 @@ class QtReviseDialog(QDialog):
             source="ui",
             dry_run=True,
         )
-        requeued: tuple[str, ...] = ()
-        if report.kind == "verdict":
-            requeued = requeue_preview(self.db, self.benchmark, self.task_id, report.stale_criteria)
-        return report, requeued
+        return report, report.requeued
 
     def _preview_done(
         self, generation: int, result: tuple[RevisionReport, tuple[str, ...]]

@@ -145,7 +145,7 @@ def consequences(report: RevisionReport, requeued: Sequence[str] = ()) -> tuple[
     """A dry run's report in words: (headline, detail).
 
     ``requeued``: the graders whose submitted items would go back to their queues
-    (:func:`gradercal.db.revision_impact.requeue_preview`); a dry run does not name them.
+    (the dry run's :attr:`~gradercal.db.revisions.RevisionReport.requeued`).
     """
     if report.kind is None:
         return "No change yet", "Edit the text, points, levels or tags to see what it does."

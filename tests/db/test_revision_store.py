@@ -151,7 +151,7 @@ def test_import_revise_adds_and_removes_criteria_keeping_history(stored: Any) ->
     new_c = replace(m1.criteria[0], id="c5", text="Checks the promoter", points=2, position=9)
     revised = replace(m1, criteria=(*[c for c in m1.criteria if c.id != "c3"], new_c))
     dry = store.revise_tasks(None, [revised, m2], reason="x", actor="c", dry_run=True)
-    assert dry[0].dry_run and dry[0].removed_verdicts == removed_n and dry[0].version == 1
+    assert dry[0].dry_run and dry[0].removed_verdicts == removed_n and dry[0].version == 2
     assert stored.load_tasks()[0] == m1  # nothing written
     reports = store.revise_tasks(None, [revised, m2], reason="fix", actor="c")
     assert reports[1].version == reports[1].version_before == 1  # unchanged

@@ -19,7 +19,6 @@ from sqlalchemy import select
 from gradercal.db import models as m
 from gradercal.db.grading import GradingStore, JudgmentValue
 from gradercal.db.repo import Repository
-from gradercal.db.revision_impact import requeue_preview
 from gradercal.db.revisions import RevisionStore
 from gradercal.db.session import Database, open_database
 from gradercal.formats import read_path
@@ -314,8 +313,14 @@ def test_a_revised_criterion_comes_back_marked_and_is_confirmed_by_the_same_key(
     qtbot: Any, db: Database, tmp_path: Path
 ) -> None:
     aid = grade_and_submit(db)
-    assert requeue_preview(db, None, "M1", ["c1"]) == (GRADER,)
-    assert requeue_preview(db, None, "M2", ["ec50"]) == ()  # an automatic criterion
+    store = RevisionStore(db)
+    dry = store.revise_criterion(None, "M1", "c1", text="x", reason=None, actor=None, dry_run=True)
+    assert dry.requeued == (GRADER,) and dry.version == 2
+    dry = store.revise_criterion(
+        None, "M2", "ec50", text="y", reason=None, actor=None, dry_run=True
+    )
+    assert dry.requeued == ()  # an automatic criterion: nobody regrades it
+    assert store.history(None, "M1") == []  # dry runs wrote nothing
     dialog = QtReviseDialog(db, None, "M1", "c1", "coord")
     qtbot.addWidget(dialog)
     dialog.text.setPlainText("Names the premature stop codon and its position")
