@@ -44,6 +44,7 @@ def test_every_command_has_help(command: tuple[str, ...]) -> None:
         ("packet",),
         ("team",),
         ("clarify",),
+        ("rubric",),
     ):
         assert "--db PATH|URL" in result.output
 
