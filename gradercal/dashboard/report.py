@@ -62,6 +62,8 @@ REPORT_SECTIONS: tuple[tuple[str, str], ...] = (
     ("notes", "Notes"),
 )
 _HEADING = dict(REPORT_SECTIONS)
+#: Table sections that a dashboard may lack (left out of its report then).
+_OPTIONAL = frozenset(table.key for table in TABLE_SECTIONS if table.optional)
 
 _CSS = """
 body { font-family: "DejaVu Sans", Helvetica, Arial, sans-serif; font-size: 10pt;
@@ -632,6 +634,8 @@ def _document(
         f'<p class="meta">Generated {_e(when)} by gradercal {_e(__version__)}.</p>',
     ]
     for sid, head in REPORT_SECTIONS:
+        if sid in _OPTIONAL and not d.has_section(sid):
+            continue
         body.append(f'<h2 id="{sid}">{_e(head)}</h2>')
         body.append(builders[sid]())
     return (
