@@ -566,6 +566,11 @@ _VERSION_REPORT: tuple[Column, ...] = (
 )
 
 
+def _revised_count(v: pd.DataFrame) -> str:
+    n = len(v.loc[:, ["task_id", "criterion_id"]].drop_duplicates())
+    return f"{n:,} {'criterion' if n == 1 else 'criteria'}"
+
+
 def _versions_report(v: pd.DataFrame, _overview: Mapping[str, Any], max_rows: int) -> ReportTable:
     return _listing(
         v,
@@ -629,7 +634,7 @@ TABLE_SECTIONS: tuple[TableSection, ...] = (
         filter_hint="Filter: task, criterion…",
         empty_text="No revised criterion.",
         report=_versions_report,
-        count=lambda v: f"{v[['task_id', 'criterion_id']].drop_duplicates().shape[0]:,} criteria",
+        count=_revised_count,
         compute=_versions,
         opens_adjudication=False,
         optional=True,
