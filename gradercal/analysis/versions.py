@@ -50,7 +50,7 @@ from gradercal.analysis.agreement import MET_CATEGORIES, compare
 from gradercal.analysis.verdicts import consensus_verdicts, human_graders, verdicts
 from gradercal.frames import Frames
 from gradercal.stats.bootstrap import BootResult, clustered_bootstrap
-from gradercal.stats.coefficients import krippendorff_alpha, percent_agreement
+from gradercal.stats.coefficients import RatingTable, krippendorff_alpha, percent_agreement
 from gradercal.stats.intervals import boot_json
 
 __all__ = [
@@ -177,14 +177,15 @@ def _human_statistics(
     if not len(ratings):
         return {k: _no_value("no ratings", ci) for k in VERSION_STATISTICS}, 0, 0
     cats = list(MET_CATEGORIES)
+    table = RatingTable.from_frame(ratings, cats)  # once for every statistic
     if n_boot > 0 and n_units >= 2:
         stats = clustered_bootstrap(
-            ratings, None, VERSION_STATISTICS, n_boot=n_boot, ci=ci, seed=seed, categories=cats
+            table, None, VERSION_STATISTICS, n_boot=n_boot, ci=ci, seed=seed, categories=cats
         )
         return stats, n_units, n_paired
     direct = {
-        "percent_agreement": percent_agreement(ratings, categories=cats),
-        "krippendorff_alpha": krippendorff_alpha(ratings, level="nominal", categories=cats),
+        "percent_agreement": percent_agreement(table, categories=cats),
+        "krippendorff_alpha": krippendorff_alpha(table, level="nominal", categories=cats),
     }
     stats = {
         k: BootResult(s.value, None, None, 0, n_units, 0, ci, "percentile", s.note)
@@ -251,21 +252,32 @@ def agreement_by_version(
         if (str(t), str(c)) in eras.revised
     ]
     order = list(dict.fromkeys(order))
-    per_era: dict[int, tuple[pd.DataFrame, pd.DataFrame]] = {}
+    # Only the revised criteria (the verdict and consensus tables span the criteria given).
+    crit = frames.criteria
+    keys = pd.MultiIndex.from_arrays([crit["task_id"], crit["criterion_id"]])
+    revised = replace(frames, criteria=crit.loc[keys.isin(order)].reset_index(drop=True))
+    # Per era: its verdicts (and consensus) split by criterion, once.
+    per_era: dict[int, tuple[dict[Any, pd.DataFrame], dict[Any, pd.DataFrame]]] = {}
     for era in sorted({v for marks in eras.revised.values() for v in marks}):
-        sub = _era_frames(frames, eras, era)
+        sub = _era_frames(revised, eras, era)
         v = verdicts(sub, graders)
-        cons = consensus_verdicts(sub, names) if judge is not None and names else None
-        per_era[era] = (v, cons if cons is not None else pd.DataFrame())
+        by_crit = dict(tuple(v.groupby(["task_id", "criterion_id"], sort=False)))
+        cons_by: dict[Any, pd.DataFrame] = {}
+        if judge is not None and names:
+            cons = consensus_verdicts(sub, names)
+            cons = cons.merge(
+                sub.responses.loc[:, ["response_id", "task_id"]], on="response_id", how="inner"
+            )
+            cons_by = dict(tuple(cons.groupby(["task_id", "criterion_id"], sort=False)))
+        per_era[era] = (by_crit, cons_by)
+    empty_v = verdicts(replace(revised, judgments=revised.judgments.iloc[:0]), graders)
     out: list[VersionAgreement] = []
     for task_id, crit_id in order:
         marks = eras.revised[(task_id, crit_id)]
         for era in marks:
-            v, cons = per_era[era]
-            mine = v.loc[
-                (v["task_id"].to_numpy(object) == task_id)
-                & (v["criterion_id"].to_numpy(object) == crit_id)
-            ]
+            by_crit, cons_by = per_era[era]
+            mine = by_crit.get((task_id, crit_id), empty_v)
+            cons = cons_by.get((task_id, crit_id), pd.DataFrame())
             current = era == marks[-1]
             if mine.empty and not current:
                 continue
@@ -298,21 +310,22 @@ def _with_judge(
     seed: int,
     ci: float,
 ) -> VersionAgreement:
-    jv = mine.loc[mine["grader"] == judge, ["response_id", "criterion_id", "met"]]
-    if not cons.empty:
-        ref = cons.loc[
-            cons["criterion_id"].isin([row.criterion_id])
-            & cons["response_id"].isin(jv["response_id"]),
-            ["response_id", "criterion_id", "met"],
-        ]
-        p = jv.merge(ref, on=["response_id", "criterion_id"], suffixes=("", "_ref"))
-    else:
-        p = pd.DataFrame({"response_id": [], "met": [], "met_ref": []})
-    if len(p):
+    mine_judge = mine["grader"].to_numpy(object) == judge
+    responses = mine["response_id"].to_numpy(object)[mine_judge]
+    met = mine["met"].to_numpy(bool)[mine_judge]
+    # this criterion's decided consensus of the same era, by response
+    ref = (
+        {}
+        if cons.empty
+        else dict(zip(cons["response_id"].tolist(), cons["met"].tolist(), strict=True))
+    )
+    both = np.fromiter((r in ref for r in responses), dtype=bool, count=len(responses))
+    paired = responses[both]
+    if len(paired):
         c = compare(
-            p["met"].to_numpy(bool),
-            p["met_ref"].to_numpy(bool),
-            list(p["response_id"]),
+            met[both],
+            np.asarray([bool(ref[r]) for r in paired], dtype=bool),
+            list(paired),  # each response its own cluster
             candidate_name=judge,
             reference_name="consensus of " + ", ".join(names),
             n_boot=n_boot,
@@ -323,7 +336,7 @@ def _with_judge(
     else:
         note = "no response with a judge verdict and a decided consensus"
         metrics = {k: _no_value(note, ci) for k in JUDGE_FIGURES}
-    return replace(row, judge=judge, judge_n_units=len(p), judge_metrics=metrics)
+    return replace(row, judge=judge, judge_n_units=len(paired), judge_metrics=metrics)
 
 
 def versions_report(
