@@ -33,6 +33,9 @@ from gradercal.cli.common import (
     open_repo,
     progress_bar,
     seed_option,
+    version_option,
+    version_used,
+    with_version,
 )
 from gradercal.errors import GradercalError
 
@@ -71,10 +74,17 @@ def refusals(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-def _load(db: str | None, benchmark: str | None) -> tuple[Repository, Frames, str]:
+def _load(
+    db: str | None, benchmark: str | None, version: Any = "current"
+) -> tuple[Repository, Frames, str]:
     repo = open_repo(db)
     bench = repo.benchmark(benchmark)
-    return repo, repo.load_frames(bench.name), bench.name
+    return repo, repo.load_frames(bench.name, version), bench.name
+
+
+def _emit(repo: Repository, name: str, version: Any, obj: dict[str, Any]) -> None:
+    """``--json``: ``obj`` with the version used (:func:`gradercal.cli.common.version_used`)."""
+    emit_json(with_version(obj, version_used(repo, name, version)))
 
 
 def _check_judge(frames: Frames, judge: str) -> None:
@@ -158,10 +168,18 @@ bootstrap_option = click.option(
     type=click.Choice(BY_CHOICES),
     help="Also break agreement down by criterion, tag, workflow or domain.",
 )
+@click.option(
+    "--by-version",
+    is_flag=True,
+    help="Agreement on each revised criterion per version of its wording (before and "
+    "after each fix), with intervals that resample its responses; counts every verdict "
+    "(not with --version).",
+)
 @humans_option
 @bootstrap_option
 @seed_option
 @ci_option
+@version_option
 @json_option
 @handle_errors
 @refusals
@@ -170,10 +188,12 @@ def agreement(
     benchmark: str | None,
     judge: str | None,
     by: str | None,
+    by_version: bool,
     humans: str | None,
     n_boot: int,
     seed: int,
     ci: float,
+    version: Any,
     as_json: bool,
 ) -> None:
     """Expert–expert and expert–judge agreement, with task-clustered intervals.
@@ -184,10 +204,18 @@ def agreement(
     consensus (confusion matrix, precision/recall/F1 for met and not met, balanced F1,
     Cohen's kappa, leniency bias), beside every expert treated as the judge.
     The JSON shape is documented in docs/agreement.md.
+
+    With --by-version: for every criterion revised in a way that changes verdicts, the
+    agreement of the verdicts given under each version of it (the earlier ones: those
+    not yet given again), human–human percent agreement and Krippendorff's alpha, and
+    with --judge the judge against the consensus of the same version.
     """
+    if by_version:
+        _by_version(db, benchmark, judge, by, humans, n_boot, seed, ci, as_json)
+        return
     from gradercal.analysis.agreement import agreement_report
 
-    _, frames, name = _load(db, benchmark)
+    repo, frames, name = _load(db, benchmark, version)
     if judge is not None:
         _check_judge(frames, judge)
     names = _humans(frames, humans, judge)
@@ -210,7 +238,7 @@ def agreement(
             frames, judges=None if judge is None else [judge], humans=names
         )
     if as_json:
-        emit_json(report)
+        _emit(repo, name, version, report)
         return
     _print_agreement(report)
     if "healthbench_meta" in report:
@@ -326,6 +354,89 @@ def _print_agreement(rep: dict[str, Any]) -> None:
     _notes(console, notes)
 
 
+def _by_version(
+    db: str | None,
+    benchmark: str | None,
+    judge: str | None,
+    by: str | None,
+    humans: str | None,
+    n_boot: int,
+    seed: int,
+    ci: float,
+    as_json: bool,
+) -> None:
+    """``gradercal agreement --by-version``."""
+    from click.core import ParameterSource
+
+    from gradercal.analysis.versions import versions_report
+    from gradercal.db.eras import load_eras
+
+    ctx = click.get_current_context()
+    if ctx.get_parameter_source("version") == ParameterSource.COMMANDLINE:
+        raise click.UsageError("--by-version counts every verdict: leave out --version")
+    if by is not None:
+        raise click.UsageError("--by-version and --by do not go together")
+    repo, frames, name = _load(db, benchmark, "all")
+    if judge is not None:
+        _check_judge(frames, judge)
+    names = _humans(frames, humans, judge)
+    rep = versions_report(
+        frames,
+        load_eras(repo, name),
+        names,
+        judge,
+        n_boot=n_boot,
+        seed=seed,
+        ci=ci,
+        benchmark=name,
+    )
+    if as_json:
+        emit_json(with_version(rep, "all"))
+        return
+    _print_by_version(rep)
+
+
+def _print_by_version(rep: dict[str, Any]) -> None:
+    from rich.table import Table
+
+    console = _console()
+    rows = rep["criteria"]
+    if not rows:
+        console.print("no criterion was revised in a way that changes verdicts")
+        return
+    judge = rep.get("judge")
+    level = f"{rep['bootstrap']['ci']:.0%} CI" if rep.get("bootstrap") else "no CI"
+    t = Table(
+        title=f"Agreement per criterion version ({rep['n_revised']} revised criteria; "
+        f"experts {', '.join(rep['humans']) or 'none'}; intervals resample responses)",
+        title_justify="left",
+    )
+    for col in ("task", "criterion", "version", "n", f"agreement [{level}]", "alpha"):
+        t.add_column(col, justify="left" if col in ("task", "criterion") else "right")
+    if judge:
+        t.add_column("judge n", justify="right")
+        t.add_column(f"{judge} vs experts", justify="right")
+    notes: list[str] = list(rep.get("notes") or [])
+    last: tuple[str, str] | None = None
+    for r in rows:
+        key = (r["task_id"], r["criterion_id"])
+        cells = [
+            *(("", "") if key == last else key),
+            f"v{r['version']}" + (" (current)" if r["current"] else ""),
+            str(r["n_units_paired"]),
+            _cell(r["percent_agreement"]),
+            _cell(r["krippendorff_alpha"]),
+        ]
+        if judge:
+            hj = r["human_judge"]
+            cells += [str(hj["n_units"]), _cell(hj["percent_agreement"])]
+        t.add_row(*cells)
+        last = key
+    console.print(t)
+    console.print("[dim]n: responses with two or more expert verdicts of that version[/dim]")
+    _notes(console, notes)
+
+
 # ----------------------------------------------------------------------------- alt-test
 
 
@@ -370,6 +481,7 @@ def _print_agreement(rep: dict[str, Any]) -> None:
     help="Seed of the task-clustered test's bootstrap.",
 )
 @humans_option
+@version_option
 @json_option
 @handle_errors
 @refusals
@@ -383,6 +495,7 @@ def alttest(
     min_tasks: int,
     seed: int,
     humans: str | None,
+    version: Any,
     as_json: bool,
 ) -> None:
     """The alternative annotator test: may the judge replace the experts?
@@ -398,7 +511,7 @@ def alttest(
     """
     from gradercal.analysis.alt_test import alt_test_frames
 
-    _, frames, name = _load(db, benchmark)
+    repo, frames, name = _load(db, benchmark, version)
     _check_judge(frames, judge)
     res = alt_test_frames(
         frames,
@@ -428,7 +541,7 @@ def alttest(
                 "task-clustered test; the exact test was used (items independent)",
             ]
     if as_json:
-        emit_json(out)
+        _emit(repo, name, version, out)
         return
     from rich.table import Table
 
@@ -559,6 +672,7 @@ def alttest(
     help="Seed of the bootstrap and of the held-out task draw.",
 )
 @ci_option
+@version_option
 @json_option
 @handle_errors
 @refusals
@@ -578,6 +692,7 @@ def calibrate(
     oof_interval: str,
     seed: int,
     ci: float,
+    version: Any,
     as_json: bool,
 ) -> None:
     """Calibrate the judge against the experts; report held-out figures; save it.
@@ -591,7 +706,7 @@ def calibrate(
     """
     from gradercal.analysis.calibration import fit_calibration
 
-    repo, frames, name = _load(db, benchmark)
+    repo, frames, name = _load(db, benchmark, version)
     _check_judge(frames, judge)
     with progress_bar(not as_json) as update:
         update("calibrating", 0, 1)
@@ -625,11 +740,14 @@ def calibrate(
             params=json_safe(res.params),
             split=json_safe(res.split),
             metrics=json_safe(res.metrics),
-            provenance=json_safe(res.provenance),
+            # fitted on other verdicts than the current ones: say which
+            provenance=json_safe(
+                res.provenance if version == "current" else {**res.provenance, "version": version}
+            ),
         )
     out = {"benchmark": name, "saved": None if saved is None else saved.to_dict(), **res.to_dict()}
     if as_json:
-        emit_json(out)
+        _emit(repo, name, version, out)
         return
     for w in res.warnings:
         click.echo(click.style("warning: ", fg="yellow", bold=True) + w, err=True)
@@ -731,6 +849,7 @@ def _print_calibration(out: dict[str, Any]) -> None:
 )
 @humans_option
 @ci_option
+@version_option
 @json_option
 @handle_errors
 @refusals
@@ -742,6 +861,7 @@ def estimate(
     rg_pooled: bool,
     humans: str | None,
     ci: float,
+    version: Any,
     as_json: bool,
 ) -> None:
     """Bias-corrected mean score and pass rate per model from a human-graded subset.
@@ -753,7 +873,7 @@ def estimate(
     """
     from gradercal.analysis.estimate import estimate_report
 
-    _, frames, name = _load(db, benchmark)
+    repo, frames, name = _load(db, benchmark, version)
     _check_judge(frames, judge)
     rep = estimate_report(
         frames,
@@ -765,7 +885,7 @@ def estimate(
         benchmark=name,
     )
     if as_json:
-        emit_json(rep)
+        _emit(repo, name, version, rep)
         return
     from rich.table import Table
 
@@ -855,6 +975,7 @@ def estimate(
 )
 @click.option("--limit", type=click.IntRange(min=1), help="Show at most this many criteria.")
 @humans_option
+@version_option
 @json_option
 @handle_errors
 @refusals
@@ -866,6 +987,7 @@ def health(
     include_all: bool,
     limit: int | None,
     humans: str | None,
+    version: Any,
     as_json: bool,
 ) -> None:
     """Criteria to fix first: low expert agreement or a judge that departs, ranked by impact.
@@ -875,7 +997,7 @@ def health(
     """
     from gradercal.analysis.health import health_report
 
-    _, frames, name = _load(db, benchmark)
+    repo, frames, name = _load(db, benchmark, version)
     if judge is not None:
         _check_judge(frames, judge)
     rep = health_report(
@@ -888,7 +1010,7 @@ def health(
         benchmark=name,
     )
     if as_json:
-        emit_json(rep)
+        _emit(repo, name, version, rep)
         return
     from rich.table import Table
 
@@ -960,6 +1082,7 @@ def health(
 @bootstrap_option
 @seed_option
 @ci_option
+@version_option
 @json_option
 @handle_errors
 @refusals
@@ -973,6 +1096,7 @@ def impact(
     n_boot: int,
     seed: int,
     ci: float,
+    version: Any,
     as_json: bool,
 ) -> None:
     """What the judge does to each model's mean score and pass rate.
@@ -984,7 +1108,7 @@ def impact(
     """
     from gradercal.analysis.impact import impact_report
 
-    repo, frames, name = _load(db, benchmark)
+    repo, frames, name = _load(db, benchmark, version)
     _check_judge(frames, judge)
     names = _humans(frames, humans, judge)
     groups = [g for g in by.split(",") if g]
@@ -1044,7 +1168,7 @@ def impact(
             benchmark=name,
         )
     if as_json:
-        emit_json(rep)
+        _emit(repo, name, version, rep)
         return
     _print_impact(rep, groups)
 

@@ -148,6 +148,69 @@ ci_option = click.option(
 )
 
 
+def _parse_version(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    from gradercal.db.frames_read import parse_version
+
+    try:
+        return parse_version(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), ctx=ctx, param=param) from None
+
+
+#: ``--version all|current|N`` of the commands that read verdicts for scores and statistics
+#: (issue #16): which verdicts count after a rubric revision. Parsed by
+#: :func:`gradercal.db.frames_read.parse_version` ("current", "all" or an int ≥ 1).
+version_option = click.option(
+    "--version",
+    "version",
+    default="current",
+    show_default=True,
+    metavar="all|current|N",
+    callback=_parse_version,
+    help="Which verdicts count after rubric revisions: current (stale verdicts, given "
+    "under an older wording of their criterion, are left out), all (every verdict), or a "
+    "task version N (the verdicts that were current when each task was at version N). "
+    "The --json output names the version used when the benchmark has a revision or the "
+    "option is given.",
+)
+
+
+def version_used(repo: Repository, benchmark: str | None, version: Any) -> Any:
+    """The version to name in ``--json`` output (the ``"version"`` key), or None to leave
+    the key out: it is named when ``--version`` was given on the command line or when
+    some criterion of the benchmark was revised in a way that changes verdicts (so the
+    output of an unrevised benchmark under the default is as it always was)."""
+    from click.core import ParameterSource
+
+    ctx = click.get_current_context(silent=True)
+    given = ctx is not None and ctx.get_parameter_source("version") not in (
+        None,
+        ParameterSource.DEFAULT,
+    )
+    if given:
+        return version
+    from gradercal.db.eras import has_verdict_changes
+
+    return version if has_verdict_changes(repo, benchmark) else None
+
+
+def with_version(obj: dict[str, Any], version: Any) -> dict[str, Any]:
+    """``obj`` with ``"version": version`` after its ``"benchmark"`` key (first when it has
+    none); ``obj`` itself when ``version`` is None."""
+    if version is None:
+        return obj
+    out: dict[str, Any] = {}
+    if "benchmark" not in obj:
+        out["version"] = version
+    for k, v in obj.items():
+        if k == "version":
+            continue
+        out[k] = v
+        if k == "benchmark":
+            out["version"] = version
+    return out
+
+
 def open_repo(db: str | None, *, create: bool = False) -> Repository:
     """The repository of ``--db``; an existing database only unless ``create`` (the
     commands that make one: ``import``, ``init``)."""

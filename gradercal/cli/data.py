@@ -30,6 +30,9 @@ from gradercal.cli.common import (
     print_calibrated,
     progress_bar,
     revision_line,
+    version_option,
+    version_used,
+    with_version,
 )
 
 
@@ -352,6 +355,7 @@ def benchmarks(db: str | None, as_json: bool) -> None:
     help="Also the judge's figures under its active calibration (`gradercal calibrate`), "
     "applied to all its verdicts, new runs included.",
 )
+@version_option
 @json_option
 @handle_errors
 def scores(
@@ -361,6 +365,7 @@ def scores(
     by: str,
     svg: Path | None,
     calibrated: bool,
+    version: Any,
     as_json: bool,
 ) -> None:
     """Per-model mean rubric score and pass rate, with breakdowns.
@@ -370,11 +375,13 @@ def scores(
       {"grader", "pass_threshold", "models": [{"model", "n_responses", "n_scored",
        "mean_score", "pass_rate"}], "breakdowns": {"workflow": [{"model", "group", …}], …},
        "incomplete", "ties"}
+    With a rubric revision (or --version given), each object also names the "version"
+    of the verdicts used, first.
     """
     from gradercal.analysis.scoring import score_report
 
     repo = open_repo(db)
-    frames = repo.load_frames(benchmark)
+    frames = repo.load_frames(benchmark, version)
     graders = _graders(frames, grader)
     groups = [g for g in by.split(",") if g]
     bad = [g for g in groups if g not in BREAKDOWNS]
@@ -384,6 +391,8 @@ def scores(
     if calibrated:
         attach_calibrated(repo, benchmark, reports)
     if as_json:
+        used = version_used(repo, benchmark, version)
+        reports = [with_version(r, used) for r in reports]
         emit_json(reports if grader == "all" else reports[0])
         return
     from rich.console import Console

@@ -22,6 +22,9 @@ from gradercal.cli.common import (
     open_repo,
     progress_bar,
     seed_option,
+    version_option,
+    version_used,
+    with_version,
 )
 from gradercal.errors import GradercalError
 
@@ -101,6 +104,7 @@ def _writable(path: Path, option: str) -> None:
     help="Rows shown of each long table (health, disagreements, flips, criteria).",
 )
 @click.option("--title", help="Report title (default: 'Agreement report: <benchmark>').")
+@version_option
 @json_option
 @handle_errors
 def report(
@@ -120,6 +124,7 @@ def report(
     images: str,
     max_rows: int,
     title: str | None,
+    version: Any,
     as_json: bool,
 ) -> None:
     """Write the agreement dashboard as a self-contained HTML report (and a PDF).
@@ -130,11 +135,14 @@ def report(
     under the experts, the raw and calibrated judge and the bias-corrected estimate,
     the alt-test, pass ↔ fail flips, criterion health and the disagreements. Charts are
     embedded, nothing is loaded from elsewhere. --json prints the full dashboard data.
+    When a criterion was revised in a way that changes verdicts, a section compares its
+    agreement per version (from every verdict, whatever --version says).
     """
     from gradercal.dashboard import DashboardFilters, compute_dashboard, primary_judge
     from gradercal.dashboard.report import write_html, write_pdf
     from gradercal.db.acceptance import load_round_table
     from gradercal.db.calibrations import load_task_reviews
+    from gradercal.db.eras import load_eras
 
     if output is None and pdf is None and not as_json:
         raise click.UsageError("give -o FILE.html, --pdf FILE.pdf or --json")
@@ -143,7 +151,10 @@ def report(
             _writable(path, opt)
     repo = open_repo(db)
     bench = repo.benchmark(benchmark)
-    frames = repo.load_frames(bench.name)
+    frames = repo.load_frames(bench.name, version)
+    eras = load_eras(repo, bench.name)
+    # the agreement per criterion version compares every verdict, stale ones included
+    versions = (repo.load_frames(bench.name, "all"), eras) if eras else None
     filters = DashboardFilters(
         models=_names(models),
         workflows=_names(workflows),
@@ -181,6 +192,7 @@ def report(
                 processes=2,  # a forked child takes some sections on Linux
                 reviews=load_task_reviews(repo, bench.name),
                 rounds=load_round_table(repo.db, bench.name),
+                versions=versions,
             )
         except ValueError as exc:
             raise GradercalError(str(exc)) from exc
@@ -205,7 +217,8 @@ def report(
             )
             written["pdf"] = str(pdf)
     if as_json:
-        emit_json({"benchmark": bench.name, **written, "dashboard": d.to_json()})
+        out = {"benchmark": bench.name, **written, "dashboard": d.to_json()}
+        emit_json(with_version(out, version_used(repo, bench.name, version)))
         return
     for kind, where in written.items():
         if where:

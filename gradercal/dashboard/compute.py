@@ -58,6 +58,7 @@ from gradercal.frames import Frames, frame_from_rows
 
 if TYPE_CHECKING:
     from gradercal.analysis.agreement import Grouping
+    from gradercal.analysis.versions import VerdictEras
 
 __all__ = [
     "DEFAULT_CALIBRATION_METHOD",
@@ -269,6 +270,7 @@ def compute_dashboard(
     processes: int = 1,
     reviews: pd.DataFrame | None = None,
     rounds: pd.DataFrame | None = None,
+    versions: tuple[Frames, VerdictEras] | None = None,
 ) -> Dashboard:
     """Compute every section of the dashboard.
 
@@ -304,6 +306,11 @@ def compute_dashboard(
             for the task review section; None: that section is empty.
         rounds: The tasks' acceptance rounds (``gradercal.db.acceptance.load_round_table``)
             for the task acceptance section; None: that section is empty.
+        versions: The frames with every verdict (``load_frames(version="all")``) and
+            the eras of the verdicts on revised criteria
+            (:func:`gradercal.db.eras.read_eras`), for the agreement per criterion
+            version; filtered like ``frames``. None, or no revised criterion: that
+            section is absent. Every other section uses ``frames``.
 
     Raises:
         Cancelled: ``cancelled()`` returned True.
@@ -436,11 +443,19 @@ def compute_dashboard(
         seed=seed,
         ci=ci,
         rounds=rounds,
+        versions=None
+        if versions is None or not versions[1]
+        else (
+            filter_frames(versions[0], filters) if filters is not None else versions[0],
+            versions[1],
+        ),
     )
     tables: dict[str, pd.DataFrame] = {}
     for table in computed:
         assert table.compute is not None
-        tables[table.key] = table.compute(inputs)
+        frame = table.compute(inputs)
+        if frame is not None:  # None: an optional section with nothing to show
+            tables[table.key] = frame
         steps.step(table.title.lower())
 
     agreement = frame_from_rows(rows, AGREEMENT_COLUMNS) if rows else _empty(AGREEMENT_COLUMNS)

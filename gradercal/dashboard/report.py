@@ -42,6 +42,7 @@ __all__ = [
     "REPORT_SECTIONS",
     "render_html",
     "report_charts",
+    "report_sections",
     "write_html",
     "write_pdf",
 ]
@@ -62,6 +63,18 @@ REPORT_SECTIONS: tuple[tuple[str, str], ...] = (
     ("notes", "Notes"),
 )
 _HEADING = dict(REPORT_SECTIONS)
+#: Table sections that a dashboard may lack (left out of its report then).
+_OPTIONAL = frozenset(table.key for table in TABLE_SECTIONS if table.optional)
+
+
+def report_sections(d: Dashboard) -> list[tuple[str, str]]:
+    """The ``(id, heading)`` of the sections the report of ``d`` shows, in order:
+    :data:`REPORT_SECTIONS` less the optional table sections ``d`` lacks (the agreement per
+    criterion version without a revised criterion)."""
+    return [
+        (sid, head) for sid, head in REPORT_SECTIONS if sid not in _OPTIONAL or d.has_section(sid)
+    ]
+
 
 _CSS = """
 body { font-family: "DejaVu Sans", Helvetica, Arial, sans-serif; font-size: 10pt;
@@ -631,7 +644,7 @@ def _document(
         f"<h1>{_e(heading)}</h1>",
         f'<p class="meta">Generated {_e(when)} by gradercal {_e(__version__)}.</p>',
     ]
-    for sid, head in REPORT_SECTIONS:
+    for sid, head in report_sections(d):
         body.append(f'<h2 id="{sid}">{_e(head)}</h2>')
         body.append(builders[sid]())
     return (

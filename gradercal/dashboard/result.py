@@ -152,7 +152,10 @@ class Dashboard:
             :data:`gradercal.dashboard.tables.TABLE_SECTIONS` (those with a
             ``compute``), by key — e.g. ``task_reviews``, one row per task review
             statement (:data:`~gradercal.dashboard.tables.REVIEW_COLUMNS`). In the JSON
-            each is a list of records under its key, after ``disagreements``.
+            each is a list of records under its key, after ``disagreements``. An
+            optional section with nothing to show is absent (``criterion_versions``, the
+            agreement per criterion version, is there only when a criterion was revised:
+            :data:`~gradercal.dashboard.tables.VERSION_COLUMNS`).
         notes: Warnings and skipped sections, in order.
         calibration: How the calibrated judge was obtained: ``method``, ``level``,
             ``source`` (``"saved"`` | ``"default"``), ``out_of_fold`` (True),
@@ -190,10 +193,18 @@ class Dashboard:
         """
         if key in self.tables:
             return self.tables[key]
-        if section(key).compute is None:  # a section the core pipeline fills: a field
+        table = section(key)
+        if table.compute is None:  # a section the core pipeline fills: a field
             frame: pd.DataFrame = getattr(self, key)
             return frame
+        if table.optional:  # absent from this dashboard: no rows
+            return _empty(table.columns)
         raise KeyError(key)
+
+    def has_section(self, key: str) -> bool:
+        """Whether table section ``key`` is part of this dashboard (an optional section
+        whose computation found nothing to show is not)."""
+        return key in self.tables or not section(key).optional
 
     def pairwise_matrix(self, statistic: str = "cohen_kappa") -> pd.DataFrame:
         """Square grader × grader matrix of ``statistic`` (see :func:`pairwise_matrix`)."""

@@ -36,12 +36,14 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 if TYPE_CHECKING:
+    from gradercal.analysis.versions import VerdictEras
     from gradercal.frames import Frames
 
 __all__ = [
     "ACCEPTANCE_COLUMNS",
     "REVIEW_COLUMNS",
     "TABLE_SECTIONS",
+    "VERSION_COLUMNS",
     "Cell",
     "ReportTable",
     "SectionInputs",
@@ -118,6 +120,11 @@ class SectionInputs:
         rounds: The tasks' acceptance rounds (``gradercal.db.acceptance.load_round_table``:
             one row per task and round, a draft one row without a round); None when not
             given (the acceptance section is then empty).
+        versions: For the agreement per criterion version: the (filtered) frames with
+            every verdict, stale ones included (``load_frames(version="all")``), and the
+            era of each verdict on a revised criterion
+            (:func:`gradercal.db.eras.read_eras`); None when no criterion was revised
+            (the section is then absent).
     """
 
     frames: Frames
@@ -128,6 +135,7 @@ class SectionInputs:
     seed: int
     ci: float
     rounds: pd.DataFrame | None = None
+    versions: tuple[Frames, VerdictEras] | None = None
 
 
 def _count(frame: pd.DataFrame) -> str:
@@ -144,8 +152,13 @@ class TableSection:
     empty_text: str
     report: Callable[[pd.DataFrame, Mapping[str, Any], int], ReportTable]
     count: Callable[[pd.DataFrame], str] = field(default=_count)
-    compute: Callable[[SectionInputs], pd.DataFrame] | None = None
+    compute: Callable[[SectionInputs], pd.DataFrame | None] | None = None
     opens_adjudication: bool = False
+    #: ``compute`` may return None: the section is then absent from the dashboard (its
+    #: JSON, the report and the window's tabs), as if it did not exist
+    optional: bool = False
+    #: the columns of an absent optional section's (empty) frame
+    columns: tuple[str, ...] = ()
 
 
 #: A report column: its heading and the cell of one record (a dict of the frame's row).
@@ -461,6 +474,115 @@ def _acceptance_report(a: pd.DataFrame, _overview: Mapping[str, Any], max_rows: 
     )
 
 
+# -- agreement per criterion version ----------------------------------------------------------
+#: Columns of the agreement-per-criterion-version section's frame (one row per revised
+#: criterion and version; ``*_low`` / ``*_high`` bound the intervals, NaN when none).
+VERSION_COLUMNS: tuple[str, ...] = (
+    "task_id",
+    "criterion_id",
+    "version",
+    "current",
+    "n_units",
+    "n_units_paired",
+    "n_ratings",
+    "percent_agreement",
+    "percent_agreement_low",
+    "percent_agreement_high",
+    "krippendorff_alpha",
+    "krippendorff_alpha_low",
+    "krippendorff_alpha_high",
+    "judge",
+    "judge_n_units",
+    "judge_agreement",
+    "judge_agreement_low",
+    "judge_agreement_high",
+    "note",
+)
+
+
+def _boot_cells(prefix: str, b: Any) -> dict[str, float]:
+    def num(x: Any) -> float:
+        return math.nan if x is None else float(x)
+
+    return {
+        prefix: num(b.value if b is not None else None),
+        f"{prefix}_low": num(b.ci_low if b is not None else None),
+        f"{prefix}_high": num(b.ci_high if b is not None else None),
+    }
+
+
+def _versions(inputs: SectionInputs) -> pd.DataFrame | None:
+    """Per revised criterion and version of it, the experts' agreement and the primary
+    judge's agreement with their consensus on the verdicts given under that version
+    (:func:`gradercal.analysis.versions.agreement_by_version`; intervals resample the
+    criterion's responses). None — no section — when no criterion was revised."""
+    if inputs.versions is None:
+        return None
+    frames, eras = inputs.versions
+    if not eras:
+        return None
+    from gradercal.analysis.versions import agreement_by_version
+
+    rows = agreement_by_version(
+        frames,
+        eras,
+        inputs.humans,
+        inputs.primary,
+        n_boot=inputs.n_boot,
+        seed=inputs.seed,
+        ci=inputs.ci,
+    )
+    out = []
+    for r in rows:
+        row: dict[str, Any] = {
+            "task_id": r.task_id,
+            "criterion_id": r.criterion_id,
+            "version": r.version,
+            "current": r.current,
+            "n_units": r.n_units,
+            "n_units_paired": r.n_units_paired,
+            "n_ratings": r.n_ratings,
+        }
+        row.update(_boot_cells("percent_agreement", r.statistics["percent_agreement"]))
+        row.update(_boot_cells("krippendorff_alpha", r.statistics["krippendorff_alpha"]))
+        row["judge"] = r.judge
+        row["judge_n_units"] = r.judge_n_units
+        row.update(_boot_cells("judge_agreement", r.judge_metrics.get("percent_agreement")))
+        notes = [b.note for b in r.statistics.values() if b.note]
+        row["note"] = "; ".join(dict.fromkeys(notes)) or None
+        out.append(row)
+    return pd.DataFrame(out, columns=list(VERSION_COLUMNS))
+
+
+_VERSION_REPORT: tuple[Column, ...] = (
+    ("task", _text("task_id")),
+    ("criterion", _text("criterion_id")),
+    ("version", lambda r: (f"v{r['version']}" + (" (current)" if r["current"] else ""), False)),
+    ("n", _number("n_units_paired")),
+    ("experts agree", _interval("percent_agreement")),
+    ("Krippendorff's α", _interval("krippendorff_alpha")),
+    ("judge n", _number("judge_n_units")),
+    ("judge agrees", _interval("judge_agreement")),
+)
+
+
+def _revised_count(v: pd.DataFrame) -> str:
+    n = len(v.loc[:, ["task_id", "criterion_id"]].drop_duplicates())
+    return f"{n:,} {'criterion' if n == 1 else 'criteria'}"
+
+
+def _versions_report(v: pd.DataFrame, _overview: Mapping[str, Any], max_rows: int) -> ReportTable:
+    return _listing(
+        v,
+        _VERSION_REPORT,
+        max_rows,
+        "Each revised criterion, per version of its wording: agreement of the verdicts "
+        "given under that version (n: responses with two or more expert verdicts; an "
+        "earlier version holds the verdicts not yet given again). Intervals resample "
+        "the criterion's responses.",
+    )
+
+
 #: Every table section, in the order the window's tabs and the report show them.
 TABLE_SECTIONS: tuple[TableSection, ...] = (
     TableSection(
@@ -505,6 +627,18 @@ TABLE_SECTIONS: tuple[TableSection, ...] = (
         report=_acceptance_report,
         count=lambda a: f"{int(a['tasks'].iloc[0]) if len(a) else 0:,} tasks",
         compute=_acceptance,
+    ),
+    TableSection(
+        key="criterion_versions",
+        title="Agreement per criterion version",
+        filter_hint="Filter: task, criterion…",
+        empty_text="No revised criterion.",
+        report=_versions_report,
+        count=_revised_count,
+        compute=_versions,
+        opens_adjudication=False,
+        optional=True,
+        columns=VERSION_COLUMNS,
     ),
 )
 _BY_KEY = {s.key: s for s in TABLE_SECTIONS}

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from gradercal.cli import main
 from gradercal.dashboard import Dashboard, compute_dashboard
-from gradercal.dashboard.report import REPORT_SECTIONS, render_html, write_pdf
+from gradercal.dashboard.report import REPORT_SECTIONS, render_html, report_sections, write_pdf
 from gradercal.formats import read_path
 from gradercal.frames import Frames, frames_from_data
 from tests.conftest import DEMO
@@ -79,7 +79,9 @@ def test_html_has_every_section_and_embedded_charts(evil_dash: Dashboard) -> Non
     html = render_html(evil_dash)
     p = _Parsed()
     p.feed(html)
-    assert p.h2 == [h for _, h in REPORT_SECTIONS]
+    # every section but the optional agreement per criterion version (nothing revised)
+    assert p.h2 == [h for _, h in report_sections(evil_dash)]
+    assert [h for _, h in REPORT_SECTIONS if h not in p.h2] == ["Agreement per criterion version"]
     assert p.scripts == 0
     assert len(p.imgs) == 7
     for src in p.imgs:
@@ -174,7 +176,8 @@ def test_cli_writes_html_pdf_and_json(demo_db: Path, tmp_path: Path) -> None:
     }
     p = _Parsed()
     p.feed(out.read_text("utf-8"))
-    assert p.h2 == [h for _, h in REPORT_SECTIONS]
+    assert p.h2 == [h for _, h in REPORT_SECTIONS if h != "Agreement per criterion version"]
+    assert "criterion_versions" not in d
     assert pdf.read_bytes()[:5] == b"%PDF-"
 
 

@@ -58,7 +58,7 @@ def dash(demo: Frames, reviews: pd.DataFrame) -> Dashboard:
 
 
 def test_every_section_reaches_the_json_and_the_report_in_its_order(dash: Dashboard) -> None:
-    keys = [s.key for s in TABLE_SECTIONS]
+    keys = [s.key for s in TABLE_SECTIONS if not s.optional]
     out = dash.to_json()
     listed = list(out)
     # In the JSON: each section under its key, in registry order, after the fixed fields.
@@ -67,10 +67,16 @@ def test_every_section_reaches_the_json_and_the_report_in_its_order(dash: Dashbo
     assert listed[at[-1] + 1] == "calibration"
     # In the report: one section per entry, same order, between the alt-test and the notes.
     ids = [sid for sid, _ in REPORT_SECTIONS]
-    assert ids[ids.index("alt-test") + 1 : ids.index("notes")] == keys
-    assert (
-        {s.key for s in computed_sections()} == set(dash.tables) == {"task_reviews", "acceptance"}
-    )
+    assert ids[ids.index("alt-test") + 1 : ids.index("notes")] == [s.key for s in TABLE_SECTIONS]
+    # An optional section with nothing to show (no criterion revised) is absent.
+    assert {s.key for s in computed_sections()} == {
+        "task_reviews",
+        "acceptance",
+        "criterion_versions",
+    }
+    assert set(dash.tables) == {"task_reviews", "acceptance"}
+    assert [s.key for s in TABLE_SECTIONS if s.optional] == ["criterion_versions"]
+    assert "criterion_versions" not in out and not dash.has_section("criterion_versions")
     for s in TABLE_SECTIONS:
         assert section(s.key) is s
         assert isinstance(dash.table(s.key), pd.DataFrame)
@@ -143,7 +149,9 @@ def test_the_report_renders_sections_from_the_registry(
 ) -> None:
     page = render_html(dash)
     for s in TABLE_SECTIONS:
-        assert f'<h2 id="{s.key}">{html_lib.escape(s.title)}</h2>' in page
+        heading = f'<h2 id="{s.key}">{html_lib.escape(s.title)}</h2>'
+        assert (heading in page) == dash.has_section(s.key)
+        assert dash.has_section(s.key) == (not s.optional)  # nothing revised in the demo
     body = page.split('<h2 id="task_reviews">', 1)[1].split("<h2", 1)[0]
     for d in REVIEW_DIMENSIONS:
         assert html_lib.escape(d.statement) in body

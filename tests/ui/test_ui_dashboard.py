@@ -980,3 +980,34 @@ def test_agreement_wide_matches_a_row_by_row_reference(db_path: str) -> None:
             pd.testing.assert_frame_equal(
                 wide.reset_index(drop=True), expected, check_dtype=False, obj=by
             )
+
+
+def test_agreement_per_criterion_version_tab_appears_after_a_revision(
+    qtbot: Any, open_coordinator: Opener, db_path: str
+) -> None:
+    """Issue #16: the tab is hidden until a criterion is revised; then, after a refresh,
+    it lists the criterion per version as compute_dashboard does."""
+    from gradercal.db.revisions import RevisionStore
+
+    window = open_coordinator(db_path)
+    board = board_of(window)
+    widget = board.section_tables["criterion_versions"]
+    index = board.tables.indexOf(widget)
+    assert index >= 0 and not board.tables.isTabVisible(index)
+    db = open_database(db_path)
+    task = Repository(db).load_tasks()[0]
+    crit = next(c for c in task.criteria if c.auto is None)
+    RevisionStore(db).revise_criterion(
+        None, task.id, crit.id, text=crit.text + " (reworded)", reason=None, actor=None
+    )
+    db.dispose()
+    with qtbot.waitSignal(board.computed, timeout=TIMEOUT):
+        board.recompute()
+    assert board.tables.isTabVisible(index)
+    assert board.tables.tabText(index) == "Agreement per criterion version (1 criterion)"
+    assert board.result is not None
+    ref = board.result.dashboard.tables["criterion_versions"]
+    assert list(ref["version"]) == [1, 2] and list(ref["current"]) == [False, True]
+    assert widget.proxy.rowCount() == 2
+    shown = table_texts(widget)
+    assert shown[0][column(widget, "task_id")] == task.id

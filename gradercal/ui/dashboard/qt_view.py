@@ -906,6 +906,8 @@ class QtDashboardView(QWidget):
             widget.setObjectName(f"table_{table.key}")
             self.section_tables[table.key] = widget
             self.tables.addTab(widget, table.title)
+            if table.optional:  # shown when a result has it
+                self.tables.setTabVisible(self.tables.indexOf(widget), False)
             if table.opens_adjudication:
                 widget.row_activated.connect(self._open_row)
             if table.key in REVISE_TABLES:
@@ -1159,6 +1161,9 @@ class QtDashboardView(QWidget):
         for table in TABLE_SECTIONS:
             self._tab_counts[table.key] = str(table.count(d.table(table.key)))
             self._update_tab(table.key)
+            if table.optional:  # e.g. agreement per criterion version: only after a revision
+                index = self.tables.indexOf(self.section_tables[table.key])
+                self.tables.setTabVisible(index, d.has_section(table.key))
         self.notes.setText(" · ".join(d.notes))
         self.status.setText(
             f"Computed in {c.seconds:.1f} s · {o.get('filters', '')} · "

@@ -171,6 +171,9 @@ class Worker:
         self._frames: Any = None
         self._reviews: Any = None
         self._rounds: Any = None
+        #: (frames with every verdict, eras) when a criterion was revised, else None:
+        #: the agreement per criterion version (the other sections use ``_frames``)
+        self._versions: Any = None
         self._frames_key: tuple[str, str] | None = None
         #: the database's fingerprint of the frames (read before them)
         self._revision: dict[str, str] = {}
@@ -300,6 +303,7 @@ class Worker:
                 self._db = None
             self._frames, self._reviews, self._frames_key = None, None, None
             self._rounds = None
+            self._versions = None
             self._revision = {}
             # The window's process opened (and migrated) it already: only check here.
             self._db = open_database(url, migrate=False)
@@ -341,6 +345,8 @@ class Worker:
                 self._reviews = load_task_reviews(repo, request.benchmark)
             if "rounds" in changed:
                 self._rounds = load_round_table(db, request.benchmark)
+            if "adjudications" in changed and self._versions is not None:
+                self._versions = _versions(repo, request.benchmark)
             self._revision = revision
             return False, changed
         self._frames = None
@@ -356,6 +362,7 @@ class Worker:
         self._frames = repo.load_frames(request.benchmark)
         self._reviews = load_task_reviews(repo, request.benchmark)
         self._rounds = load_round_table(db, request.benchmark)
+        self._versions = _versions(repo, request.benchmark)
         self._frames_key = key
         self._revision = revision
         # Long-lived, millions of objects: out of the collector's sight.
@@ -556,6 +563,7 @@ class Worker:
             cancelled=cancel.is_set,
             reviews=self._reviews,
             rounds=self._rounds,
+            versions=self._versions,
         )
         step("compute")
         # Half of the charts are drawn (and pickled) in a forked child meanwhile, on Linux,
@@ -611,6 +619,15 @@ class Worker:
 #: the tables and then draws the others (on 750 tasks at a load of 3: ≈ 1.6 s of drawing
 #: there; ≈ 0.3 s of parts, 0.35 s of tables and 1.0 s of drawing here).
 CHILD_CHARTS = ("pairwise", "models", "groups:tag")
+
+
+def _versions(repo: Any, benchmark: Any) -> Any:
+    """(frames with every verdict, eras) when a criterion of the benchmark was revised in
+    a way that changes verdicts, else None (one small query)."""
+    from gradercal.db.eras import load_eras
+
+    eras = load_eras(repo, benchmark)
+    return (repo.load_frames(benchmark, "all"), eras) if eras else None
 
 
 def chart_parts(
