@@ -29,10 +29,11 @@ the expanded percentile interval widens for few units; with fewer than two units
 is no interval. The units of one criterion are the responses to one task, so the
 interval speaks of those graders re-reading responses like these, not of other tasks.
 
-**What an era holds.** The verdicts the database holds: a grader who gives a verdict
-again replaces the earlier one (kept in the history, which does not record its version),
-so an earlier era holds the verdicts *not yet given again*; when everyone has regraded it
-is empty. Its criteria attributes (points, levels) are the current ones.
+**What an era holds.** Each grader's latest verdict given in that era: the database row
+for the current era, the history for earlier ones (a verdict given again under a
+revised criterion is a new revision; the history keeps the earlier value with the
+version it was given under), so the "before" of a fix stays readable after everyone has
+regraded. Its criteria attributes (points, levels) are the current ones.
 
 This module imports pandas, numpy and gradercal's core only (no SQL, no Qt).
 """
@@ -48,7 +49,7 @@ import pandas as pd
 
 from gradercal.analysis.agreement import MET_CATEGORIES, compare
 from gradercal.analysis.verdicts import consensus_verdicts, human_graders, verdicts
-from gradercal.frames import Frames
+from gradercal.frames import ADJUDICATION_DTYPES, JUDGMENT_DTYPES, Frames, make_frame
 from gradercal.stats.bootstrap import BootResult, clustered_bootstrap
 from gradercal.stats.coefficients import RatingTable, krippendorff_alpha, percent_agreement
 from gradercal.stats.intervals import boot_json
@@ -65,7 +66,6 @@ __all__ = [
 VERSION_STATISTICS: tuple[str, ...] = ("percent_agreement", "krippendorff_alpha")
 #: Judge-vs-consensus figures per criterion version.
 JUDGE_FIGURES: tuple[str, ...] = ("percent_agreement", "cohen_kappa")
-_KEYS = ["response_id", "criterion_id", "grader"]
 
 
 @dataclass(frozen=True)
@@ -75,9 +75,9 @@ class VerdictEras:
     Attributes:
         revised: ``(task_id, criterion_id) → (1, v₂, …)``: the task versions at which
             each era of the criterion began, ascending; the last is its current one.
-        judgments: ``response_id``, ``criterion_id``, ``grader``, ``era`` (int): one row
-            per judgment on a revised criterion.
-        adjudications: ``response_id``, ``criterion_id``, ``era``: the same for
+        judgments: the ``judgments`` frame's columns and ``era`` (int): one row per
+            judgment on a revised criterion and era it was given in, with its value then.
+        adjudications: the ``adjudications`` frame's columns and ``era``: the same for
             adjudications.
     """
 
@@ -88,13 +88,11 @@ class VerdictEras:
     @classmethod
     def empty(cls) -> VerdictEras:
         """No criterion was revised."""
-        obj = pd.Series([], dtype=object)
-        era = pd.Series([], dtype=np.int64)
-        return cls(
-            {},
-            pd.DataFrame({"response_id": obj, "criterion_id": obj, "grader": obj, "era": era}),
-            pd.DataFrame({"response_id": obj, "criterion_id": obj, "era": era}),
-        )
+        judgments = make_frame(JUDGMENT_DTYPES)
+        judgments["era"] = pd.Series([], dtype=np.int64)
+        adjudications = make_frame(ADJUDICATION_DTYPES)
+        adjudications["era"] = pd.Series([], dtype=np.int64)
+        return cls({}, judgments, adjudications)
 
     def __bool__(self) -> bool:
         return bool(self.revised)
@@ -194,14 +192,21 @@ def _human_statistics(
     return stats, n_units, n_paired
 
 
+def _of_era(frame: pd.DataFrame, of_era: pd.DataFrame, era: int, keys: list[str]) -> pd.DataFrame:
+    """The verdicts of era ``era``: ``of_era``'s own rows when it holds the values (as
+    :func:`gradercal.db.eras.read_eras` gives them), else ``frame``'s rows whose key it
+    places in that era (eras given as keys only: each verdict's value is the frame's)."""
+    columns = list(frame.columns)
+    source = of_era if set(columns) <= set(of_era.columns) else frame.merge(of_era, on=keys)
+    kept: pd.DataFrame = source.loc[source["era"].to_numpy(np.int64) == era, columns]
+    return kept
+
+
 def _era_frames(frames: Frames, eras: VerdictEras, era: int) -> Frames:
-    """``frames`` with only the verdicts of era ``era`` on the revised criteria."""
-    j = frames.judgments.merge(eras.judgments, on=_KEYS, how="inner", sort=False)
-    j = j.loc[j["era"].to_numpy(np.int64) == era, list(frames.judgments.columns)]
-    a = frames.adjudications.merge(
-        eras.adjudications, on=["response_id", "criterion_id"], how="inner", sort=False
-    )
-    a = a.loc[a["era"].to_numpy(np.int64) == era, list(frames.adjudications.columns)]
+    """``frames`` with only the verdicts of era ``era`` on the revised criteria, as they
+    were given then."""
+    j = _of_era(frames.judgments, eras.judgments, era, ["response_id", "criterion_id", "grader"])
+    a = _of_era(frames.adjudications, eras.adjudications, era, ["response_id", "criterion_id"])
     return replace(
         frames, judgments=j.reset_index(drop=True), adjudications=a.reset_index(drop=True)
     )
@@ -374,8 +379,8 @@ def versions_report(
         "n_revised": len({(r.task_id, r.criterion_id) for r in rows}),
         "criteria": [r.to_dict() for r in rows],
         "notes": [
-            "an earlier version holds the verdicts not yet given again: a verdict given "
-            "again replaces the earlier one"
+            "each version holds every grader's latest verdict given under it (earlier "
+            "versions from the history): the same grader may count in several versions"
         ]
         if rows
         else [],

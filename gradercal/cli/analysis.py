@@ -206,8 +206,9 @@ def agreement(
     The JSON shape is documented in docs/agreement.md.
 
     With --by-version: for every criterion revised in a way that changes verdicts, the
-    agreement of the verdicts given under each version of it (the earlier ones: those
-    not yet given again), human–human percent agreement and Krippendorff's alpha, and
+    agreement of the verdicts given under each version of it (each grader's latest
+    verdict in that version, earlier ones from the history), human–human percent
+    agreement and Krippendorff's alpha, and
     with --judge the judge against the consensus of the same version.
     """
     if by_version:

@@ -577,9 +577,9 @@ def _versions_report(v: pd.DataFrame, _overview: Mapping[str, Any], max_rows: in
         _VERSION_REPORT,
         max_rows,
         "Each revised criterion, per version of its wording: agreement of the verdicts "
-        "given under that version (n: responses with two or more expert verdicts; an "
-        "earlier version holds the verdicts not yet given again). Intervals resample "
-        "the criterion's responses.",
+        "given under that version (n: responses with two or more expert verdicts; each "
+        "grader's latest verdict in that version, earlier ones from the history). "
+        "Intervals resample the criterion's responses.",
     )
 
 

@@ -330,6 +330,30 @@ def verdicts_at(conn: Connection, bench_id: int, version: int, entity: str) -> l
     each verdict, the latest value given in the same era as ``version`` (between two
     verdict-changing revisions of its criterion) is kept; none, and it is left out.
     """
+    out: list[Any] = []
+    for head, marks, values in _verdict_values(conn, bench_id, entity, revised_only=False):
+        value = values.get(_era(marks, version))
+        if value is not None:
+            out.append((*head, *value))
+    return out
+
+
+def verdicts_by_era(conn: Connection, bench_id: int, entity: str) -> list[Any]:
+    """Every verdict on a criterion revised in a way that can change verdicts, once per
+    era of the criterion in which it was given (its latest value there): the rows of
+    :func:`verdicts_at` followed by the era (the task version the era began at)."""
+    return [
+        (*head, *value, era)
+        for head, _marks, values in _verdict_values(conn, bench_id, entity, revised_only=True)
+        for era, value in sorted(values.items())
+    ]
+
+
+def _verdict_values(
+    conn: Connection, bench_id: int, entity: str, *, revised_only: bool
+) -> list[tuple[tuple[Any, ...], list[int], dict[int, tuple[Any, ...]]]]:
+    """For each verdict (in id order): its key columns, its criterion's era marks, and
+    its latest value in each era it was given in (the row itself, then the history)."""
     from gradercal.db.versions import VERDICT_FIELDS
 
     table: Any = m.Judgment if entity == "judgment" else m.Adjudication
@@ -337,6 +361,7 @@ def verdicts_at(conn: Connection, bench_id: int, version: int, entity: str) -> l
     keys: list[Any] = [m.Response.external_id, m.Criterion.external_id]
     if entity == "judgment":
         keys += [m.Grader.name, m.Grader.kind]
+    changes = verdict_changes(conn, bench_id)
     q = (
         select(
             *keys,
@@ -344,7 +369,6 @@ def verdicts_at(conn: Connection, bench_id: int, version: int, entity: str) -> l
             table.id,
             table.criterion_id,
             table.task_version,
-            table.revision,
         )
         .join(m.Response, m.Response.id == table.response_id)
         .join(m.Criterion, m.Criterion.id == table.criterion_id)
@@ -353,12 +377,14 @@ def verdicts_at(conn: Connection, bench_id: int, version: int, entity: str) -> l
     )
     if entity == "judgment":
         q = q.join(m.Grader, m.Grader.id == table.grader_id)
+    if revised_only:
+        if not changes:
+            return []
+        q = q.where(table.criterion_id.in_(sorted(changes)))
     rows = conn.execute(q).all()
-    changes = verdict_changes(conn, bench_id)
     n_keys = len(keys)
-    out: list[Any] = []
     earlier: dict[int, list[tuple[int, dict[str, Any]]]] = {}
-    revised_ids = [int(r[-4]) for r in rows if int(r[-3]) in changes]
+    revised_ids = [int(r[-3]) for r in rows if int(r[-2]) in changes]
     for start in range(0, len(revised_ids), 500):
         for eid, rev, data in conn.execute(
             select(m.Revision.entity_id, m.Revision.revision, m.Revision.data).where(
@@ -368,21 +394,16 @@ def verdicts_at(conn: Connection, bench_id: int, version: int, entity: str) -> l
         ):
             value = json.loads(data) if isinstance(data, str) else data
             earlier.setdefault(int(eid), []).append((int(rev), value))
+    out = []
     for r in rows:
-        *head, rid, crit, given, _rev = r
+        *cols, rid, crit, given = r
+        head, current = tuple(cols[:n_keys]), tuple(cols[n_keys:])
         marks = [1, *changes.get(int(crit), [])]
-        target = _era(marks, version)
-        if _era(marks, int(given)) == target:
-            out.append(tuple(head))
-            continue
-        found = [
-            (rev, data)
-            for rev, data in earlier.get(int(rid), [])
-            if _era(marks, int(data.get("task_version") or 1)) == target
-        ]
-        if found:
-            _rev2, data = max(found, key=lambda x: x[0])
-            out.append((*head[:n_keys], *[data.get(f) for f in fields]))
+        values = {_era(marks, int(given)): current}
+        for _rev, data in sorted(earlier.get(int(rid), []), key=lambda x: x[0], reverse=True):
+            era = _era(marks, int(data.get("task_version") or 1))
+            values.setdefault(era, tuple(data.get(f) for f in fields))  # the latest first
+        out.append((head, marks, values))
     return out
 
 

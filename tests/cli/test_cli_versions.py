@@ -138,8 +138,9 @@ def test_agreement_follows_the_version(revised: str) -> None:
 
 
 def test_by_version_by_hand(revised: str) -> None:
-    """Version 1 (ana, ben): M1-a met/met, M1-b not/not → agreement 1, alpha 1; the judge
-    (still version 1 on M1-a: met) agrees with the consensus (met) → 1 of 1.
+    """Version 1 (ana, ben): M1-a met/met, M1-b not/not → agreement 1, alpha 1; the judge's
+    version-1 verdicts (met on both; on M1-b from the history, since it judged M1-b again
+    under version 2) against the consensus (met, not met) → 1 of 2.
 
     Version 2 (cy, dee, eve): M1-a met/met → 1; M1-b not/met/not → (0 + 2·1)/(3·2) = 1/3;
     agreement (1 + 1/3)/2 = 2/3. Alpha: coincidences o₁₁ = 2 (M1-a), and from M1-b
@@ -160,8 +161,8 @@ def test_by_version_by_hand(revised: str) -> None:
     assert v1["raters"] == ["ana", "ben"] and v1["n_units_paired"] == 2
     assert v1["percent_agreement"]["value"] == pytest.approx(1.0)
     assert v1["krippendorff_alpha"]["value"] == pytest.approx(1.0)
-    assert v1["human_judge"]["n_units"] == 1
-    assert v1["human_judge"]["percent_agreement"]["value"] == pytest.approx(1.0)
+    assert v1["human_judge"]["n_units"] == 2
+    assert v1["human_judge"]["percent_agreement"]["value"] == pytest.approx(0.5)
     assert (v2["version"], v2["current"], v2["raters"]) == (2, True, ["cy", "dee", "eve"])
     assert v2["n_ratings"] == 5 and v2["n_units_paired"] == 2
     assert v2["percent_agreement"]["value"] == pytest.approx(2 / 3)

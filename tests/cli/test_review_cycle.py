@@ -141,6 +141,13 @@ def test_import_to_every_task_decided(db_url: str, tmp_path: Path) -> None:
     assert gj("rubric", "stale", "--db", url) == {}
     assert _agreement_on(url, "current", {"c9", "c10"}) == 1.0
     assert _agreement_on(url, "1", {"c9", "c10"}) == 0.0  # before the fix, still readable
+    # agreement per criterion version: 0 before each fix, 1 after
+    by_version = gj("agreement", "--by-version", "--bootstrap", "0", "--db", url)
+    rows = {(r["criterion_id"], r["version"]): r for r in by_version["criteria"]}
+    assert rows[("c9", 1)]["percent_agreement"]["value"] == 0.0
+    assert rows[("c9", 2)]["percent_agreement"]["value"] == 1.0
+    assert rows[("c10", 1)]["percent_agreement"]["value"] == 0.0
+    assert rows[("c10", 3)]["percent_agreement"]["value"] == 1.0
 
     # the reviewers answer the survey of round 2 again; T2 reaches the bar
     db = open_database(url)
