@@ -394,33 +394,45 @@ def answer(
                 graders.add(str(grader))
                 if a.status not in _FINAL:
                     continue  # still at work on it: the answer is beside the rubric
-                _reopen(s, a, REOPEN_ENTITY, clarification_id, who, when)
+                reopen_assignment(
+                    s, a, actor=who, source=RECHECK_SOURCE, when=when,
+                    note={"clarification": clarification_id},
+                )  # fmt: skip
                 reopened.append(int(a.id))
     return Answered(get(db, clarification_id), tuple(reopened), tuple(sorted(graders)))
 
 
-def _reopen(
-    s: Session, a: m.Assignment, entity: str, clarification_id: int, who: str, when: datetime
+def reopen_assignment(
+    s: Session,
+    a: m.Assignment,
+    *,
+    actor: str | None,
+    source: str,
+    when: datetime,
+    note: dict[str, Any],
 ) -> None:
+    """Put a finished queue item back in progress for someone else's reason (a re-check
+    after an answer, a rubric revision), recording the state it leaves like a grader's
+    own reopening (entity :data:`REOPEN_ENTITY`, plus ``note``: why)."""
     earlier = s.scalar(
         select(m.Revision.revision)
-        .where(m.Revision.entity == entity, m.Revision.entity_id == a.id)
+        .where(m.Revision.entity == REOPEN_ENTITY, m.Revision.entity_id == a.id)
         .order_by(m.Revision.revision.desc())
         .limit(1)
     )
     s.add(
         m.Revision(
-            entity=entity,
+            entity=REOPEN_ENTITY,
             entity_id=a.id,
             revision=int(earlier or 0) + 1,
             data={
                 "status": a.status,
                 "submitted_at": _iso(a.submitted_at),
                 "skip_reason": a.skip_reason,
-                "clarification": clarification_id,
+                **note,
             },
-            actor=who,
-            source=RECHECK_SOURCE,
+            actor=actor,
+            source=source,
             changed_at=when,
         )
     )

@@ -581,17 +581,7 @@ class Repository:
                 crit_rows.append(
                     {
                         "task_id": tid,
-                        "external_id": c.id,
-                        "position": c.position,
-                        "text": c.text,
-                        "points": c.points,
-                        "tags": list(c.tags),
-                        "kind": c.kind.value,
-                        "levels": c.levels,
-                        "auto_key": c.auto.key if c.auto else None,
-                        "auto_target": c.auto.target if c.auto else None,
-                        "auto_abs_tol": c.auto.abs_tol if c.auto else None,
-                        "auto_rel_tol": c.auto.rel_tol if c.auto else None,
+                        **criterion_values(c),
                         # a task first stored at version N (a revised task's export):
                         # verdicts given under an older version are stale
                         "version": t.version,
@@ -1342,6 +1332,23 @@ class Repository:
                 return
             decision = Adjudication(response_id, criterion_id, met, adjudicator, note, level)
             _revise_adjudication(s, row, decision, source="ui", actor=adjudicator, now=now)
+
+
+def criterion_values(c: Criterion) -> dict[str, Any]:
+    """A criterion's columns as stored (its task and versions aside)."""
+    return {
+        "external_id": c.id,
+        "position": c.position,
+        "text": c.text,
+        "points": c.points,
+        "tags": list(c.tags),
+        "kind": c.kind.value,
+        "levels": c.levels,
+        "auto_key": c.auto.key if c.auto else None,
+        "auto_target": c.auto.target if c.auto else None,
+        "auto_abs_tol": c.auto.abs_tol if c.auto else None,
+        "auto_rel_tol": c.auto.rel_tol if c.auto else None,
+    }
 
 
 def _task_from_row(t: m.Task, crits: list[m.Criterion], arts: list[m.Artifact]) -> Task:

@@ -30,11 +30,18 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import delete, func, select, text, update
+from sqlalchemy import delete, func, select, text
 from sqlalchemy.orm import Session
 
 from gradercal.db import models as m
-from gradercal.db.clarifications import REOPEN_ENTITY
+from gradercal.db.clarifications import reopen_assignment
+from gradercal.db.repo import (
+    Repository,
+    _task_from_row,
+    adjudication_snapshot,
+    criterion_values,
+    judgment_snapshot,
+)
 from gradercal.db.session import Database
 from gradercal.errors import ConflictError, NotFoundError, Problem, ValidationError
 from gradercal.model import (
@@ -262,8 +269,6 @@ class RevisionStore:
         self.db = db
 
     def _bench(self, s: Session, benchmark: str | None) -> m.Benchmark:
-        from gradercal.db.repo import Repository
-
         bench = Repository(self.db).benchmark(benchmark)
         row = s.get(m.Benchmark, bench.id)
         assert row is not None
@@ -281,8 +286,6 @@ class RevisionStore:
 
     @staticmethod
     def _stored(s: Session, row: m.Task) -> Task:
-        from gradercal.db.repo import _task_from_row
-
         crits = list(
             s.scalars(
                 select(m.Criterion)
@@ -557,13 +560,13 @@ class RevisionStore:
                 s.add(
                     m.Criterion(
                         task_id=row.id,
-                        **_criterion_values(c),
+                        **criterion_values(c),
                         version=version,
                         verdict_version=version,
                     )
                 )
                 continue
-            values = _criterion_values(c)
+            values = criterion_values(c)
             if any(getattr(crow, k) != v for k, v in values.items()):
                 for k, v in values.items():
                     setattr(crow, k, v)
@@ -652,22 +655,6 @@ def _info(task_id: str, v: m.ContentVersion) -> VersionInfo:
     )
 
 
-def _criterion_values(c: Criterion) -> dict[str, Any]:
-    return {
-        "external_id": c.id,
-        "position": c.position,
-        "text": c.text,
-        "points": c.points,
-        "tags": list(c.tags),
-        "kind": c.kind.value,
-        "levels": c.levels,
-        "auto_key": c.auto.key if c.auto else None,
-        "auto_target": c.auto.target if c.auto else None,
-        "auto_abs_tol": c.auto.abs_tol if c.auto else None,
-        "auto_rel_tol": c.auto.rel_tol if c.auto else None,
-    }
-
-
 def _count_verdicts(s: Session, table: Any, task_pk: int, criteria: set[str]) -> int:
     if not criteria:
         return 0
@@ -687,8 +674,6 @@ def _keep_removed(s: Session, criterion_pk: int, actor: str | None, now: Any) ->
 
     On PostgreSQL in team mode a trigger already records every deleted verdict
     (``source = 'sql-delete'``); then nothing is copied twice."""
-    from gradercal.db.repo import adjudication_snapshot, judgment_snapshot
-
     n = 0
     by_trigger = s.get_bind().dialect.name == "postgresql" and bool(
         s.scalar(text("SELECT count(*) FROM pg_trigger WHERE tgname = 'gradercal_keep_deleted'"))
@@ -780,31 +765,8 @@ def _requeue(
     ).all()
     names: list[str] = []
     for a, name in rows:
-        earlier = s.scalar(
-            select(func.count())
-            .select_from(m.Revision)
-            .where(m.Revision.entity == REOPEN_ENTITY, m.Revision.entity_id == a.id)
-        )
-        s.add(
-            m.Revision(
-                entity=REOPEN_ENTITY,
-                entity_id=a.id,
-                revision=int(earlier or 0) + 1,
-                data={
-                    "status": a.status,
-                    "submitted_at": a.submitted_at.isoformat() if a.submitted_at else None,
-                    "skip_reason": a.skip_reason,
-                    "task_version": version,
-                },
-                actor=actor,
-                source="revise",
-                changed_at=now,
-            )
-        )
-        s.execute(
-            update(m.Assignment)
-            .where(m.Assignment.id == a.id)
-            .values(status=AssignmentStatus.IN_PROGRESS.value, submitted_at=None, updated_at=now)
+        reopen_assignment(
+            s, a, actor=actor, source="revise", when=now, note={"task_version": version}
         )
         names.append(str(name))
     return tuple(sorted(set(names)))
