@@ -15,6 +15,9 @@ from typing import Any
 import pytest
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+# Every test's dashboard is computed, never read from a cache on disk left by another test
+# (or written into the user's cache directory); tests of that cache name a directory.
+os.environ["GRADERCAL_DASHBOARD_CACHE"] = "off"
 
 ROOT = Path(__file__).resolve().parent.parent
 DEMO = ROOT / "samples" / "demo"

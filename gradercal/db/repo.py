@@ -1148,9 +1148,9 @@ class Repository:
     def data_revision(self, benchmark: str | None = None) -> dict[str, str]:
         """A fingerprint of the benchmark's data per part (benchmark, tasks, responses,
         graders, judgments, adjudications, reviews): a part whose fingerprint is unchanged
-        holds the same rows (:func:`gradercal.db.frames_read.read_revision`). Read it
+        holds the same rows (:func:`gradercal.db.fingerprint.read_revision`). Read it
         *before* the data it describes: a change in between then shows next time."""
-        from gradercal.db.frames_read import read_revision
+        from gradercal.db.fingerprint import read_revision
 
         bench = self.benchmark(benchmark)
         with self.db.read() as s:

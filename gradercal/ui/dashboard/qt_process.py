@@ -38,6 +38,7 @@ from typing import Any
 from PySide6.QtCore import QCoreApplication, QObject, QProcess, QProcessEnvironment, QTimer, Signal
 
 from gradercal.ui.dashboard.data import Computed, Request, attach_pixels, share_frames
+from gradercal.ui.dashboard.results import PickledRequest
 from gradercal.ui.dashboard.worker import PROTOCOL, FrameReader, encode
 
 #: Objects allocated (gc.get_count()[0]) after which a decoded part is followed by a
@@ -277,7 +278,13 @@ class QtDashboardProcess(QObject):
         self.outstanding.add(request.generation)
         have = {key: dig for key, (dig, _value) in self._current.items()}
         self._send(
-            {"op": "compute", "request": request, "url": self.url, "have": have, "expect": expect}
+            {
+                "op": "compute",
+                "request": PickledRequest.of(request),
+                "url": self.url,
+                "have": have,
+                "expect": expect,
+            }
         )
 
     def cancel(self, generation: int) -> None:

@@ -19,23 +19,28 @@ verdict saved. What the dashboard reads of an adjudication is its unit, ``met`` 
 ``tests/properties/test_dashboard_speed_equivalence.py``) — so the digest covers exactly
 those.
 
-Qt-free; imports pandas (the worker has it) and the standard library.
+Qt-free; pandas is imported by the functions that read a frame, not by this module (the
+worker answers from its cache on disk, :mod:`gradercal.ui.dashboard.disk_cache`, before
+importing it).
 """
 
 from __future__ import annotations
 
 import hashlib
+import pickle
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = [
     "MAX_RESULTS",
     "MAX_RESULT_BYTES",
     "Hypothesis",
+    "PickledRequest",
     "ResultCache",
     "StoredResult",
     "adjudications_digest",
@@ -58,9 +63,39 @@ def digest(payload: bytes) -> bytes:
     return hashlib.blake2b(payload, digest_size=16).digest()
 
 
+@dataclass(frozen=True)
+class PickledRequest:
+    """A :class:`~gradercal.ui.dashboard.data.Request` as the window sends it: pickled,
+    beside what the worker reads before unpickling it — which imports pandas and the
+    dashboard package (≈ 0.7 s), not needed when the answer is on disk."""
+
+    payload: bytes
+    generation: int
+    benchmark: str
+    #: :func:`request_key` of the request
+    key: str
+    reload: bool = False
+
+    @classmethod
+    def of(cls, request: Any) -> PickledRequest:
+        return cls(
+            pickle.dumps(request, protocol=pickle.HIGHEST_PROTOCOL),
+            int(request.generation),
+            str(request.benchmark),
+            request_key(request),
+            bool(request.reload),
+        )
+
+    def load(self) -> Any:
+        """The Request."""
+        return pickle.loads(self.payload)
+
+
 def request_key(request: Any) -> str:
     """What a :class:`~gradercal.ui.dashboard.data.Request` asks, without its generation
     and ``reload`` (two requests with equal keys want the same parts)."""
+    if isinstance(request, PickledRequest):
+        return request.key
     return repr(
         (
             request.benchmark,
@@ -78,6 +113,8 @@ def request_key(request: Any) -> str:
 def adjudications_digest(adjudications: pd.DataFrame) -> str:
     """A digest of what the dashboard reads of the adjudications: each unit's ``met`` and
     ``level``, in no particular order (the rows are sorted first)."""
+    import pandas as pd
+
     rows = sorted(
         (
             str(r),
@@ -107,6 +144,8 @@ def with_adjudication(
 ) -> pd.DataFrame:
     """``adjudications`` as they would be once ``hypothesis`` is saved: the unit's row
     revised (met, level) or, if it has none, a new last row."""
+    import pandas as pd
+
     from gradercal.frames import ADJUDICATION_DTYPES, make_frame
 
     response_id, criterion_id, met, level = hypothesis

@@ -14,7 +14,8 @@ Protocol (version :data:`PROTOCOL`): each message is a pickled dict framed by an
 big-endian length (:func:`encode`, :class:`FrameReader`).
 
 Window → worker (``op``):
-    ``compute``: ``request`` (:class:`gradercal.ui.dashboard.data.Request`), ``url``,
+    ``compute``: ``request`` (:class:`gradercal.ui.dashboard.data.Request`, or a
+        :class:`~gradercal.ui.dashboard.results.PickledRequest` of one), ``url``,
         optionally ``have`` ({part key: digest} of the result the window shows: equal parts
         are not sent again) and ``expect`` (the :data:`~gradercal.ui.dashboard.results.Hypothesis`
         just saved, so that a prefetch computing it is not cancelled). A newer ``compute``
@@ -31,7 +32,11 @@ Before every computation the worker compares the database's fingerprint
 the adjudications, the task reviews or the acceptance rounds alone when only they changed, else
 everything. Results are kept by what was asked and the data they were computed on
 (:mod:`gradercal.ui.dashboard.results`): the same request on the same data is answered
-from there, part by part.
+from there, part by part. Each result sent is also written to disk
+(:mod:`gradercal.ui.dashboard.disk_cache`) under the request, the database's fingerprint
+and the code: a later session asking it on the same data reads the file — the first
+request of a new worker is looked up there before the heavy imports, which follow (and
+then the frames' load) while it is idle.
 
 Worker → window (``type``):
     ``hello``: ``pid``, ``protocol``, ``qt`` (whether any Qt module is loaded: never).
@@ -46,7 +51,9 @@ Worker → window (``type``):
         opening/loading, computing, preparing tables, drawing charts), ``pid``, ``qt``,
         ``loaded`` (whether the frames were read from the database for this request),
         ``refreshed`` (the parts of the data read again), ``cached`` (answered from the
-        result cache: nothing computed).
+        result cache: nothing computed), ``disk`` (answered from the cache on disk,
+        :mod:`gradercal.ui.dashboard.disk_cache`), ``preloaded`` (the heavy imports were
+        done when it was sent).
     ``prefetched``: ``hypothesis``, ``cached`` (it was computed already), ``seconds``.
     ``error``: ``generation``, ``kind`` (``cancelled``, ``superseded`` or ``error``),
         ``message``, ``error_type``, ``traceback``.
@@ -148,14 +155,19 @@ class _Superseded(Exception):
 
 #: ``_running``'s generation while a prefetch runs.
 _PREFETCH = -1
+#: How long a new worker waits for its first request before the heavy imports (seconds).
+FIRST_REQUEST_WAIT = 0.3
 
 
 class Worker:
     """The child's state: the open database, the cached frames and results, the running
     request."""
 
-    def __init__(self, send: Callable[[dict[str, Any]], None]) -> None:
+    def __init__(self, send: Callable[[dict[str, Any]], None], use_disk: bool = True) -> None:
+        from gradercal.ui.dashboard.disk_cache import DiskCache
         from gradercal.ui.dashboard.results import ResultCache
+
+        disk_cache = DiskCache.from_env
 
         self.send = send
         self.inbox: queue.Queue[dict[str, Any] | None] = queue.Queue()
@@ -180,6 +192,16 @@ class Worker:
         #: whether frames were frozen out of the collector's sight (``gc.freeze``)
         self._frozen = False
         self.results = ResultCache()
+        #: dashboards kept between sessions (None: off; :mod:`gradercal.ui.dashboard.disk_cache`)
+        self.disk: Any = disk_cache() if use_disk else None
+        #: disk keys written by this process (a result is written once), and the lock
+        #: held while one is written (the input thread waits for it before exiting)
+        self._written: set[str] = set()
+        self._writing = threading.Lock()
+        #: whether a request arrived (the first is looked up on disk before the imports)
+        self._asked = False
+        #: the heavy imports, until they run (:meth:`serve`)
+        self._preload: Callable[[], None] | None = None
         #: the prefetch waiting: (request, url, hypotheses still to compute)
         self._prefetch: tuple[Any, str, list[Any]] | None = None
         #: computations made (full dashboards, prefetches included), for the tests
@@ -230,14 +252,31 @@ class Worker:
                         self.inbox.put(message)
         except Exception:  # a broken pipe or stream: nothing more will come
             traceback.print_exc()
-        # The window closed or went away: leave at once (no state worth saving here).
+        # The window closed or went away: leave at once — once a result being written to
+        # the disk is complete (a half-written file would only be thrown away).
+        if self._writing.acquire(timeout=10):
+            self._writing.release()
         sys.stderr.flush()
         os._exit(0)
 
     # -- the main thread ----------------------------------------------------------------------
-    def serve(self) -> None:
+    def serve(self, preload: Callable[[], None] | None = None) -> None:
+        """Handle the messages the input thread queues until ``None``. ``preload`` (the
+        heavy imports) runs first — or, with a cache on disk, after the first request when
+        it comes at once: that one may be answered from the disk without them."""
+        self._preload = preload
         while True:
-            message = self.inbox.get()
+            message: dict[str, Any] | None
+            if self._preload is not None and self.disk is not None and not self._asked:
+                try:
+                    message = self.inbox.get(timeout=FIRST_REQUEST_WAIT)
+                except queue.Empty:
+                    self._preloaded()
+                    continue
+            else:
+                self._preloaded()
+                message = self.inbox.get()
+            self._asked = True
             if message is None:
                 return
             op = message.get("op", "compute")
@@ -282,6 +321,12 @@ class Worker:
                 with self._lock:
                     self._running = None
 
+    def _preloaded(self) -> None:
+        """Run the pending heavy imports, if any (once)."""
+        preload, self._preload = self._preload, None
+        if preload is not None:
+            preload()
+
     def _error(self, gen: int, kind: str, message: str, error_type: str = "", tb: str = "") -> None:
         self.send(
             {
@@ -318,10 +363,16 @@ class Worker:
         self._refresh(SimpleNamespace(benchmark=benchmark, reload=False), url, db, None)
 
     def _refresh(
-        self, request: Any, url: str, db: Any, progress: Callable[[int, int, str], None] | None
+        self,
+        request: Any,
+        url: str,
+        db: Any,
+        progress: Callable[[int, int, str], None] | None,
+        revision: dict[str, str] | None = None,
     ) -> tuple[bool, list[str]]:
         """Bring the frames up to the database's data: ``(loaded, refreshed)`` — whether
-        everything was read, and which parts of the data were (none: unchanged)."""
+        everything was read, and which parts of the data were (none: unchanged).
+        ``revision``: the database's fingerprint, when just read."""
         import dataclasses
         import gc
 
@@ -333,7 +384,8 @@ class Worker:
         key = (url, str(request.benchmark))
         full = bool(request.reload) or self._frames is None or self._frames_key != key
         # The fingerprint is read before the data: a change in between shows next time.
-        revision = repo.data_revision(request.benchmark)
+        if revision is None:
+            revision = repo.data_revision(request.benchmark)
         changed = [k for k, v in revision.items() if self._revision.get(k) != v]
         if not full and not changed:
             return False, []
@@ -379,8 +431,7 @@ class Worker:
     ) -> None:
         """Compute ``request`` (or find it among the results kept) and send the parts the
         window does not ``have``, then ``done``."""
-        from gradercal.dashboard import Cancelled
-        from gradercal.ui.dashboard.results import result_key
+        from gradercal.ui.dashboard.results import PickledRequest, result_key
 
         have = have or {}
         t0 = time.perf_counter()
@@ -401,6 +452,8 @@ class Worker:
                     }
                 )
             if cancel.is_set():
+                from gradercal.dashboard import Cancelled
+
                 raise Cancelled("dashboard computation cancelled")
 
         keys: list[str] = []
@@ -425,33 +478,73 @@ class Worker:
 
         progress(0, 0, "opening the database")
         db = self._database(url)
-        loaded, refreshed = self._refresh(request, url, db, progress)
-        phase("load")
-        rkey = result_key(request, self._revision, self._frames.adjudications)
-        stored = self.results.get(rkey)
-        cached = stored is not None
-        if stored is None:
-            stored = self._produce(request, self._frames, progress, cancel, emit, phase)
-            self.results.put(rkey, stored)
-        else:
+        revision, dkey, stored = self._from_disk(request, url, db)
+        on_disk = cached = stored is not None
+        loaded, refreshed = False, list[str]()
+        if stored is not None:  # the frames are brought up to date when idle
+            phase("disk")
             for key, payload, dig in stored.parts:
                 emit(key, payload, dig)
             phase("cache")
-        self.send(
-            {
-                "type": "done",
-                "phases": phases,
-                "generation": gen,
-                "keys": keys,
-                "reused": reused,
-                "seconds": time.perf_counter() - t0,
-                "pid": os.getpid(),
-                "qt": qt_loaded(),
-                "loaded": loaded,
-                "refreshed": refreshed,
-                "cached": cached,
-            }
-        )
+            if self._frames is None or self._revision != revision:
+                self.inbox.put({"op": "warm", "url": url, "benchmark": request.benchmark})
+        else:
+            self._preloaded()  # not found on disk: the imports are needed now
+            if isinstance(request, PickledRequest):
+                request = request.load()
+            loaded, refreshed = self._refresh(request, url, db, progress, revision)
+            phase("load")
+            rkey = result_key(request, self._revision, self._frames.adjudications)
+            stored = self.results.get(rkey)
+            cached = stored is not None
+            if stored is None:
+                stored = self._produce(request, self._frames, progress, cancel, emit, phase)
+                self.results.put(rkey, stored)
+            else:
+                for key, payload, dig in stored.parts:
+                    emit(key, payload, dig)
+                phase("cache")
+        # A result not yet on disk is written after ``done`` (the window is not kept
+        # waiting); the lock, taken before ``done``, keeps the process alive until then.
+        write = dkey is not None and not on_disk and dkey not in self._written
+        if write:
+            self._writing.acquire()
+        try:
+            self.send(
+                {
+                    "type": "done",
+                    "phases": phases,
+                    "generation": gen,
+                    "keys": keys,
+                    "reused": reused,
+                    "seconds": time.perf_counter() - t0,
+                    "pid": os.getpid(),
+                    "qt": qt_loaded(),
+                    "loaded": loaded,
+                    "refreshed": refreshed,
+                    "cached": cached,
+                    "disk": on_disk,
+                    "preloaded": self._preload is None,
+                }
+            )
+            if write and dkey is not None and self.disk.put(dkey, stored) is not None:
+                self._written.add(dkey)
+        finally:
+            if write:
+                self._writing.release()
+
+    def _from_disk(self, request: Any, url: str, db: Any) -> tuple[Any, str | None, Any]:
+        """``(revision, key, result)``: the database's fingerprint, the disk key of
+        ``request`` on it and the result kept there (None: absent, or no cache on disk,
+        then the key and revision are None too)."""
+        if self.disk is None:
+            return None, None, None
+        from gradercal.db.repo import Repository
+        from gradercal.ui.dashboard.disk_cache import disk_key
+
+        revision = Repository(db).data_revision(request.benchmark)
+        key = disk_key(request, url, revision)
+        return revision, key, self.disk.get(key)
 
     def _run_prefetches(self) -> None:
         """Compute the queued hypotheses one by one while no request waits."""
@@ -699,12 +792,11 @@ def main() -> int:
     worker = Worker(send)
     send({"type": "hello", "pid": os.getpid(), "protocol": PROTOCOL, "qt": qt_loaded()})
     threading.Thread(target=worker.listen, args=(inp,), daemon=True, name="input").start()
-    # Heavy imports now, while the window is still sending the first request (they are
-    # paid once either way; a forked child then inherits them instead of importing).
-    preload()
-
+    # Heavy imports before anything is computed (paid once either way; a forked child
+    # then inherits them instead of importing) — after the first request if that comes
+    # at once and the result is on disk.
     try:
-        worker.serve()
+        worker.serve(preload)
     except BrokenPipeError:  # the window went away mid-message
         os._exit(0)
     return 0

@@ -1,0 +1,231 @@
+"""Dashboards kept on disk between sessions (:mod:`gradercal.ui.dashboard.disk_cache`).
+
+A new worker asked what an earlier one computed on the same data answers from the disk,
+part for part the bytes the earlier one sent, and computes nothing; any change of the
+data (a judgment, an adjudication), of the request or of the code is a different key, so
+it computes — and what it computes equals what a worker without any cache computes. A
+damaged file counts as absent. The real worker process answers its first request from
+the disk before its heavy imports, then loads the frames for the next one.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import update
+
+from gradercal.dashboard import DashboardFilters
+from gradercal.db import models as m
+from gradercal.db.repo import Repository
+from gradercal.db.session import open_database
+from gradercal.ui.dashboard import disk_cache
+from gradercal.ui.dashboard.data import Request
+from gradercal.ui.dashboard.disk_cache import DiskCache, disk_key
+from gradercal.ui.dashboard.results import PickledRequest, StoredResult
+from gradercal.ui.dashboard.worker import encode, read_message
+from tests.ui.test_dashboard_results import (  # noqa: F401  (fixtures)
+    Session,
+    a_unit,
+    adjudicate,
+    db_file,
+    demo,
+    fresh,
+    same_parts,
+)
+
+
+@pytest.fixture
+def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    where = tmp_path / "cache"
+    monkeypatch.setenv(disk_cache.ENV, str(where))
+    return where
+
+
+def test_a_new_worker_answers_from_the_disk(db_file: str, cache: Path) -> None:
+    first = Session(db_file)
+    done = first.compute()
+    assert not done["disk"] and first.worker.computations == 1
+    files = list(cache.glob("*.dash"))
+    assert len(files) == 1
+    second = Session(db_file)  # another session: nothing in memory
+    again = second.compute()
+    assert again["disk"] and again["cached"] and not again["loaded"]
+    assert second.worker.computations == 0
+    assert again["parts"] == done["parts"]  # the same bytes, timings included
+    assert again["keys"] == done["keys"]
+    assert "compute" not in again["phases"] and "disk" in again["phases"]
+    # what it shows is what a worker without a cache computes now
+    same_parts(again["parts"], fresh_without_cache(db_file))
+
+
+def fresh_without_cache(url: str) -> dict[str, bytes]:
+    s = Session(url)
+    s.worker.disk = None
+    return s.compute()["parts"]
+
+
+def test_another_request_is_computed(db_file: str, cache: Path) -> None:
+    Session(db_file).compute()
+    s = Session(db_file)
+    model = Repository(open_database(db_file)).load_frames().responses["model"].iloc[0]
+    other = s.compute(filters=DashboardFilters(models=(model,)))
+    assert not other["disk"] and s.worker.computations == 1
+    other_size = s.compute(chart_size=(400, 300))
+    assert not other_size["disk"] and s.worker.computations == 2
+    assert len(list(cache.glob("*.dash"))) == 3
+
+
+def test_an_adjudication_or_a_judgment_changes_the_key(db_file: str, cache: Path) -> None:
+    Session(db_file).compute()
+    adjudicate(db_file, a_unit(db_file), met=False)
+    s = Session(db_file)
+    after = s.compute()
+    assert not after["disk"] and s.worker.computations == 1
+    same_parts(after["parts"], fresh_without_cache(db_file))
+    db = open_database(db_file)
+    try:
+        with db.write() as session:
+            session.execute(
+                update(m.Judgment)
+                .where(m.Judgment.id == 1)
+                .values(met=~m.Judgment.met, revision=m.Judgment.revision + 1)
+            )
+    finally:
+        db.dispose()
+    s2 = Session(db_file)
+    changed = s2.compute()
+    assert not changed["disk"] and s2.worker.computations == 1
+    same_parts(changed["parts"], fresh_without_cache(db_file))
+    # and that result is on disk in turn
+    s3 = Session(db_file)
+    assert s3.compute()["disk"] and s3.worker.computations == 0
+
+
+def test_other_code_does_not_read_a_result(
+    db_file: str, cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    Session(db_file).compute()
+    monkeypatch.setattr(disk_cache, "code_fingerprint", lambda: "another version")
+    s = Session(db_file)
+    assert not s.compute()["disk"] and s.worker.computations == 1
+
+
+def test_a_damaged_file_is_absent(db_file: str, cache: Path) -> None:
+    Session(db_file).compute()
+    (path,) = cache.glob("*.dash")
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])  # cut short
+    s = Session(db_file)
+    done = s.compute()
+    assert not done["disk"] and s.worker.computations == 1
+    assert path.is_file() and path.stat().st_size == len(data)  # written whole again
+    path.write_bytes(b"something else entirely")
+    assert DiskCache(cache).get("any key") is None
+    s2 = Session(db_file)
+    assert not s2.compute()["disk"]
+
+
+def test_keys_bounds_and_off(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    req = Request(1, "b", DashboardFilters(), None, False, n_boot=20, chart_size=(480, 360))
+    revision = {"judgments": "1", "adjudications": "2"}
+    url = "postgresql+psycopg://lead:s3cret@db.example/bench"
+    key = disk_key(req, url, revision)
+    assert "s3cret" not in key and "lead" in key
+    # the generation and the reload flag are not what was asked
+    again = Request(7, "b", DashboardFilters(), None, False, n_boot=20, chart_size=(480, 360))
+    assert disk_key(again, url, revision) == key
+    assert disk_key(req, url, {**revision, "adjudications": "3"}) != key
+    assert disk_key(req, url.replace("bench", "other"), revision) != key
+
+    cache = DiskCache(tmp_path / "c", max_files=2, max_bytes=10_000)
+    for i, k in enumerate("abc"):
+        assert cache.put(k, StoredResult(parts=[(k, b"x" * 100, b"d")])) is not None
+        os.utime(cache.path(k), (time.time() + i, time.time() + i))
+        cache.evict()
+    assert "a" not in cache and "b" in cache and "c" in cache
+    got = cache.get("b")
+    assert got is not None and got.parts == [("b", b"x" * 100, b"d")]
+    big = DiskCache(tmp_path / "c", max_files=5, max_bytes=150)
+    big.put("d", StoredResult(parts=[("d", b"y" * 100, b"d")]))
+    assert len(list((tmp_path / "c").glob("*.dash"))) == 1  # over the byte bound
+    assert big.clear() == 1
+
+    monkeypatch.setenv(disk_cache.ENV, "off")
+    assert DiskCache.from_env() is None
+    monkeypatch.setenv(disk_cache.ENV, str(tmp_path / "d"))
+    found = DiskCache.from_env()
+    assert found is not None and found.directory == tmp_path / "d"
+
+
+def _worker(env: dict[str, str]) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "gradercal.ui.dashboard.worker"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env=env,
+    )
+
+
+def _ask(proc: subprocess.Popen[bytes], request: Request, url: str) -> dict[str, Any]:
+    assert proc.stdin is not None and proc.stdout is not None
+    message = {"op": "compute", "request": PickledRequest.of(request), "url": url}
+    proc.stdin.write(encode(message))
+    proc.stdin.flush()
+    while True:
+        message = read_message(proc.stdout)
+        assert message is not None, "the worker ended"
+        if message["type"] == "error":
+            raise AssertionError(message["traceback"])
+        if message["type"] == "done":
+            return message
+
+
+def test_the_worker_process_answers_from_the_disk_before_its_imports(
+    db_file: str, cache: Path
+) -> None:
+    url = f"sqlite:///{db_file}"
+    bench = Repository(open_database(url)).benchmark(None).name
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", disk_cache.ENV: str(cache)}
+
+    def request(gen: int, **kw: Any) -> Request:
+        return Request(gen, bench, kw.pop("filters", DashboardFilters()), None, False, n_boot=20)
+
+    first = _worker(env)
+    try:
+        done = _ask(first, request(1), url)
+        assert not done["disk"] and "compute" in done["phases"]
+    finally:
+        assert first.stdin is not None
+        first.stdin.close()  # the window went away: it exits once the file is written
+        assert first.wait(timeout=60) == 0
+    assert len(list(cache.glob("*.dash"))) == 1
+    second = _worker(env)
+    try:
+        again = _ask(second, request(1), url)
+        assert again["disk"] and "compute" not in again["phases"]
+        assert not again["preloaded"]  # answered before the engines were imported
+        assert set(again["keys"]) == set(done["keys"])
+        # then it loads the frames while idle: a filter change computes from them
+        model = Repository(open_database(url)).load_frames().responses["model"].iloc[0]
+        other = _ask(second, request(2, filters=DashboardFilters(models=(model,))), url)
+        assert not other["disk"] and "compute" in other["phases"]
+        assert not other["loaded"]  # the frames were read before it was asked
+    finally:
+        second.kill()
+        second.wait()
+
+
+def test_threads_and_disk_off_keep_the_old_order(db_file: str) -> None:
+    """With the cache off (as in every other test) the worker imports first, then serves."""
+    s = Session(db_file)
+    assert s.worker.disk is None
+    order: list[str] = []
+    s.worker.inbox.put(None)
+    s.worker.serve(lambda: order.append("preload"))
+    assert order == ["preload"]
