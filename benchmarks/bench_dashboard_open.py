@@ -165,6 +165,37 @@ def worker_run(db: str, bench: str, model: str, k: int) -> dict[str, Any]:
     return out
 
 
+_WINDOW_CHILD = """
+import sys, time, tempfile
+t0 = float(sys.argv[2])
+from gradercal.ui.qt_app import application, build_coordinator_window, _wait
+from gradercal.ui.qt_settings import QtAppSettings
+settings = QtAppSettings(tempfile.mktemp(suffix=".ini"))
+window = build_coordinator_window(sys.argv[1], settings=settings)
+board = window.coordination.dashboard
+ok = _wait(board.result is not None and not board.busy, board.computed, 300_000)
+shown = time.time() - t0
+assert ok, board.error_text
+print(repr((shown, board.result.phases, board.result.seconds)))
+board.shutdown()
+"""
+
+
+def window_open(db: str, cache: str) -> tuple[float, dict[str, float]]:
+    """``gradercal gui --view dashboard`` as a process (offscreen): from its start to the
+    window's ``computed`` (every table and chart on screen)."""
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "GRADERCAL_DASHBOARD_CACHE": cache}
+    out = subprocess.run(
+        [sys.executable, "-c", _WINDOW_CHILD, db, repr(time.time())],
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    shown, phases, _seconds = eval(out.strip().splitlines()[-1])  # our own repr
+    return float(shown), dict(phases)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument(

@@ -18,6 +18,9 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 # Every test's dashboard is computed, never read from a cache on disk left by another test
 # (or written into the user's cache directory); tests of that cache name a directory.
 os.environ["GRADERCAL_DASHBOARD_CACHE"] = "off"
+# Nor does a dashboard compute other filter sets ahead behind a test's back (tests of that
+# set QtDashboardView.read_ahead_filters).
+os.environ["GRADERCAL_DASHBOARD_READ_AHEAD"] = "0"
 
 ROOT = Path(__file__).resolve().parent.parent
 DEMO = ROOT / "samples" / "demo"

@@ -234,15 +234,24 @@ def build_coordinator_window(
     session. ``adjudicator`` is the name adjudications are recorded under (editable in
     the adjudication view).
     """
+    from gradercal.ui.dashboard.qt_process import QtDashboardProcess
+
     application()
     preload_pdf_engine()
     store, display = open_store(db)
     bench = coordinator_benchmark(store, display, benchmark)
+    # The dashboard's worker starts first: its start-up (or its answer from the disk)
+    # overlaps the window's; a window opened on another view lets it load the frames.
+    worker = QtDashboardProcess(store.db.url.render_as_string(hide_password=False))
+    if compute:
+        worker.start(bench)
+    else:
+        worker.warm(bench)
     window = QtMainWindow(
         store, settings or QtAppSettings(), display, track_time=False, coordinator=True
     )
     mark(window, store)
-    view = window.open_dashboard(bench, compute=False)
+    view = window.open_dashboard(bench, compute=False, worker=worker)
     if adjudicator:
         view.set_adjudicator(adjudicator)
     window.show()

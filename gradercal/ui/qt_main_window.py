@@ -33,6 +33,7 @@ from gradercal.ui.qt_start_page import QtStartPage
 from gradercal.ui.shortcuts import SHORTCUTS
 
 if TYPE_CHECKING:
+    from gradercal.ui.dashboard.qt_process import QtDashboardProcess
     from gradercal.ui.dashboard.qt_view import QtCoordinatorView
     from gradercal.ui.qt_judge_dialog import QtJudgeDialog
     from gradercal.ui.qt_progress import QtProgressView
@@ -524,8 +525,11 @@ class QtMainWindow(QMainWindow):
         self._queue_changed()
 
     # -- coordinator mode ---------------------------------------------------------------------
-    def open_dashboard(self, benchmark: str, *, compute: bool = True) -> QtCoordinatorView:
-        """Show the coordinator dashboard of ``benchmark`` (coordinator windows only).
+    def open_dashboard(
+        self, benchmark: str, *, compute: bool = True, worker: QtDashboardProcess | None = None
+    ) -> QtCoordinatorView:
+        """Show the coordinator dashboard of ``benchmark`` (coordinator windows only);
+        ``worker``: its worker process, started already (else started on first use).
 
         Raises:
             GradercalError: this is a grader's window.
@@ -536,7 +540,7 @@ class QtMainWindow(QMainWindow):
 
         if self.coordination is None or self.coordination.benchmark != benchmark:
             self.coordination = QtCoordinatorView(
-                self.store.db, benchmark, self.settings, parent=self
+                self.store.db, benchmark, self.settings, parent=self, worker=worker
             )
             self.coordination.message.connect(self._show_message)
             self.stack.addWidget(self.coordination)

@@ -47,7 +47,7 @@ def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return where
 
 
-def test_a_new_worker_answers_from_the_disk(db_file: str, cache: Path) -> None:
+def test_a_new_worker_answers_from_the_disk(db_file: str, cache: Path) -> None:  # noqa: F811
     first = Session(db_file)
     done = first.compute()
     assert not done["disk"] and first.worker.computations == 1
@@ -70,7 +70,7 @@ def fresh_without_cache(url: str) -> dict[str, bytes]:
     return s.compute()["parts"]
 
 
-def test_another_request_is_computed(db_file: str, cache: Path) -> None:
+def test_another_request_is_computed(db_file: str, cache: Path) -> None:  # noqa: F811
     Session(db_file).compute()
     s = Session(db_file)
     model = Repository(open_database(db_file)).load_frames().responses["model"].iloc[0]
@@ -81,7 +81,7 @@ def test_another_request_is_computed(db_file: str, cache: Path) -> None:
     assert len(list(cache.glob("*.dash"))) == 3
 
 
-def test_an_adjudication_or_a_judgment_changes_the_key(db_file: str, cache: Path) -> None:
+def test_an_adjudication_or_a_judgment_changes_the_key(db_file: str, cache: Path) -> None:  # noqa: F811
     Session(db_file).compute()
     adjudicate(db_file, a_unit(db_file), met=False)
     s = Session(db_file)
@@ -108,7 +108,9 @@ def test_an_adjudication_or_a_judgment_changes_the_key(db_file: str, cache: Path
 
 
 def test_other_code_does_not_read_a_result(
-    db_file: str, cache: Path, monkeypatch: pytest.MonkeyPatch
+    db_file: str,  # noqa: F811
+    cache: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     Session(db_file).compute()
     monkeypatch.setattr(disk_cache, "code_fingerprint", lambda: "another version")
@@ -116,7 +118,7 @@ def test_other_code_does_not_read_a_result(
     assert not s.compute()["disk"] and s.worker.computations == 1
 
 
-def test_a_damaged_file_is_absent(db_file: str, cache: Path) -> None:
+def test_a_damaged_file_is_absent(db_file: str, cache: Path) -> None:  # noqa: F811
     Session(db_file).compute()
     (path,) = cache.glob("*.dash")
     data = path.read_bytes()
@@ -187,7 +189,8 @@ def _ask(proc: subprocess.Popen[bytes], request: Request, url: str) -> dict[str,
 
 
 def test_the_worker_process_answers_from_the_disk_before_its_imports(
-    db_file: str, cache: Path
+    db_file: str,  # noqa: F811
+    cache: Path,
 ) -> None:
     url = f"sqlite:///{db_file}"
     bench = Repository(open_database(url)).benchmark(None).name
@@ -221,7 +224,7 @@ def test_the_worker_process_answers_from_the_disk_before_its_imports(
         second.wait()
 
 
-def test_threads_and_disk_off_keep_the_old_order(db_file: str) -> None:
+def test_threads_and_disk_off_keep_the_old_order(db_file: str) -> None:  # noqa: F811
     """With the cache off (as in every other test) the worker imports first, then serves."""
     s = Session(db_file)
     assert s.worker.disk is None

@@ -33,14 +33,15 @@ import sys
 import time
 import weakref
 from collections import deque
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QCoreApplication, QObject, QProcess, QProcessEnvironment, QTimer, Signal
 
-from gradercal.ui.dashboard.data import Computed, Request, attach_pixels, share_frames
 from gradercal.ui.dashboard.results import PickledRequest
 from gradercal.ui.dashboard.worker import PROTOCOL, FrameReader, encode
 
+if TYPE_CHECKING:  # data imports pandas: not needed to start the worker
+    from gradercal.ui.dashboard.data import Computed, Request
 #: Objects allocated (gc.get_count()[0]) after which a decoded part is followed by a
 #: collection of the youngest generation.
 YOUNG_LIMIT = 5_000
@@ -242,6 +243,13 @@ class QtDashboardProcess(QObject):
                 self.restarted.emit(f"Restarted the dashboard process ({why}).")
             self._start()
 
+    def start(self, benchmark: str) -> None:
+        """Start the worker now, as the window is being built: its first request (about
+        ``benchmark``) follows (``soon``), and may be answered from the disk before the
+        worker's heavy imports."""
+        self._ensure_started()
+        self._send({"op": "soon", "url": self.url, "benchmark": benchmark})
+
     def warm(self, benchmark: str) -> None:
         """Start the worker now and let it load ``benchmark``'s frames before it is asked
         for anything (the first :meth:`compute` then only computes)."""
@@ -259,6 +267,13 @@ class QtDashboardProcess(QObject):
         self._send(
             {"op": "prefetch", "request": request, "url": self.url, "hypotheses": hypotheses}
         )
+
+    def prefetch_requests(self, requests: list[Request]) -> None:
+        """Let the worker compute ahead, while idle and at a lower priority, ``requests``
+        (filter sets the window may ask for next); replaces the prefetches queued."""
+        if not requests or self.process is None:
+            return
+        self._send({"op": "prefetch", "url": self.url, "requests": requests})
 
     def compute(
         self, request: Request, expect: tuple[str, str, bool, int | None] | None = None
@@ -361,6 +376,8 @@ class QtDashboardProcess(QObject):
             t0 = time.perf_counter()
             value = pickle.loads(payload)
             if key.startswith("figure:") and isinstance(value, tuple):
+                from gradercal.ui.dashboard.data import attach_pixels
+
                 figure, pixels = value
                 attach_pixels(figure, pixels)
                 value = figure
@@ -407,6 +424,7 @@ def assemble(
     import dataclasses
 
     from gradercal.dashboard import Dashboard
+    from gradercal.ui.dashboard.data import Computed, share_frames
 
     values = {k[5:]: v for k, v in parts.items() if k.startswith("dash:")}
     fields = dataclasses.fields(Dashboard)

@@ -30,6 +30,7 @@ Both exist only in a coordinator window (see :class:`gradercal.ui.qt_main_window
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -114,6 +115,17 @@ HAYSTACK_ROLE = Qt.ItemDataRole.UserRole + 3
 MARK_ROLE = Qt.ItemDataRole.UserRole + 4
 #: Wait this long after a filter changes before recomputing (several clicks → one run).
 RECOMPUTE_DELAY_MS = 250
+#: Filter sets one click away computed ahead while idle (:meth:`QtDashboardView.read_ahead`).
+READ_AHEAD_FILTERS = 6
+READ_AHEAD_ENV = "GRADERCAL_DASHBOARD_READ_AHEAD"
+
+
+def read_ahead_default() -> int:
+    """:data:`READ_AHEAD_FILTERS`, or ``$GRADERCAL_DASHBOARD_READ_AHEAD`` (0: none)."""
+    value = os.environ.get(READ_AHEAD_ENV, "").strip()
+    return int(value) if value.isdigit() else READ_AHEAD_FILTERS
+
+
 #: The columns that name a disagreement (an adjudication case).
 CASE_COLUMNS = ("response_id", "criterion_id")
 #: The columns that name a criterion (what "Revise criterion…" edits).
@@ -735,6 +747,7 @@ class QtDashboardView(QWidget):
         parent: QWidget | None = None,
         *,
         settings: QtAppSettings | None = None,
+        worker: QtDashboardProcess | None = None,
     ) -> None:
         super().__init__(parent)
         self.db = db
@@ -759,17 +772,27 @@ class QtDashboardView(QWidget):
         self.seed = 0
         self.calibration: dict[str, Any] | None = None
         #: compute ahead the dashboard of the adjudication being read (:meth:`prefetch`)
+        #: and of filter sets one click away (:meth:`read_ahead`)
         self.prefetching = True
+        #: how many filter sets :meth:`read_ahead` computes ahead ($GRADERCAL_DASHBOARD_READ_AHEAD)
+        self.read_ahead_filters = read_ahead_default()
         self._last_chart_size: tuple[int, int] | None = None
         self._request: Request | None = None
+        #: the request last made (its result is the one shown once it is in)
+        self._last_request: Request | None = None
         #: the adjudicated (response id, criterion id) pairs, marked in the disagreements
         self.adjudicated: dict[tuple[str, str], AdjudicationValue] = {}
         #: each table section's count as its tab shows it, e.g. "24"
         self._tab_counts: dict[str, str] = {}
         #: tables and charts still to show, one per event-loop turn: (kind, name, value)
         self._charts_pending: list[tuple[str, str, Any]] = []
-        #: the worker process (started by the first computation)
-        self.worker = QtDashboardProcess(db.url.render_as_string(hide_password=False), self)
+        #: the worker process (started by the first computation, or ``worker``: started
+        #: already, while the window was built)
+        if worker is None:
+            worker = QtDashboardProcess(db.url.render_as_string(hide_password=False), self)
+        else:
+            worker.setParent(self)
+        self.worker = worker
         self.worker.progress.connect(self._progress)
         self.worker.computed.connect(self._done)
         self.worker.failed.connect(self._failed)
@@ -1025,6 +1048,7 @@ class QtDashboardView(QWidget):
         self.generation += 1
         request = self._new_request(reload)
         self._request = request
+        self._last_request = request
         self.error_text = ""
         self._set_busy(True)
         self.progress_bar.setRange(0, 0)
@@ -1038,6 +1062,35 @@ class QtDashboardView(QWidget):
         returning from that adjudication shows it at once."""
         if self.prefetching and self.result is not None:
             self.worker.prefetch(self._new_request(False), hypotheses)
+
+    def neighbours(self) -> list[Any]:
+        """The filter sets one click away that the worker computes ahead while idle: the
+        current filters with one model alone (each model), then one workflow alone — at
+        most :attr:`read_ahead_filters` of them."""
+        import dataclasses
+
+        if self.result is None or self.read_ahead_filters <= 0:
+            return []
+        current = self.filters()
+        out = []
+        for field, name in (("models", "models"), ("workflows", "workflows")):
+            for value in self.result.options.get(name, []):
+                if getattr(current, field) == (value,):
+                    continue
+                out.append(dataclasses.replace(current, **{field: (value,)}))
+        return out[: self.read_ahead_filters]
+
+    def read_ahead(self) -> None:
+        """Let the worker compute ahead, at a lower priority, the dashboards of
+        :meth:`neighbours` (a filter change to one of them is then shown at once)."""
+        if not self.prefetching or self._last_request is None:
+            return
+        import dataclasses
+
+        base = self._new_request(False)  # the charts' size now (the first may differ)
+        requests = [dataclasses.replace(base, filters=f, reload=False) for f in self.neighbours()]
+        if requests:
+            self.worker.prefetch_requests(requests)
 
     def _new_request(self, reload: bool) -> Request:
         return Request(
@@ -1208,6 +1261,7 @@ class QtDashboardView(QWidget):
         if not self._charts_pending:
             self._chart_timer.stop()
             self.computed.emit()
+            self.read_ahead()
             return
         kind, name, value = self._charts_pending.pop(0)
         if kind == "table":
@@ -1473,6 +1527,7 @@ class QtCoordinatorView(QStackedWidget):
         *,
         adjudicator: str | None = None,
         parent: QWidget | None = None,
+        worker: QtDashboardProcess | None = None,
     ) -> None:
         super().__init__(parent)
         self.db = db
@@ -1481,7 +1536,7 @@ class QtCoordinatorView(QStackedWidget):
         self.store = AdjudicationStore(db)
         #: the case last opened for adjudication (kept selected in its table)
         self.current_case: tuple[str, str] | None = None
-        self.dashboard = QtDashboardView(db, benchmark, settings=settings)
+        self.dashboard = QtDashboardView(db, benchmark, settings=settings, worker=worker)
         self.addWidget(self.dashboard)
         remembered = settings.adjudicator if settings is not None else None
         self.adjudication = QtAdjudicationView(self.store, adjudicator or remembered or "")

@@ -22,8 +22,14 @@ Window → worker (``op``):
         cancels the one running, and any prefetch of another hypothesis.
     ``prefetch``: ``request``, ``url``, ``hypotheses`` — compute, while idle, the dashboard
         as it would be with each hypothetical adjudication, into the result cache (nothing
-        is sent but ``prefetched``). A newer ``prefetch`` replaces the queued ones.
+        is sent but ``prefetched``); and/or ``requests``: other requests on the data as it
+        is (the filter sets the window may ask for next), each in a forked child at a lower
+        priority. A newer ``prefetch`` replaces the queued ones; a ``compute`` drops
+        them and stops the one running unless it asks for that very result.
     ``warm``: ``url``, ``benchmark`` — open the database and load the frames now.
+    ``soon``: a ``compute`` follows once the window is built: wait for it (up to
+        :data:`SOON_WAIT` seconds) before the heavy imports, as it may be answered from
+        the disk without them.
     ``cancel``: ``generation`` — stop that computation (and any older one).
     ``quit``: exit now. End of input (the window's process gone) exits too.
 
@@ -54,7 +60,8 @@ Worker → window (``type``):
         result cache: nothing computed), ``disk`` (answered from the cache on disk,
         :mod:`gradercal.ui.dashboard.disk_cache`), ``preloaded`` (the heavy imports were
         done when it was sent).
-    ``prefetched``: ``hypothesis``, ``cached`` (it was computed already), ``seconds``.
+    ``prefetched``: ``hypothesis`` (None for one of ``requests``), ``request`` (that one),
+        ``cached`` (it was computed already), ``seconds``.
     ``error``: ``generation``, ``kind`` (``cancelled``, ``superseded`` or ``error``),
         ``message``, ``error_type``, ``traceback``.
 """
@@ -155,8 +162,12 @@ class _Superseded(Exception):
 
 #: ``_running``'s generation while a prefetch runs.
 _PREFETCH = -1
-#: How long a new worker waits for its first request before the heavy imports (seconds).
+#: How long a new worker waits for its first request before the heavy imports (seconds),
+#: and how long when the window said one comes ``soon`` (it is being built).
 FIRST_REQUEST_WAIT = 0.3
+SOON_WAIT = 5.0
+#: The niceness of a filter set computed ahead (a guess at the window's next request).
+GUESS_NICENESS = 10
 
 
 class Worker:
@@ -200,10 +211,12 @@ class Worker:
         self._writing = threading.Lock()
         #: whether a request arrived (the first is looked up on disk before the imports)
         self._asked = False
+        #: (url, benchmark, fingerprint, when) read on ``soon``, for the first lookup
+        self._early: tuple[str, Any, dict[str, str], float] | None = None
         #: the heavy imports, until they run (:meth:`serve`)
         self._preload: Callable[[], None] | None = None
-        #: the prefetch waiting: (request, url, hypotheses still to compute)
-        self._prefetch: tuple[Any, str, list[Any]] | None = None
+        #: the prefetches waiting: (url, [(request, hypothetical adjudication or None)])
+        self._prefetch: tuple[str, list[tuple[Any, Any]]] | None = None
         #: computations made (full dashboards, prefetches included), for the tests
         self.computations = 0
 
@@ -231,24 +244,24 @@ class Worker:
                         running = self._running
                         if running is not None and running[0] == _PREFETCH:
                             expect = message.get("expect")
-                            wanted = (request_key(message["request"]), expect)
-                            if (
-                                expect is None
-                                or tuple(running[2][1]) != tuple(expect)
-                                or (running[2][0] != wanted[0])
-                            ):
+                            wanted = (
+                                request_key(message["request"]),
+                                None if expect is None else tuple(expect),
+                            )
+                            if tuple(running[2]) != wanted:
                                 running[1].set()  # not the result wanted now
                         elif running is not None and running[0] < gen:
                             running[1].set()  # superseded
                         self.inbox.put(message)
                     elif op == "prefetch":
-                        self._prefetch = (
-                            message["request"],
-                            str(message["url"]),
-                            list(message.get("hypotheses", ())),
-                        )
+                        request = message.get("request")
+                        jobs: list[tuple[Any, Any]] = [
+                            (request, tuple(h)) for h in message.get("hypotheses", ())
+                        ]
+                        jobs += [(r, None) for r in message.get("requests", ())]
+                        self._prefetch = (str(message["url"]), jobs)
                         self.inbox.put({"op": "wake"})
-                    elif op == "warm":
+                    elif op in ("warm", "soon"):
                         self.inbox.put(message)
         except Exception:  # a broken pipe or stream: nothing more will come
             traceback.print_exc()
@@ -265,13 +278,18 @@ class Worker:
         heavy imports) runs first — or, with a cache on disk, after the first request when
         it comes at once: that one may be answered from the disk without them."""
         self._preload = preload
+        wait = FIRST_REQUEST_WAIT
         while True:
             message: dict[str, Any] | None
             if self._preload is not None and self.disk is not None and not self._asked:
                 try:
-                    message = self.inbox.get(timeout=FIRST_REQUEST_WAIT)
+                    message = self.inbox.get(timeout=wait)
                 except queue.Empty:
                     self._preloaded()
+                    continue
+                if message is not None and message.get("op") == "soon":
+                    wait = SOON_WAIT  # the window is still being built: wait for it,
+                    self._read_ahead(message)  # reading what the lookup needs meanwhile
                     continue
             else:
                 self._preloaded()
@@ -282,6 +300,8 @@ class Worker:
             op = message.get("op", "compute")
             if op == "wake":
                 self._run_prefetches()
+                continue
+            if op == "soon":  # too late to matter: the imports are done
                 continue
             if op == "warm":
                 try:
@@ -533,6 +553,23 @@ class Worker:
             if write:
                 self._writing.release()
 
+    def _read_ahead(self, message: dict[str, Any]) -> None:
+        """On ``soon``: open the database and read its fingerprint (and hash the code)
+        before the request comes, for its lookup on disk."""
+        if self.disk is None or not message.get("url"):
+            return
+        from gradercal.db.repo import Repository
+        from gradercal.ui.dashboard.disk_cache import code_fingerprint
+
+        url, benchmark = str(message["url"]), message.get("benchmark")
+        try:
+            revision = Repository(self._database(url)).data_revision(benchmark)
+            code_fingerprint()
+        except Exception:  # the request will say what is wrong
+            traceback.print_exc()
+            return
+        self._early = (url, benchmark, revision, time.monotonic())
+
     def _from_disk(self, request: Any, url: str, db: Any) -> tuple[Any, str | None, Any]:
         """``(revision, key, result)``: the database's fingerprint, the disk key of
         ``request`` on it and the result kept there (None: absent, or no cache on disk,
@@ -542,7 +579,12 @@ class Worker:
         from gradercal.db.repo import Repository
         from gradercal.ui.dashboard.disk_cache import disk_key
 
-        revision = Repository(db).data_revision(request.benchmark)
+        early, self._early = self._early, None
+        fresh = early is not None and time.monotonic() - early[3] < SOON_WAIT
+        if early is not None and fresh and early[:2] == (url, request.benchmark):
+            revision = early[2]  # read while the window was being built
+        else:
+            revision = Repository(db).data_revision(request.benchmark)
         key = disk_key(request, url, revision)
         return revision, key, self.disk.get(key)
 
@@ -556,12 +598,12 @@ class Worker:
                 job = self._prefetch
                 if job is None or not self.inbox.empty():
                     return  # nothing to do, or a request goes first
-                request, url, hypotheses = job
-                if not hypotheses:
+                url, jobs = job
+                if not jobs:
                     self._prefetch = None
                     return
-                hypothesis = tuple(hypotheses[0])
-                self._prefetch = (request, url, hypotheses[1:])
+                request, hypothesis = jobs[0]
+                self._prefetch = (url, jobs[1:])
                 cancel = threading.Event()
                 self._running = (_PREFETCH, cancel, (request_key(request), hypothesis))
             try:
@@ -575,8 +617,14 @@ class Worker:
                     self._running = None
 
     def prefetch(self, request: Any, url: str, hypothesis: Any, cancel: threading.Event) -> None:
-        """Compute ``request`` as it would be with the adjudication ``hypothesis`` saved, into
-        the result cache; sends ``prefetched``."""
+        """Compute ``request`` as it would be with the adjudication ``hypothesis`` saved —
+        or, ``hypothesis`` None, as the data is (another filter set the window may ask
+        for next) — into the result cache; sends ``prefetched``.
+
+        A filter set is a guess: on Linux it is computed in a forked child at a lower
+        priority (``nice`` :data:`GUESS_NICENESS`), so that it yields the cores to
+        anything else, the window included; an adjudication's verdict is about to be
+        saved, and is computed here."""
         import dataclasses
 
         from gradercal.dashboard import Cancelled
@@ -590,21 +638,44 @@ class Worker:
 
         db = self._database(url)
         self._refresh(request, url, db, None)
-        adjudications = with_adjudication(self._frames.adjudications, hypothesis)
+        adjudications = self._frames.adjudications
+        if hypothesis is not None:
+            adjudications = with_adjudication(adjudications, hypothesis)
         rkey = result_key(request, self._revision, adjudications)
         cached = rkey in self.results
         if not cached:
             frames = dataclasses.replace(self._frames, adjudications=adjudications)
-            stored = self._produce(request, frames, progress, cancel, None, None)
+            if hypothesis is None and fork_available():
+                stored = self._produce_niced(request, frames, cancel)
+            else:
+                stored = self._produce(request, frames, progress, cancel, None, None)
             self.results.put(rkey, stored)
         self.send(
             {
                 "type": "prefetched",
                 "hypothesis": hypothesis,
+                "request": None if hypothesis is not None else request,
                 "cached": cached,
                 "seconds": time.perf_counter() - t0,
             }
         )
+
+    def _produce_niced(self, request: Any, frames: Any, cancel: threading.Event) -> Any:
+        """:meth:`_produce` in a forked child at a lower priority (killed if cancelled)."""
+        from gradercal.dashboard import Cancelled
+
+        def produce() -> Any:
+            with contextlib.suppress(OSError):
+                os.nice(GUESS_NICENESS)
+            return self._produce(request, frames, lambda *_a: None, threading.Event(), None, None)
+
+        child = ForkedCall(produce)
+        try:
+            return child.result(cancel.is_set)
+        except InterruptedError:
+            raise Cancelled("prefetch cancelled") from None
+        finally:
+            child.kill()  # no-op once its result is in
 
     def _produce(
         self,
