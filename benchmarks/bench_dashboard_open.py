@@ -20,6 +20,7 @@ Medians, their ratios to the bare read and the load average are printed.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import shutil
@@ -99,7 +100,7 @@ def _unit(db: str, k: int) -> tuple[str, str]:
     return str(row[0]), str(row[1])
 
 
-def worker_run(db: str, bench: str, model: str, k: int) -> dict[str, Any]:
+def worker_run(db: str, bench: str, model: str, k: int, neighbours: list[Any]) -> dict[str, Any]:
     """One fresh worker with an empty cache on disk: first open, filter change, return
     from an adjudication (prefetched, and not); then a second worker: reopen."""
     from gradercal.dashboard import DashboardFilters
@@ -135,8 +136,21 @@ def worker_run(db: str, bench: str, model: str, k: int) -> dict[str, Any]:
     t1 = time.perf_counter()
     done = ask(proc, DashboardFilters(models=(model,)))
     out["filter_change"], out["filter_phases"] = time.perf_counter() - t1, done["phases"]
-    # back to the whole benchmark (kept in memory), then an adjudication read ahead
-    ask(proc, DashboardFilters())
+    # what the window does once a result is shown: the filter sets one click away are
+    # computed ahead (each model alone, each workflow alone: QtDashboardView.neighbours)
+    base = Request(gen[0], bench, DashboardFilters(), None, False, chart_size=size)
+    ask(proc, DashboardFilters())  # back to the whole benchmark (from memory)
+    ahead = [dataclasses.replace(base, filters=f) for f in neighbours]
+    t_ahead = time.perf_counter()
+    _send(proc, {"op": "prefetch", "url": url, "requests": ahead})
+    for _ in ahead:
+        _wait(proc, read_message, "prefetched")
+    out["read_ahead_all"] = time.perf_counter() - t_ahead
+    t1 = time.perf_counter()
+    done = ask(proc, neighbours[-1])
+    out["filter_read_ahead"] = time.perf_counter() - t1
+    out["filter_read_ahead_cached"] = bool(done.get("cached"))
+    # an adjudication read ahead
     unit = _unit(db, 2 * k)
     request = Request(gen[0], bench, DashboardFilters(), None, False, chart_size=size)
     hypotheses = [(*unit, True, None), (*unit, False, None)]
@@ -213,16 +227,43 @@ def main() -> int:
         "SELECT model FROM response WHERE benchmark_id = ? ORDER BY model LIMIT 1", (bench_id,)
     ).fetchone()
     con.close()
+    from gradercal.dashboard import DashboardFilters
+
+    models = [
+        r[0]
+        for r in sqlite3.connect(db).execute(
+            "SELECT DISTINCT model FROM response WHERE benchmark_id = ? ORDER BY model", (bench_id,)
+        )
+    ]
+    workflows = [
+        r[0]
+        for r in sqlite3.connect(db).execute(
+            "SELECT DISTINCT workflow FROM task WHERE benchmark_id = ? AND workflow IS NOT NULL "
+            "ORDER BY workflow",
+            (bench_id,),
+        )
+    ]
+    # as QtDashboardView.neighbours from the whole benchmark: each model alone, then each
+    # workflow alone, six at most (the first model's was computed by the filter change)
+    neighbours = [
+        *(DashboardFilters(models=(m,)) for m in models),
+        *(DashboardFilters(workflows=(w,)) for w in workflows),
+    ][:6]
     bare_read(db, bench_id)  # the page cache, once
     runs: list[dict[str, Any]] = []
     for i in range(args.repeat):
         load = os.getloadavg()[0]
         if i % 2:
-            w = worker_run(db, bench, model, i)
+            w = worker_run(db, bench, model, i, neighbours)
             bare = bare_read(db, bench_id)
         else:
             bare = bare_read(db, bench_id)
-            w = worker_run(db, bench, model, i)
+            w = worker_run(db, bench, model, i, neighbours)
+        cache = tempfile.mkdtemp(prefix="gc-win-cache-")
+        win_first, _ = window_open(db, cache)
+        win_reopen, win_phases = window_open(db, cache)
+        shutil.rmtree(cache, ignore_errors=True)
+        w.update(window_first=win_first, window_reopen=win_reopen, window_phases=win_phases)
         run = {"load": load, "bare_read": bare, **w}
         runs.append(run)
         start = w["first_open"] - sum(w["first_phases"].values())
@@ -237,17 +278,24 @@ def main() -> int:
         print(
             f"run {i + 1} (load {load:.2f}): bare read {bare:.3f} s; first open "
             f"{w['first_open']:.2f} s ({fp}); filter change {w['filter_change']:.2f} s ({cp}); "
+            f"read ahead ({len(neighbours)} filter sets) {w['read_ahead_all']:.1f} s, then "
+            f"a filter change {w['filter_read_ahead']:.3f} s "
+            f"(from memory: {w['filter_read_ahead_cached']}); "
             f"adjudication return {w['adjudication_return']:.3f} s "
             f"(prefetched: {w['return_cached']}), not read ahead "
             f"{w['return_not_prefetched']:.2f} s; reopen {w['reopen']:.3f} s "
-            f"(from disk: {w['reopen_disk']}; {rp})",
+            f"(from disk: {w['reopen_disk']}; {rp}); window: first open "
+            f"{win_first:.2f} s, reopen {win_reopen:.2f} s",
             flush=True,
         )
     keys = (
         "bare_read",
+        "window_first",
+        "window_reopen",
         "first_open",
         "reopen",
         "filter_change",
+        "filter_read_ahead",
         "adjudication_return",
         "return_not_prefetched",
     )
@@ -261,8 +309,13 @@ def main() -> int:
         f"{med['first_open'] / bare:.2f}× (goal ≤ 4)\n"
         f"  reopen, same data            {med['reopen']:.2f} s = "
         f"{med['reopen'] / bare:.2f}× (goal ≤ 4)\n"
+        f"  window (gradercal gui --view dashboard, start to shown): first open "
+        f"{med['window_first']:.2f} s = {med['window_first'] / bare:.2f}×, reopen "
+        f"{med['window_reopen']:.2f} s = {med['window_reopen'] / bare:.2f}×\n"
         f"  filter change                {med['filter_change']:.2f} s = "
         f"{med['filter_change'] / bare:.2f}× (goal ≤ 2)\n"
+        f"  filter change, read ahead    {med['filter_read_ahead']:.2f} s = "
+        f"{med['filter_read_ahead'] / bare:.2f}× (goal ≤ 2)\n"
         f"  adjudication return          {med['adjudication_return']:.3f} s (goal ≤ 0.3 s); "
         f"not read ahead {med['return_not_prefetched']:.2f} s"
     )

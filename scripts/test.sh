@@ -66,7 +66,8 @@ workers=${GRADERCAL_TEST_WORKERS:-$(nproc 2>/dev/null || echo 2)}
 phase "pytest ($workers workers)"
 export QT_QPA_PLATFORM=offscreen
 set +e
-.venv/bin/python -m pytest -n "$workers" --dist worksteal "$@"
+# --durations: the slowest tests are printed at the end (where CI time goes, issue #18).
+.venv/bin/python -m pytest -n "$workers" --dist worksteal --durations=25 "$@"
 status=$?
 set -e
 phase "done"

@@ -26,7 +26,7 @@ from gradercal.db.repo import Repository
 from gradercal.db.session import open_database
 from gradercal.ui.dashboard import disk_cache
 from gradercal.ui.dashboard.data import Request
-from gradercal.ui.dashboard.disk_cache import DiskCache, disk_key
+from gradercal.ui.dashboard.disk_cache import DiskCache, data_key, disk_key
 from gradercal.ui.dashboard.results import PickledRequest, StoredResult
 from gradercal.ui.dashboard.worker import encode, read_message
 from tests.ui.test_dashboard_results import (  # noqa: F401  (fixtures)
@@ -138,21 +138,28 @@ def test_keys_bounds_and_off(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     revision = {"judgments": "1", "adjudications": "2"}
     url = "postgresql+psycopg://lead:s3cret@db.example/bench"
     key = disk_key(req, url, revision)
-    assert "s3cret" not in key and "lead" in key
+    assert "s3cret" not in key and key.startswith(data_key(url, revision) + "/")
+    # the password is not what the data is: another one names the same database
+    assert disk_key(req, url.replace("s3cret", "other"), revision) == key
     # the generation and the reload flag are not what was asked
     again = Request(7, "b", DashboardFilters(), None, False, n_boot=20, chart_size=(480, 360))
     assert disk_key(again, url, revision) == key
     assert disk_key(req, url, {**revision, "adjudications": "3"}) != key
     assert disk_key(req, url.replace("bench", "other"), revision) != key
 
+    kept = DiskCache(tmp_path / "k")
+    kept.put(key, StoredResult(parts=[("x", b"1", b"2")]))
+    assert kept.has_data(data_key(url, revision))
+    assert not kept.has_data(data_key(url, {**revision, "judgments": "9"}))
+
     cache = DiskCache(tmp_path / "c", max_files=2, max_bytes=10_000)
-    for i, k in enumerate("abc"):
+    for i, k in enumerate(("d/a", "d/b", "d/c")):
         assert cache.put(k, StoredResult(parts=[(k, b"x" * 100, b"d")])) is not None
         os.utime(cache.path(k), (time.time() + i, time.time() + i))
         cache.evict()
-    assert "a" not in cache and "b" in cache and "c" in cache
-    got = cache.get("b")
-    assert got is not None and got.parts == [("b", b"x" * 100, b"d")]
+    assert "d/a" not in cache and "d/b" in cache and "d/c" in cache
+    got = cache.get("d/b")
+    assert got is not None and got.parts == [("d/b", b"x" * 100, b"d")]
     big = DiskCache(tmp_path / "c", max_files=5, max_bytes=150)
     big.put("d", StoredResult(parts=[("d", b"y" * 100, b"d")]))
     assert len(list((tmp_path / "c").glob("*.dash"))) == 1  # over the byte bound
@@ -222,6 +229,20 @@ def test_the_worker_process_answers_from_the_disk_before_its_imports(
     finally:
         second.kill()
         second.wait()
+    # A window being built says a request comes ``soon``: on data with nothing on disk
+    # the worker imports and loads at once instead of waiting for it.
+    adjudicate(db_file, a_unit(db_file), met=False)
+    third = _worker(env)
+    try:
+        assert third.stdin is not None
+        third.stdin.write(encode({"op": "soon", "url": url, "benchmark": bench}))
+        third.stdin.flush()
+        time.sleep(0.5)
+        cold = _ask(third, request(1), url)
+        assert not cold["disk"] and not cold["loaded"] and "compute" in cold["phases"]
+    finally:
+        third.kill()
+        third.wait()
 
 
 def test_threads_and_disk_off_keep_the_old_order(db_file: str) -> None:  # noqa: F811

@@ -43,6 +43,7 @@ __all__ = [
     "DiskCache",
     "cache_dir",
     "code_fingerprint",
+    "data_key",
     "disk_key",
 ]
 
@@ -98,13 +99,19 @@ def code_fingerprint() -> str:
     return h.hexdigest()
 
 
-def disk_key(request: Any, url: str, revision: Mapping[str, str]) -> str:
-    """The key of ``request`` computed on the data of ``revision`` in the database at
-    ``url`` (its password left out) by this code."""
+def data_key(url: str, revision: Mapping[str, str]) -> str:
+    """What a result was computed on: this code, the database at ``url`` (its password
+    left out) and its data of ``revision`` — a digest, the first part of a file's name."""
     from gradercal.db.session import resolve_url
 
     where = resolve_url(url).render_as_string(hide_password=True)
-    return repr((code_fingerprint(), where, request_key(request), sorted(revision.items())))
+    return _digest(repr((code_fingerprint(), where, sorted(revision.items()))))[:12].hex()
+
+
+def disk_key(request: Any, url: str, revision: Mapping[str, str]) -> str:
+    """The key of ``request`` computed on the data of ``revision`` in the database at
+    ``url`` by this code: ``<data key>/<what was asked>``."""
+    return f"{data_key(url, revision)}/{request_key(request)}"
 
 
 def _digest(key: str) -> bytes:
@@ -131,7 +138,13 @@ class DiskCache:
         return None if where is None else cls(where)
 
     def path(self, key: str) -> Path:
-        return self.directory / (_digest(key)[:16].hex() + _SUFFIX)
+        data, _, _asked = key.partition("/")
+        return self.directory / f"{data}-{_digest(key)[:12].hex()}{_SUFFIX}"
+
+    def has_data(self, data: str) -> bool:
+        """Whether any result computed on the data of :func:`data_key` ``data`` is kept
+        (none: a first open computes whatever is asked)."""
+        return any(self.directory.glob(f"{data}-*{_SUFFIX}"))
 
     def __contains__(self, key: object) -> bool:
         return isinstance(key, str) and self.path(key).is_file()

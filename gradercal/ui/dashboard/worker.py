@@ -375,12 +375,13 @@ class Worker:
             self._url = url
         return self._db
 
-    def _warm(self, url: str, benchmark: Any) -> None:
-        """Open the database and load the frames before the first request."""
+    def _warm(self, url: str, benchmark: Any, revision: dict[str, str] | None = None) -> None:
+        """Open the database and load the frames before the first request (``revision``:
+        its fingerprint, when just read)."""
         from types import SimpleNamespace
 
         db = self._database(url)
-        self._refresh(SimpleNamespace(benchmark=benchmark, reload=False), url, db, None)
+        self._refresh(SimpleNamespace(benchmark=benchmark, reload=False), url, db, None, revision)
 
     def _refresh(
         self,
@@ -559,16 +560,23 @@ class Worker:
         if self.disk is None or not message.get("url"):
             return
         from gradercal.db.repo import Repository
-        from gradercal.ui.dashboard.disk_cache import code_fingerprint
+        from gradercal.ui.dashboard.disk_cache import code_fingerprint, data_key
 
         url, benchmark = str(message["url"]), message.get("benchmark")
         try:
             revision = Repository(self._database(url)).data_revision(benchmark)
             code_fingerprint()
+            kept = self.disk.has_data(data_key(url, revision))
         except Exception:  # the request will say what is wrong
             traceback.print_exc()
             return
         self._early = (url, benchmark, revision, time.monotonic())
+        if not kept:
+            # Nothing computed on this data: whatever is asked will be computed, so
+            # import and load now, while the window is still being built.
+            self._preloaded()
+            with contextlib.suppress(Exception):
+                self._warm(url, benchmark, revision)
 
     def _from_disk(self, request: Any, url: str, db: Any) -> tuple[Any, str | None, Any]:
         """``(revision, key, result)``: the database's fingerprint, the disk key of
