@@ -1,16 +1,29 @@
-"""Dashboard first open and filter change against a bare read of the rows (issue #18).
+"""Dashboard first open, reopen, filter change and adjudication return against a bare read
+of the rows (issue #18).
 
 Goals: a first open ≤ 4× a bare read of every table the dashboard needs, a filter change
-≤ 2× that read. Each repeat, back to back on the same SQLite file:
+≤ 2× that read, the return from an adjudication ≤ 0.3 s. Each repeat, back to back on a
+copy of the SQLite file (adjudications are written into it):
 
 * *bare read*: a fresh ``python`` process that reads every table the dashboard needs
   with plain ``sqlite3`` and ``fetchall()`` (``bench_load_frames.bare_all``); its wall
   time from start to exit (so it pays a process start, as the dashboard does);
-* *first open*: a fresh dashboard worker process (``python -m gradercal.ui.dashboard.worker``,
-  what the window starts; no Qt), asked at once for the default dashboard, timed from the
-  process start to its ``done`` (imports, opening and loading, computing, tables, charts);
-* *filter change*: the same worker asked next for the dashboard of one model (frames
-  cached, a request it has not computed), timed from the request to ``done``.
+* *first open*: a fresh dashboard worker (``python -m gradercal.ui.dashboard.worker``, what
+  the window starts; no Qt) with an empty cache on disk, asked at once for the default
+  dashboard: from the process start to its ``done`` (imports, load, compute, parts,
+  tables, charts at 1200 × 700);
+* *filter change*: the same worker asked next for one model (frames kept, not computed
+  before);
+* *read ahead*: what the window does once a result is shown — the filter sets one click
+  away (each model alone, then each workflow alone, six at most) computed ahead in a
+  niced child — then a filter change to one of them;
+* *adjudication return*: the verdicts a case could get computed ahead (as while the
+  coordinator reads it), one saved, the dashboard asked again (with ``expect``); and
+  another adjudication that nobody read ahead;
+* *reopen*: a new worker (the next session) on the same data and cache directory;
+* *window*: ``gradercal gui --view dashboard`` as a process (offscreen), from its start to
+  the window's ``computed`` (every table and chart on screen), with an empty cache, then
+  again on the same data (the result on disk).
 
 Medians, their ratios to the bare read and the load average are printed.
 

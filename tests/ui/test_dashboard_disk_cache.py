@@ -51,6 +51,8 @@ def test_a_new_worker_answers_from_the_disk(db_file: str, cache: Path) -> None: 
     first = Session(db_file)
     done = first.compute()
     assert not done["disk"] and first.worker.computations == 1
+    assert not list(cache.glob("*.dash"))  # written when idle, or before exiting
+    first.worker.flush_disk()
     files = list(cache.glob("*.dash"))
     assert len(files) == 1
     second = Session(db_file)  # another session: nothing in memory
@@ -64,6 +66,14 @@ def test_a_new_worker_answers_from_the_disk(db_file: str, cache: Path) -> None: 
     same_parts(again["parts"], fresh_without_cache(db_file))
 
 
+def written(url: str, **kw: Any) -> dict[str, Any]:
+    """A worker's ``done`` for a request, its result written to disk."""
+    s = Session(url)
+    done = s.compute(**kw)
+    s.worker.flush_disk()
+    return done
+
+
 def fresh_without_cache(url: str) -> dict[str, bytes]:
     s = Session(url)
     s.worker.disk = None
@@ -71,18 +81,23 @@ def fresh_without_cache(url: str) -> dict[str, bytes]:
 
 
 def test_another_request_is_computed(db_file: str, cache: Path) -> None:  # noqa: F811
-    Session(db_file).compute()
+    written(db_file)
     s = Session(db_file)
     model = Repository(open_database(db_file)).load_frames().responses["model"].iloc[0]
     other = s.compute(filters=DashboardFilters(models=(model,)))
     assert not other["disk"] and s.worker.computations == 1
     other_size = s.compute(chart_size=(400, 300))
     assert not other_size["disk"] and s.worker.computations == 2
-    assert len(list(cache.glob("*.dash"))) == 3
+    s.worker.flush_disk()
+    # only what a window opens with (no filter) is kept, the newest of them
+    assert len(list(cache.glob("*.dash"))) == 2
+    again = Session(db_file)
+    assert again.compute(chart_size=(400, 300))["disk"]
+    assert not again.compute(filters=DashboardFilters(models=(model,)))["disk"]
 
 
 def test_an_adjudication_or_a_judgment_changes_the_key(db_file: str, cache: Path) -> None:  # noqa: F811
-    Session(db_file).compute()
+    written(db_file)
     adjudicate(db_file, a_unit(db_file), met=False)
     s = Session(db_file)
     after = s.compute()
@@ -103,6 +118,7 @@ def test_an_adjudication_or_a_judgment_changes_the_key(db_file: str, cache: Path
     assert not changed["disk"] and s2.worker.computations == 1
     same_parts(changed["parts"], fresh_without_cache(db_file))
     # and that result is on disk in turn
+    s2.worker.flush_disk()
     s3 = Session(db_file)
     assert s3.compute()["disk"] and s3.worker.computations == 0
 
@@ -112,20 +128,21 @@ def test_other_code_does_not_read_a_result(
     cache: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    Session(db_file).compute()
+    written(db_file)
     monkeypatch.setattr(disk_cache, "code_fingerprint", lambda: "another version")
     s = Session(db_file)
     assert not s.compute()["disk"] and s.worker.computations == 1
 
 
 def test_a_damaged_file_is_absent(db_file: str, cache: Path) -> None:  # noqa: F811
-    Session(db_file).compute()
+    written(db_file)
     (path,) = cache.glob("*.dash")
     data = path.read_bytes()
     path.write_bytes(data[: len(data) // 2])  # cut short
     s = Session(db_file)
     done = s.compute()
     assert not done["disk"] and s.worker.computations == 1
+    s.worker.flush_disk()
     assert path.is_file() and path.stat().st_size == len(data)  # written whole again
     path.write_bytes(b"something else entirely")
     assert DiskCache(cache).get("any key") is None

@@ -166,6 +166,8 @@ _PREFETCH = -1
 #: and how long when the window said one comes ``soon`` (it is being built).
 FIRST_REQUEST_WAIT = 0.3
 SOON_WAIT = 5.0
+#: Seconds without a request after which the result waiting to go to disk is written.
+WRITE_WHEN_IDLE = 20.0
 #: The niceness of a filter set computed ahead (a guess at the window's next request).
 GUESS_NICENESS = 10
 
@@ -205,9 +207,10 @@ class Worker:
         self.results = ResultCache()
         #: dashboards kept between sessions (None: off; :mod:`gradercal.ui.dashboard.disk_cache`)
         self.disk: Any = disk_cache() if use_disk else None
-        #: disk keys written by this process (a result is written once), and the lock
-        #: held while one is written (the input thread waits for it before exiting)
+        #: disk keys written by this process (a result is written once), the result
+        #: waiting to be written (key, result) and the lock held while one is written
         self._written: set[str] = set()
+        self._unwritten: tuple[str, Any] | None = None
         self._writing = threading.Lock()
         #: whether a request arrived (the first is looked up on disk before the imports)
         self._asked = False
@@ -265,10 +268,10 @@ class Worker:
                         self.inbox.put(message)
         except Exception:  # a broken pipe or stream: nothing more will come
             traceback.print_exc()
-        # The window closed or went away: leave at once — once a result being written to
-        # the disk is complete (a half-written file would only be thrown away).
-        if self._writing.acquire(timeout=10):
-            self._writing.release()
+        # The window closed or went away: leave at once, once the result waiting to go to
+        # disk is written (a half-written file would only be thrown away).
+        with contextlib.suppress(Exception):
+            self.flush_disk()
         sys.stderr.flush()
         os._exit(0)
 
@@ -293,7 +296,14 @@ class Worker:
                     continue
             else:
                 self._preloaded()
-                message = self.inbox.get()
+                if self._unwritten is not None:
+                    try:
+                        message = self.inbox.get(timeout=WRITE_WHEN_IDLE)
+                    except queue.Empty:
+                        self.flush_disk()
+                        continue
+                else:
+                    message = self.inbox.get()
             self._asked = True
             if message is None:
                 return
@@ -525,34 +535,39 @@ class Worker:
                 for key, payload, dig in stored.parts:
                     emit(key, payload, dig)
                 phase("cache")
-        # A result not yet on disk is written after ``done`` (the window is not kept
-        # waiting); the lock, taken before ``done``, keeps the process alive until then.
-        write = dkey is not None and not on_disk and dkey not in self._written
-        if write:
-            self._writing.acquire()
-        try:
-            self.send(
-                {
-                    "type": "done",
-                    "phases": phases,
-                    "generation": gen,
-                    "keys": keys,
-                    "reused": reused,
-                    "seconds": time.perf_counter() - t0,
-                    "pid": os.getpid(),
-                    "qt": qt_loaded(),
-                    "loaded": loaded,
-                    "refreshed": refreshed,
-                    "cached": cached,
-                    "disk": on_disk,
-                    "preloaded": self._preload is None,
-                }
-            )
-            if write and dkey is not None and self.disk.put(dkey, stored) is not None:
-                self._written.add(dkey)
-        finally:
-            if write:
-                self._writing.release()
+        # What a window opens with (no filter) is kept for the next session: written when
+        # the worker is idle or about to exit, the newest only (each adjudication makes a
+        # new result; only the last is worth a file). Set before ``done``, so that a
+        # window closing on it finds it.
+        if dkey is not None and not on_disk and request.filters.is_empty():
+            with self._writing:
+                self._unwritten = (dkey, stored)
+        self.send(
+            {
+                "type": "done",
+                "phases": phases,
+                "generation": gen,
+                "keys": keys,
+                "reused": reused,
+                "seconds": time.perf_counter() - t0,
+                "pid": os.getpid(),
+                "qt": qt_loaded(),
+                "loaded": loaded,
+                "refreshed": refreshed,
+                "cached": cached,
+                "disk": on_disk,
+                "preloaded": self._preload is None,
+            }
+        )
+
+    def flush_disk(self) -> None:
+        """Write the result waiting to go to disk, if any (when idle, and before exiting)."""
+        with self._writing:
+            waiting, self._unwritten = self._unwritten, None
+            if waiting is None or self.disk is None or waiting[0] in self._written:
+                return
+            if self.disk.put(*waiting) is not None:
+                self._written.add(waiting[0])
 
     def _read_ahead(self, message: dict[str, Any]) -> None:
         """On ``soon``: open the database and read its fingerprint (and hash the code)
