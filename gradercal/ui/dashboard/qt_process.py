@@ -248,13 +248,25 @@ class QtDashboardProcess(QObject):
         ``benchmark``) follows (``soon``), and may be answered from the disk before the
         worker's heavy imports."""
         self._ensure_started()
-        self._send({"op": "soon", "url": self.url, "benchmark": benchmark})
+        self._send_now({"op": "soon", "url": self.url, "benchmark": benchmark})
+
+    def _send_now(self, message: dict[str, Any]) -> None:
+        """:meth:`_send`, written to the pipe before returning — for messages sent while
+        the window is being built, before its event loop runs (a queued write would only
+        reach the worker then)."""
+        proc = self.process
+        if proc is not None and proc.waitForStarted(STOP_WAIT_MS * 5):
+            self._flush(proc)
+            proc.write(encode(message))
+            proc.waitForBytesWritten(STOP_WAIT_MS)
+        else:
+            self._send(message)
 
     def warm(self, benchmark: str) -> None:
         """Start the worker now and let it load ``benchmark``'s frames before it is asked
         for anything (the first :meth:`compute` then only computes)."""
         self._ensure_started()
-        self._send({"op": "warm", "url": self.url, "benchmark": benchmark})
+        self._send_now({"op": "warm", "url": self.url, "benchmark": benchmark})
 
     def prefetch(
         self, request: Request, hypotheses: list[tuple[str, str, bool, int | None]]
