@@ -62,13 +62,21 @@ def bare_read(db: str, bench_id: int) -> float:
     return time.perf_counter() - t0
 
 
-def _wait(proc: subprocess.Popen[bytes], read_message: Any, kind: str) -> dict[str, Any]:
-    """The worker's next message of ``kind`` (``done``, ``prefetched``)."""
+def _wait(
+    proc: subprocess.Popen[bytes],
+    read_message: Any,
+    kind: str,
+    parts: dict[str, bytes] | None = None,
+) -> dict[str, Any]:
+    """The worker's next message of ``kind`` (``done``, ``prefetched``); the digests of the
+    parts received meanwhile go into ``parts``."""
     assert proc.stdout is not None
     while True:
         message = read_message(proc.stdout)
         if message is None:
             raise SystemExit("the worker ended early")
+        if message.get("type") == "part" and parts is not None:
+            parts[message["key"]] = message["digest"]
         if message.get("type") == kind:
             return dict(message)
         if message.get("type") == "error":
@@ -128,11 +136,21 @@ def worker_run(db: str, bench: str, model: str, k: int, neighbours: list[Any]) -
     cache = tempfile.mkdtemp(prefix="gc-dash-cache-")
     gen = [0]
 
+    shown: dict[str, bytes] = {}  # the parts the window holds: {key: digest}
+
     def ask(proc: subprocess.Popen[bytes], filters: Any, **extra: Any) -> dict[str, Any]:
+        # As the window does: the digests of what it shows go with the request, and the
+        # worker sends only the parts that differ.
         gen[0] += 1
         req = Request(gen[0], bench, filters, None, False, chart_size=size)
-        _send(proc, {"op": "compute", "request": PickledRequest.of(req), "url": url, **extra})
-        return _wait(proc, read_message, "done")
+        message = {"op": "compute", "request": PickledRequest.of(req), "url": url}
+        _send(proc, {**message, "have": dict(shown), **extra})
+        received: dict[str, bytes] = {}
+        done = _wait(proc, read_message, "done", received)
+        kept = {k: shown[k] for k in done["keys"] if k in shown and k not in received}
+        shown.clear()
+        shown.update(kept, **received)
+        return done
 
     def adjudicate(unit: tuple[str, str], met: bool) -> None:
         database = open_database(url)
@@ -183,6 +201,7 @@ def worker_run(db: str, bench: str, model: str, k: int, neighbours: list[Any]) -
     _end(proc)
     # the next session, same data: the result written by the first worker is read
     t4 = time.perf_counter()
+    shown.clear()  # a new window holds nothing
     proc = _start(cache)
     done = ask(proc, DashboardFilters())
     out["reopen"], out["reopen_phases"] = time.perf_counter() - t4, done["phases"]
