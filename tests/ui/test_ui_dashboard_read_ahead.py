@@ -116,3 +116,53 @@ def test_a_cancelled_read_ahead_stops_its_child(db_file: str, tmp_path: Path) ->
             s.request(filters=DashboardFilters(workflows=("x",))), db_file, None, cancel
         )
     assert not [m for m in s.sent if m["type"] == "prefetched"]
+
+
+def test_what_stops_a_read_ahead() -> None:
+    """A guessed filter set gives way to a case's verdicts and to any request but its
+    own; a case's verdict keeps running when the window asks for the result it expects."""
+    from gradercal.ui.dashboard.data import Request
+    from gradercal.ui.dashboard.results import PickledRequest, request_key
+    from gradercal.ui.dashboard.worker import _PREFETCH, Worker
+
+    worker = Worker(lambda _m: None, use_disk=False)
+
+    def req(gen: int, filters: DashboardFilters) -> Request:
+        return Request(gen, "b", filters, None, False, n_boot=20)
+
+    one_model = req(1, DashboardFilters(models=("m1",)))
+
+    def running(hypothesis: Any, request: Request = one_model) -> threading.Event:
+        stop = threading.Event()
+        worker._running = (_PREFETCH, stop, (request_key(request), hypothesis))
+        return stop
+
+    guess = running(None)
+    worker.receive({"op": "prefetch", "url": "u", "requests": [req(1, DashboardFilters())]})
+    assert not guess.is_set()  # another guess only replaces the queue
+    worker.receive(
+        {"op": "prefetch", "url": "u", "request": one_model, "hypotheses": [("r", "c", True, None)]}
+    )
+    assert guess.is_set()  # a case's verdicts first
+    verdict = running(("r", "c", True, None))
+    worker.receive({"op": "prefetch", "url": "u", "requests": [one_model]})
+    assert not verdict.is_set()
+
+    # the window asks for the very result being computed ahead: it keeps running
+    guess = running(None)
+    ask = {
+        "op": "compute",
+        "request": PickledRequest.of(req(2, DashboardFilters(models=("m1",)))),
+        "url": "u",
+    }
+    worker.receive(ask)
+    assert not guess.is_set() and worker._prefetch is None  # the rest of the queue dropped
+    guess = running(None)
+    worker.receive({**ask, "request": PickledRequest.of(req(3, DashboardFilters()))})
+    assert guess.is_set()  # something else: stopped
+    verdict = running(("r", "c", False, None), req(4, DashboardFilters()))
+    worker.receive(
+        {**ask, "request": req(5, DashboardFilters()), "expect": ("r", "c", False, None)}
+    )
+    assert not verdict.is_set()
+    assert worker.receive({"op": "quit"}) is False

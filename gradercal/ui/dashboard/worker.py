@@ -226,46 +226,11 @@ class Worker:
     # -- the input thread ---------------------------------------------------------------------
     def listen(self, stream: BinaryIO) -> None:
         """Read messages until the end of input; runs in its own thread."""
-        from gradercal.ui.dashboard.results import request_key
-
         try:
             while True:
                 message = read_message(stream)
-                if message is None or message.get("op") == "quit":
+                if message is None or not self.receive(message):
                     break
-                op = message.get("op")
-                with self._lock:
-                    if op == "cancel":
-                        gen = int(message["generation"])
-                        self._cancelled_upto = max(self._cancelled_upto, gen)
-                        if self._running is not None and self._running[0] <= gen:
-                            self._running[1].set()
-                    elif op == "compute":
-                        gen = int(message["request"].generation)
-                        self._newest = max(self._newest, gen)
-                        self._prefetch = None  # computed on data about to change
-                        running = self._running
-                        if running is not None and running[0] == _PREFETCH:
-                            expect = message.get("expect")
-                            wanted = (
-                                request_key(message["request"]),
-                                None if expect is None else tuple(expect),
-                            )
-                            if tuple(running[2]) != wanted:
-                                running[1].set()  # not the result wanted now
-                        elif running is not None and running[0] < gen:
-                            running[1].set()  # superseded
-                        self.inbox.put(message)
-                    elif op == "prefetch":
-                        request = message.get("request")
-                        jobs: list[tuple[Any, Any]] = [
-                            (request, tuple(h)) for h in message.get("hypotheses", ())
-                        ]
-                        jobs += [(r, None) for r in message.get("requests", ())]
-                        self._prefetch = (str(message["url"]), jobs)
-                        self.inbox.put({"op": "wake"})
-                    elif op in ("warm", "soon"):
-                        self.inbox.put(message)
         except Exception:  # a broken pipe or stream: nothing more will come
             traceback.print_exc()
         # The window closed or went away: leave at once, once the result waiting to go to
@@ -274,6 +239,58 @@ class Worker:
             self.flush_disk()
         sys.stderr.flush()
         os._exit(0)
+
+    def receive(self, message: dict[str, Any]) -> bool:
+        """Take one message from the window (on the input thread): cancel or queue what it
+        asks. False: ``quit``."""
+        from gradercal.ui.dashboard.results import request_key
+
+        op = message.get("op")
+        if op == "quit":
+            return False
+        with self._lock:
+            if op == "cancel":
+                gen = int(message["generation"])
+                self._cancelled_upto = max(self._cancelled_upto, gen)
+                if self._running is not None and self._running[0] <= gen:
+                    self._running[1].set()
+            elif op == "compute":
+                gen = int(message["request"].generation)
+                self._newest = max(self._newest, gen)
+                self._prefetch = None  # computed on data about to change
+                running = self._running
+                if running is not None and running[0] == _PREFETCH:
+                    expect = message.get("expect")
+                    wanted = (
+                        request_key(message["request"]),
+                        None if expect is None else tuple(expect),
+                    )
+                    if tuple(running[2]) != wanted:
+                        running[1].set()  # not the result wanted now
+                elif running is not None and running[0] < gen:
+                    running[1].set()  # superseded
+                self.inbox.put(message)
+            elif op == "prefetch":
+                request = message.get("request")
+                jobs: list[tuple[Any, Any]] = [
+                    (request, tuple(h)) for h in message.get("hypotheses", ())
+                ]
+                jobs += [(r, None) for r in message.get("requests", ())]
+                self._prefetch = (str(message["url"]), jobs)
+                running = self._running
+                urgent = any(h is not None for _r, h in jobs)
+                if urgent and running is not None and running[0] == _PREFETCH:
+                    self._give_way(running)  # the verdicts of a case before a guess
+                self.inbox.put({"op": "wake"})
+            elif op in ("warm", "soon"):
+                self.inbox.put(message)
+        return True
+
+    @staticmethod
+    def _give_way(running: tuple[int, threading.Event, Any]) -> None:
+        """Stop ``running`` (a prefetch) if it computes a guessed filter set."""
+        if running[2][1] is None:
+            running[1].set()
 
     # -- the main thread ----------------------------------------------------------------------
     def serve(self, preload: Callable[[], None] | None = None) -> None:
