@@ -303,6 +303,21 @@ def main() -> None:
         )
     print("\nGoals: × time (wall) ≤ 1.5, × frames ≤ 2.")
     if len(trees) == 2:
+        # each repeat ran before and after back to back: their differences are steadier
+        # than the medians when the load moves
+        def paired(key: str) -> str:
+            d = [
+                a[key] - b[key]
+                for a, b in zip(
+                    (r for r in runs if r["code"] == "after" and r["step"] == "report"),
+                    (r for r in runs if r["code"] == "before" and r["step"] == "report"),
+                    strict=True,
+                )
+            ]
+            return f"median {statistics.median(d):+.2f} s [{min(d):+.2f}, {max(d):+.2f}]"
+
+        print(f"Report, after − before per repeat: wall {paired('wall_s')}; "
+              f"CPU {paired('cpu_s')}.")  # fmt: skip
         same = digests["before"] == digests["after"] and len(digests["after"]) == 1
         print(f"HTML before and after byte-identical (timestamp line aside): {same}")
     elif len(digests["after"]) != 1:
