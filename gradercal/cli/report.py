@@ -173,7 +173,11 @@ def report(
     with collections_paused():
         # no name kept here for the request: _report lets its frames go after computing
         _report(
-            _read_meanwhile(read, png=images == "png" or pdf is not None),
+            _read_meanwhile(
+                read,
+                charts=output is not None or pdf is not None,
+                png=images == "png" or pdf is not None,
+            ),
             filters, n_boot, seed, ci, output, pdf, images, max_rows, title, as_json,
         )  # fmt: skip
         _age_survivors()
@@ -248,7 +252,7 @@ def _read_request(
 _READ_IN_CHILD = True
 
 
-def _read_meanwhile(read: Callable[[], _Request], *, png: bool) -> _Request:
+def _read_meanwhile(read: Callable[[], _Request], *, charts: bool, png: bool) -> _Request:
     """``read()``, done in a forked child while this process imports the engines.
 
     Reading the frames (about 1 s at 750 tasks) and importing scipy, scikit-learn and
@@ -266,7 +270,7 @@ def _read_meanwhile(read: Callable[[], _Request], *, png: bool) -> _Request:
     if _READ_IN_CHILD and fork_available():
         with contextlib.suppress(ChildFailed, OSError):
             forked = ForkedCall(read)
-    _import_engines(png=png)
+    _import_engines(charts=charts, png=png)
     if forked is not None:
         try:
             return forked.result()
@@ -277,13 +281,16 @@ def _read_meanwhile(read: Callable[[], _Request], *, png: bool) -> _Request:
     return read()
 
 
-def _import_engines(*, png: bool) -> None:
-    """Import what the computation and the HTML would import on first use."""
+def _import_engines(*, charts: bool, png: bool) -> None:
+    """Import what the computation (and with ``charts`` the charts, in PNG too with
+    ``png``) would import on first use."""
     from gradercal.dashboard.compute import preload
-    from gradercal.dashboard.report import preload_charts
 
     preload()
-    preload_charts(png=png)
+    if charts:
+        from gradercal.dashboard.report import preload_charts
+
+        preload_charts(png=png)
 
 
 def _report(

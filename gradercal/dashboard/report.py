@@ -721,8 +721,8 @@ def _encoded(
 
 
 def _drawn(d: Dashboard, keys: Sequence[str], fmt: str) -> dict[str, str]:
-    """The ``<img>`` elements of the report charts ``keys``, each figure drawn, encoded
-    and let go in turn."""
+    """The ``<img>`` elements of the report charts ``keys``, each figure drawn and
+    encoded in turn."""
     from gradercal.dashboard.charts import CHART_TITLES, chart_figures
 
     wanted = set(keys)
