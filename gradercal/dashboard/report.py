@@ -20,6 +20,7 @@ This module imports the core, matplotlib (through :mod:`gradercal.dashboard.char
 from __future__ import annotations
 
 import base64
+import contextlib
 import functools
 import html
 import io
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_MAX_ROWS",
     "REPORT_SECTIONS",
+    "preload_charts",
     "render_html",
     "report_charts",
     "report_sections",
@@ -669,6 +671,7 @@ def render_html(
     charts: Mapping[str, Figure] | None = None,
     generated_at: datetime | None = None,
     progress: Callable[[int, int, str], None] | None = None,
+    processes: int = 1,
 ) -> str:
     """The self-contained HTML report.
 
@@ -680,21 +683,116 @@ def render_html(
         charts: Figures to embed (default: :func:`report_charts`).
         generated_at: Timestamp printed in the header (default: now, UTC).
         progress: ``progress(done, total, label)`` as charts are encoded.
+        processes: 2 (or more): on Linux, and when ``charts`` is not given, a forked
+            child draws and encodes every other chart while this process does the rest
+            and the tables (:mod:`gradercal._util.forked`; the same bytes; if the child
+            fails, its charts are drawn here). 1: one process. Only for a process
+            without Qt or other threads a child must not inherit (the report command).
 
     Raises:
         ValueError: Unknown ``image_format``.
     """
     if image_format not in ("svg", "png"):
         raise ValueError("image_format must be svg or png")
+    if charts is not None:
+        images = _encoded(dict(charts), image_format, progress)
+    else:
+        images = _chart_images(d, image_format, progress, processes)
+    return _document(d, images, title=title, css=_CSS, max_rows=max_rows, generated_at=generated_at)
+
+
+def _encoded(
+    figs: Mapping[str, Figure],
+    fmt: str,
+    progress: Callable[[int, int, str], None] | None,
+    *,
+    done: int = 0,
+    total: int | None = None,
+) -> dict[str, str]:
+    """The ``<img>`` element of each figure, as :func:`render_html` embeds it."""
     from gradercal.dashboard.charts import CHART_TITLES
 
-    figs = dict(charts) if charts is not None else report_charts(d)
     images: dict[str, str] = {}
     for i, (key, fig) in enumerate(figs.items()):
-        images[key] = _img(_data_uri(fig, image_format), CHART_TITLES.get(key, key))
+        images[key] = _img(_data_uri(fig, fmt), CHART_TITLES.get(key, key))
         if progress:
-            progress(i + 1, len(figs), "charts")
-    return _document(d, images, title=title, css=_CSS, max_rows=max_rows, generated_at=generated_at)
+            progress(done + i + 1, len(figs) if total is None else total, "charts")
+    return images
+
+
+def _drawn(d: Dashboard, keys: Sequence[str], fmt: str) -> dict[str, str]:
+    """The ``<img>`` elements of the report charts ``keys``, each figure drawn and
+    encoded in turn."""
+    from gradercal.dashboard.charts import CHART_TITLES, chart_figures
+
+    wanted = set(keys)
+    images: dict[str, str] = {}
+    for chart, by in chart_figures():
+        key = chart.report_key(by)
+        if key in wanted:
+            fig = chart.figure(d, by, dark=False)
+            images[key] = _img(_data_uri(fig, fmt), CHART_TITLES.get(key, key))
+    return images
+
+
+def _report_keys(d: Dashboard) -> list[str]:
+    """The keys of :func:`report_charts`, in its order (without drawing anything)."""
+    from gradercal.dashboard.charts import chart_figures
+
+    present = set(d.agreement["by"]) if not d.agreement.empty else set()
+    return [chart.report_key(by) for chart, by in chart_figures(present)]
+
+
+def _chart_images(
+    d: Dashboard,
+    fmt: str,
+    progress: Callable[[int, int, str], None] | None,
+    processes: int,
+) -> dict[str, str]:
+    """The ``<img>`` element of every report chart; with ``processes`` ≥ 2 on Linux, every
+    other chart (the 1st, 3rd, …) comes from a forked child."""
+    from gradercal._util.forked import ChildFailed, ForkedCall, fork_available
+
+    keys = _report_keys(d)
+    if processes < 2 or len(keys) < 2 or not fork_available():
+        return _encoded(report_charts(d), fmt, progress)
+    theirs, mine = keys[::2], keys[1::2]
+    forked: ForkedCall[dict[str, str]] | None = None
+    with contextlib.suppress(ChildFailed, OSError):
+        forked = ForkedCall(functools.partial(_drawn, d, theirs, fmt))
+    if forked is None:
+        return _encoded(report_charts(d), fmt, progress)
+    images: dict[str, str] = {}
+    try:
+        for key in mine:
+            images.update(_drawn(d, [key], fmt))
+            if progress:
+                progress(len(images), len(keys), "charts")
+        try:
+            images.update(forked.result())
+        except ChildFailed:  # the child died: its charts are drawn here
+            images.update(_drawn(d, theirs, fmt))
+    finally:
+        forked.kill()  # no-op once its result is in
+    if progress:
+        progress(len(keys), len(keys), "charts")
+    return {key: images[key] for key in keys}
+
+
+def preload_charts(*, png: bool = False) -> None:
+    """Import now what drawing and encoding the report's charts would import (matplotlib
+    and its SVG, or also Agg, back end; the statistics' labels), e.g. while something
+    else is read."""
+    import importlib
+
+    for name in (
+        "matplotlib.figure",
+        "matplotlib.backends.backend_svg",
+        *(("matplotlib.backends.backend_agg",) if png else ()),
+        "gradercal.dashboard.charts",
+        "gradercal.stats.registry",
+    ):
+        importlib.import_module(name)
 
 
 def write_html(d: Dashboard, path: str | Path, **kwargs: Any) -> Path:
