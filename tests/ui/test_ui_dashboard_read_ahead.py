@@ -83,6 +83,7 @@ def test_a_model_chosen_after_the_read_ahead_is_shown_without_computing(
         board.recompute()
     shown = board.result
     assert shown is not None and shown.cached and not shown.loaded
+    assert board.status.text().startswith("Shown in") and "computed ahead" in board.status.text()
     assert json.dumps(shown.dashboard.to_json(), sort_keys=True) == fresh_json(db_path, wanted[1])
     # from there, the next read-ahead starts from the filters shown: the other model alone
     # (the first of the list), then the workflows

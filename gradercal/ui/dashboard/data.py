@@ -562,6 +562,8 @@ class Computed:
     changed: frozenset[str] | None = None
     #: answered from the worker's result cache (computed before, or prefetched)
     cached: bool = False
+    #: answered from the results kept on disk (:mod:`gradercal.ui.dashboard.disk_cache`)
+    disk: bool = False
     #: the parts of the data the worker read again for it (``Repository.data_revision``)
     refreshed: tuple[str, ...] = ()
 

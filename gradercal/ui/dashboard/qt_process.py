@@ -457,6 +457,7 @@ def assemble(
         phases=dict(done.get("phases", {})),
         changed=changed,
         cached=bool(done.get("cached", False)),
+        disk=bool(done.get("disk", False)),
         refreshed=tuple(done.get("refreshed", ())),
     )
 
