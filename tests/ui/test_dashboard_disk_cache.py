@@ -18,10 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import update
 
 from gradercal.dashboard import DashboardFilters
-from gradercal.db import models as m
 from gradercal.db.repo import Repository
 from gradercal.db.session import open_database
 from gradercal.ui.dashboard import disk_cache
@@ -35,6 +33,7 @@ from tests.ui.test_dashboard_results import (  # noqa: F401  (fixtures)
     adjudicate,
     db_file,
     demo,
+    flip_a_judgment,
     fresh,
     same_parts,
 )
@@ -63,7 +62,7 @@ def test_a_new_worker_answers_from_the_disk(db_file: str, cache: Path) -> None: 
     assert again["keys"] == done["keys"]
     assert "compute" not in again["phases"] and "disk" in again["phases"]
     # what it shows is what a worker without a cache computes now
-    same_parts(again["parts"], fresh_without_cache(db_file))
+    same_parts(again["parts"], fresh(db_file))
 
 
 def written(url: str, **kw: Any) -> dict[str, Any]:
@@ -72,12 +71,6 @@ def written(url: str, **kw: Any) -> dict[str, Any]:
     done = s.compute(**kw)
     s.worker.flush_disk()
     return done
-
-
-def fresh_without_cache(url: str) -> dict[str, bytes]:
-    s = Session(url)
-    s.worker.disk = None
-    return s.compute()["parts"]
 
 
 def test_another_request_is_computed(db_file: str, cache: Path) -> None:  # noqa: F811
@@ -102,21 +95,12 @@ def test_an_adjudication_or_a_judgment_changes_the_key(db_file: str, cache: Path
     s = Session(db_file)
     after = s.compute()
     assert not after["disk"] and s.worker.computations == 1
-    same_parts(after["parts"], fresh_without_cache(db_file))
-    db = open_database(db_file)
-    try:
-        with db.write() as session:
-            session.execute(
-                update(m.Judgment)
-                .where(m.Judgment.id == 1)
-                .values(met=~m.Judgment.met, revision=m.Judgment.revision + 1)
-            )
-    finally:
-        db.dispose()
+    same_parts(after["parts"], fresh(db_file))
+    flip_a_judgment(db_file)
     s2 = Session(db_file)
     changed = s2.compute()
     assert not changed["disk"] and s2.worker.computations == 1
-    same_parts(changed["parts"], fresh_without_cache(db_file))
+    same_parts(changed["parts"], fresh(db_file))
     # and that result is on disk in turn
     s2.worker.flush_disk()
     s3 = Session(db_file)

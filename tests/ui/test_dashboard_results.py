@@ -93,9 +93,24 @@ class Session:
 
 
 def fresh(url: str) -> dict[str, bytes]:
-    """The parts of a new worker computing from nothing."""
+    """The parts of a new worker computing from nothing (never from a cache on disk)."""
     s = Session(url)
+    s.worker.disk = None
     return s.compute()["parts"]
+
+
+def flip_a_judgment(url: str) -> None:
+    """Change one judgment's verdict (a new revision of it), as a grader would."""
+    db = open_database(url)
+    try:
+        with db.write() as session:
+            session.execute(
+                update(m.Judgment)
+                .where(m.Judgment.id == 1)
+                .values(met=~m.Judgment.met, revision=m.Judgment.revision + 1)
+            )
+    finally:
+        db.dispose()
 
 
 def same_parts(a: dict[str, bytes], b: dict[str, bytes]) -> None:
@@ -175,16 +190,7 @@ def test_a_prefetched_adjudication_is_shown_without_computing(db_file: str) -> N
 def test_a_changed_judgment_reads_everything_again(db_file: str) -> None:
     s = Session(db_file)
     shown = s.digests(s.compute(), {})
-    db = open_database(db_file)
-    try:
-        with db.write() as session:
-            session.execute(
-                update(m.Judgment)
-                .where(m.Judgment.id == 1)
-                .values(met=~m.Judgment.met, revision=m.Judgment.revision + 1)
-            )
-    finally:
-        db.dispose()
+    flip_a_judgment(db_file)
     after = s.compute(have=shown)
     assert after["loaded"] and "judgments" in after["refreshed"] and not after["cached"]
     same_parts(s.digests(after, shown), fresh(db_file))

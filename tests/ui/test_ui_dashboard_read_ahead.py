@@ -16,9 +16,7 @@ from typing import Any
 
 import pytest
 
-from gradercal.dashboard import Cancelled, DashboardFilters, compute_dashboard
-from gradercal.db.acceptance import load_round_table
-from gradercal.db.calibrations import load_task_reviews
+from gradercal.dashboard import Cancelled, DashboardFilters
 from gradercal.db.repo import Repository
 from gradercal.db.session import open_database
 from tests.ui.test_dashboard_results import (  # noqa: F401  (fixtures)
@@ -35,21 +33,7 @@ from tests.ui.test_ui_dashboard import (  # noqa: F401 (fixtures)
     demo_db,
     open_coordinator,
 )
-
-
-def fresh_json(db_url: str, filters: DashboardFilters) -> str:
-    db = open_database(db_url)
-    try:
-        repo = Repository(db)
-        frames, reviews = repo.load_frames(), load_task_reviews(repo)
-        name = repo.benchmark(None).name
-        rounds = load_round_table(db, name)
-    finally:
-        db.dispose()
-    d = compute_dashboard(
-        frames, n_boot=N_BOOT, reviews=reviews, benchmark=name, rounds=rounds, filters=filters
-    )
-    return json.dumps(d.to_json(), sort_keys=True)
+from tests.ui.test_ui_dashboard_return import fresh_json
 
 
 @pytest.mark.gui

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from gradercal.dashboard import compute_dashboard
+from gradercal.dashboard import DashboardFilters, compute_dashboard
 from gradercal.db.acceptance import load_round_table
 from gradercal.db.calibrations import load_task_reviews
 from gradercal.db.repo import Repository
@@ -30,7 +30,8 @@ from tests.ui.test_ui_dashboard import (  # noqa: F401 (fixtures)
 pytestmark = pytest.mark.gui
 
 
-def fresh_json(db_url: str) -> str:
+def fresh_json(db_url: str, filters: DashboardFilters | None = None) -> str:
+    """The dashboard's JSON computed from nothing on the database (as the worker reads it)."""
     db = open_database(db_url)
     try:
         repo = Repository(db)
@@ -39,7 +40,9 @@ def fresh_json(db_url: str) -> str:
         rounds = load_round_table(db, name)  # as the worker reads them
     finally:
         db.dispose()
-    d = compute_dashboard(frames, n_boot=N_BOOT, reviews=reviews, benchmark=name, rounds=rounds)
+    d = compute_dashboard(
+        frames, n_boot=N_BOOT, reviews=reviews, benchmark=name, rounds=rounds, filters=filters
+    )
     return json.dumps(d.to_json(), sort_keys=True)
 
 

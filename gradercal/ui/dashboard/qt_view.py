@@ -778,8 +778,6 @@ class QtDashboardView(QWidget):
         self.read_ahead_filters = read_ahead_default()
         self._last_chart_size: tuple[int, int] | None = None
         self._request: Request | None = None
-        #: the request last made (its result is the one shown once it is in)
-        self._last_request: Request | None = None
         #: the adjudicated (response id, criterion id) pairs, marked in the disagreements
         self.adjudicated: dict[tuple[str, str], AdjudicationValue] = {}
         #: each table section's count as its tab shows it, e.g. "24"
@@ -1048,7 +1046,6 @@ class QtDashboardView(QWidget):
         self.generation += 1
         request = self._new_request(reload)
         self._request = request
-        self._last_request = request
         self.error_text = ""
         self._set_busy(True)
         self.progress_bar.setRange(0, 0)
@@ -1073,22 +1070,21 @@ class QtDashboardView(QWidget):
             return []
         current = self.filters()
         out = []
-        for field, name in (("models", "models"), ("workflows", "workflows")):
+        for name in ("models", "workflows"):  # a filter and its options share the name
             for value in self.result.options.get(name, []):
-                if getattr(current, field) == (value,):
-                    continue
-                out.append(dataclasses.replace(current, **{field: (value,)}))
+                if getattr(current, name) != (value,):
+                    out.append(dataclasses.replace(current, **{name: (value,)}))
         return out[: self.read_ahead_filters]
 
     def read_ahead(self) -> None:
         """Let the worker compute ahead, at a lower priority, the dashboards of
         :meth:`neighbours` (a filter change to one of them is then shown at once)."""
-        if not self.prefetching or self._last_request is None:
+        if not self.prefetching:
             return
         import dataclasses
 
         base = self._new_request(False)  # the charts' size now (the first may differ)
-        requests = [dataclasses.replace(base, filters=f, reload=False) for f in self.neighbours()]
+        requests = [dataclasses.replace(base, filters=f) for f in self.neighbours()]
         if requests:
             self.worker.prefetch_requests(requests)
 
