@@ -16,11 +16,24 @@ if [ ! -x .venv/bin/python ]; then
     "$PY" -m venv .venv
 fi
 .venv/bin/python -m pip install -q --disable-pip-version-check --upgrade pip >/dev/null
-.venv/bin/python -m pip install -q --disable-pip-version-check --no-compile -e ".[dev]"
+pipi=(.venv/bin/python -m pip install -q --disable-pip-version-check --no-compile)
+# The dependencies come from the locks (requirements/*.lock, every file pinned with its sha256,
+# written by scripts/lock.sh): the suite runs on the same versions on any machine, any day.
+# GRADERCAL_DEPS=newest installs the newest versions the index serves instead (the locks are
+# not touched): how a lock refresh is proven before it is committed (benchmarks/README.md).
+if [ "${GRADERCAL_DEPS:-locked}" = newest ]; then
+    echo "dependencies: the newest versions (GRADERCAL_DEPS=newest), not the locks"
+    "${pipi[@]}" --upgrade --upgrade-strategy eager -e ".[dev]"
+else
+    "${pipi[@]}" --require-hashes -r requirements/dev.lock
+    "${pipi[@]}" --no-deps -e .
+fi
 # irrCAC, the independent reference of tests/stats/test_stats_irrcac.py: pure Python on numpy,
 # pandas and scipy, but its metadata pins scipy==1.12.0 and pandas<3 (which would
 # downgrade the whole environment), so it is installed without its declared dependencies.
-.venv/bin/python -m pip install -q --disable-pip-version-check --no-compile --no-deps "irrcac==0.4.4"
+"${pipi[@]}" --no-deps --require-hashes -r requirements/irrcac.lock
+.venv/bin/python -c 'from importlib.metadata import version as v
+print("dependencies:", ", ".join(f"{p} {v(p)}" for p in ("numpy", "pandas", "scipy", "scikit-learn", "PySide6-Essentials", "SQLAlchemy")))'
 # pip compiles the installed packages' bytecode one file after another (about 55 s of a
 # fresh install here); compileall on every core makes the same files in about 30 s.
 # Some packages ship files that do not compile on purpose (test data, other Pythons'
