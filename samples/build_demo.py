@@ -50,7 +50,9 @@ if str(HERE) not in sys.path:
 
 import demo_content as content  # noqa: E402
 
-OUT = HERE / "demo"
+# The demo ships inside the package (`gradercal samples demo -o DIR` copies it);
+# samples/demo is a link to it.
+OUT = HERE.parent / "gradercal" / "demo"
 FIXED_TIME = datetime(2024, 6, 3, 9, 0, 0)
 PNG_META = {"Software": None}
 PDF_META = {"Creator": None, "Producer": None, "CreationDate": None}

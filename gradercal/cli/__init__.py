@@ -40,7 +40,10 @@ class LazyGroup(click.Group):
             "gradercal.cli.data:export",
             "Export judgments, scores, tasks or responses to CSV, JSONL or Parquet.",
         ),
-        "samples": ("gradercal.cli.data:samples", "Synthetic benchmarks with known ground truth."),
+        "samples": (
+            "gradercal.cli.data:samples",
+            "The demo benchmark, and synthetic benchmarks with known ground truth.",
+        ),
         "gui": ("gradercal.cli.gui:gui", "Open the grading app (or save a screenshot of it)."),
         "stats": ("gradercal.cli.stats:stats", "Agreement statistics of any unit,rater,value CSV."),
         "judge": ("gradercal.cli.judge:judge", "Run the LLM judge, manage its prompts, probe it."),
@@ -123,6 +126,17 @@ class LazyGroup(click.Group):
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted({*super().list_commands(ctx), *self.lazy})
 
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        try:
+            return super().resolve_command(ctx, args)
+        except click.exceptions.NoSuchCommand:
+            # click suggests among the commands it holds; most of these are lazy
+            raise click.exceptions.NoSuchCommand(
+                click.utils.make_str(args[0]), possibilities=self.list_commands(ctx), ctx=ctx
+            ) from None
+
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name in self.lazy:
             import importlib
@@ -145,7 +159,8 @@ def main() -> None:
 
     \b
     Typical first steps:
-      gradercal import samples/demo      load a benchmark folder (format v1)
+      gradercal samples demo -o demo     write the demo benchmark to a folder
+      gradercal import demo              load a benchmark folder (format v1)
       gradercal scores                   per-model mean rubric score and pass rate
       gradercal export judgments -o j.csv
     """

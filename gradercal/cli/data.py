@@ -762,7 +762,55 @@ def _frame(records: list[dict[str, Any]]) -> pd.DataFrame:
 
 @click.group()
 def samples() -> None:
-    """Synthetic benchmarks with known ground truth."""
+    """The demo benchmark, and synthetic benchmarks with known ground truth."""
+
+
+@samples.command()
+@click.option(
+    "-o",
+    "--output",
+    required=True,
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Folder to write (new, or empty).",
+)
+@json_option
+@handle_errors
+def demo(output: Path, as_json: bool) -> None:
+    """Write the demo benchmark (a hand-written life-science benchmark, format v1, shipped
+    with gradercal) to a folder, to try gradercal on: `gradercal samples demo -o demo &&
+    gradercal import demo`.
+
+    10 research tasks with artifacts (PDF, CSV, FASTA, PDB, SDF, XLSX, PNG), 3 model answers
+    each, the verdicts of three experts and one LLM judge, adjudications and the true verdicts
+    (truth.json). --json: {"output": FOLDER, "files": N, "bytes": N}.
+    """
+    from importlib.resources import as_file, files
+
+    if output.exists() and any(output.iterdir()):
+        raise GradercalError(f"-o {output}: the folder is not empty; give a new or empty one")
+    with as_file(files("gradercal") / "demo") as source:
+        if not (source / "tasks.jsonl").is_file():
+            raise GradercalError(f"the demo is missing from this installation ({source})")
+        written = _copy_tree(source, output)
+    if as_json:
+        emit_json({"output": str(output), "files": len(written), "bytes": sum(written)})
+    else:
+        click.echo(f"wrote the demo benchmark to {output} ({len(written)} files)")
+        click.echo(f"next: gradercal import {output}")
+
+
+def _copy_tree(source: Path, target: Path) -> list[int]:
+    """Copy every file under ``source`` to ``target`` (created); the sizes written."""
+    import shutil
+
+    sizes = []
+    for path in sorted(source.rglob("*")):
+        if path.is_file() and "__pycache__" not in path.parts:
+            dest = target / path.relative_to(source)
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, dest)
+            sizes.append(dest.stat().st_size)
+    return sizes
 
 
 @samples.command()

@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -49,6 +49,28 @@ def _names(value: str | None) -> tuple[str, ...] | None:
     if value is None:
         return None
     return tuple(x.strip() for x in value.split(",") if x.strip())
+
+
+#: ``-o -`` / ``--pdf -``: the file goes to standard output (and the messages to stderr)
+_STDOUT = Path("-")
+
+
+@contextlib.contextmanager
+def _file_or_stdout(path: Path, suffix: str) -> Iterator[Path]:
+    """``path`` itself, or for ``-`` a scratch file copied to standard output afterwards."""
+    if path != _STDOUT:
+        yield path
+        return
+    import shutil
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="gradercal-report-") as tmp:
+        scratch = Path(tmp) / f"report{suffix}"
+        yield scratch
+        sys.stdout.flush()
+        with scratch.open("rb") as f:
+            shutil.copyfileobj(f, sys.stdout.buffer)
+        sys.stdout.buffer.flush()
 
 
 def _writable(path: Path, option: str) -> None:
@@ -93,13 +115,13 @@ def _writable(path: Path, option: str) -> None:
     "--output",
     "-o",
     type=click.Path(dir_okay=False, path_type=Path),
-    help="The HTML file to write.",
+    help="The HTML file to write ('-': standard output).",
 )
 @click.option(
     "--pdf",
     "pdf",
     type=click.Path(dir_okay=False, path_type=Path),
-    help="Also write the report as this PDF file.",
+    help="Also write the report as this PDF file ('-': standard output).",
 )
 @click.option(
     "--images",
@@ -154,8 +176,11 @@ def report(
 
     if output is None and pdf is None and not as_json:
         raise click.UsageError("give -o FILE.html, --pdf FILE.pdf or --json")
+    to_stdout = [opt for path, opt in ((output, "-o"), (pdf, "--pdf")) if path == _STDOUT]
+    if len(to_stdout) + as_json > 1:
+        raise click.UsageError("only one of -o -, --pdf - and --json can use standard output")
     for path, opt in ((output, "-o"), (pdf, "--pdf")):
-        if path is not None:
+        if path is not None and path != _STDOUT:
             _writable(path, opt)
     filters = DashboardFilters(
         models=_names(models),
@@ -337,24 +362,26 @@ def _report(
         _release_memory()
         written: dict[str, str | None] = {"html": None, "pdf": None}
         if output is not None:
-            write_html(
-                d,
-                output,
-                title=title,
-                image_format=images,
-                max_rows=max_rows,
-                processes=2,  # a forked child draws some of the charts on Linux
-                progress=lambda done, total, label: update("html charts", done, total),
-            )
+            with _file_or_stdout(output, ".html") as target:
+                write_html(
+                    d,
+                    target,
+                    title=title,
+                    image_format=images,
+                    max_rows=max_rows,
+                    processes=2,  # a forked child draws some of the charts on Linux
+                    progress=lambda done, total, label: update("html charts", done, total),
+                )
             written["html"] = str(output)
         if pdf is not None:
-            write_pdf(
-                d,
-                pdf,
-                title=title,
-                max_rows=max_rows,
-                progress=lambda done, total, label: update("pdf charts", done, total),
-            )
+            with _file_or_stdout(pdf, ".pdf") as target:
+                write_pdf(
+                    d,
+                    target,
+                    title=title,
+                    max_rows=max_rows,
+                    progress=lambda done, total, label: update("pdf charts", done, total),
+                )
             written["pdf"] = str(pdf)
     if as_json:
         out = {"benchmark": bench, **written, "dashboard": d.to_json()}
@@ -362,7 +389,8 @@ def _report(
         return
     for kind, where in written.items():
         if where:
-            click.echo(f"wrote {kind.upper()} report: {where}")
+            shown = "standard output" if where == str(_STDOUT) else where
+            click.echo(f"wrote {kind.upper()} report: {shown}", err=where == str(_STDOUT))
     for note in d.notes:
         click.echo(f"note: {note}", err=True)
     sys.stdout.flush()

@@ -131,9 +131,15 @@ def make_engine(url: URL, **kwargs: Any) -> Engine:
     """
     from sqlalchemy.exc import NoSuchModuleError
 
+    if url.get_backend_name() not in ("sqlite", "postgresql"):
+        raise DatabaseError(
+            f"{display_url(url)}: gradercal stores its data in SQLite or PostgreSQL, not "
+            f"{url.get_backend_name()!r}: use a file path, sqlite:///PATH or "
+            "postgresql+psycopg://USER@HOST/DB"
+        )
     try:
         return _make_engine(url, **kwargs)
-    except NoSuchModuleError:
+    except (NoSuchModuleError, ModuleNotFoundError):
         raise DatabaseError(
             f"unknown database URL scheme {url.drivername!r} in {display_url(url)}: use a "
             "file path, sqlite:///PATH or postgresql+psycopg://USER@HOST/DB"

@@ -1,0 +1,81 @@
+"""More command-line conventions (#32): suggestions for mistyped commands, `-o -` for the
+report, a clear refusal of databases gradercal does not store in, shell completion, and every
+environment variable the code reads documented in docs/cli.md."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from gradercal.cli import main
+from tests.conftest import DEMO
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def demo_db(tmp_path_factory: pytest.TempPathFactory) -> str:
+    db = str(tmp_path_factory.mktemp("conv2") / "demo.sqlite")
+    res = CliRunner().invoke(main, ["import", str(DEMO), "--db", db, "--json"])
+    assert res.exit_code == 0, res.output
+    return db
+
+
+@pytest.mark.parametrize(
+    ("typed", "suggested"),
+    [(["jdge"], "'judge'"), (["imprt"], "'import'"), (["judge", "prmpt"], "'prompt'")],
+)
+def test_a_mistyped_command_gets_a_suggestion(typed: list[str], suggested: str) -> None:
+    res = CliRunner().invoke(main, typed)
+    assert res.exit_code == 2
+    assert "Did you mean" in res.output and suggested in res.output, res.output
+
+
+def test_report_dash_writes_the_html_to_standard_output(
+    demo_db: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    res = CliRunner().invoke(main, ["report", "--db", demo_db, "-o", "-", "--bootstrap", "0"])
+    assert res.exit_code == 0, res.output
+    assert res.stdout.startswith("<!DOCTYPE html>") and res.stdout.rstrip().endswith("</html>")
+    assert "wrote HTML report: standard output" in res.stderr
+    assert not (tmp_path / "-").exists()
+    both = CliRunner().invoke(main, ["report", "--db", demo_db, "-o", "-", "--json"])
+    assert both.exit_code == 2 and "standard output" in both.output
+
+
+@pytest.mark.parametrize("url", ["mysql://u@h/x", "oracle://u@h/x", "mssql+pyodbc://h/x"])
+def test_a_database_gradercal_does_not_store_in_is_one_line(url: str) -> None:
+    res = CliRunner().invoke(main, ["scores", "--db", url])
+    assert res.exit_code != 0
+    assert "Traceback" not in res.output
+    assert "SQLite or PostgreSQL" in res.output
+    assert len(res.output.strip().splitlines()) == 1, res.output
+
+
+def test_shell_completion_completes_lazy_commands_and_subcommands() -> None:
+    def complete(words: str, cword: int) -> list[str]:
+        env = {**os.environ, "COMP_WORDS": words, "COMP_CWORD": str(cword),
+               "_GRADERCAL_COMPLETE": "bash_complete"}  # fmt: skip
+        out = subprocess.run(
+            [sys.executable, "-m", "gradercal"], env=env, capture_output=True, text=True
+        )
+        return [line.split(",", 1)[1] for line in out.stdout.splitlines()]
+
+    assert {"import", "impact", "import-prompt"} <= set(complete("gradercal im", 1))
+    assert {"run", "runs"} <= set(complete("gradercal judge r", 2))
+
+
+def test_every_environment_variable_the_code_reads_is_documented() -> None:
+    used = set()
+    for path in (ROOT / "gradercal").rglob("*.py"):
+        used |= set(re.findall(r"\bGRADERCAL_[A-Z_]+\b", path.read_text("utf-8")))
+    documented = set(re.findall(r"`(GRADERCAL_[A-Z_]+)`", (ROOT / "docs/cli.md").read_text()))
+    assert used, "the scan found nothing"
+    assert used <= documented, f"not in docs/cli.md's table: {sorted(used - documented)}"
