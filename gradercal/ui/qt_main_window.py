@@ -31,6 +31,7 @@ from gradercal.ui.qt_settings import DEFAULT_FONT_PT, QtAppSettings
 from gradercal.ui.qt_shortcuts_dialog import QtShortcutsDialog
 from gradercal.ui.qt_start_page import QtStartPage
 from gradercal.ui.shortcuts import SHORTCUTS
+from gradercal.ui.window_fit import first_geometry, fitted_geometry, screen_key
 
 if TYPE_CHECKING:
     from gradercal.ui.dashboard.qt_process import QtDashboardProcess
@@ -749,12 +750,35 @@ class QtMainWindow(QMainWindow):
         self.shortcuts_dialog = dialog
         return dialog
 
-    def _restore_window(self) -> None:
-        geometry = self.settings.bytes_value("window/geometry")
-        if geometry is not None:
-            self.restoreGeometry(geometry)
+    def _available(self) -> tuple[int, int, int, int]:
+        screen = self.screen() or QGuiApplication.primaryScreen()
+        a = screen.availableGeometry()
+        return (a.x(), a.y(), a.width(), a.height())
+
+    def _screen_key(self, available: tuple[int, int, int, int]) -> str:
+        screen = self.screen() or QGuiApplication.primaryScreen()
+        return screen_key(screen.name(), available)
+
+    def _restore_window(self, available: tuple[int, int, int, int] | None = None) -> None:
+        """Open at the size remembered for this screen, else sized to it (``window_fit``);
+        either way inside the screen's available area (``available`` overrides it: tests)."""
+        available = available or self._available()
+        # the one key of releases before per-screen geometry, shrunk to fit like any other
+        geometry = self.settings.bytes_value(
+            self._screen_key(available)
+        ) or self.settings.bytes_value("window/geometry")
+        if geometry is not None and self.restoreGeometry(geometry):
+            if self.windowState() & (
+                Qt.WindowState.WindowMaximized | Qt.WindowState.WindowFullScreen
+            ):
+                x, y, w, h = first_geometry(available)  # its size when un-maximized
+                self.setGeometry(x, y, w, h)
+                self.setWindowState(Qt.WindowState.WindowMaximized)
+            else:
+                g = self.geometry()
+                self.setGeometry(*fitted_geometry((g.x(), g.y(), g.width(), g.height()), available))
         else:
-            self.resize(1500, 950)
+            self.setGeometry(*first_geometry(available))
         state = self.settings.bytes_value("window/state")
         if state is not None:
             self.restoreState(state)
@@ -769,7 +793,7 @@ class QtMainWindow(QMainWindow):
             if self.coordination is not None:
                 self.coordination.shutdown()
         finally:
-            self.settings.set_bytes("window/geometry", self.saveGeometry())
+            self.settings.set_bytes(self._screen_key(self._available()), self.saveGeometry())
             self.settings.set_bytes("window/state", self.saveState())
             self.settings.sync()
         super().closeEvent(event)

@@ -1,0 +1,119 @@
+"""The first window fits the screen it opens on; a remembered size is kept per screen (#33)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from gradercal.db import open_database
+from gradercal.db.grading import GradingStore
+from gradercal.ui.qt_main_window import QtMainWindow
+from gradercal.ui.qt_settings import QtAppSettings
+from gradercal.ui.window_fit import DEFAULT_SIZE, FRAME, first_geometry, fitted_geometry
+from tests.support.gui import import_folder, write_gui_benchmark
+
+pytestmark = pytest.mark.gui
+
+LAPTOPS = [(0, 0, 1280, 720), (0, 0, 1024, 700), (0, 0, 1366, 768), (1920, 0, 1280, 720)]
+
+
+@given(
+    st.tuples(
+        st.integers(-3000, 3000), st.integers(-2000, 2000),
+        st.integers(640, 5000), st.integers(480, 3000),
+    ),
+    st.tuples(
+        st.integers(-5000, 5000), st.integers(-5000, 5000),
+        st.integers(1, 6000), st.integers(1, 4000),
+    ),
+)  # fmt: skip
+def test_any_geometry_is_brought_inside_any_screen(
+    available: tuple[int, int, int, int], remembered: tuple[int, int, int, int]
+) -> None:
+    for g in (first_geometry(available), fitted_geometry(remembered, available)):
+        x, y, w, h = g
+        ax, ay, aw, ah = available
+        assert w + FRAME[0] <= aw and h + FRAME[1] <= ah
+        assert ax <= x and x + w <= ax + aw
+        assert ay <= y and y + h <= ay + ah
+
+
+def test_a_first_window_on_a_big_screen_keeps_the_default_size() -> None:
+    assert first_geometry((0, 0, 2560, 1440))[2:] == DEFAULT_SIZE
+
+
+@pytest.fixture
+def window_factory(qtbot: Any, tmp_path: Path, gui_db: str) -> Iterator[Any]:
+    dbs = []
+
+    def make() -> QtMainWindow:
+        db = open_database(gui_db)
+        dbs.append(db)
+        w = QtMainWindow(GradingStore(db), QtAppSettings(tmp_path / "s.ini"), db.display)
+        qtbot.addWidget(w)
+        return w
+
+    yield make
+    for db in dbs:
+        db.dispose()
+
+
+@pytest.fixture
+def gui_db(tmp_path: Path) -> str:
+    path = str(tmp_path / "gui.sqlite")
+    import_folder(path, write_gui_benchmark(tmp_path / "bench"))
+    return path
+
+
+@pytest.mark.parametrize("available", LAPTOPS)
+def test_the_first_window_fits_a_laptop_screen(
+    window_factory: Any, available: tuple[int, int, int, int]
+) -> None:
+    window = window_factory()
+    window._restore_window(available)
+    g = window.geometry()
+    ax, ay, aw, ah = available
+    assert g.width() + FRAME[0] <= aw and g.height() + FRAME[1] <= ah, (g, available)
+    assert ax <= g.x() and g.x() + g.width() <= ax + aw
+    assert ay <= g.y() and g.y() + g.height() <= ay + ah
+
+
+def test_the_size_is_remembered_per_screen(window_factory: Any, qtbot: Any) -> None:
+    window = window_factory()
+    real = window._available()
+    window.show()
+    qtbot.waitExposed(window)
+    window.resize(700, 500)
+    window.close()
+    again = window_factory()
+    again._restore_window(real)
+    assert (again.width(), again.height()) == (700, 500)
+    # another screen (another available size) opens at its own first size
+    other = window_factory()
+    other._restore_window((0, 0, 1024, 700))
+    assert other.geometry().getRect() == first_geometry((0, 0, 1024, 700))
+
+
+@pytest.mark.parametrize("available", [(0, 0, 1280, 720), (0, 0, 1024, 700)])
+def test_a_grading_window_needs_no_more_than_a_laptop_screen(
+    window_factory: Any, qtbot: Any, available: tuple[int, int, int, int]
+) -> None:
+    from tests.support.gui import GRADER
+
+    bench = "gui-bench"
+
+    window = window_factory()
+    window._restore_window(available)
+    window.show()
+    qtbot.waitExposed(window)
+    window.start_session(GRADER, bench, "grading", load=False)
+    need = window.minimumSizeHint()
+    assert need.width() + FRAME[0] <= available[2], need
+    assert need.height() + FRAME[1] <= available[3], need
+    g = window.geometry()
+    assert g.width() + FRAME[0] <= available[2] and g.height() + FRAME[1] <= available[3]
