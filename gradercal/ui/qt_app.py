@@ -197,7 +197,7 @@ def build_window(
         benchmark = store.benchmark_name(benchmark)
         window.start_session(grader, benchmark, view)
     else:
-        page = window.show_start(grader)
+        page = window.show_start(grader, preselect=True)
         if benchmark is not None:
             page.benchmark.setCurrentText(benchmark)
     window.show()

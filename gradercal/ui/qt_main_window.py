@@ -446,8 +446,12 @@ class QtMainWindow(QMainWindow):
         self._update_title()
         return self.show_start(last)
 
-    def show_start(self, last_grader: str | None = None) -> QtStartPage:
-        page = QtStartPage(self.store, last_grader or self.settings.last_grader(self.database))
+    def show_start(self, last_grader: str | None = None, *, preselect: bool = False) -> QtStartPage:
+        page = QtStartPage(
+            self.store,
+            last_grader or self.settings.last_grader(self.database),
+            preselect=preselect,
+        )
         page.chosen.connect(self.start_session)
         self.stack.addWidget(page)
         self.stack.setCurrentWidget(page)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QShowEvent
 from PySide6.QtWidgets import (
     QComboBox,
     QFormLayout,
@@ -26,10 +27,18 @@ class QtStartPage(QWidget):
     chosen = Signal(str, str, str)
 
     def __init__(
-        self, store: GradingStore, last_grader: str | None, parent: QWidget | None = None
+        self,
+        store: GradingStore,
+        last_grader: str | None,
+        parent: QWidget | None = None,
+        *,
+        preselect: bool = False,
     ) -> None:
         super().__init__(parent)
         self.store = store
+        #: the last grader is selected (Enter starts their work) only when the app starts;
+        #: after "switch grader" somebody else sits down, and Enter must not open it
+        self.preselect = preselect
         #: in team mode the session's login role: nobody else can be chosen
         self.team_user = store.team_user()
         outer = QVBoxLayout(self)
@@ -82,7 +91,9 @@ class QtStartPage(QWidget):
 
     def refresh(self, select: str | None = None) -> None:
         """List the graders with their progress; ``select`` (the last grader) is scrolled
-        to but never preselected: Enter must not open someone else's work."""
+        to, and selected when the page was built with ``preselect`` (the app's start: the
+        same person on the same account, most likely). The name field keeps the focus: a
+        name typed there wins, Enter on an empty field starts the selected grader."""
         self.graders.clear()
         if self.team_user is not None:
             self.grade_button.setFocus()
@@ -100,10 +111,20 @@ class QtStartPage(QWidget):
             item = QListWidgetItem(label)
             item.setData(Qt.ItemDataRole.UserRole, g.name)
             self.graders.addItem(item)
-            if g.name == select:
-                self.graders.scrollToItem(item)
         self.graders.setCurrentRow(-1)
+        for i in range(self.graders.count()):
+            item = self.graders.item(i)
+            if item.data(Qt.ItemDataRole.UserRole) == select:
+                self.graders.scrollToItem(item)
+                if self.preselect:
+                    self.graders.setCurrentItem(item)
         self.new_name.setFocus()
+
+    def showEvent(self, event: QShowEvent) -> None:
+        """Focus set while the page was hidden does not survive its showing: set it again,
+        so the first key typed lands in the name field (not in the Benchmark box)."""
+        super().showEvent(event)
+        (self.grade_button if self.team_user is not None else self.new_name).setFocus()
 
     def _choose(self, mode: str) -> None:
         bench = self.benchmark.currentText()

@@ -117,3 +117,45 @@ def test_a_grading_window_needs_no_more_than_a_laptop_screen(
     assert need.height() + FRAME[1] <= available[3], need
     g = window.geometry()
     assert g.width() + FRAME[0] <= available[2] and g.height() + FRAME[1] <= available[3]
+
+
+def test_the_start_page_takes_typing_at_once_and_preselects_the_last_grader(
+    qtbot: Any, gui_db: str, tmp_path: Path
+) -> None:
+    from PySide6.QtCore import Qt
+    from PySide6.QtWidgets import QApplication
+
+    from gradercal.db import open_database as _open
+    from gradercal.ui import qt_workers
+    from gradercal.ui.qt_app import build_window
+    from tests.support.gui import OTHER_GRADER
+
+    settings = QtAppSettings(tmp_path / "start.ini")
+    db = _open(gui_db)
+    settings.set_last_grader(db.display, OTHER_GRADER)
+    db.dispose()
+    window = build_window(gui_db, settings=settings)
+    qtbot.addWidget(window)
+    qtbot.waitExposed(window)
+    window.activateWindow()
+    qtbot.waitUntil(lambda: QApplication.activeWindow() is window)
+    page = window.start_page
+    # the first key typed lands in the name field, not the Benchmark box
+    qtbot.waitUntil(lambda: QApplication.focusWidget() is page.new_name)
+    qtbot.keyClicks(QApplication.focusWidget(), "dr")
+    assert page.new_name.text() == "dr"
+    page.new_name.clear()
+    # after a restart the last grader is selected: Enter starts their work
+    current = page.graders.currentItem()
+    assert current is not None
+    assert current.data(Qt.ItemDataRole.UserRole) == OTHER_GRADER
+    with qtbot.waitSignal(window.session_started, timeout=10_000):
+        qtbot.keyClick(page.new_name, Qt.Key.Key_Return)
+    assert window.grader == OTHER_GRADER
+    # switching grader: somebody else sits down, nothing preselected
+    qtbot.waitUntil(lambda: qt_workers.pending_jobs() == 0, timeout=20_000)
+    page = window.switch_grader()
+    assert page is not None and page.graders.currentItem() is None
+    qtbot.waitUntil(lambda: qt_workers.pending_jobs() == 0, timeout=20_000)
+    window.close()
+    window.store.db.dispose()
