@@ -48,9 +48,11 @@ class QtStatement(QFrame):
         self.label = QLabel(f"{index + 1}. {statement}")
         self.label.setWordWrap(True)
         layout.addWidget(self.label)
+        # The five answers alone on their row, the meaning of the ends on a wrapped line
+        # below: the row is narrow enough for the survey column of a 1024 px window
+        # (with the ends' words beside the buttons it was cut off at every laptop size).
         row = QHBoxLayout()
         low, high = LIKERT[min(LIKERT)], LIKERT[max(LIKERT)]
-        row.addWidget(QLabel(low))
         self.group = QButtonGroup(self)
         self.group.setExclusive(True)
         for value, text in LIKERT.items():
@@ -59,10 +61,14 @@ class QtStatement(QFrame):
             b.setFocusPolicy(Qt.FocusPolicy.NoFocus)
             self.group.addButton(b, value)
             row.addWidget(b)
-        row.addWidget(QLabel(high))
         row.addStretch(1)
         layout.addLayout(row)
+        self.scale_label = QLabel(f"{min(LIKERT)} = {low.lower()} · {max(LIKERT)} = {high.lower()}")
+        self.scale_label.setWordWrap(True)
+        self.scale_label.setEnabled(False)  # drawn in the palette's quieter text colour
+        layout.addWidget(self.scale_label)
         self.answer_label = QLabel("")
+        self.answer_label.setWordWrap(True)
         layout.addWidget(self.answer_label)
         self.group.idToggled.connect(self._show_answer)
 
@@ -179,7 +185,9 @@ class QtReviewView(QWidget):
         sl.addWidget(self.status)
         scroll = QScrollArea()
         scroll.setWidgetResizable(True)
-        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        # as needed: whatever the fonts, no answer is ever out of reach
+        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded)
+        self.survey_scroll = scroll
         scroll.setWidget(survey)
         self.splitter.addWidget(scroll)
         self.splitter.setSizes([2800, 4000, 3200])

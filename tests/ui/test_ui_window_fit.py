@@ -159,3 +159,35 @@ def test_the_start_page_takes_typing_at_once_and_preselects_the_last_grader(
     qtbot.waitUntil(lambda: qt_workers.pending_jobs() == 0, timeout=20_000)
     window.close()
     window.store.db.dispose()
+
+
+@pytest.mark.parametrize("available", [(0, 0, 1366, 768), (0, 0, 1280, 720), (0, 0, 1024, 700)])
+def test_every_survey_answer_is_visible_on_a_laptop(
+    window_factory: Any, qtbot: Any, available: tuple[int, int, int, int]
+) -> None:
+    from PySide6.QtCore import QPoint
+    from PySide6.QtWidgets import QApplication
+
+    from tests.support.gui import GRADER
+
+    window = window_factory()
+    window._restore_window(available)
+    window.show()
+    qtbot.waitExposed(window)
+    window.start_session(GRADER, "gui-bench", "review", load=False)
+    review = window.review
+    assert review is not None
+    review.load()
+    window.stack.setCurrentWidget(review)
+    QApplication.processEvents()
+    qtbot.wait(50)
+    viewport = review.survey_scroll.viewport()
+    assert review.survey_scroll.horizontalScrollBar().maximum() == 0  # nothing to scroll to
+    for statement in review.statements:
+        last = statement.group.button(5)
+        right = last.mapTo(viewport, QPoint(last.width(), 0)).x()
+        assert right <= viewport.width(), (right, viewport.width())
+        for label in (statement.label, statement.scale_label):
+            edge = label.mapTo(viewport, QPoint(label.width(), 0)).x()
+            assert edge <= viewport.width(), (label.text(), edge, viewport.width())
+            assert label.height() >= label.heightForWidth(label.width()) - 1  # not clipped
