@@ -405,8 +405,8 @@ def _wilson_measure(
             f"percent agreement from the criteria ({pa!r}) disagrees with {stat} ({point.value!r})"
         )
     if len(totals) < 2:
-        note = "no interval: needs at least two clusters (criteria)"
-        return Measure(stat, point.value, None, None, n_units, n_criteria, note)
+        why = "no interval: needs at least two clusters (criteria)"
+        return Measure(stat, point.value, None, None, n_units, n_criteria, why)
     low, high, _, n_eff = clustered_wilson(totals, sizes, settings.ci)
     if settings.n_boot == 0:  # the point value only (a draft's preview)
         return Measure(stat, point.value, None, None, n_units, n_criteria, point.note, None, n_eff)
@@ -429,8 +429,8 @@ def _wilson_measure(
     )
 
 
-#: Simulated tasks behind an :class:`AtBar` probability (Monte-Carlo se ≤ 0.008).
-AT_BAR_DRAWS = 4000
+#: Simulated tasks behind an :class:`AtBar` probability (Monte-Carlo se ≤ 0.005).
+AT_BAR_DRAWS = 10_000
 
 
 def task_design(ratings: Iterable[Rating]) -> tuple[tuple[int, ...], ...]:
