@@ -181,7 +181,8 @@ def test_rule_setting_and_the_figure_at_the_bar(url: str) -> None:
     line = next(ln for ln in res.output.splitlines() if "│ T2" in ln)
     assert "percent agreement 0.8 below the bar 0.9" in line
     flat = " ".join(res.output.replace("│", " ").split())  # the table wraps its cells
-    assert "at the bar: 26% would fail too (point rule, 10 units)" in flat
+    share = f"{100 * t2['at_bar']['probability']:.0f}"
+    assert f"at the bar: {share}% would fail too (point rule, 10 units)" in flat
     res = gc("tasks", "settings", "--db", url, "--rule", "interval", "--json")
     assert res.exit_code == 0, res.output
     assert json.loads(res.output)["rule"] == "interval"
