@@ -285,7 +285,9 @@ def _print_acceptance(acc: Any) -> None:
     counts = ", ".join(f"{n} {k}" for k, n in acc.counts().items() if n)
     console.print(
         f"Tasks of {acc.benchmark}: {len(acc.tasks)} ({counts or 'none'}). Bar: "
-        f"{statistic_label(s.statistic)} ≥ {s.bar:g}; survey means ≥ "
+        f"{statistic_label(s.statistic)} "
+        + ("≥" if s.rule == "point" else "interval's lower end ≥")
+        + f" {s.bar:g}; survey means ≥ "
         + ", ".join(f"{k} {v:g}" for k, v in s.survey_min.items())
     )
     if not acc.tasks:
@@ -309,6 +311,8 @@ def _print_acceptance(acc: Any) -> None:
             verdict = task.reasons[0] if task.reasons else ""
             if task.waiting and task.round is not None:
                 verdict += f" ({task.waiting[0]})"
+        if task.at_bar is not None and task.at_bar.probability is not None:
+            verdict += f"; {task.at_bar.text()}"
         t.add_row(
             task.task,
             task.status,
@@ -455,6 +459,12 @@ for _action, _help, _required in (
     help="Confidence level of the interval (0.95).",
 )
 @click.option("--seed", type=int, help="Bootstrap seed (0).")
+@click.option(
+    "--rule",
+    type=click.Choice(["point", "interval"]),
+    help="How the agreement must reach the bar: its point estimate (point, the default) "
+    "or its interval's lower end (interval).",
+)
 @json_option
 @handle_errors
 def settings_command(
@@ -467,6 +477,7 @@ def settings_command(
     n_boot: int | None,
     ci: float | None,
     seed: int | None,
+    rule: str | None,
     as_json: bool,
 ) -> None:
     """Show the benchmark's acceptance settings, or change the ones given (the others stay).
@@ -475,6 +486,7 @@ def settings_command(
       gradercal tasks settings
       gradercal tasks settings --bar 0.85 --statistic gwet_ac1 --min-rounds 2
       gradercal tasks settings --survey-min grounded=4.5
+      gradercal tasks settings --rule interval --bar 0.8
     """
     from gradercal.cli.common import open_repo
     from gradercal.db.acceptance import load_settings, save_settings
@@ -497,6 +509,7 @@ def settings_command(
         "n_boot": n_boot,
         "ci": ci,
         "seed": seed,
+        "rule": rule,
     }
     repo = open_repo(db)
     try:
@@ -513,4 +526,15 @@ def settings_command(
     click.echo(f"min rounds: {s.min_rounds}")
     for k, v in s.survey_min.items():
         click.echo(f"survey {k}: mean ≥ {v:g}")
-    click.echo(f"interval: {s.ci:g}, percentile bootstrap over criteria, {s.n_boot} resamples")
+    click.echo(
+        f"rule: {s.rule} ("
+        + ("the point estimate" if s.rule == "point" else "the interval's lower end")
+        + " must reach the bar)"
+    )
+    if s.statistic in ("percent_agreement", "bennett_s"):
+        how = "clustered Wilson interval over criteria" + (
+            " (n_boot 0: none)" if not s.n_boot else ""
+        )
+    else:
+        how = f"expanded percentile bootstrap over criteria, {s.n_boot} resamples"
+    click.echo(f"interval: {s.ci:g}, {how}")

@@ -11,8 +11,10 @@ levels, else met = 1 / not met = 0; a judgment without a verdict is left out).
 
 **Rounds** are ``task_round`` rows. An open round is assessed live; closing it writes
 the measured agreement (statistic, value, interval, units), the survey means,
-``passed``, ``proposed`` and the reasons into the row, so a decided round keeps the
-numbers it was decided on even if judgments change later.
+``passed``, ``proposed`` and the reasons into the row, with (0007) the interval's method,
+the effective number of units and the agreement test's operating characteristic
+(``decision_basis``: rule, outcome, probability at the bar), so a decided round keeps the
+numbers it was decided on even if judgments or settings change later.
 
 **Actions** (:func:`act`), each one transaction that writes the round row and a
 ``revision`` row (entity ``task_round``, the round's previous value in ``data`` with
@@ -61,6 +63,7 @@ from gradercal.errors import GradercalError, NotFoundError
 from gradercal.ops.acceptance import (
     TASK_STATUSES,
     Assessment,
+    AtBar,
     Measure,
     Rating,
     ReviewerFact,
@@ -111,6 +114,7 @@ class RoundRecord:
     passed: bool | None
     proposed: bool | None
     reasons: tuple[str, ...]
+    at_bar: AtBar | None = None
 
     @property
     def fact(self) -> RoundFact:
@@ -130,6 +134,7 @@ class RoundRecord:
             "passed": self.passed,
             "proposed": self.proposed,
             "reasons": list(self.reasons),
+            "at_bar": None if self.at_bar is None else self.at_bar.to_dict(),
         }
 
 
@@ -151,6 +156,7 @@ class TaskAcceptance:
     reasons: tuple[str, ...]
     waiting: tuple[str, ...]
     rounds: tuple[RoundRecord, ...]
+    at_bar: AtBar | None = None
 
     @property
     def note(self) -> str | None:
@@ -173,6 +179,7 @@ class TaskAcceptance:
             "waiting": list(self.waiting),
             "note": self.note,
             "rounds": [r.to_dict() for r in self.rounds],
+            "at_bar": None if self.at_bar is None else self.at_bar.to_dict(),
         }
 
 
@@ -267,7 +274,9 @@ def _state(row: m.TaskRound) -> str:
 
 def _record(row: m.TaskRound) -> RoundRecord:
     measure = None
+    basis = row.decision_basis if isinstance(row.decision_basis, dict) else {}
     if row.closed_at is not None and row.statistic:
+        n_eff = basis.get("n_effective")
         measure = Measure(
             row.statistic,
             row.agreement,
@@ -276,7 +285,10 @@ def _record(row: m.TaskRound) -> RoundRecord:
             int(row.n_units or 0),
             int(row.n_criteria or 0),
             row.agreement_note,
+            basis.get("method"),
+            None if n_eff is None else float(n_eff),
         )
+    stored = basis.get("at_bar")
     return RoundRecord(
         number=row.number,
         state=_state(row),
@@ -290,6 +302,7 @@ def _record(row: m.TaskRound) -> RoundRecord:
         passed=row.passed,
         proposed=row.proposed,
         reasons=tuple(str(x) for x in (row.reasons or [])),
+        at_bar=AtBar.from_dict(stored) if isinstance(stored, dict) else None,
     )
 
 
@@ -413,6 +426,7 @@ def _summary(f: _TaskFacts, settings: Settings) -> TaskAcceptance:
             tuple(reasons),
             a.waiting,
             records,
+            None if last is None else a.at_bar,  # a draft's preview: no operating figure
         )
     measure = last.measure or Measure(settings.statistic, None, None, None, 0, 0, "not measured")
     return TaskAcceptance(
@@ -430,6 +444,7 @@ def _summary(f: _TaskFacts, settings: Settings) -> TaskAcceptance:
         last.reasons,
         (),
         records,
+        last.at_bar,
     )
 
 
@@ -469,6 +484,7 @@ def _snapshot(row: m.TaskRound) -> dict[str, Any]:
         "passed": row.passed,
         "proposed": row.proposed,
         "reasons": row.reasons,
+        "decision_basis": row.decision_basis,
     }
 
 
@@ -515,6 +531,11 @@ def _close(row: m.TaskRound, a: Assessment, now: datetime) -> None:
     row.passed = a.passed
     row.proposed = a.proposed
     row.reasons = list(a.reasons)
+    row.decision_basis = {
+        "method": a.measure.method,
+        "n_effective": a.measure.n_effective,
+        "at_bar": None if a.at_bar is None else a.at_bar.to_dict(),
+    }
 
 
 def _actor(db: Database, actor: str) -> str:

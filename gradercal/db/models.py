@@ -352,6 +352,9 @@ class TaskRound(Base):
     proposed: Mapped[bool | None] = mapped_column(Boolean)
     reasons: Mapped[list[Any] | None] = mapped_column(JSON(none_as_null=True))
     revision: Mapped[int] = mapped_column(Integer, default=1)
+    #: (0007) the interval's ``method`` and ``n_effective`` and the agreement test's
+    #: ``at_bar`` operating characteristic, written with the numbers at close.
+    decision_basis: Mapped[dict[str, Any] | None] = mapped_column(JSON(none_as_null=True))
 
 
 class Clarification(Base):

@@ -26,7 +26,14 @@ from gradercal.stats.bootstrap import (
     resampling_weights,
 )
 
-__all__ = ["boot_json", "cached_weights", "percentile_bounds", "percentile_interval"]
+__all__ = [
+    "boot_json",
+    "cached_weights",
+    "clustered_wilson",
+    "percentile_bounds",
+    "percentile_interval",
+    "wilson",
+]
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -133,3 +140,57 @@ def percentile_bounds(
     )
     q = np.quantile(np.stack([reps[n] for n in names]), levels, axis=1)
     return {n: (float(q[0, i]), float(q[1, i])) for i, n in enumerate(names)}
+
+
+def clustered_wilson(
+    totals: npt.ArrayLike, sizes: npt.ArrayLike, ci: float = 0.95
+) -> tuple[float, float, float, float]:
+    """Wilson interval of a proportion estimated from few clusters (design effect, ``t``).
+
+    The proportion is ``p = Σ T_c / Σ M_c`` with ``T_c`` the sum of the unit values (each
+    in [0, 1], e.g. a unit's share of agreeing pairs) of cluster ``c`` and ``M_c`` its
+    number of units, ``n = Σ M_c``. The effective number of units is Kish's
+    ``n_eff = p(1 − p) / v₀`` with ``v₀ = Σ (T_c − p M_c)² / n²`` (the ratio estimator's
+    variance between clusters), kept between 1 and ``n`` (a design effect below 1 is not
+    credited, and ``n`` is used when ``v₀`` or ``p(1 − p)`` is 0: a sample of perfect
+    agreement still leaves room below 1). The interval is Wilson's score interval with
+    ``n_w = n_eff (K − 1)/K`` observations (the usual ``K/(K − 1)`` correction of a
+    variance from ``K`` clusters) and the Student quantile ``q = t_{K−1, (1+ci)/2}`` for
+    ``z`` (Korn & Graubard 1998, Survey Methodology 24:193; Dean & Pagano 2015, J Surv
+    Stat Methodol 3:484): ``(p + q²/2n_w ± q √(p(1 − p)/n_w + q²/4n_w²)) / (1 + q²/n_w)``,
+    always inside [0, 1] and never of zero width.
+
+    Returns:
+        ``(low, high, p, n_eff)``.
+
+    Raises:
+        ValueError: fewer than two clusters, an empty cluster, or ``ci`` outside (0, 1).
+    """
+    from scipy.special import stdtrit  # type: ignore[import-untyped, unused-ignore]
+
+    t = np.asarray(totals, np.float64)
+    m = np.asarray(sizes, np.float64)
+    k = len(t)
+    if k < 2 or len(m) != k:
+        raise ValueError("the clustered Wilson interval needs at least two clusters")
+    if not 0.0 < ci < 1.0:
+        raise ValueError("ci must be between 0 and 1")
+    if np.any(m <= 0):
+        raise ValueError("every cluster needs at least one unit")
+    n = float(m.sum())
+    p = min(max(float(t.sum()) / n, 0.0), 1.0)
+    v0 = float(np.sum((t - p * m) ** 2)) / (n * n)
+    pq = p * (1.0 - p)
+    n_eff = n if v0 <= 0.0 or pq <= 0.0 else min(n, max(1.0, pq / v0))
+    q = float(stdtrit(k - 1.0, (1.0 + ci) / 2.0))
+    low, high = wilson(p, n_eff * (k - 1.0) / k, q)
+    return low, high, p, n_eff
+
+
+def wilson(p: float, n: float, q: float) -> tuple[float, float]:
+    """Wilson's score interval of a proportion ``p`` from ``n`` (possibly effective,
+    non-integer) observations with quantile ``q``, clipped to [0, 1]."""
+    a = q * q / n
+    centre = (p + a / 2.0) / (1.0 + a)
+    half = q * math.sqrt(p * (1.0 - p) / n + a / (4.0 * n)) / (1.0 + a)
+    return max(centre - half, 0.0), min(centre + half, 1.0)

@@ -218,7 +218,9 @@ class QtTasksView(QWidget):
                     )
                 if key == "proposed":
                     waiting = task.waiting if task.round is not None else ()
-                    item.setToolTip("\n".join([*task.reasons, *waiting]) or text)
+                    bar = task.at_bar
+                    figure = [bar.text()] if bar is not None and bar.probability is not None else []
+                    item.setToolTip("\n".join([*task.reasons, *waiting, *figure]) or text)
                 elif key == "note" and text:
                     item.setToolTip(text)
                 if colour is not None:

@@ -168,19 +168,21 @@ def test_stratified_ppi_fixes_unequal_labelling_rates() -> None:
 
 
 def test_stratified_pools_small_strata() -> None:
-    # below MIN_STRATUM_LABELS (10) labels a stratum is pooled; one group left → plain PPI++
-    r = stratified_ppi_mean([0.1, 0.2, 0.9], [0.1, 0.3, 0.8], ["A", "A", "B"], [0.5], ["B"])
+    # below MIN_STRATUM_LABELS (10) labels a stratum is pooled (A 2 of 3 labelled, B 1 of
+    # 1: rates within 2x); one group left → plain PPI++
+    r = stratified_ppi_mean([0.1, 0.2, 0.9], [0.1, 0.3, 0.8], ["A", "A", "B"], [0.5], ["A"])
     plain = ppi_mean([0.1, 0.2, 0.9], [0.1, 0.3, 0.8], [0.5])
     assert r.estimate == pytest.approx(plain.estimate) and r.ci_low == pytest.approx(plain.ci_low)
     assert r.strata == {} and "stratification refused" in (r.note or "")
     # min_labels=2: C (one label) is pooled and, still short, absorbs the smallest
-    # other stratum (A and B tie at two labels; the first name wins)
+    # other stratum labelled at a similar rate (A and B, 2 of 3 each, tie at two labels
+    # and are within 2x of C's 1 of 2; the first name wins)
     two = stratified_ppi_mean(
         [0.1, 0.2, 0.9, 0.7, 0.4],
         [0.1, 0.3, 0.8, 0.9, 0.5],
         ["A", "A", "B", "B", "C"],
-        [0.5, 0.6],
-        ["B", "C"],
+        [0.5, 0.6, 0.7],
+        ["A", "B", "C"],
         min_labels=2,
     )
     assert set(two.strata or {}) == {"B", "(pooled) A + C"}
@@ -302,6 +304,7 @@ def test_report_on_a_partly_graded_benchmark(partly_graded: tuple[Frames, Frames
     assert abs(b["estimate"] - target_b) < abs(raw_b - target_b) / 4
     strat = estimate_report(part, "judge", stratify="workflow")
     assert strat["stratify"] == "workflow"
+    refused: list[str] = []
     for row in strat["models"]:
         # strata with fewer than 10 labels are pooled ("(pooled) a + b"), every workflow
         # appears once; no two strata of 10 labels: plain PPI++ and an empty dict
@@ -311,6 +314,11 @@ def test_report_on_a_partly_graded_benchmark(partly_graded: tuple[Frames, Frames
         assert all(s["n_labelled"] >= 10 for s in ms["strata"].values())
         if not ms["strata"]:
             assert "stratification refused" in ms["note"]
+        if ms["estimate"] is None:  # a short workflow labelled at no similar rate
+            assert ms["note"].startswith("stratification refused: ") and ms["ci"] is None
+            assert "within 2x" in ms["note"]
+            refused.append(ms["note"])
+            continue
         assert ms["ci"][0] <= ms["estimate"] <= ms["ci"][1]
     t = estimate_table(part, "judge")
     assert t["human_score"].notna().sum() == rep["n_human_graded"]

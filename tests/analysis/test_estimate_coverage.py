@@ -285,6 +285,95 @@ def test_stratified_small_strata_cover(n: int) -> None:
             assert old_c < 0.93, (fig, old_c)
 
 
+#: Four workflows labelled at different rates: (responses, pass rate, judge Se/Sp, labels).
+#: w1 and w3 (8–9%) are alike; w2 (18%) is labelled twice as often, w0 (25%) more still.
+UNEQUAL = (
+    (100, 0.5, (0.9, 0.8), 25),
+    (100, 0.9, (0.6, 0.95), 8),
+    (50, 0.1, (0.95, 0.3), 9),
+    (100, 0.9, (0.6, 0.95), 9),
+)
+
+
+def _old_groups(counts: dict[str, int], minimum: int = 10) -> dict[str, list[str]]:
+    """The old pooling: every short stratum into one pool, which absorbs the smallest
+    other stratum while short, whatever the labelling rates."""
+    groups = {k: [k] for k, c in counts.items() if c >= minimum}
+    pool = sorted(k for k, c in counts.items() if c < minimum)
+    while pool and sum(counts[k] for k in pool) < minimum and groups:
+        k = min(groups, key=lambda g: (sum(counts[s] for s in groups[g]), g))
+        pool += groups.pop(k)
+    if pool:
+        groups["(pooled)"] = pool
+    return groups
+
+
+@pytest.mark.slow
+def test_stratified_pools_only_strata_labelled_alike() -> None:
+    """Labels drawn per workflow at fixed, unequal rates (``UNEQUAL``; 1,000 models, se ≈
+    0.007). The old rule pooled the three short workflows (8–18% labelled) into one
+    stratum, over-representing w2 and its lenient judge: the pass rate's interval covered
+    ~85%. Now w1 and w3 (8%, 9%) are pooled, and w2 (18%) with w0 (25%, within 2x): ≥ 93%
+    for the mean score and the pass rate."""
+    rng = np.random.default_rng(31)
+    total = sum(d[0] for d in UNEQUAL)
+    names = [f"w{i}" for i in range(len(UNEQUAL))]
+    old_map = {
+        k: g
+        for g, ks in _old_groups({n: d[3] for n, d in zip(names, UNEQUAL, strict=True)}).items()
+        for k in ks
+    }
+    new, old = Coverage(), Coverage()
+    for _ in range(1000):
+        parts, labs = [], []
+        for size, rate, (se, sp), n_lab in UNEQUAL:
+            parts.append(draw(rng, mean_for_rate(rate), se, sp, size))
+            lab = np.zeros(size, bool)
+            lab[rng.choice(size, n_lab, replace=False)] = True
+            labs.append(lab)
+        y = np.concatenate([p[0] for p in parts])
+        yh = np.concatenate([p[1] for p in parts])
+        lab = np.concatenate(labs)
+        s = np.repeat(np.array(names, dtype=object), [d[0] for d in UNEQUAL])
+        s_old = np.array([old_map[k] for k in s], dtype=object)
+        t_mean = sum(d[0] * mean_for_rate(d[1]) for d in UNEQUAL) / total
+        t_rate = sum(d[0] * d[1] for d in UNEQUAL) / total
+        for fig, truth, a, b, binary in (
+            ("mean_score", t_mean, y, yh, None),
+            ("pass_rate", t_rate, (y >= CUT) * 1.0, (yh >= CUT) * 1.0, True),
+        ):
+            r = stratified_ppi_mean(
+                a[lab], b[lab], list(s[lab]), b[~lab], list(s[~lab]), binary=binary
+            )
+            assert set(r.strata or {}) == {"(pooled) w1 + w3", "(pooled) w0 + w2"}, r.note
+            assert "pooled: w1, w2, w3" in (r.note or "")
+            new.tally(fig, "stratified", "unequal").add((r.ci_low, r.ci_high), truth)
+            o = stratified_ppi_mean(
+                a[lab], b[lab], list(s_old[lab]), b[~lab], list(s_old[~lab]), binary=binary
+            )
+            old.tally(fig, "stratified", "unequal").add((o.ci_low, o.ci_high), truth)
+    for fig in ("mean_score", "pass_rate"):
+        assert new.pooled(fig, "stratified")[0] >= 0.93, (fig, new.pooled(fig, "stratified"))
+    assert old.pooled("pass_rate", "stratified")[0] < 0.9
+
+
+def test_stratification_refused_without_a_stratum_labelled_alike() -> None:
+    # A: 30 of 60 labelled (50%); B: 5 of 100 (5%): B cannot be pooled with A
+    rng = np.random.default_rng(3)
+    s = ["A"] * 30 + ["B"] * 5
+    su = ["A"] * 30 + ["B"] * 95
+    y, yu = rng.random(len(s)), rng.random(len(su))
+    r = stratified_ppi_mean(y, y, s, yu, su)
+    assert r.estimate is None and r.ci_low is None and r.strata == {}
+    assert r.note is not None and r.note.startswith("stratification refused: B 5 of 100 (5%)")
+    assert "within 2x" in r.note and r.to_dict()["note"] == r.note
+    assert r.classical is not None and r.judge_only is not None  # the rest still reported
+    # labelled at a similar rate (B: 5 of 12, 42%): pooled with A, as before
+    ok = stratified_ppi_mean(y, y, s, yu, ["A"] * 30 + ["B"] * 7)
+    assert ok.estimate is not None and ok.ci_low is not None
+    assert "stratification refused" in (ok.note or "")  # one stratum left: plain PPI++
+
+
 # --- the formulas ----------------------------------------------------------------------
 
 
@@ -407,7 +496,8 @@ def test_strata_pooling_rule() -> None:
     # A: 12 labels, B: 11, C: 4 → C pooled, still short, absorbs B (the smaller)
     s = ["A"] * 12 + ["B"] * 11 + ["C"] * 4
     y = rng.random(len(s))
-    su = ["A"] * 30 + ["B"] * 30 + ["C"] * 30
+    # (C labelled at 4 of 14, like B's 11 of 41: rates within 2x)
+    su = ["A"] * 30 + ["B"] * 30 + ["C"] * 10
     yu = rng.random(len(su))
     r = stratified_ppi_mean(y, y, s, yu, su)
     assert set(r.strata or {}) == {"A", "(pooled) B + C"}
@@ -415,7 +505,7 @@ def test_strata_pooling_rule() -> None:
     assert r.method == "stratified ppi++ t (Welch-Satterthwaite df)"
     # the weights: stratum shares of all responses, the estimate their weighted mean
     parts = r.strata or {}
-    w_a = (12 + 30) / (27 + 90)
+    w_a = (12 + 30) / (27 + 70)
     est = w_a * float(parts["A"].estimate or 0) + (1 - w_a) * float(
         parts["(pooled) B + C"].estimate or 0
     )

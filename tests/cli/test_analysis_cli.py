@@ -380,3 +380,39 @@ def test_calibrate_with_too_few_tasks_to_hold_out(tmp_path: Path) -> None:
     assert res.exit_code == 1 and "error: a held-out split needs" in res.output
     res = run("calibrate", "--db", path, "--judge", "judge-x", "--holdout", 1)
     assert res.exit_code == 2 and "--holdout" in res.output
+
+
+def test_estimate_stratified_refused_when_rates_differ(db: Path) -> None:
+    """One workflow's responses keep expert verdicts on a single response per model (the
+    others on all): its labelling rate is far from the others', so it is not pooled with
+    them and the stratified estimate is refused, in the JSON note and the printed text."""
+    import sqlite3
+
+    with sqlite3.connect(db) as conn:
+        (workflow,) = conn.execute(
+            "SELECT t.workflow FROM task t JOIN response r ON r.task_id = t.id "
+            "GROUP BY t.workflow ORDER BY count(*) DESC, t.workflow LIMIT 1"
+        ).fetchone()
+        conn.execute(
+            "DELETE FROM judgment WHERE grader_id IN (SELECT id FROM grader WHERE kind = 'human') "
+            "AND response_id IN (SELECT r.id FROM response r JOIN task t ON t.id = r.task_id "
+            "WHERE t.workflow = ?) AND response_id NOT IN (SELECT min(r.id) FROM response r "
+            "JOIN task t ON t.id = r.task_id WHERE t.workflow = ? GROUP BY r.model)",
+            (workflow, workflow),
+        )
+    out = run_json("estimate", "--db", db, "--judge", "judge-gpt", "--stratify", "workflow")
+    refused = [
+        m["mean_score"]
+        for m in out["models"]
+        if (m["mean_score"]["note"] or "").startswith("stratification refused: ")
+    ]
+    assert refused, [m["mean_score"]["note"] for m in out["models"]]
+    for ms in refused:
+        assert ms["estimate"] is None and ms["ci"] is None and ms["strata"] == {}
+        assert f"{workflow} 1 of " in ms["note"] and "within 2x" in ms["note"]
+    text = run("estimate", "--db", db, "--judge", "judge-gpt", "--stratify", "workflow")
+    flat = " ".join(text.output.split())
+    assert text.exit_code == 0 and "stratification refused: " in flat and "within 2x" in flat
+    # without --stratify: plain PPI++, as before
+    plain = run_json("estimate", "--db", db, "--judge", "judge-gpt")
+    assert all(m["mean_score"]["estimate"] is not None for m in plain["models"])

@@ -162,3 +162,31 @@ def test_export_accepted_only(url: str, tmp_path: Path) -> None:
     assert {j["response_id"] for j in read_jsonl(out / "judgments.jsonl")} == {"T1-a"}
     # the released folder imports as a benchmark of its own
     assert gc("import", str(out), "--db", str(tmp_path / "rel.sqlite")).exit_code == 0
+
+
+def test_rule_setting_and_the_figure_at_the_bar(url: str) -> None:
+    res = gc("tasks", "settings", "--db", url)
+    assert res.exit_code == 0, res.output
+    assert "rule: point (the point estimate must reach the bar)" in res.output
+    assert "clustered Wilson interval over criteria" in res.output
+    for task in ("T1", "T2"):
+        assert gc("tasks", "open", task, "--db", url, "--actor", "dana").exit_code == 0
+    res = gc("tasks", "--db", url, "--json")
+    t2 = json.loads(res.output)["tasks"][1]
+    assert t2["task"] == "T2" and t2["agreement"]["method"] == "clustered_wilson"
+    assert t2["at_bar"]["rule"] == "point" and t2["at_bar"]["passed"] is False
+    # T2: one response, two reviewers, 10 criteria: at 0.9 a task fails with P(X ≤ 8)
+    assert t2["at_bar"]["probability"] == pytest.approx(0.264, abs=0.025)
+    res = gc("tasks", "--db", url)
+    line = next(ln for ln in res.output.splitlines() if "│ T2" in ln)
+    assert "percent agreement 0.8 below the bar 0.9" in line
+    flat = " ".join(res.output.replace("│", " ").split())  # the table wraps its cells
+    share = f"{100 * t2['at_bar']['probability']:.0f}"
+    assert f"at the bar: {share}% would fail too (point rule, 10 units)" in flat
+    res = gc("tasks", "settings", "--db", url, "--rule", "interval", "--json")
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.output)["rule"] == "interval"
+    res = gc("tasks", "--db", url)
+    assert "interval's lower end ≥ 0.9" in res.output
+    res = gc("tasks", "settings", "--db", url, "--rule", "lower")
+    assert res.exit_code == 2 and "lower" in res.output

@@ -4,11 +4,11 @@ the upgrade of a 0003 database that holds data."""
 
 from __future__ import annotations
 
+import math
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
 from sqlalchemy import func, inspect, select, text
 
@@ -25,7 +25,6 @@ from gradercal.db.repo import Repository
 from gradercal.db.session import Database, open_database
 from gradercal.errors import GradercalError
 from gradercal.formats import read_path
-from gradercal.stats.bootstrap import resampling_weights
 from tests.support.acceptance import AGREE, BENCH, survey, write_acceptance_benchmark
 
 
@@ -184,22 +183,54 @@ def test_settings_are_kept_per_benchmark(acc_db: Database) -> None:
     assert t2.reasons == ("survey grounded: mean 4 below 4.5",)
 
 
-def test_interval_is_the_percentile_bootstrap_over_criteria(acc_db: Database) -> None:
+def test_interval_is_the_clustered_wilson_interval_over_criteria(acc_db: Database) -> None:
     db = acc_db
     save_settings(db, BENCH, n_boot=400, seed=3)
     draft = {t.task: t for t in load_acceptance(db, BENCH).tasks}["T2"]
     assert draft.measure.value == pytest.approx(0.8) and draft.measure.low is None  # a preview
+    assert draft.at_bar is None
     act(db, BENCH, "T2", "open", actor="dana")
     t2 = {t.task: t for t in load_acceptance(db, BENCH).tasks}["T2"]
     assert t2.measure.value == pytest.approx(0.8)
-    assert t2.measure.low is not None and t2.measure.high is not None
-    # by hand: each resample draws the 10 criteria (c1…c10 in first-seen order) with the
-    # shared weights; its pa = weight on c1…c8 (agreed) / total weight; percentile 2.5–97.5 %
-    w = resampling_weights(10, 400, 3).astype(float)
-    reps = w[:, :8].sum(axis=1) / w.sum(axis=1)
-    lo, hi = np.quantile(reps, [0.025, 0.975])
-    assert t2.measure.low == pytest.approx(lo) and t2.measure.high == pytest.approx(hi)
-    assert 0.0 <= t2.measure.low < 0.8 < t2.measure.high <= 1.0
+    # by hand: 10 criteria of one unit each, 8 agreed: v0 = (8·0.2² + 2·0.8²)/10² = 0.016,
+    # n_eff = 0.8·0.2/v0 = 10, Wilson with n_w = 10·9/10 = 9 and q = t_9(0.975)
+    q, n = 2.2621571628540993, 9.0
+    a = q * q / n
+    centre = (0.8 + a / 2) / (1 + a)
+    half = q * math.sqrt(0.16 / n + a / (4 * n)) / (1 + a)
+    assert t2.measure.low == pytest.approx(centre - half)
+    assert t2.measure.high == pytest.approx(centre + half)
+    assert t2.measure.method == "clustered_wilson" and t2.measure.n_effective == pytest.approx(10)
+    assert t2.at_bar is not None and not t2.at_bar.passed and t2.at_bar.rule == "point"
+    # a task at 0.9 passes X/10 ≥ 0.9 with P(X ≥ 9) = 0.736: failing, 0.264 (MC se 0.007)
+    assert t2.at_bar.probability == pytest.approx(0.264, abs=0.025)
+
+
+def test_the_rule_is_a_setting_and_a_closed_round_keeps_its_basis(acc_db: Database) -> None:
+    db = acc_db
+    assert load_settings(db, BENCH).rule == "point"
+    s = save_settings(db, BENCH, n_boot=400, rule="interval", bar=0.5)
+    assert s.rule == "interval" and load_settings(db, BENCH).rule == "interval"
+    with pytest.raises(GradercalError, match="rule"):
+        save_settings(db, BENCH, rule="lower")
+    survey(db, "T1", ("ana", "ben", "cleo"), AGREE)
+    act(db, BENCH, "T1", "open", actor="dana")
+    closed = act(db, BENCH, "T1", "close", actor="dana")
+    (rnd,) = closed.rounds
+    assert rnd.measure is not None and rnd.measure.method == "clustered_wilson"
+    assert rnd.measure.low is not None and rnd.measure.low >= 0.5 and rnd.proposed
+    assert rnd.at_bar is not None and rnd.at_bar.rule == "interval" and rnd.at_bar.passed
+    kept = rnd.at_bar
+    # the settings change; the closed round keeps what it was decided on
+    save_settings(db, BENCH, rule="point", bar=0.95)
+    t1 = {t.task: t for t in load_acceptance(db, BENCH).tasks}["T1"]
+    assert t1.at_bar == kept and t1.rounds[0].at_bar == kept
+    assert t1.to_dict()["rounds"][0]["at_bar"]["rule"] == "interval"
+    assert t1.to_dict()["agreement"]["method"] == "clustered_wilson"
+    with db.read() as sess:
+        basis = sess.scalar(select(m.TaskRound.decision_basis))
+    assert basis is not None and basis["at_bar"]["rule"] == "interval"
+    assert basis["n_effective"] == pytest.approx(rnd.measure.n_effective)
 
 
 def test_upgrade_from_0003_keeps_the_data(db_url: str, tmp_path: Path) -> None:

@@ -109,6 +109,12 @@ def test_accept_and_send_back_through_the_buttons(
     assert t1[_COL["survey.real_research"]] == "5.00"
     t2 = _row(view, "T2")
     assert t2[_COL["proposed"]] == "percent agreement 0.8 below the bar 0.9"
+    # beside the decision, in its tooltip: how often a task at the bar would fail too
+    row2 = next(r for r in range(3) if view.table.item(r, 0).text() == "T2")  # type: ignore[union-attr]
+    tip = view.table.item(row2, _COL["proposed"]).toolTip()  # type: ignore[union-attr]
+    bar = {t.task: t for t in load_acceptance(acc_db, BENCH).tasks}["T2"].at_bar
+    assert bar is not None and bar.probability == pytest.approx(0.264, abs=0.025)
+    assert f"at the bar: {bar.probability:.0%} would fail too (point rule, 10 units)" in tip
     assert _row(view, "T3")[_COL["status"]] == "draft"
     assert "2 proposed" not in view.summary.text() and "1 proposed" in view.summary.text()
     # nothing selected: no button acts
