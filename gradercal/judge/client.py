@@ -424,6 +424,71 @@ def _verdict_key_token(tokens: Sequence[Any]) -> int:
     return 0
 
 
+@dataclass(frozen=True)
+class RequestSettings:
+    """The optional features of a request, as a server has accepted them so far.
+
+    Starts from :class:`JudgeParams` (:meth:`from_params`); a client drops a feature
+    that the server rejects with HTTP 400 (see :attr:`JudgeClient.adaptations`).
+
+    Attributes:
+        logprobs: Send ``logprobs``/``top_logprobs``.
+        response_format: ``json_object``, ``json_schema`` or ``none`` (not sent).
+        seed: The seed sent (None: not sent).
+        tokens_field: The name under which ``max_tokens`` is sent (``max_tokens`` or
+            ``max_completion_tokens``).
+    """
+
+    logprobs: bool
+    response_format: ResponseFormat
+    seed: int | None
+    tokens_field: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
+
+    @staticmethod
+    def from_params(params: JudgeParams) -> RequestSettings:
+        return RequestSettings(
+            logprobs=params.logprobs, response_format=params.response_format, seed=params.seed
+        )
+
+
+def build_request_body(
+    params: JudgeParams,
+    messages: Sequence[Mapping[str, Any]],
+    settings: RequestSettings | None = None,
+) -> dict[str, Any]:
+    """The exact JSON body of one chat-completions request for ``messages``.
+
+    The one place a judge request is built: the client (:meth:`JudgeClient.request_body`),
+    the cache keys, and any other path that sends the runner's requests use it.
+    ``settings`` are the optional features as the server accepts them (default: as
+    ``params`` asks). Keys, in order: ``model``, ``messages``, ``temperature``, the token
+    limit (unless ``max_tokens`` is None), ``response_format`` (``{"type":
+    "json_object"}`` or a strict ``json_schema`` with :data:`VERDICT_SCHEMA`), ``logprobs``
+    and ``top_logprobs``, ``seed``.
+    """
+    s = settings or RequestSettings.from_params(params)
+    body: dict[str, Any] = {
+        "model": params.model,
+        "messages": [dict(m) for m in messages],
+        "temperature": params.temperature,
+    }
+    if params.max_tokens is not None:
+        body[s.tokens_field] = params.max_tokens
+    if s.response_format == "json_object":
+        body["response_format"] = {"type": "json_object"}
+    elif s.response_format == "json_schema":
+        body["response_format"] = {
+            "type": "json_schema",
+            "json_schema": {"name": "verdict", "strict": True, "schema": VERDICT_SCHEMA},
+        }
+    if s.logprobs:
+        body["logprobs"] = True
+        body["top_logprobs"] = params.top_logprobs
+    if s.seed is not None:
+        body["seed"] = s.seed
+    return body
+
+
 class _Retry(Exception):
     def __init__(self, message: str, retry_after: float | None = None) -> None:
         super().__init__(message)
@@ -507,7 +572,7 @@ class JudgeClient:
         self._logprobs = params.logprobs
         self._response_format = params.response_format
         self._seed = params.seed
-        self._tokens_field = "max_tokens"
+        self._tokens_field: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
         self._settings_version = 0
         self._server_tag = f"{self.public_base_url}\n".encode()
         self.in_flight = 0
@@ -546,28 +611,18 @@ class JudgeClient:
 
     # -- requests ----------------------------------------------------------------
     def request_body(self, messages: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-        """The exact JSON body sent for ``messages`` under the current settings."""
-        p = self.params
-        body: dict[str, Any] = {
-            "model": p.model,
-            "messages": [dict(m) for m in messages],
-            "temperature": p.temperature,
-        }
-        if p.max_tokens is not None:
-            body[self._tokens_field] = p.max_tokens
-        if self._response_format == "json_object":
-            body["response_format"] = {"type": "json_object"}
-        elif self._response_format == "json_schema":
-            body["response_format"] = {
-                "type": "json_schema",
-                "json_schema": {"name": "verdict", "strict": True, "schema": VERDICT_SCHEMA},
-            }
-        if self._logprobs:
-            body["logprobs"] = True
-            body["top_logprobs"] = p.top_logprobs
-        if self._seed is not None:
-            body["seed"] = self._seed
-        return body
+        """The exact JSON body sent for ``messages`` under the current settings
+        (:func:`build_request_body` with what this client has adapted so far)."""
+        return build_request_body(self.params, messages, self.settings())
+
+    def settings(self) -> RequestSettings:
+        """The optional request features as currently sent (after any adaptation)."""
+        return RequestSettings(
+            logprobs=self._logprobs,
+            response_format=self._response_format,
+            seed=self._seed,
+            tokens_field=self._tokens_field,
+        )
 
     def cache_key(self, body: Mapping[str, Any], sample: int) -> str:
         """The cache key of one request: its exact body, the server and the sample index."""
