@@ -16,7 +16,9 @@ could succeed.
 When a server rejects an optional feature with HTTP 400 naming it (``logprobs``,
 ``response_format``, ``seed``, or ``max_tokens`` for models that want
 ``max_completion_tokens``), the client adapts once for the rest of the run and records
-it in :attr:`JudgeClient.adaptations`.
+it in :attr:`JudgeClient.adaptations`. A request that was already in flight under the
+earlier settings and is refused with HTTP 400 is sent again under the adapted ones
+(not counted as an error).
 
 Every request is identified by :meth:`JudgeClient.cache_key`, a hash of its exact body,
 the server and the sample index, under which replies are cached.
@@ -42,7 +44,13 @@ import orjson
 from openai import AsyncOpenAI
 
 from gradercal.errors import GradercalError
-from gradercal.judge.parse import ReplyParseError, TokenLogprob, p_met_from_logprobs, parse_reply
+from gradercal.judge.parse import (
+    ReplyParseError,
+    TokenLogprob,
+    answer_offset,
+    p_met_from_logprobs,
+    parse_reply,
+)
 from gradercal.judge.secrets import Redactor, public_url
 
 log = logging.getLogger("gradercal.judge")
@@ -404,8 +412,9 @@ def _usage(value: Any) -> tuple[int, int] | None:
     return counts[0], counts[1]
 
 
-def _verdict_key_token(tokens: Sequence[Any]) -> int:
-    """Index of the token where ``criteria_met`` first begins (0 if unknown).
+def _verdict_key_token(tokens: Sequence[Any], start: int = 0) -> int:
+    """Index of the token where ``criteria_met`` first begins at or after character
+    ``start`` of the reply (the final answer's, past any reasoning block; 0 if unknown).
 
     Tokens before it cannot hold the verdict, so :func:`p_met_from_logprobs` gets the
     same answer from the rest while building far fewer objects.
@@ -413,7 +422,7 @@ def _verdict_key_token(tokens: Sequence[Any]) -> int:
     texts = [t["token"] if isinstance(t, dict) else "" for t in tokens]
     if not all(isinstance(x, str) for x in texts):
         return 0
-    pos = "".join(texts).find("criteria_met")
+    pos = "".join(texts).find("criteria_met", start)
     if pos < 0:
         return len(tokens)
     offset = 0
@@ -669,6 +678,11 @@ class JudgeClient:
                     out.attempts -= 1
                     continue
                 except _ItemError as exc:
+                    if version != self._settings_version:
+                        # sent before another request taught the client what this
+                        # server refuses: ask again under the adapted settings
+                        out.attempts -= 1
+                        continue
                     out.errors.append(str(exc))
                     out.status = "error"
                     break
@@ -831,7 +845,11 @@ class JudgeClient:
                             for a in t.get("top_logprobs") or ()
                         ),
                     )
-                    for t in tokens[_verdict_key_token(tokens) :]
+                    for t in tokens[
+                        _verdict_key_token(
+                            tokens, answer_offset(content if isinstance(content, str) else None)
+                        ) :
+                    ]
                 )
             except (KeyError, TypeError, ValueError, AttributeError):
                 p_met = None  # malformed log-probabilities: confidence falls back to samples

@@ -38,8 +38,10 @@ from typing import Any
 from gradercal.judge.parse import (
     ReplyParseError,
     TokenLogprob,
+    answer_offset,
     p_met_from_logprobs,
     parse_reply,
+    tokens_from,
 )
 from gradercal.judge.prompts import PromptContext, render_messages
 from gradercal.model import AutoRule, Criterion, stable_hash
@@ -153,7 +155,7 @@ def read_reply(
             )
             for t in logprobs
         ]
-        p_met = p_met_from_logprobs(tokens)
+        p_met = p_met_from_logprobs(tokens_from(tokens, answer_offset(content)))
     return parsed.met, p_met, parsed.explanation
 
 
