@@ -51,6 +51,14 @@ from gradercal.judge.parse import (
     p_met_from_logprobs,
     parse_reply,
 )
+from gradercal.judge.request import (
+    ADAPTATIONS,
+    chat_request_body,
+    refused_feature,
+)
+from gradercal.judge.request import (
+    VERDICT_SCHEMA as VERDICT_SCHEMA,
+)
 from gradercal.judge.secrets import Redactor, public_url
 
 log = logging.getLogger("gradercal.judge")
@@ -58,16 +66,6 @@ log = logging.getLogger("gradercal.judge")
 ResponseFormat = Literal["json_object", "json_schema", "none"]
 SampleStatus = Literal["ok", "parse_failure", "error"]
 
-#: JSON schema of a verdict, sent with ``response_format=json_schema``.
-VERDICT_SCHEMA: Mapping[str, Any] = {
-    "type": "object",
-    "properties": {
-        "explanation": {"type": "string"},
-        "criteria_met": {"type": "boolean"},
-    },
-    "required": ["explanation", "criteria_met"],
-    "additionalProperties": False,
-}
 #: Placeholder sent when no key is configured (local servers ignore it).
 NO_KEY = "no-key"
 _RETRY_STATUSES = {408, 409, 425, 429, 500, 502, 503, 504}
@@ -468,7 +466,8 @@ def build_request_body(
     """The exact JSON body of one chat-completions request for ``messages``.
 
     The one place a judge request is built: the client (:meth:`JudgeClient.request_body`),
-    the cache keys, and any other path that sends the runner's requests use it.
+    the cache keys, and any other path that sends the runner's requests use it (it is
+    :func:`gradercal.judge.request.chat_request_body`, which the exported judges carry).
     ``settings`` are the optional features as the server accepts them (default: as
     ``params`` asks). Keys, in order: ``model``, ``messages``, ``temperature``, the token
     limit (unless ``max_tokens`` is None), ``response_format`` (``{"type":
@@ -476,26 +475,19 @@ def build_request_body(
     and ``top_logprobs``, ``seed``.
     """
     s = settings or RequestSettings.from_params(params)
-    body: dict[str, Any] = {
-        "model": params.model,
-        "messages": [dict(m) for m in messages],
-        "temperature": params.temperature,
-    }
-    if params.max_tokens is not None:
-        body[s.tokens_field] = params.max_tokens
-    if s.response_format == "json_object":
-        body["response_format"] = {"type": "json_object"}
-    elif s.response_format == "json_schema":
-        body["response_format"] = {
-            "type": "json_schema",
-            "json_schema": {"name": "verdict", "strict": True, "schema": VERDICT_SCHEMA},
-        }
-    if s.logprobs:
-        body["logprobs"] = True
-        body["top_logprobs"] = params.top_logprobs
-    if s.seed is not None:
-        body["seed"] = s.seed
-    return body
+    return chat_request_body(
+        params.model,
+        messages,
+        {
+            "temperature": params.temperature,
+            "max_tokens": params.max_tokens,
+            "response_format": s.response_format,
+            "logprobs": s.logprobs,
+            "top_logprobs": params.top_logprobs,
+            "seed": s.seed,
+        },
+        tokens_field=s.tokens_field,
+    )
 
 
 class _Retry(Exception):
@@ -804,21 +796,24 @@ class JudgeClient:
         return _ItemError(f"HTTP {status}: {message}")
 
     def _adapt(self, message: str) -> bool:
-        lower = message.lower()
-        if self._logprobs and "logprobs" in lower:
-            self._logprobs = False
-            self.adaptations.append("logprobs dropped (server rejected them)")
-        elif self._response_format != "none" and "response_format" in lower:
-            self._response_format = "none"
-            self.adaptations.append("response_format dropped (server rejected it)")
-        elif self._seed is not None and "seed" in lower:
-            self._seed = None
-            self.adaptations.append("seed dropped (server rejected it)")
-        elif self._tokens_field == "max_tokens" and "max_tokens" in lower:
-            self._tokens_field = "max_completion_tokens"
-            self.adaptations.append("max_tokens sent as max_completion_tokens")
-        else:
+        sent = {
+            "logprobs": self._logprobs,
+            "response_format": self._response_format != "none",
+            "seed": self._seed is not None,
+            "max_tokens": self._tokens_field == "max_tokens",
+        }
+        feature = refused_feature(message, {k for k, on in sent.items() if on})
+        if feature is None:
             return False
+        if feature == "logprobs":
+            self._logprobs = False
+        elif feature == "response_format":
+            self._response_format = "none"
+        elif feature == "seed":
+            self._seed = None
+        else:
+            self._tokens_field = "max_completion_tokens"
+        self.adaptations.append(ADAPTATIONS[feature])
         self._settings_version += 1
         log.info("judge: %s", self.adaptations[-1])
         return True

@@ -137,3 +137,27 @@ def test_k_samples_give_a_confidence_where_the_server_gives_no_logprobs() -> Non
     for ref, v in out.verdicts.items():
         assert v.met is bool(ref % 2) and v.provenance["confidence_source"] == "samples"
         assert v.confidence == pytest.approx(2 / 3)
+
+
+@pytest.mark.parametrize("kind", ["logprobs_ignored", "logprobs"])
+def test_calibrate_refuses_a_threshold_without_confidences_and_says_what_works(
+    kind: str, mini_db: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gradercal.cli.analysis import calibrate
+
+    monkeypatch.setenv(KEY_ENV, "sk-test-kinds")
+    with JudgeServer(server_kind(kind)) as srv:
+        assert cli(*run_args(mini_db, srv)).exit_code == 0
+    args = ["--db", mini_db, "--judge", "j", "--folds", "2", "--holdout", "0", "--bootstrap", "0"]
+    runner = CliRunner()
+    threshold = runner.invoke(calibrate, [*args, "--method", "threshold"])
+    if kind == "logprobs":  # measured confidences: the threshold is fitted as before
+        assert threshold.exit_code == 0, threshold.output
+        assert "saved as threshold version 1" in threshold.output
+        return
+    assert threshold.exit_code != 0
+    assert "none of its verdicts has a confidence" in threshold.output
+    assert "--method leniency" in threshold.output and "--samples K" in threshold.output
+    assert "Traceback" not in threshold.output
+    leniency = runner.invoke(calibrate, [*args, "--method", "leniency", "--no-save"])
+    assert leniency.exit_code == 0, leniency.output

@@ -146,6 +146,10 @@ class ServerConfig:
     reply_style: str = "json"
     #: accept ``logprobs`` but never return any
     ignore_logprobs: bool = False
+    #: marker → kind of :data:`SERVER_KINDS`: a request whose user message contains the
+    #: marker is answered with that kind's ``reply_style`` and ``ignore_logprobs`` (one
+    #: server playing several models at once; refusals stay server-wide)
+    by_marker: dict[str, str] = field(default_factory=dict)
 
 
 #: One configuration per kind of OpenAI-compatible server: what it does with
@@ -375,12 +379,17 @@ class JudgeServer:
             tag = "nobool"
         prompt_chars = sum(len(message_text(m["content"])) for m in body["messages"])
         prompt_chars += 4 * 85 * sum(len(image_parts(m["content"])) for m in body["messages"])
+        style, ignore_logprobs = cfg.reply_style, cfg.ignore_logprobs
+        for marker, kind in cfg.by_marker.items():
+            if marker in user:
+                style = SERVER_KINDS[kind].get("reply_style", "json")
+                ignore_logprobs = SERVER_KINDS[kind].get("ignore_logprobs", False)
         message: dict[str, Any] = {"role": "assistant", "content": content}
         if tag == "ok":
-            content = _styled(cfg.reply_style, content, met, kw, message)
+            content = _styled(style, content, met, kw, message)
             message["content"] = content
         choice: dict[str, Any] = {"index": 0, "message": message, "finish_reason": finish}
-        if body.get("logprobs") and not cfg.ignore_logprobs:
+        if body.get("logprobs") and not ignore_logprobs:
             choice["logprobs"] = {"content": _logprobs(content, p_token, body)}
         reply = {
             "id": "chatcmpl-test",
