@@ -647,6 +647,13 @@ def _print_estimate(
         f"{est.completion_tokens:,} completion tokens; cost {cost}. "
         "Cached replies are free and not deducted."
     )
+    if est.items and est.requests > est.items:
+        k = est.requests // est.items
+        click.echo(
+            f"--samples {k}: {k} requests per pair, {k}x the cost of one, for a "
+            "self-consistency confidence (the share of samples that say met) where the "
+            "server gives no log-probabilities."
+        )
 
 
 @judge.command()

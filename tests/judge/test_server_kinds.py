@@ -161,3 +161,13 @@ def test_calibrate_refuses_a_threshold_without_confidences_and_says_what_works(
     assert "Traceback" not in threshold.output
     leniency = runner.invoke(calibrate, [*args, "--method", "leniency", "--no-save"])
     assert leniency.exit_code == 0, leniency.output
+
+
+def test_dry_run_shows_what_k_samples_cost(mini_db: str) -> None:
+    with JudgeServer() as srv:
+        one = cli(*run_args(mini_db, srv, "--dry-run", "--price", "1,2"))
+        three = cli(*run_args(mini_db, srv, "--dry-run", "--price", "1,2", "--samples", "3"))
+        assert srv.stats.requests == 0
+    assert "10 pairs, 10 requests" in one.output and "--samples" not in one.output
+    assert "10 pairs, 30 requests" in three.output
+    assert "--samples 3: 3 requests per pair, 3x the cost of one" in three.output

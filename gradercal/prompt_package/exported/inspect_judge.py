@@ -109,6 +109,25 @@ def _config(body: dict[str, Any]) -> GenerateConfig:
     )
 
 
+def _server_message(exc: BaseException) -> str:
+    """The server's own words in a failed request: the ``body`` of the SDK's error,
+    found along the chain of causes (Inspect wraps it in an error that also quotes the
+    whole request, whose field names must not be taken for the server's complaint)."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        body = getattr(current, "body", None)
+        if isinstance(body, dict):
+            error = body.get("error", body)
+            message = error.get("message") if isinstance(error, dict) else error
+            if message:
+                return str(message)
+        current = current.__cause__ or current.__context__
+    text = str(exc)
+    return text.split("Request:", 1)[0] if "Request:" in text else text
+
+
 async def _generate(grader: Model, msgs: list[ChatMessage]) -> ModelOutput:
     """The reply to ``msgs``; a refused feature is dropped and the request sent again."""
     while True:
@@ -116,7 +135,7 @@ async def _generate(grader: Model, msgs: list[ChatMessage]) -> ModelOutput:
         try:
             return await grader.generate(msgs, config=_config(body))
         except Exception as exc:
-            feature = refused_feature(str(exc), body)
+            feature = refused_feature(_server_message(exc), body)
             if feature is not None:
                 _REFUSED.add(feature)
                 continue
