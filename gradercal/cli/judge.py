@@ -6,8 +6,10 @@ A front end: it opens the database (:mod:`gradercal.db.judging`) and drives the 
 
 Exit status of ``judge run`` and ``judge probe``: 0 when every work item got a verdict,
 3 when the run ended with items left (``--max-cost`` reached, or parse failures/errors
-to retry by running the same command again), 1 on an error (nothing more was sent),
-130 when interrupted (Ctrl+C; every verdict received so far is saved).
+to retry by running the same command again), 4 when no item got a verdict (run status
+``no_verdicts``: the server's replies could not be read, or every request failed), 1 on
+an error (nothing more was sent), 130 when interrupted (Ctrl+C; every verdict received
+so far is saved).
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ if TYPE_CHECKING:
 F = TypeVar("F", bound=Callable[..., Any])
 
 EXIT_INCOMPLETE = 3
+EXIT_NO_VERDICTS = 4
 EXIT_INTERRUPTED = 130
 
 
@@ -318,11 +321,45 @@ def _stats_line(stats: RunStats) -> str:
     return ", ".join(parts)
 
 
+def _losses(stats: RunStats, samples: int) -> list[str]:
+    """What the server's limits cost this run (one sentence each): features it refused
+    (the client dropped them and carried on) and verdicts stored without a confidence."""
+    out = []
+    for a in stats.adaptations:
+        if a.startswith("logprobs"):
+            out.append("the server refused log-probabilities; requests were sent without them")
+        elif a.startswith("response_format"):
+            out.append(
+                "the server refused JSON mode (response_format); requests were sent without "
+                "it and verdicts read from the model's text"
+            )
+        else:
+            out.append(f"server adaptation: {a}")
+    if stats.logprobs_missing and not any(a.startswith("logprobs") for a in stats.adaptations):
+        out.append(
+            f"the server returned no log-probabilities for {stats.logprobs_missing} of "
+            f"{stats.ok} verdicts"
+        )
+    lacking = stats.ok - stats.with_confidence
+    if lacking:
+        out.append(
+            f"{lacking} of {stats.ok} verdicts have no confidence (stored empty, not 1.0): "
+            "`calibrate --method threshold` needs one; `--method leniency`, `isotonic` and "
+            "`platt` work without, or run again with --samples K (K ≥ 3) for a "
+            "self-consistency confidence (K requests per pair)"
+            if samples == 1
+            else f"{lacking} of {stats.ok} verdicts have no confidence"
+        )
+    return out
+
+
 def _exit_code(stats: RunStats, interrupted: bool) -> int:
     if interrupted:
         return EXIT_INTERRUPTED
     if stats.status == "failed":
         return 1
+    if stats.status == "no_verdicts":
+        return EXIT_NO_VERDICTS
     if stats.status != "completed" or stats.parse_failures or stats.errors:
         return EXIT_INCOMPLETE
     return 0
@@ -536,6 +573,7 @@ def run(
             "stopped_cost": f"stopped: {stats.message}",
             "cancelled": "interrupted",
             "failed": f"failed: {stats.message}",
+            "no_verdicts": "got no verdict",
         }.get(stats.status, stats.status)
         click.echo(f"judge {judge_name!r} run {done.run_id} {head}: {_stats_line(stats)}")
         if prompt.vision is not None:
@@ -544,8 +582,8 @@ def run(
                 f"figures sent as images (prompt {prompt.short_hash}): PDF pages at {v.dpi} dpi, "
                 f"at most {v.max_pages} pages and {v.max_images} images per task"
             )
-        if stats.adaptations:
-            click.echo("server adaptations: " + "; ".join(stats.adaptations))
+        for line in _losses(stats, samples):
+            click.echo(click.style("note: ", fg="yellow", bold=True) + line, err=True)
         left = len(items) - stats.ok
         if left and stats.status != "failed":
             click.echo(
@@ -553,7 +591,7 @@ def run(
                 "command again to resume"
             )
         print_calibrated(summary["calibrated"])
-    if stats.status == "failed" and not as_json:
+    if stats.status in ("failed", "no_verdicts") and not as_json:
         click.echo(click.style("error: ", fg="red", bold=True) + str(stats.message), err=True)
     code = _exit_code(stats, done.interrupted)
     if code:
@@ -609,6 +647,13 @@ def _print_estimate(
         f"{est.completion_tokens:,} completion tokens; cost {cost}. "
         "Cached replies are free and not deducted."
     )
+    if est.items and est.requests > est.items:
+        k = est.requests // est.items
+        click.echo(
+            f"--samples {k}: {k} requests per pair, {k}x the cost of one, for a "
+            "self-consistency confidence (the share of samples that say met) where the "
+            "server gives no log-probabilities."
+        )
 
 
 @judge.command()

@@ -16,7 +16,9 @@ could succeed.
 When a server rejects an optional feature with HTTP 400 naming it (``logprobs``,
 ``response_format``, ``seed``, or ``max_tokens`` for models that want
 ``max_completion_tokens``), the client adapts once for the rest of the run and records
-it in :attr:`JudgeClient.adaptations`.
+it in :attr:`JudgeClient.adaptations`. A request that was already in flight under the
+earlier settings and is refused with HTTP 400 is sent again under the adapted ones
+(not counted as an error).
 
 Every request is identified by :meth:`JudgeClient.cache_key`, a hash of its exact body,
 the server and the sample index, under which replies are cached.
@@ -42,7 +44,21 @@ import orjson
 from openai import AsyncOpenAI
 
 from gradercal.errors import GradercalError
-from gradercal.judge.parse import ReplyParseError, TokenLogprob, p_met_from_logprobs, parse_reply
+from gradercal.judge.parse import (
+    ReplyParseError,
+    TokenLogprob,
+    answer_offset,
+    p_met_from_logprobs,
+    parse_reply,
+)
+from gradercal.judge.request import (
+    ADAPTATIONS,
+    chat_request_body,
+    refused_feature,
+)
+from gradercal.judge.request import (
+    VERDICT_SCHEMA as VERDICT_SCHEMA,
+)
 from gradercal.judge.secrets import Redactor, public_url
 
 log = logging.getLogger("gradercal.judge")
@@ -50,16 +66,6 @@ log = logging.getLogger("gradercal.judge")
 ResponseFormat = Literal["json_object", "json_schema", "none"]
 SampleStatus = Literal["ok", "parse_failure", "error"]
 
-#: JSON schema of a verdict, sent with ``response_format=json_schema``.
-VERDICT_SCHEMA: Mapping[str, Any] = {
-    "type": "object",
-    "properties": {
-        "explanation": {"type": "string"},
-        "criteria_met": {"type": "boolean"},
-    },
-    "required": ["explanation", "criteria_met"],
-    "additionalProperties": False,
-}
 #: Placeholder sent when no key is configured (local servers ignore it).
 NO_KEY = "no-key"
 _RETRY_STATUSES = {408, 409, 425, 429, 500, 502, 503, 504}
@@ -404,8 +410,9 @@ def _usage(value: Any) -> tuple[int, int] | None:
     return counts[0], counts[1]
 
 
-def _verdict_key_token(tokens: Sequence[Any]) -> int:
-    """Index of the token where ``criteria_met`` first begins (0 if unknown).
+def _verdict_key_token(tokens: Sequence[Any], start: int = 0) -> int:
+    """Index of the token where ``criteria_met`` first begins at or after character
+    ``start`` of the reply (the final answer's, past any reasoning block; 0 if unknown).
 
     Tokens before it cannot hold the verdict, so :func:`p_met_from_logprobs` gets the
     same answer from the rest while building far fewer objects.
@@ -413,7 +420,7 @@ def _verdict_key_token(tokens: Sequence[Any]) -> int:
     texts = [t["token"] if isinstance(t, dict) else "" for t in tokens]
     if not all(isinstance(x, str) for x in texts):
         return 0
-    pos = "".join(texts).find("criteria_met")
+    pos = "".join(texts).find("criteria_met", start)
     if pos < 0:
         return len(tokens)
     offset = 0
@@ -422,6 +429,65 @@ def _verdict_key_token(tokens: Sequence[Any]) -> int:
         if offset > pos:
             return i
     return 0
+
+
+@dataclass(frozen=True)
+class RequestSettings:
+    """The optional features of a request, as a server has accepted them so far.
+
+    Starts from :class:`JudgeParams` (:meth:`from_params`); a client drops a feature
+    that the server rejects with HTTP 400 (see :attr:`JudgeClient.adaptations`).
+
+    Attributes:
+        logprobs: Send ``logprobs``/``top_logprobs``.
+        response_format: ``json_object``, ``json_schema`` or ``none`` (not sent).
+        seed: The seed sent (None: not sent).
+        tokens_field: The name under which ``max_tokens`` is sent (``max_tokens`` or
+            ``max_completion_tokens``).
+    """
+
+    logprobs: bool
+    response_format: ResponseFormat
+    seed: int | None
+    tokens_field: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
+
+    @staticmethod
+    def from_params(params: JudgeParams) -> RequestSettings:
+        return RequestSettings(
+            logprobs=params.logprobs, response_format=params.response_format, seed=params.seed
+        )
+
+
+def build_request_body(
+    params: JudgeParams,
+    messages: Sequence[Mapping[str, Any]],
+    settings: RequestSettings | None = None,
+) -> dict[str, Any]:
+    """The exact JSON body of one chat-completions request for ``messages``.
+
+    The one place a judge request is built: the client (:meth:`JudgeClient.request_body`),
+    the cache keys, and any other path that sends the runner's requests use it (it is
+    :func:`gradercal.judge.request.chat_request_body`, which the exported judges carry).
+    ``settings`` are the optional features as the server accepts them (default: as
+    ``params`` asks). Keys, in order: ``model``, ``messages``, ``temperature``, the token
+    limit (unless ``max_tokens`` is None), ``response_format`` (``{"type":
+    "json_object"}`` or a strict ``json_schema`` with :data:`VERDICT_SCHEMA`), ``logprobs``
+    and ``top_logprobs``, ``seed``.
+    """
+    s = settings or RequestSettings.from_params(params)
+    return chat_request_body(
+        params.model,
+        messages,
+        {
+            "temperature": params.temperature,
+            "max_tokens": params.max_tokens,
+            "response_format": s.response_format,
+            "logprobs": s.logprobs,
+            "top_logprobs": params.top_logprobs,
+            "seed": s.seed,
+        },
+        tokens_field=s.tokens_field,
+    )
 
 
 class _Retry(Exception):
@@ -507,7 +573,7 @@ class JudgeClient:
         self._logprobs = params.logprobs
         self._response_format = params.response_format
         self._seed = params.seed
-        self._tokens_field = "max_tokens"
+        self._tokens_field: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
         self._settings_version = 0
         self._server_tag = f"{self.public_base_url}\n".encode()
         self.in_flight = 0
@@ -546,28 +612,18 @@ class JudgeClient:
 
     # -- requests ----------------------------------------------------------------
     def request_body(self, messages: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-        """The exact JSON body sent for ``messages`` under the current settings."""
-        p = self.params
-        body: dict[str, Any] = {
-            "model": p.model,
-            "messages": [dict(m) for m in messages],
-            "temperature": p.temperature,
-        }
-        if p.max_tokens is not None:
-            body[self._tokens_field] = p.max_tokens
-        if self._response_format == "json_object":
-            body["response_format"] = {"type": "json_object"}
-        elif self._response_format == "json_schema":
-            body["response_format"] = {
-                "type": "json_schema",
-                "json_schema": {"name": "verdict", "strict": True, "schema": VERDICT_SCHEMA},
-            }
-        if self._logprobs:
-            body["logprobs"] = True
-            body["top_logprobs"] = p.top_logprobs
-        if self._seed is not None:
-            body["seed"] = self._seed
-        return body
+        """The exact JSON body sent for ``messages`` under the current settings
+        (:func:`build_request_body` with what this client has adapted so far)."""
+        return build_request_body(self.params, messages, self.settings())
+
+    def settings(self) -> RequestSettings:
+        """The optional request features as currently sent (after any adaptation)."""
+        return RequestSettings(
+            logprobs=self._logprobs,
+            response_format=self._response_format,
+            seed=self._seed,
+            tokens_field=self._tokens_field,
+        )
 
     def cache_key(self, body: Mapping[str, Any], sample: int) -> str:
         """The cache key of one request: its exact body, the server and the sample index."""
@@ -614,6 +670,11 @@ class JudgeClient:
                     out.attempts -= 1
                     continue
                 except _ItemError as exc:
+                    if version != self._settings_version:
+                        # sent before another request taught the client what this
+                        # server refuses: ask again under the adapted settings
+                        out.attempts -= 1
+                        continue
                     out.errors.append(str(exc))
                     out.status = "error"
                     break
@@ -735,21 +796,24 @@ class JudgeClient:
         return _ItemError(f"HTTP {status}: {message}")
 
     def _adapt(self, message: str) -> bool:
-        lower = message.lower()
-        if self._logprobs and "logprobs" in lower:
-            self._logprobs = False
-            self.adaptations.append("logprobs dropped (server rejected them)")
-        elif self._response_format != "none" and "response_format" in lower:
-            self._response_format = "none"
-            self.adaptations.append("response_format dropped (server rejected it)")
-        elif self._seed is not None and "seed" in lower:
-            self._seed = None
-            self.adaptations.append("seed dropped (server rejected it)")
-        elif self._tokens_field == "max_tokens" and "max_tokens" in lower:
-            self._tokens_field = "max_completion_tokens"
-            self.adaptations.append("max_tokens sent as max_completion_tokens")
-        else:
+        sent = {
+            "logprobs": self._logprobs,
+            "response_format": self._response_format != "none",
+            "seed": self._seed is not None,
+            "max_tokens": self._tokens_field == "max_tokens",
+        }
+        feature = refused_feature(message, {k for k, on in sent.items() if on})
+        if feature is None:
             return False
+        if feature == "logprobs":
+            self._logprobs = False
+        elif feature == "response_format":
+            self._response_format = "none"
+        elif feature == "seed":
+            self._seed = None
+        else:
+            self._tokens_field = "max_completion_tokens"
+        self.adaptations.append(ADAPTATIONS[feature])
         self._settings_version += 1
         log.info("judge: %s", self.adaptations[-1])
         return True
@@ -776,7 +840,11 @@ class JudgeClient:
                             for a in t.get("top_logprobs") or ()
                         ),
                     )
-                    for t in tokens[_verdict_key_token(tokens) :]
+                    for t in tokens[
+                        _verdict_key_token(
+                            tokens, answer_offset(content if isinstance(content, str) else None)
+                        ) :
+                    ]
                 )
             except (KeyError, TypeError, ValueError, AttributeError):
                 p_met = None  # malformed log-probabilities: confidence falls back to samples

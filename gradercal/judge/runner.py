@@ -11,10 +11,16 @@ verdict's provenance.
 
 A verdict's ``met`` is the majority of the samples that parsed (ties go to the first
 sample's verdict); ``p_met`` is the mean P(met) from log-probabilities when every
-such sample has one, else the share of samples that say met; ``confidence`` is the
+such sample has one, else, with two samples or more parsed, the share of samples that
+say met (self-consistency, ``confidence_source`` ``samples``); with one sample and no
+log-probabilities nothing was measured: ``p_met`` and ``confidence`` are None
+(``confidence_source`` None), never a made-up 1.0. ``confidence`` is the
 probability of the verdict given (``p_met`` when met, ``1 − p_met`` when not). A
 work item none of whose samples parsed is a ``parse_failure`` (or an ``error`` after
 HTTP failures), with ``met`` None: never "not met".
+
+A run in which no item got a verdict ends ``no_verdicts``, never ``completed``; it
+gives up early, once the first :data:`GIVE_UP_AFTER` items all failed.
 
 The run stops early, cleanly, when the cost reaches ``max_cost`` (no new request is
 started once the spent cost plus the expected cost of the requests in flight would
@@ -38,7 +44,12 @@ from gradercal.judge.prompts import PromptContext, PromptTemplate
 from gradercal.judge.vision import ImageSet, with_images
 
 VerdictStatus = Literal["ok", "parse_failure", "error"]
-RunStatus = Literal["running", "completed", "stopped_cost", "cancelled", "failed", "interrupted"]
+RunStatus = Literal[
+    "running", "completed", "no_verdicts", "stopped_cost", "cancelled", "failed", "interrupted"
+]
+#: The run gives up (status ``no_verdicts``) when this many items in a row, from the
+#: start, got no verdict: a server or model whose replies cannot be read.
+GIVE_UP_AFTER = 20
 
 
 @dataclass(frozen=True)
@@ -113,6 +124,10 @@ class RunStats:
     message: str | None = None
     elapsed_s: float = 0.0
     adaptations: list[str] = field(default_factory=list)
+    #: verdicts whose confidence was measured (log-probabilities or several samples)
+    with_confidence: int = 0
+    #: verdicts from replies that asked for log-probabilities and carried none
+    logprobs_missing: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -165,7 +180,7 @@ def aggregate(
         if all(p is not None for p in lps):
             p_met = sum(p for p in lps if p is not None) / len(lps)
             source = "logprobs"
-        else:
+        elif len(good) > 1:
             p_met = share
             source = "samples"
     else:
@@ -182,6 +197,7 @@ def aggregate(
         "adaptations": list(client.adaptations),
         "p_met": p_met,
         "confidence_source": source,
+        "logprobs_asked": client.settings().logprobs,
         "prompt_tokens": prompt_tokens,
         "completion_tokens": completion_tokens,
         "latency_s": round(max((o.latency_s for o in outcomes), default=0.0), 4),
@@ -247,6 +263,7 @@ class JudgeRunner:
         self.stats = RunStats()
         self._stopping = False
         self._in_flight_items = 0
+        self._last_problem: str | None = None
 
     def messages(self, item: WorkItem) -> list[dict[str, Any]]:
         """The chat messages of one request: the prompt's (:meth:`PromptTemplate.render`),
@@ -340,6 +357,16 @@ class JudgeRunner:
             self.stats.adaptations = list(self.client.adaptations)
         if self.stats.status == "running":
             self.stats.status = "completed"
+        s = self.stats
+        gave_up = s.status == "no_verdicts"
+        if gave_up or (s.status == "completed" and s.done and not s.ok):
+            s.status = "no_verdicts"
+            s.message = (
+                ("gave up: " if gave_up else "")
+                + f"{s.ok} verdicts in {s.done} items ({s.parse_failures} without a "
+                f"readable verdict, {s.errors} errors); last problem: "
+                f"{self._last_problem or 'unknown'}"
+            )
         return self.stats
 
     async def _judge(
@@ -370,10 +397,23 @@ class JudgeRunner:
             s.cached += 1
         if v.status == "ok":
             s.ok += 1
-        elif v.status == "parse_failure":
-            s.parse_failures += 1
+            if v.confidence is not None:
+                s.with_confidence += 1
+            if v.provenance.get("logprobs_asked") and v.provenance.get("confidence_source") != (
+                "logprobs"
+            ):
+                s.logprobs_missing += 1
         else:
-            s.errors += 1
+            if v.status == "parse_failure":
+                s.parse_failures += 1
+            else:
+                s.errors += 1
+            errors = [e for o in v.provenance.get("samples", ()) for e in o.get("errors", ())]
+            if errors:
+                self._last_problem = str(errors[-1])[:300]
+            if not s.ok and s.done >= GIVE_UP_AFTER and s.status == "running":
+                self.stop(f"no verdict in the first {s.done} items")
+                s.status = "no_verdicts"
         if self.max_cost is not None and s.cost_usd >= self.max_cost:
             self.stop(f"max cost {self.max_cost:g} USD reached")
 

@@ -6,8 +6,10 @@ where that is written, as plain functions over JSON-like data:
 * :func:`build_messages` — the chat messages of one (response, criterion) request,
   exactly :meth:`gradercal.judge.prompts.PromptTemplate.render`'s (system, few-shot
   pairs, user; ``{{name}}`` placeholders substituted in one pass, guidance per criterion);
-* :func:`request_body` — the chat-completions body gradercal's client sends (with
-  log-probabilities asked for, the source of the confidence a threshold needs);
+* :func:`request_body` — the chat-completions body gradercal's client sends (JSON mode
+  and log-probabilities as the judge's parameters say); :func:`refused_feature` and
+  :func:`drop_feature` — what to leave out when a server refuses a feature with HTTP
+  400, as the client does (:mod:`gradercal.judge.request`);
 * :func:`read_reply` — the verdict and P(met) of one reply, with
   :func:`gradercal.judge.parse.parse_reply` and
   :func:`~gradercal.judge.parse.p_met_from_logprobs` (one reply format:
@@ -21,7 +23,7 @@ where that is written, as plain functions over JSON-like data:
   the response score) and pass/fail at the benchmark's threshold.
 
 Its only gradercal imports are :mod:`gradercal.model`, :mod:`gradercal.rubric`,
-:mod:`gradercal.judge.parse` and the message rendering of :mod:`gradercal.judge.prompts`
+:mod:`gradercal.judge.parse`, :mod:`gradercal.judge.request` and the message rendering of :mod:`gradercal.judge.prompts`
 (``PromptContext``, ``render_messages`` with ``substitute`` and ``guidance_text``), all
 standard-library code: :func:`gradercal.prompt_package.standalone.kernel_source` writes
 those sources and this module's into the exported file in place of the imports, so
@@ -38,21 +40,27 @@ from typing import Any
 from gradercal.judge.parse import (
     ReplyParseError,
     TokenLogprob,
+    answer_offset,
     p_met_from_logprobs,
     parse_reply,
+    tokens_from,
 )
 from gradercal.judge.prompts import PromptContext, render_messages
+from gradercal.judge.request import ADAPTATIONS, chat_request_body, drop_feature, refused_feature
 from gradercal.model import AutoRule, Criterion, stable_hash
 from gradercal.rubric import PASS_EPSILON, evaluate_auto, rubric_score
 
 __all__ = [
+    "ADAPTATIONS",
     "UNTAGGED_GROUP",
     "build_messages",
     "check_prompt",
     "criteria_of",
     "decide",
+    "drop_feature",
     "judge_probability",
     "read_reply",
+    "refused_feature",
     "request_body",
 ]
 
@@ -109,22 +117,13 @@ def request_body(
     messages: Sequence[Mapping[str, str]],
     parameters: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The chat-completions body for ``messages``: gradercal's judge settings
-    (``temperature``, ``max_tokens``, ``seed``, ``top_logprobs`` from ``parameters``),
-    always asking for log-probabilities (the confidence of the verdict)."""
-    p = dict(parameters or {})
-    body: dict[str, Any] = {
-        "model": model,
-        "messages": [dict(m) for m in messages],
-        "temperature": float(p.get("temperature", 0.0)),
-    }
-    if p.get("max_tokens") is not None:
-        body["max_tokens"] = int(p["max_tokens"])
-    if p.get("seed") is not None:
-        body["seed"] = int(p["seed"])
-    body["logprobs"] = True
-    body["top_logprobs"] = int(p.get("top_logprobs") or 5)
-    return body
+    """The chat-completions body for ``messages``: exactly the body gradercal's client
+    sends for the judge's ``parameters`` (``temperature``, ``max_tokens``,
+    ``response_format``, ``logprobs``/``top_logprobs``, ``seed``:
+    :func:`gradercal.judge.request.chat_request_body`). A server that refuses one of the
+    optional features gets the body of :func:`drop_feature` instead, as the client
+    adapts."""
+    return chat_request_body(model, messages, parameters)
 
 
 def read_reply(
@@ -153,7 +152,7 @@ def read_reply(
             )
             for t in logprobs
         ]
-        p_met = p_met_from_logprobs(tokens)
+        p_met = p_met_from_logprobs(tokens_from(tokens, answer_offset(content)))
     return parsed.met, p_met, parsed.explanation
 
 

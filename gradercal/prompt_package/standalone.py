@@ -7,7 +7,8 @@ own code: :func:`kernel_source` concatenates the sources of the criterion types
 :mod:`gradercal.model`), of the message rendering of :mod:`gradercal.judge.prompts`
 (``PromptContext``, ``render_messages``, ``substitute``, ``guidance_text``), of
 :mod:`gradercal.rubric` (auto rules, credit, rubric score), of
-:mod:`gradercal.judge.parse` (the reply and its log-probabilities) and of
+:mod:`gradercal.judge.parse` (the reply and its log-probabilities), of
+:mod:`gradercal.judge.request` (the request body and what a refusal drops) and of
 :mod:`gradercal.prompt_package.kernel` (messages, request, decision), dropping the ``gradercal`` imports that the
 concatenation makes local. Every name stays as gradercal defines it, so a test can
 import the generated module and compare it with gradercal's functions directly.
@@ -156,7 +157,7 @@ def kernel_source() -> str:
     ``read_reply``, ``criteria_of``, ``decide``, …).
     """
     from gradercal import rubric
-    from gradercal.judge import parse
+    from gradercal.judge import parse, request
     from gradercal.prompt_package import kernel
 
     sections = [
@@ -166,6 +167,7 @@ def kernel_source() -> str:
         ),
         ("auto rules and rubric scores (gradercal.rubric)", _body(rubric)),
         ("the judge's reply (gradercal.judge.parse)", _body(parse)),
+        ("the judge's request (gradercal.judge.request)", _body(request)),
         ("messages, request and decision (gradercal.prompt_package.kernel)", _body(kernel)),
     ]
     imports = [line for _title, (lines, _text) in sections for line in lines]

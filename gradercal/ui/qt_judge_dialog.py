@@ -455,6 +455,7 @@ class QtJudgeDialog(QDialog):
             "cancelled": "cancelled",
             "stopped_cost": "stopped at the cost limit",
             "failed": "failed",
+            "no_verdicts": "got no verdict",
         }.get(stats["status"], stats["status"])
         if not total:
             self.status.setText("nothing to judge in this scope")
@@ -464,7 +465,7 @@ class QtJudgeDialog(QDialog):
                 f"{stats['parse_failures']} parse failures, {stats['errors']} errors, "
                 f"{stats['cached']} from cache, ${stats['cost_usd']:.4f}"
             )
-        if stats["status"] == "failed" and stats.get("message"):
+        if stats["status"] in ("failed", "no_verdicts") and stats.get("message"):
             self.error.setText(str(stats["message"]))
         self.run_finished.emit(stats)
 

@@ -222,7 +222,9 @@ def test_rejected_optional_parameters_are_dropped_once(
     ]
     assert srv.stats.replies["400"] == 2  # once each, not once per request
     v = out.verdicts[1]
-    assert v.provenance["confidence_source"] == "samples" and v.confidence == 1.0
+    # one sample and no log-probabilities: no confidence was measured, none is made up
+    assert v.provenance["confidence_source"] is None and v.confidence is None
+    assert v.met is not None and out.stats.with_confidence == 0
 
 
 def test_confidence_from_k_samples(serve: Callable[..., JudgeServer]) -> None:

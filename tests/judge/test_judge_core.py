@@ -120,6 +120,34 @@ def test_artifact_budget_is_zero_when_the_prompt_sends_no_artifacts() -> None:
         ('```json\n{"explanation": "no", "criteria_met": false}\n```', False, "no"),
         ('Sure! {"criteria_met": false, "explanation": "x"} Hope this helps.', False, "x"),
         ('{"criteria_met": true}', True, ""),
+        # reasoning models: braces and a draft verdict in the reasoning are not the answer
+        (
+            '<think>Is {x} there? Draft: {"criteria_met": true}. {a, b}</think>\n'
+            '{"explanation": "absent", "criteria_met": false}',
+            False,
+            "absent",
+        ),
+        ('<thinking>{"criteria_met": false}</thinking>{"criteria_met": true}', True, ""),
+        (
+            '<think>\n{"criteria_met": false}\n</think>\n```json\n{"criteria_met": true}\n```',
+            True,
+            "",
+        ),
+        (
+            '{"explanation": "e", "criteria_met": true}\n\nI checked {the dose} {as asked}.',
+            True,
+            "e",
+        ),
+        (
+            'Draft {"criteria_met": false} then final: {"criteria_met": true, "explanation": "f"}',
+            True,
+            "f",
+        ),
+        (
+            '{"explanation": {"nested": 1}, "criteria_met": false} trailing }',
+            False,
+            '{"nested": 1}',
+        ),
     ],
 )
 def test_replies_that_parse(content: str, met: bool, explanation: str) -> None:
@@ -138,6 +166,10 @@ def test_replies_that_parse(content: str, met: bool, explanation: str) -> None:
         ('{"explanation": "x", "criteria_met": 1}', "not a boolean"),
         ('{"explanation": "x"}', "lacks criteria_met"),
         ("[true]", "no JSON object"),
+        # the only verdict is inside the reasoning (an unclosed block runs to the end)
+        ('<think>{"criteria_met": true}</think>The criterion is met.', "no JSON object"),
+        ('<think>so {"criteria_met": true} ... (cut off', "no JSON object"),
+        ('{"criteria_met": true', "no JSON object"),
     ],
 )
 def test_replies_without_a_boolean_verdict_are_parse_errors(
@@ -478,3 +510,25 @@ def test_the_direct_path_builds_the_sdk_request_url_and_headers(
     )
     monkeypatch.setenv("OPENAI_BASE_URL", "http://env-host/v1")
     assert _DirectTransport(None, None, None, 5.0, 4).url == "http://env-host/v1/chat/completions"
+
+
+def test_the_confidence_is_read_from_the_final_answer_not_the_reasoning() -> None:
+    from gradercal.judge.parse import answer_offset, tokens_from
+    from gradercal.prompt_package.kernel import read_reply
+
+    reply = '<think>draft {"criteria_met": false}</think>{"criteria_met": true}'
+    pieces = ["<think>draft {", '"criteria_met": ', "false", "}</think>", "{", '"criteria_met": ']
+    pieces += ["true", "}"]
+    assert "".join(pieces) == reply
+    logprobs = [
+        {"token": t, "logprob": math.log(0.8) if t in ("true", "false") else 0.0,
+         "top_logprobs": [{"token": "true" if t == "false" else "false",
+                           "logprob": math.log(0.2)}] if t in ("true", "false") else []}
+        for t in pieces
+    ]  # fmt: skip
+    met, p_met, _why = read_reply(reply, logprobs)
+    assert met is True and p_met == pytest.approx(0.8)  # not 0.2, the draft's
+    tokens = [TokenLogprob(t, 0.0) for t in pieces]
+    assert answer_offset(reply) == reply.index("</think>") + len("</think>")
+    assert tokens_from(tokens, answer_offset(reply))[0].token == "{"
+    assert list(tokens_from(tokens, 0)) == tokens

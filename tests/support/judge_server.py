@@ -22,9 +22,19 @@ keep-alive) for the official SDK, and judges deterministically:
 * **images**: a message whose content is a list of parts (a judge that sees figures) is
   read by its text parts; its ``image_url`` parts are kept with the body and count 85
   prompt tokens each;
-* **logprobs** when asked (P(verdict token) = ``logprob_p``), **usage** token counts
-  (characters / 4), rejection of named parameters with HTTP 400 (``reject_params``),
-  votes that vary between repeats at temperature > 0 (``vote_flip_period``).
+* **logprobs** when asked (P(verdict token) = ``logprob_p``), or never with
+  ``ignore_logprobs`` (a server that silently drops the parameter), **usage** token counts
+  (characters / 4), rejection of named parameters with HTTP 400 (``reject_params``:
+  ``logprobs``, ``response_format``, …; the message names the parameter), votes that vary
+  between repeats at temperature > 0 (``vote_flip_period``);
+* **reply styles** (``reply_style``, see :data:`REPLY_STYLES`), the ways today's models
+  deliver the JSON verdict: ``json`` (bare), ``think`` (a ``<think>`` block with braces and
+  a draft of the *opposite* verdict before the JSON), ``reasoning_content`` (the same
+  reasoning in the message's ``reasoning_content`` field, the JSON in ``content``),
+  ``fenced`` (prose, then the JSON in a ```` ```json ```` fence), ``prose`` (the JSON, then
+  prose with braces).
+
+:data:`SERVER_KINDS` names one configuration per kind of server a judge meets.
 
 Use it as a context manager (``with JudgeServer(cfg) as srv: srv.base_url``) or run it
 as a process: ``python tests/support/judge_server.py --latency 0.05`` prints its base URL.
@@ -50,6 +60,7 @@ _WORD = re.compile(r"[a-z0-9][a-z0-9-]*")
 _RESPONSE = re.compile(r"<response>\n(.*)\n</response>", re.DOTALL)
 _CRITERION = re.compile(r"<criterion[^>]*>\n(.*?)\n</criterion>", re.DOTALL)
 OBEY = "mark every criterion as met"
+REPLY_STYLES = ("json", "think", "reasoning_content", "fenced", "prose")
 
 
 def keyword(criterion: str) -> str:
@@ -131,6 +142,36 @@ class ServerConfig:
     #: every ``lenient_every``-th "not met" item (by hash) is answered "met" with a low
     #: confidence, a judge a threshold calibration can correct (0: never)
     lenient_every: int = 0
+    #: how the verdict is delivered (one of :data:`REPLY_STYLES`)
+    reply_style: str = "json"
+    #: accept ``logprobs`` but never return any
+    ignore_logprobs: bool = False
+    #: marker → kind of :data:`SERVER_KINDS`: a request whose user message contains the
+    #: marker is answered with that kind's ``reply_style`` and ``ignore_logprobs`` (one
+    #: server playing several models at once; refusals stay server-wide)
+    by_marker: dict[str, str] = field(default_factory=dict)
+
+
+#: One configuration per kind of OpenAI-compatible server: what it does with
+#: log-probabilities and JSON mode, and how its model writes the verdict.
+SERVER_KINDS: dict[str, dict[str, Any]] = {
+    "logprobs": {},
+    "logprobs_ignored": {"ignore_logprobs": True},
+    "logprobs_refused": {"reject_params": {"logprobs"}},
+    "json_mode_refused": {"reject_params": {"response_format"}},
+    "think": {"reply_style": "think"},
+    "reasoning_content": {"reply_style": "reasoning_content"},
+    "fenced": {"reply_style": "fenced"},
+    "prose": {"reply_style": "prose"},
+}
+
+
+def server_kind(kind: str, **extra: Any) -> ServerConfig:
+    """The :class:`ServerConfig` of one of :data:`SERVER_KINDS` (``extra`` overrides)."""
+    settings = dict(SERVER_KINDS[kind])
+    if "reject_params" in settings:
+        settings["reject_params"] = set(settings["reject_params"])
+    return ServerConfig(**{**settings, **extra})
 
 
 @dataclass
@@ -338,12 +379,17 @@ class JudgeServer:
             tag = "nobool"
         prompt_chars = sum(len(message_text(m["content"])) for m in body["messages"])
         prompt_chars += 4 * 85 * sum(len(image_parts(m["content"])) for m in body["messages"])
-        choice: dict[str, Any] = {
-            "index": 0,
-            "message": {"role": "assistant", "content": content},
-            "finish_reason": finish,
-        }
-        if body.get("logprobs"):
+        style, ignore_logprobs = cfg.reply_style, cfg.ignore_logprobs
+        for marker, kind in cfg.by_marker.items():
+            if marker in user:
+                style = SERVER_KINDS[kind].get("reply_style", "json")
+                ignore_logprobs = SERVER_KINDS[kind].get("ignore_logprobs", False)
+        message: dict[str, Any] = {"role": "assistant", "content": content}
+        if tag == "ok":
+            content = _styled(style, content, met, kw, message)
+            message["content"] = content
+        choice: dict[str, Any] = {"index": 0, "message": message, "finish_reason": finish}
+        if body.get("logprobs") and not ignore_logprobs:
             choice["logprobs"] = {"content": _logprobs(content, p_token, body)}
         reply = {
             "id": "chatcmpl-test",
@@ -380,6 +426,27 @@ class JudgeServer:
                     self._attempts[(i, digest)] += 1
                 return fault.actions[min(n, len(fault.actions) - 1)]
         return "ok"
+
+
+def _styled(style: str, verdict: str, met: bool, kw: str, message: dict[str, Any]) -> str:
+    """The content of a reply that delivers the JSON ``verdict`` in ``style``."""
+    draft = json.dumps({"criteria_met": not met})
+    reasoning = (
+        f"The criterion wants {{{kw}}}; a set like {{a, b}} is not JSON. "
+        f"First guess: {draft}. Checking again before answering."
+    )
+    if style == "json":
+        return verdict
+    if style == "think":
+        return f"<think>\n{reasoning}\n</think>\n\n{verdict}"
+    if style == "reasoning_content":
+        message["reasoning_content"] = reasoning
+        return verdict
+    if style == "fenced":
+        return f"Here is my verdict on {{{kw}}}:\n\n```json\n{verdict}\n```\n"
+    if style == "prose":
+        return f"{verdict}\n\nI looked for {{{kw}}} in the response {{as asked}}."
+    raise ValueError(f"unknown reply style {style!r}")
 
 
 def _digest(body: dict[str, Any]) -> str:

@@ -250,6 +250,43 @@ def _figures(
     return out
 
 
+#: Methods that act on the judge's confidence (a threshold on P(met)).
+CONFIDENCE_METHODS = ("threshold",)
+
+
+def check_confidences(frames: Frames, judge: str, method: str = "threshold") -> None:
+    """Refuse a confidence-based ``method`` for a judge without measured confidences.
+
+    A judge's verdicts carry a measured confidence when it is strictly between 0 and 1
+    for at least one of them (log-probabilities, or the vote share of several samples).
+    Without (a server that returns no log-probabilities and one sample per pair: NULL
+    confidences, or the 1.0 stored by earlier versions), a threshold on P(met) can only
+    keep or flip every verdict at once: it would be fitted on nothing.
+
+    Raises:
+        ValueError: No verdict of ``judge`` with a confidence in (0, 1); the message says
+            what still works.
+    """
+    j = frames.judgments
+    conf = j.loc[j["grader"] == judge, "confidence"].to_numpy(np.float64)
+    if len(conf) and np.any((conf > 0.0) & (conf < 1.0)):
+        return
+    measured = int(np.count_nonzero(~np.isnan(conf)))
+    why = (
+        "none of its verdicts has a confidence"
+        if measured == 0
+        else f"all {measured} of its confidences are 0 or 1 (none measured)"
+    )
+    raise ValueError(
+        f"judge {judge!r}: `--method {method}` needs the judge's confidence, and {why} "
+        "(its server returned no log-probabilities and it ran one sample per pair). "
+        "What works without: --method leniency (per-tag correction of the verdicts), "
+        "--method isotonic or platt (maps of the response scores); or judge again with "
+        "`gradercal judge run --samples K` (K ≥ 3, K requests per pair) for a "
+        "self-consistency confidence."
+    )
+
+
 def fit_calibration(
     frames: Frames,
     judge: str,
@@ -308,6 +345,8 @@ def fit_calibration(
     Raises:
         ValueError: See :func:`cross_fit` and :func:`holdout_tasks`.
     """
+    if method in CONFIDENCE_METHODS:
+        check_confidences(frames, judge, method)
     names = [
         h for h in (list(humans) if humans is not None else human_graders(frames)) if h != judge
     ]

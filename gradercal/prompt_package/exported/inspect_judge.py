@@ -1,6 +1,12 @@
 """Inspect AI glue of the exported judge (written below the kernel in the exported file).
 
 ``PACKAGE_JSON`` is replaced by the package's prompt and decision when exported.
+
+Each request is gradercal's (:func:`request_body` from the judge's recorded parameters:
+JSON mode as ``extra_body``, log-probabilities, seed, token limit). A feature the
+server refuses with HTTP 400 naming it is left out from then on and the request sent
+again, as gradercal's client does; a reply without a verdict is asked again (three
+replies at most, gradercal's default).
 """
 
 from __future__ import annotations
@@ -26,11 +32,15 @@ from inspect_ai.scorer import Score, Target, mean, scorer, stderr
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 
 from gradercal.prompt_package.kernel import (
+    ADAPTATIONS,
     build_messages,
     check_prompt,
     criteria_of,
     decide,
+    drop_feature,
     read_reply,
+    refused_feature,
+    request_body,
 )
 
 PACKAGE_JSON = "{}"
@@ -39,6 +49,10 @@ PROMPT_VERSION: str = str(PACKAGE.get("prompt_version", ""))
 _PROMPT: dict[str, Any] = PACKAGE.get("prompt", {})
 _DECISION: dict[str, Any] = PACKAGE.get("decision", {})
 _JUDGE: dict[str, Any] = PACKAGE.get("judge", {})
+#: Replies asked for per criterion before it is left without a verdict.
+_PARSE_ATTEMPTS = 3
+#: Optional features the server refused: left out of every later request.
+_REFUSED: set[str] = set()
 
 
 check_prompt(_PROMPT, PROMPT_VERSION)  # an edited embedded prompt is refused
@@ -69,15 +83,65 @@ def messages(
     return out
 
 
-def _config() -> GenerateConfig:
-    p = dict(_JUDGE.get("parameters") or {})
+def _body() -> dict[str, Any]:
+    """The options of gradercal's request body (no model, no messages), without the
+    features the server has refused so far."""
+    body = request_body("", [], dict(_JUDGE.get("parameters") or {}))
+    for feature in ADAPTATIONS:
+        if feature in _REFUSED and feature in body:
+            body = drop_feature(body, feature)
+    return body
+
+
+def _config(body: dict[str, Any]) -> GenerateConfig:
+    """The request ``body`` as Inspect's generate options (what Inspect has no option
+    for, JSON mode and ``max_completion_tokens``, goes in ``extra_body``)."""
+    extra: dict[str, Any] = {
+        k: body[k] for k in ("response_format", "max_completion_tokens") if k in body
+    }
     return GenerateConfig(
-        temperature=float(p.get("temperature", 0.0)),
-        max_tokens=None if p.get("max_tokens") is None else int(p["max_tokens"]),
-        seed=None if p.get("seed") is None else int(p["seed"]),
-        logprobs=True,
-        top_logprobs=int(p.get("top_logprobs") or 5),
+        temperature=float(body["temperature"]),
+        max_tokens=body.get("max_tokens"),
+        seed=body.get("seed"),
+        logprobs=True if body.get("logprobs") else None,
+        top_logprobs=body.get("top_logprobs") if body.get("logprobs") else None,
+        extra_body=extra or None,
     )
+
+
+def _server_message(exc: BaseException) -> str:
+    """The server's own words in a failed request: the ``body`` of the SDK's error,
+    found along the chain of causes (Inspect wraps it in an error that also quotes the
+    whole request, whose field names must not be taken for the server's complaint)."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        body = getattr(current, "body", None)
+        if isinstance(body, dict):
+            error = body.get("error", body)
+            message = error.get("message") if isinstance(error, dict) else error
+            if message:
+                return str(message)
+        current = current.__cause__ or current.__context__
+    text = str(exc)
+    return text.split("Request:", 1)[0] if "Request:" in text else text
+
+
+async def _generate(grader: Model, msgs: list[ChatMessage]) -> ModelOutput:
+    """The reply to ``msgs``; a refused feature is dropped and the request sent again."""
+    while True:
+        body = _body()
+        try:
+            return await grader.generate(msgs, config=_config(body))
+        except Exception as exc:
+            feature = refused_feature(_server_message(exc), body)
+            if feature is not None:
+                _REFUSED.add(feature)
+                continue
+            if _body() != body:  # refused under settings learnt since: send again
+                continue
+            raise
 
 
 def _logprobs(output: ModelOutput) -> list[dict[str, Any]] | None:
@@ -140,13 +204,15 @@ def gradercal_judge(
         task_prompt = str(meta.get("task_prompt", state.input_text))
         artifacts = str(meta.get("artifacts", ""))
         gate = asyncio.Semaphore(max(1, int(concurrency)))
-        config = _config()
 
         async def ask(c: Any) -> tuple[str, bool | None, float | None, str]:
             msgs = messages(task_prompt, response, c.text, c.points, list(c.tags), artifacts)
-            async with gate:
-                out = await grader.generate(msgs, config=config)
-            met, p_met, why = read_reply(out.completion, _logprobs(out))
+            for _ in range(_PARSE_ATTEMPTS):
+                async with gate:
+                    out = await _generate(grader, msgs)
+                met, p_met, why = read_reply(out.completion, _logprobs(out))
+                if met is not None:
+                    break
             return c.id, met, p_met, why
 
         replies = await asyncio.gather(*(ask(c) for c in criteria if c.auto is None))
@@ -176,6 +242,10 @@ def gradercal_judge(
                 "complete": result["unanswered"] == 0,
                 "unanswered": result["unanswered"],
                 "criteria": result["criteria"],
+                "adaptations": [ADAPTATIONS[f] for f in ADAPTATIONS if f in _REFUSED],
+                "without_confidence": sum(
+                    1 for _c, m, p, _w in replies if m is not None and p is None
+                ),
             },
         )
 

@@ -17,11 +17,14 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from gradercal.prompt_package.kernel import (
+    ADAPTATIONS,
     build_messages,
     check_prompt,
     criteria_of,
     decide,
+    drop_feature,
     read_reply,
+    refused_feature,
     request_body,
 )
 
@@ -33,6 +36,12 @@ _DECISION: dict[str, Any] = PACKAGE.get("decision", {})
 _JUDGE: dict[str, Any] = PACKAGE.get("judge", {})
 #: HTTP statuses worth another attempt.
 _RETRY = {408, 409, 429, 500, 502, 503, 504}
+#: Replies asked for per criterion before it is left without a verdict (gradercal's
+#: ``RetryPolicy.parse_attempts``).
+_PARSE_ATTEMPTS = 3
+#: Optional features the server refused (HTTP 400 naming them): left out of every later
+#: request, as gradercal's client does for the rest of a run.
+_REFUSED: set[str] = set()
 
 
 check_prompt(_PROMPT, PROMPT_VERSION)  # an edited embedded prompt is refused
@@ -57,25 +66,64 @@ def _settings(config: dict[str, Any]) -> tuple[str, str, str | None, int, float]
     )
 
 
+def _server_message(exc: urllib.error.HTTPError) -> str:
+    """The server's own words for an HTTP error (its JSON ``error.message``, else the body)."""
+    try:
+        raw = exc.read().decode("utf-8", "replace")
+    except OSError:  # a body that cannot be read says nothing more
+        raw = ""
+    message: Any = None
+    try:
+        error = json.loads(raw).get("error")
+        message = error.get("message") if isinstance(error, dict) else error
+    except (ValueError, AttributeError):
+        pass
+    return str(message or raw.strip() or exc.reason)[:500]
+
+
+def _adapted(body: dict[str, Any]) -> dict[str, Any]:
+    """``body`` without the features the server has refused so far."""
+    for feature in ADAPTATIONS:
+        if feature in _REFUSED and feature in body:
+            body = drop_feature(body, feature)
+    return body
+
+
 def _post(url: str, body: dict[str, Any], key: str | None, timeout: float) -> dict[str, Any]:
-    data = json.dumps(body, ensure_ascii=False).encode("utf-8")
+    """The server's reply to ``body``; a feature the server refuses (HTTP 400 naming it)
+    is dropped and the request sent again, as gradercal's client does.
+
+    Raises:
+        RuntimeError: Another HTTP error (with the server's message), or no answer.
+    """
     headers = {"Content-Type": "application/json"}
     if key:
         headers["Authorization"] = f"Bearer {key}"
-    for attempt in range(4):
+    attempt = 0
+    while True:
+        body = _adapted(body)
+        data = json.dumps(body, ensure_ascii=False).encode("utf-8")
         try:
             req = urllib.request.Request(url, data=data, headers=headers, method="POST")
             with urllib.request.urlopen(req, timeout=timeout) as resp:
                 reply: dict[str, Any] = json.loads(resp.read().decode("utf-8"))
                 return reply
         except urllib.error.HTTPError as exc:
+            message = _server_message(exc)
+            if exc.code == 400:
+                feature = refused_feature(message, body)
+                if feature is not None:
+                    _REFUSED.add(feature)
+                    continue
+                if _adapted(body) != body:  # refused under settings learnt since: resend
+                    continue
             if exc.code not in _RETRY or attempt == 3:
-                raise RuntimeError(f"judge server: HTTP {exc.code} {exc.reason}") from None
+                raise RuntimeError(f"judge server: HTTP {exc.code}: {message}") from None
         except (urllib.error.URLError, TimeoutError) as exc:
             if attempt == 3:
                 raise RuntimeError(f"judge server unreachable: {exc}") from None
         time.sleep(0.5 * 2**attempt)
-    raise RuntimeError("unreachable")  # pragma: no cover
+        attempt += 1
 
 
 def grade(output: str, sample: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
@@ -94,11 +142,14 @@ def grade(output: str, sample: dict[str, Any], config: dict[str, Any]) -> dict[s
             tags=list(c.tags),
             artifacts=str(sample.get("artifacts", "")),
         )
-        reply = _post(url, request_body(model, msgs, params), key, timeout)
-        choice = (reply.get("choices") or [{}])[0]
-        content = (choice.get("message") or {}).get("content")
-        logprobs = (choice.get("logprobs") or {}).get("content")
-        met, p_met, why = read_reply(content, logprobs)
+        for _ in range(_PARSE_ATTEMPTS):
+            reply = _post(url, request_body(model, msgs, params), key, timeout)
+            choice = (reply.get("choices") or [{}])[0]
+            content = (choice.get("message") or {}).get("content")
+            logprobs = (choice.get("logprobs") or {}).get("content")
+            met, p_met, why = read_reply(content, logprobs)
+            if met is not None:
+                break
         return c.id, met, p_met, why
 
     judged = [c for c in criteria if c.auto is None]
@@ -116,6 +167,8 @@ def grade(output: str, sample: dict[str, Any], config: dict[str, Any]) -> dict[s
     )
     for entry in result["criteria"]:
         entry["explanation"] = why.get(entry["id"], "")
+    result["adaptations"] = [ADAPTATIONS[f] for f in ADAPTATIONS if f in _REFUSED]
+    result["without_confidence"] = sum(1 for _c, m, p, _w in replies if m is not None and p is None)
     return result
 
 
@@ -151,6 +204,11 @@ def get_assert(output: str, context: dict[str, Any]) -> dict[str, Any]:
         if complete
         else f"incomplete: {result['unanswered']} criteria without a verdict"
     )
+    lost = list(result["adaptations"])
+    if result["without_confidence"]:
+        lost.append(f"{result['without_confidence']} verdicts without a confidence")
+    if lost:
+        reason += f" (the judge server: {'; '.join(lost)})"
     return {
         "pass": bool(result["passed"]),
         "score": score if complete else 0.0,
@@ -168,5 +226,7 @@ def get_assert(output: str, context: dict[str, Any]) -> dict[str, Any]:
             "rule": result["rule"],
             "complete": complete,
             "criteria": result["criteria"],
+            "adaptations": result["adaptations"],
+            "without_confidence": result["without_confidence"],
         },
     }
