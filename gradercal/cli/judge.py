@@ -280,6 +280,7 @@ def _launch_batch(
     label: str,
     poll_interval: float,
     rounds: int,
+    store_chunk: int = 200,
 ) -> _Launched:
     """Record (or resume) a batch run, follow it to the end, store its verdicts."""
     from gradercal.db.judge_batch import DbBatchStore, open_batch_run
@@ -337,7 +338,7 @@ def _launch_batch(
         judge = BatchJudge(
             client, prompt, api, bstore, price=model_price, max_cost=conn.max_cost,
             max_rounds=rounds, poll_interval=poll_interval, progress=update, note=note,
-            run_id=run_id,
+            run_id=run_id, store_chunk=store_chunk,
         )  # fmt: skip
         try:
             judge.run()
@@ -350,7 +351,7 @@ def _launch_batch(
         finally:
             api.close()
             store.finish_run(run_id, judge.stats)
-    left = len(bstore.work_items())
+    left = len(bstore.work_items(False))
     return _Launched(
         judge.stats, interrupted, run_id, judge.stats.done, judge.batches, resumed, left
     )
@@ -573,6 +574,7 @@ def judge() -> None:
     help="With --batch: batches at most; a following batch resends failed, unparsed and "
     "unfinished (expired) requests.",
 )
+@click.option("--batch-store-chunk", default=200, type=click.IntRange(1), hidden=True)
 @click.option(
     "--dry-run",
     is_flag=True,
@@ -601,6 +603,7 @@ def run(
     use_batch: bool,
     poll_interval: float,
     batch_rounds: int,
+    batch_store_chunk: int,
     dry_run: bool,
     as_json: bool,
 ) -> None:
@@ -666,6 +669,7 @@ def run(
         store.save_prompt(base_prompt)
     info = store.ensure_judge(judge_name, model=model, prompt=prompt, parameters=params.to_dict())
     items = store.work_items(benchmark, info, where, prompt)
+    pending = False
     summary: dict[str, Any] = {
         "judge": judge_name,
         "model": model,
@@ -676,8 +680,14 @@ def run(
     }
     if prompt.vision is not None:
         summary["vision"] = prompt.vision.to_dict()
-    if not items:
+    if use_batch and not items:
+        from gradercal.db.judge_batch import has_open_batch
+
+        pending = has_open_batch(store, info)  # an open batch is collected even so
+    if not items and not (use_batch and pending):
         summary.update(status="completed", run_id=None)
+        if use_batch:
+            summary.update(batches=[], resumed=False, left=0)
         summary["calibrated"] = calibrated_summary(store, benchmark, judge_name)
         if as_json:
             emit_json(summary)
@@ -697,7 +707,7 @@ def run(
             store, info, prompt, params, conn, model_price=model_price, record=record,
             benchmark=benchmark, scope=where, items=len(items), show_progress=not as_json,
             label=f"judge {judge_name} batch", poll_interval=poll_interval,
-            rounds=batch_rounds,
+            rounds=batch_rounds, store_chunk=batch_store_chunk,
         )  # fmt: skip
     else:
         done = _launch(

@@ -90,6 +90,18 @@ def open_batch_run(
     return store.start_run(judge, **start), False
 
 
+def has_open_batch(store: JudgeStore, judge: JudgeInfo) -> bool:
+    """Whether a batch run of ``judge`` has a round not collected yet."""
+    with store.db.read() as s:
+        for params in s.scalars(
+            select(m.JudgeRun.parameters).where(m.JudgeRun.grader_id == judge.grader_id)
+        ):
+            p = params or {}
+            if p.get("kind") == "batch" and (p.get("batch") or {}).get("state") in _OPEN:
+                return True
+    return False
+
+
 class DbBatchStore:
     """:class:`gradercal.judge.batch.BatchStore` on one run of a gradercal database."""
 
@@ -142,21 +154,11 @@ class DbBatchStore:
         run.parameters = params
         run.heartbeat_at = m.utcnow()
 
-    def work_items(self) -> list[WorkItem]:
-        items = self.js.work_items(self.benchmark, self.judge, self.scope, self.prompt)
-        j = m.Judgment
-        with self.js.db.read() as s:
-            answered = {
-                (int(r), int(c))
-                for r, c in s.execute(
-                    select(j.response_id, j.criterion_id).where(
-                        j.grader_id == self.judge.grader_id,
-                        j.judge_run_id == self.run_id,
-                        j.met.is_not(None),
-                    )
-                )
-            }
-        return [it for it in items if it.ref not in answered]
+    def work_items(self, first_round: bool = True) -> list[WorkItem]:
+        scope = self.scope
+        if not first_round and scope.kind == "all":
+            scope = Scope("unjudged")  # what is left: items still without a current verdict
+        return self.js.work_items(self.benchmark, self.judge, scope, self.prompt)
 
     def encode_ref(self, ref: Hashable) -> str:
         pair: Any = ref
@@ -217,4 +219,4 @@ def _chunks(values: Sequence[Any], size: int) -> list[Sequence[Any]]:
     return [values[i : i + size] for i in range(0, len(values), size)]
 
 
-__all__ = ["DbBatchStore", "open_batch_run"]
+__all__ = ["DbBatchStore", "has_open_batch", "open_batch_run"]

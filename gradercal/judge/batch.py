@@ -93,8 +93,9 @@ class BatchStore(Protocol):
         """Commit the round's state (also a sign of life)."""
         ...
 
-    def work_items(self) -> list[WorkItem]:
-        """The items a new round judges: the work list less those this run answered."""
+    def work_items(self, first_round: bool = True) -> list[WorkItem]:
+        """The items of a round: the run's work list; after the first round, those of it
+        still without a current verdict."""
         ...
 
     def items_for(self, refs: Sequence[str]) -> dict[str, WorkItem]:
@@ -328,6 +329,7 @@ class BatchJudge:
         poll_interval: Seconds between polls of a running batch.
         progress: Called after each poll.
         run_id: Written into the batch's metadata.
+        store_chunk: Items whose verdicts are committed in one transaction.
     """
 
     def __init__(
@@ -344,6 +346,7 @@ class BatchJudge:
         progress: Callable[[BatchProgress], None] | None = None,
         note: Callable[[str], None] | None = None,
         run_id: int | None = None,
+        store_chunk: int = STORE_CHUNK,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         if max_cost is not None and price is None:
@@ -359,6 +362,7 @@ class BatchJudge:
         self.progress = progress
         self.note = note or (lambda _msg: None)
         self.run_id = run_id
+        self.store_chunk = store_chunk
         self.sleep = sleep
         self.batches: list[str] = []
         self._runner = JudgeRunner(client, prompt, on_verdict=lambda _v: None)
@@ -369,7 +373,7 @@ class BatchJudge:
         """The request body of ``item``: the online runner's, byte for byte."""
         return self.client.request_body(self._runner.messages(item))
 
-    def _prepare(self) -> _Round:
+    def _prepare(self, round_no: int) -> _Round:
         """The next round: lines of the samples not in the cache, verdicts of the items
         whose every sample is, within ``max_cost``."""
         from gradercal.judge.artifacts import estimate_tokens
@@ -379,7 +383,7 @@ class BatchJudge:
         budget = None
         if self.max_cost is not None and self.price is not None:
             budget = self.max_cost - self.store.spent()
-        for chunk in _chunks(self.store.work_items(), 512):
+        for chunk in _chunks(self.store.work_items(round_no == 1), 512):
             bodies = [self.body(it) for it in chunk]
             keys = [[self.client.cache_key(b, i) for i in range(n)] for b in bodies]
             known = self.store.cache_get_many([k for ks in keys for k in ks])
@@ -444,7 +448,7 @@ class BatchJudge:
                 return
         done_rounds = int(state["round"]) if state else 0
         while done_rounds < self.max_rounds:
-            prepared = self._prepare()
+            prepared = self._prepare(done_rounds + 1)
             token = uuid.uuid4().hex
             new = {
                 "round": done_rounds + 1,
@@ -468,7 +472,7 @@ class BatchJudge:
             done_rounds = int(followed["round"])
             if not int(followed.get("unfinished", 0)):
                 return  # every item answered (or failed for good: the same command retries)
-        left = self.store.work_items()
+        left = self.store.work_items(False)
         if left:
             self.stats.message = (
                 f"{len(left)} items without a verdict after {self.max_rounds} batch rounds"
@@ -481,7 +485,7 @@ class BatchJudge:
             file_id = self.api.find_file(name) if prepared is None else None
             if file_id is None:
                 if prepared is None:
-                    prepared = self._prepare()  # nothing was stored since: the same lines
+                    prepared = self._prepare(int(state["round"]))  # the same lines
                     self._account(prepared.cached)
                     if prepared.cached:
                         self.store.store(prepared.cached, [], state)
@@ -559,7 +563,7 @@ class BatchJudge:
         where = {"batch_id": info.id, "input_file_id": state.get("input_file_id"),
                  "round": state["round"]}  # fmt: skip
         todo: list[tuple[int, str]] = list(enumerate(refs))
-        for chunk in _chunks(iter(todo), STORE_CHUNK):
+        for chunk in _chunks(iter(todo), self.store_chunk):
             verdicts: list[Verdict] = []
             extra: list[tuple[str, dict[str, Any]]] = []
             for _pos, ref in chunk:
