@@ -367,6 +367,9 @@ class BatchJudge:
         self.batches: list[str] = []
         self._runner = JudgeRunner(client, prompt, on_verdict=lambda _v: None)
         self.stats: RunStats = self._runner.stats
+        #: encoded ref → (item, cache keys) of the lines this process built (a resumed
+        #: round rebuilds them from the database instead)
+        self._known: dict[str, tuple[WorkItem, list[str]]] = {}
 
     # -- requests --------------------------------------------------------------------
     def body(self, item: WorkItem) -> dict[str, Any]:
@@ -405,6 +408,7 @@ class BatchJudge:
                     budget -= cost
                 out.items += 1
                 ref = self.store.encode_ref(item.ref)
+                self._known[ref] = (item, ks)
                 for i in missing:
                     out.lines.append(_Line(custom_id(ref, i, ks[i]), item, i, ks[i], body))
         return out
@@ -555,8 +559,11 @@ class BatchJudge:
             if parsed is not None:
                 by_ref.setdefault(parsed[0], {})[parsed[1]] = (parsed[2], row)
         refs = sorted(by_ref)
-        items = self.store.items_for(refs)
         n = self.client.params.samples
+        unknown = [r for r in refs if r not in self._known]
+        items = {r: self._known[r][0] for r in refs if r in self._known}
+        if unknown:
+            items.update(self.store.items_for(unknown))
         stored = int(state.get("stored", 0))
         state.update(status=info.status, state="submitted")
         unfinished = 0
@@ -571,8 +578,12 @@ class BatchJudge:
                 if item is None:
                     unfinished += 1  # its pair is gone from the benchmark
                     continue
-                body = self.body(item)
-                keys = [self.client.cache_key(body, i) for i in range(n)]
+                known_keys = self._known.get(ref)
+                if known_keys is not None:
+                    keys = known_keys[1]
+                else:
+                    body = self.body(item)
+                    keys = [self.client.cache_key(body, i) for i in range(n)]
                 got = by_ref[ref]
                 outcomes: list[SampleOutcome | None] = [None] * n
                 for i, (head, row) in got.items():
