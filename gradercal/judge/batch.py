@@ -370,6 +370,9 @@ class BatchJudge:
         #: encoded ref → (item, cache keys) of the lines this process built (a resumed
         #: round rebuilds them from the database instead)
         self._known: dict[str, tuple[WorkItem, list[str]]] = {}
+        #: HTTP 400 messages of this round's lines: after it, the client adapts to them
+        #: (drops what the server rejected) for the next round, as it does online
+        self._rejected: list[str] = []
 
     # -- requests --------------------------------------------------------------------
     def body(self, item: WorkItem) -> dict[str, Any]:
@@ -613,6 +616,10 @@ class BatchJudge:
                 state.update(state="stored", unfinished=unfinished)
             self._account(verdicts)
             self.store.store(verdicts, extra, state)
+        for message in dict.fromkeys(self._rejected):
+            if self.client._adapt(message):
+                self.note(f"next round: {self.client.adaptations[-1]}")
+        self._rejected.clear()
         if state["state"] != "stored":  # an empty result (nothing came back)
             state.update(state="stored", unfinished=unfinished, stored=len(refs))
             self.store.save_state(state)
@@ -643,7 +650,10 @@ class BatchJudge:
         body = response.get("body")
         if status != 200 or not isinstance(body, dict):
             raw = orjson.dumps(body) if body is not None else b""
-            out.errors.append(self.client.redact(f"HTTP {status}: {_server_message(status, raw)}"))
+            message = self.client.redact(_server_message(status, raw))
+            out.errors.append(f"HTTP {status}: {message}")
+            if status == 400:
+                self._rejected.append(message)
             return out
         completion = self.client._completion(body)
         out.prompt_tokens = completion.prompt_tokens
