@@ -16,7 +16,7 @@ import os
 from collections.abc import Hashable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import select, update
+from sqlalchemy import select
 
 from gradercal.db import models as m
 from gradercal.db.judging import (
@@ -205,14 +205,6 @@ class DbBatchStore:
             self._rows.write(s, verdicts)
             _insert_cache(s, cache_entries, verdicts, self.model)
             self._put_state(s, state)
-
-    def heartbeat(self) -> None:
-        with self.js.db.write() as s:
-            s.execute(
-                update(m.JudgeRun)
-                .where(m.JudgeRun.id == self.run_id)
-                .values(heartbeat_at=m.utcnow())
-            )
 
 
 def _chunks(values: Sequence[Any], size: int) -> list[Sequence[Any]]:

@@ -32,6 +32,7 @@ from gradercal.db import models as m
 from gradercal.db.judging import JudgeStore, Scope
 from gradercal.db.repo import Repository
 from gradercal.db.session import open_database
+from gradercal.errors import GradercalError
 from gradercal.formats import read_folder
 from gradercal.judge import DEFAULT_PROMPT
 from gradercal.judge.pricing import Price, load_prices
@@ -269,6 +270,12 @@ def test_batch_price_in_table_dry_run_and_max_cost(
     table = load_prices()
     assert table["cheap"].batch() == Price(1.0, 2.0, 1.0, 2.0)
     assert table["gpt-4o-mini"].batch().input == pytest.approx(0.075)  # half by default
+    for bad in ({"input": 1, "output": 2, "batch_input": -1}, {"input": 1, "output": 2,
+                                                              "batch_output": "half"}):  # fmt: skip
+        wrong = tmp_path / "wrong.json"
+        wrong.write_text(json.dumps({"m": bad}))
+        with pytest.raises(GradercalError, match=r"wrong\.json: m: .*batch_input"):
+            load_prices(wrong)
     online = json.loads(cli("run", "--db", mini_db, "--judge", "x", "--model", "cheap",
                             "--dry-run", "--json").stdout)  # fmt: skip
     batch = json.loads(cli("run", "--db", mini_db, "--judge", "x", "--model", "cheap",
