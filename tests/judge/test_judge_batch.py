@@ -212,6 +212,39 @@ def test_expired_batch_keeps_done_lines_and_resends_only_the_rest(mini_db: str) 
     assert len(rows) == 9 and {r["batch"]["round"] for r in rows.values()} == {1, 2, 3}
 
 
+def test_an_item_cut_by_an_expiry_keeps_its_done_samples(mini_db: str) -> None:
+    """Three samples an item: the batch expires after 4 lines (one item whole, one sample
+    of the second). That sample's reply goes to the cache, so the next batch sends only
+    the second item's two other samples (and the rest), never the done one again."""
+    with JudgeServer(ServerConfig(batch_expire_after=4)) as srv:
+        args = ("--samples", "3", "--temperature", "0.7", "--batch-rounds", "1", "--json")
+        first = cli(*batch_args(mini_db, srv, *args))
+        assert first.exit_code == 3 and json.loads(first.stdout)["ok"] == 1
+        done = [k for k, v in srv.stats.batch_lines.items() if v]
+        assert len(done) == 4
+        srv.config.batch_expire_after = None
+        rest = cli(*batch_args(mini_db, srv, *args))
+        assert rest.exit_code == 0, rest.output
+        assert all(srv.stats.batch_submitted[k] == 1 for k in done)  # never resent
+        assert sum(srv.stats.batch_lines.values()) == 30  # every sample answered once
+    rows = verdicts(mini_db, "j")
+    assert len(rows) == 10
+    by_run = sorted(r["run"] for r in rows.values())
+    assert by_run == [by_run[0]] + [by_run[0] + 1] * 9  # 1 item by the first command
+    assert {len(r["hashes"]) for r in rows.values()} == {3}
+    db = open_database(mini_db)
+    try:
+        with db.read() as s:
+            flags = sorted(
+                tuple(x["cached"] for x in j.provenance["samples"])
+                for j in s.scalars(select(m.Judgment).where(m.Judgment.source == "judge"))
+            )
+    finally:
+        db.dispose()
+    assert flags.count((True, False, False)) == 1  # the second item: its first sample cached
+    assert flags.count((False, False, False)) == 9
+
+
 def test_failed_lines_are_errors_with_the_servers_message_and_retried(mini_db: str) -> None:
     # M1-a's four requests fail once with HTTP 500; M1-b's fail as lines every time
     faults = [Fault("premature TAG", ["500", "ok"]), Fault("looks ready", ["line_error"])]
