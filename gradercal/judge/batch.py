@@ -488,6 +488,8 @@ class BatchJudge:
     def _follow(self, state: dict[str, Any], prepared: _Round | None) -> dict[str, Any] | None:
         """Carry one round from its recorded state to ``stored``; None when the run stops."""
         name = f"gradercal-{state['token']}.jsonl"
+        # a batch may exist only if a process that recorded the file id was stopped
+        maybe_created = state["state"] == "uploaded"
         if state["state"] == "uploading":
             file_id = self.api.find_file(name) if prepared is None else None
             if file_id is None:
@@ -505,7 +507,9 @@ class BatchJudge:
             state.update(state="uploaded", input_file_id=file_id)
             self.store.save_state(state)
         if state["state"] == "uploaded":
-            found = self.api.find_batch(state["token"], float(state.get("since", 0)) - 600)
+            found = None
+            if maybe_created:
+                found = self.api.find_batch(state["token"], float(state.get("since", 0)) - 600)
             if found is None:
                 meta = {TOKEN_KEY: state["token"]}
                 if self.run_id is not None:
