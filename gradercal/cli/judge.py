@@ -39,7 +39,8 @@ from gradercal.cli.common import (
 from gradercal.errors import GradercalError
 
 if TYPE_CHECKING:
-    from gradercal.db.judging import JudgeInfo, JudgeStore, OpenRun
+    from gradercal.db.judging import JudgeInfo, JudgeStore, OpenRun, Scope
+    from gradercal.judge.batch import BatchProgress
     from gradercal.judge.client import JudgeParams
     from gradercal.judge.pricing import Price
     from gradercal.judge.prompts import PromptTemplate
@@ -202,6 +203,10 @@ class _Launched:
     interrupted: bool
     run_id: int
     saved: int
+    #: with --batch: the batches followed, whether an open one was resumed, items left
+    batches: list[str] | None = None
+    resumed: bool = False
+    left: int | None = None
 
 
 def _check_server(conn: _Connection) -> None:
@@ -260,6 +265,143 @@ def _launch(
     )
     stats, interrupted = _execute(run, items, show_progress=show_progress, label=label)
     return _Launched(stats, interrupted, run.run_id, run.writer.saved)
+
+
+def _launch_batch(
+    store: JudgeStore,
+    info: JudgeInfo,
+    prompt: PromptTemplate,
+    params: JudgeParams,
+    conn: _Connection,
+    *,
+    model_price: Price | None,
+    record: dict[str, Any],
+    benchmark: str | None,
+    scope: Scope,
+    items: int,
+    show_progress: bool,
+    label: str,
+    poll_interval: float,
+    rounds: int,
+    store_chunk: int = 200,
+) -> _Launched:
+    """Record (or resume) a batch run, follow it to the end, store its verdicts."""
+    from gradercal.db.judge_batch import DbBatchStore, open_batch_run
+    from gradercal.judge.batch import BatchJudge, OpenAIBatchAPI
+    from gradercal.judge.client import JudgeClient, RetryPolicy
+    from gradercal.judge.secrets import resolve_api_key
+
+    key = resolve_api_key(conn.api_key_env)
+    if key.value is None:
+        click.echo(
+            f"note: no API key in ${conn.api_key_env} or the keyring; sending none", err=True
+        )
+    client = JudgeClient(
+        params,
+        base_url=conn.base_url,
+        api_key=key.value,
+        retry=RetryPolicy(max_attempts=conn.max_retries, timeout=conn.timeout),
+    )
+    charged = None if model_price is None else model_price.batch()
+    run_id, resumed = open_batch_run(
+        store,
+        info,
+        base_url=client.public_base_url,
+        start={
+            "model": params.model,
+            "base_url": client.public_base_url,
+            "parameters": {
+                **record,
+                "items": items,
+                "api_key_env": conn.api_key_env,
+                "api_key_source": key.source,
+                "judge": params.to_dict(),
+                "timeout": conn.timeout,
+                "max_retries": conn.max_retries,
+                "max_cost": conn.max_cost,
+                "max_rounds": rounds,
+                "price": None if charged is None else model_price.to_dict(),  # type: ignore[union-attr]
+            },
+        },
+    )
+    if resumed:
+        click.echo(f"note: resuming judge run {run_id} (its batch is still open)", err=True)
+    bstore = DbBatchStore(
+        store, info, run_id, benchmark=benchmark, scope=scope, prompt=prompt, model=params.model
+    )
+    api = OpenAIBatchAPI(
+        base_url=conn.base_url,
+        api_key=key.value,
+        timeout=conn.timeout,
+        max_retries=conn.max_retries,
+        redact=client.redact,
+    )
+    interrupted = False
+    with batch_progress(show_progress, label) as (update, note):
+        judge = BatchJudge(
+            client, prompt, api, bstore, price=model_price, max_cost=conn.max_cost,
+            max_rounds=rounds, poll_interval=poll_interval, progress=update, note=note,
+            run_id=run_id, store_chunk=store_chunk,
+        )  # fmt: skip
+        try:
+            judge.run()
+        except KeyboardInterrupt:
+            interrupted = True
+            judge.stats.status = "cancelled"
+        except BaseException:
+            judge.stats.status = "failed"
+            raise
+        finally:
+            api.close()
+            store.finish_run(run_id, judge.stats)
+    left = len(bstore.work_items(False))
+    return _Launched(
+        judge.stats, interrupted, run_id, judge.stats.done, judge.batches, resumed, left
+    )
+
+
+@contextmanager
+def batch_progress(
+    enabled: bool, label: str
+) -> Iterator[tuple[Callable[[BatchProgress], None], Callable[[str], None]]]:
+    """A progress bar of the batch's requests (done / total, status) and a note printer,
+    on stderr when it is a terminal (notes without one too, unless ``--json``)."""
+
+    def echo(message: str) -> None:
+        if enabled:
+            click.echo(f"note: {message}", err=True)
+
+    if not enabled or not sys.stderr.isatty():
+        yield (lambda _p: None), echo
+        return
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
+    console = Console(stderr=True)
+    with Progress(
+        TextColumn("[progress.description]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[info]}"),
+        TimeElapsedColumn(),
+        console=console,
+    ) as prog:
+        task = prog.add_task(label, total=None, info="")
+
+        def update(p: BatchProgress) -> None:
+            info = f"{p.status}" + (f" · {p.failed} failed" if p.failed else "")
+            prog.update(
+                task, total=p.total or None, completed=p.completed + p.failed,
+                info=f"round {p.round} {p.batch_id or ''} {info}",
+            )  # fmt: skip
+
+        yield update, lambda message: prog.console.print(f"note: {message}")
 
 
 def _note_interrupted(store: JudgeStore) -> None:
@@ -445,6 +587,33 @@ def judge() -> None:
     help="With --vision: image artifacts sent per task (default 4, or the prompt's).",
 )
 @click.option(
+    "--batch",
+    "use_batch",
+    is_flag=True,
+    help="Send the requests through the OpenAI Batch API (one JSONL file, results within "
+    "24 h, at the batch price). Resumable: run the same command again after a kill or "
+    "Ctrl+C to follow the same batch.",
+)
+@click.option(
+    "--poll-interval",
+    default=30.0,
+    show_default=True,
+    type=click.FloatRange(0, 300),
+    metavar="SECONDS",
+    help="With --batch: seconds between polls of the batch's status (each poll is also "
+    "the run's sign of life).",
+)
+@click.option(
+    "--batch-rounds",
+    default=3,
+    show_default=True,
+    type=click.IntRange(1, 20),
+    metavar="N",
+    help="With --batch: batches at most; a following batch resends failed, unparsed and "
+    "unfinished (expired) requests.",
+)
+@click.option("--batch-store-chunk", default=200, type=click.IntRange(1), hidden=True)
+@click.option(
     "--dry-run",
     is_flag=True,
     help="Only estimate: pairs, requests, tokens and cost (nothing is sent or recorded).",
@@ -469,10 +638,21 @@ def run(
     vision_dpi: int | None,
     vision_pages: int | None,
     vision_images: int | None,
+    use_batch: bool,
+    poll_interval: float,
+    batch_rounds: int,
+    batch_store_chunk: int,
     dry_run: bool,
     as_json: bool,
 ) -> None:
     """Grade every judgment criterion of every response (one request per pair).
+
+    With --batch the same requests go through the OpenAI Batch API as one file: the
+    command uploads it, creates the batch, polls it (--poll-interval) and stores the
+    verdicts when it ends, costed at the batch price. A killed or interrupted command
+    leaves the batch recorded in the database; the same command resumes it (never
+    submitting it twice). Failed, unparsed and expired requests are sent again in a
+    following batch, up to --batch-rounds batches.
 
     Verdicts are stored as the judgments of grader NAME (kind judge) as they arrive;
     Ctrl+C keeps every verdict received, and running the same command again resumes
@@ -511,10 +691,14 @@ def run(
     model_price = _checked_price(model, conn)
     if dry_run:
         items = store.work_items(benchmark, existing, where, prompt)
+        charged = model_price.batch() if use_batch and model_price is not None else model_price
         estimate = estimate_run(
-            items, prompt, samples=samples, max_tokens=max_tokens, price=model_price
+            items, prompt, samples=samples, max_tokens=max_tokens, price=charged
         )
-        _print_estimate(judge_name, model, prompt.content_hash, str(where), estimate, as_json)
+        _print_estimate(
+            judge_name, model, prompt.content_hash, str(where), estimate, as_json,
+            pricing="batch" if use_batch else "online", price=charged,
+        )  # fmt: skip
         return
     # An unreachable server fails here, before the judge grader or a run is recorded.
     _check_server(conn)
@@ -523,6 +707,7 @@ def run(
         store.save_prompt(base_prompt)
     info = store.ensure_judge(judge_name, model=model, prompt=prompt, parameters=params.to_dict())
     items = store.work_items(benchmark, info, where, prompt)
+    pending = False
     summary: dict[str, Any] = {
         "judge": judge_name,
         "model": model,
@@ -533,8 +718,14 @@ def run(
     }
     if prompt.vision is not None:
         summary["vision"] = prompt.vision.to_dict()
-    if not items:
+    if use_batch and not items:
+        from gradercal.db.judge_batch import has_open_batch
+
+        pending = has_open_batch(store, info)  # an open batch is collected even so
+    if not items and not (use_batch and pending):
         summary.update(status="completed", run_id=None)
+        if use_batch:
+            summary.update(batches=[], resumed=False, left=0)
         summary["calibrated"] = calibrated_summary(store, benchmark, judge_name)
         if as_json:
             emit_json(summary)
@@ -542,26 +733,37 @@ def run(
             click.echo(f"judge {judge_name!r}: nothing to judge (scope {where})")
             print_calibrated(summary["calibrated"])
         return
-    done = _launch(
-        store,
-        info,
-        prompt,
-        params,
-        items,
-        conn,
-        model_price=model_price,
-        record={
-            "kind": "run",
-            "scope": str(where),
-            "benchmark": benchmark,
-            "prompt_version": prompt.content_hash,
-            **({} if prompt.vision is None else {"vision": prompt.vision.to_dict()}),
-        },
-        show_progress=not as_json,
-        label=f"judge {judge_name}",
-    )
+    record = {
+        "kind": "batch" if use_batch else "run",
+        "scope": str(where),
+        "benchmark": benchmark,
+        "prompt_version": prompt.content_hash,
+        **({} if prompt.vision is None else {"vision": prompt.vision.to_dict()}),
+    }
+    if use_batch:
+        done = _launch_batch(
+            store, info, prompt, params, conn, model_price=model_price, record=record,
+            benchmark=benchmark, scope=where, items=len(items), show_progress=not as_json,
+            label=f"judge {judge_name} batch", poll_interval=poll_interval,
+            rounds=batch_rounds, store_chunk=batch_store_chunk,
+        )  # fmt: skip
+    else:
+        done = _launch(
+            store,
+            info,
+            prompt,
+            params,
+            items,
+            conn,
+            model_price=model_price,
+            record=record,
+            show_progress=not as_json,
+            label=f"judge {judge_name}",
+        )
     stats = done.stats
     summary.update(run_id=done.run_id, saved=done.saved, **stats.to_dict())
+    if use_batch:
+        summary.update(batches=done.batches, resumed=done.resumed, left=done.left)
     summary["calibrated"] = (
         None if stats.status == "failed" else calibrated_summary(store, benchmark, judge_name)
     )
@@ -584,7 +786,11 @@ def run(
             )
         for line in _losses(stats, samples):
             click.echo(click.style("note: ", fg="yellow", bold=True) + line, err=True)
-        left = len(items) - stats.ok
+        left = len(items) - stats.ok if done.left is None else done.left
+        if done.batches:
+            click.echo("batches: " + ", ".join(done.batches))
+        if done.interrupted and done.batches is not None:
+            click.echo("the batch goes on at the server: run the same command again to collect it")
         if left and stats.status != "failed":
             click.echo(
                 f"{left} of {len(items)} pairs still without a verdict: run the same "
@@ -594,6 +800,11 @@ def run(
     if stats.status in ("failed", "no_verdicts") and not as_json:
         click.echo(click.style("error: ", fg="red", bold=True) + str(stats.message), err=True)
     code = _exit_code(stats, done.interrupted)
+    if done.left is not None and code == EXIT_INCOMPLETE and stats.status == "completed":
+        # a batch run's failures of early rounds may have been answered by later ones
+        code = EXIT_INCOMPLETE if done.left else 0
+    elif code == 0 and done.left:
+        code = EXIT_INCOMPLETE
     if code:
         sys.exit(code)
 
@@ -625,7 +836,15 @@ def _with_vision(
 
 
 def _print_estimate(
-    judge_name: str, model: str, prompt_hash: str, scope: str, est: Any, as_json: bool
+    judge_name: str,
+    model: str,
+    prompt_hash: str,
+    scope: str,
+    est: Any,
+    as_json: bool,
+    *,
+    pricing: str = "online",
+    price: Price | None = None,
 ) -> None:
     if as_json:
         emit_json(
@@ -634,6 +853,8 @@ def _print_estimate(
                 "model": model,
                 "prompt_version": prompt_hash,
                 "scope": scope,
+                "pricing": pricing,
+                "price": None if price is None else {"input": price.input, "output": price.output},
                 "estimate": est.to_dict(),
             }
         )
@@ -641,6 +862,11 @@ def _print_estimate(
     cost = "unknown (no price for the model)"
     if est.cost_usd is not None:
         cost = f"≈ ${est.cost_usd:.4f} (at most ${est.cost_usd_max:.4f} if every reply is long)"
+        if pricing == "batch" and price is not None:
+            cost += (
+                f" at the batch price (${price.input:g} in, ${price.output:g} out per "
+                "million tokens)"
+            )
     click.echo(
         f"judge {judge_name!r} ({model}), scope {scope}: {est.items} pairs, "
         f"{est.requests} requests, ≈ {est.prompt_tokens:,} prompt + "
@@ -942,14 +1168,28 @@ def prices(init_file: bool, as_json: bool) -> None:
         emit_json(
             {
                 "file": str(path),
-                "prices": {k: dataclasses.asdict(v) for k, v in sorted(table.items())},
+                "prices": {k: _price_json(v) for k, v in sorted(table.items())},
             }
         )
         return
     state = "" if path.is_file() else " (not created; `--init` writes it)"
     click.echo(f"price file: {path}{state}")
     for model, p in sorted(table.items()):
-        click.echo(f"{model:24} in {p.input:8.3f}  out {p.output:8.3f}")
+        b = p.batch()
+        click.echo(
+            f"{model:24} in {p.input:8.3f}  out {p.output:8.3f}  "
+            f"batch in {b.input:8.3f}  out {b.output:8.3f}"
+        )
+
+
+def _price_json(p: Price) -> dict[str, float]:
+    """A price as in the price file: batch prices only when given (else half online)."""
+    out = {"input": p.input, "output": p.output}
+    if p.batch_input is not None:
+        out["batch_input"] = p.batch_input
+    if p.batch_output is not None:
+        out["batch_output"] = p.batch_output
+    return out
 
 
 @judge.command()

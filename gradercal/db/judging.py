@@ -779,7 +779,9 @@ class VerdictWriter:
         max_batch: int = 256,
         max_delay: float = 0.2,
         heartbeat: float = HEARTBEAT_S,
+        background: bool = True,
     ) -> None:
+        """``background=False``: no thread; the caller writes with :meth:`write`."""
         self.db = db
         self.grader_id = grader_id
         self.run_id = run_id
@@ -795,7 +797,8 @@ class VerdictWriter:
         self._thread = threading.Thread(
             target=self._loop, name="gradercal-judge-writer", daemon=True
         )
-        self._thread.start()
+        if background:
+            self._thread.start()
 
     def submit(self, verdict: Verdict) -> None:
         if self.error is not None:
@@ -809,7 +812,8 @@ class VerdictWriter:
         if not self._closed:
             self._closed = True
             self._queue.put(None)
-            self._thread.join()
+            if self._thread.is_alive():
+                self._thread.join()
         if self.error is not None:
             raise GradercalError(f"saving verdicts failed: {self.error}") from self.error
 
@@ -863,22 +867,28 @@ class VerdictWriter:
 
     def _write(self, batch: Sequence[Verdict]) -> None:
         with self.db.write() as s:
-            now = m.utcnow()
-            if self.judgments:
-                self._write_judgments(s, batch, now)
+            self.write(s, batch)
+
+    def write(self, s: Session, batch: Sequence[Verdict]) -> None:
+        """Write ``batch`` in the transaction of ``s``: judgments, cache entries, the run's
+        counters and heartbeat (what one commit of the writer thread holds)."""
+        now = m.utcnow()
+        if self.judgments and batch:
+            self._write_judgments(s, batch, now)
+        if batch:
             _insert_cache(s, [e for v in batch for e in v.cache_entries], batch)
-            s.execute(
-                update(m.JudgeRun)
-                .where(m.JudgeRun.id == self.run_id)
-                .values(
-                    n_requests=m.JudgeRun.n_requests + sum(v.network_requests for v in batch),
-                    prompt_tokens=m.JudgeRun.prompt_tokens + sum(v.prompt_tokens for v in batch),
-                    completion_tokens=m.JudgeRun.completion_tokens
-                    + sum(v.completion_tokens for v in batch),
-                    cost_usd=m.JudgeRun.cost_usd + sum(v.cost_usd for v in batch),
-                    heartbeat_at=now,
-                )
+        s.execute(
+            update(m.JudgeRun)
+            .where(m.JudgeRun.id == self.run_id)
+            .values(
+                n_requests=m.JudgeRun.n_requests + sum(v.network_requests for v in batch),
+                prompt_tokens=m.JudgeRun.prompt_tokens + sum(v.prompt_tokens for v in batch),
+                completion_tokens=m.JudgeRun.completion_tokens
+                + sum(v.completion_tokens for v in batch),
+                cost_usd=m.JudgeRun.cost_usd + sum(v.cost_usd for v in batch),
+                heartbeat_at=now,
             )
+        )
 
     def _write_judgments(self, s: Session, batch: Sequence[Verdict], now: datetime) -> None:
         j = m.Judgment
@@ -968,11 +978,16 @@ def _supersede(s: Session, old: Row[Any], values: Mapping[str, Any], now: dateti
 
 
 def _insert_cache(
-    s: Session, entries: Sequence[tuple[str, dict[str, Any]]], batch: Sequence[Verdict]
+    s: Session,
+    entries: Sequence[tuple[str, dict[str, Any]]],
+    batch: Sequence[Verdict],
+    model_name: str | None = None,
 ) -> None:
     if not entries:
         return
-    model = str(batch[0].provenance.get("model", ""))[:200]
+    if model_name is None:
+        model_name = str(batch[0].provenance.get("model", ""))
+    model = model_name[:200]
     rows: list[dict[str, Any]] = list(
         {k: {"key": k, "model": model, "reply": v} for k, v in entries}.values()
     )

@@ -6,7 +6,12 @@ public APIs as of mid-2025 — check your provider's). Users override or extend 
 it; ``$GRADERCAL_PRICES`` points elsewhere)::
 
     {"gpt-4.1-mini": {"input": 0.40, "output": 1.60},
-     "my-vllm-model": {"input": 0, "output": 0}}
+     "my-vllm-model": {"input": 0, "output": 0},
+     "my-batch-model": {"input": 1.0, "output": 4.0, "batch_input": 0.4, "batch_output": 1.6}}
+
+``batch_input``/``batch_output`` are the prices of a request sent through the Batch API
+(``gradercal judge run --batch``); when a model has none, half its online price (the
+Batch API's discount at OpenAI) is assumed.
 
 A model is priced by its exact name, else by the longest known name it starts with
 (``gpt-4o-2024-08-06`` → ``gpt-4o``), after dropping a ``provider/`` prefix.
@@ -27,15 +32,37 @@ from gradercal.errors import GradercalError
 ENV_VAR = "GRADERCAL_PRICES"
 
 
+#: Share of the online price a Batch API request costs when no batch price is given.
+BATCH_DISCOUNT = 0.5
+
+
 @dataclass(frozen=True)
 class Price:
-    """USD per million input (prompt) and output (completion) tokens."""
+    """USD per million input (prompt) and output (completion) tokens.
+
+    ``batch_input``/``batch_output``: the same through the Batch API (None: the online
+    price times :data:`BATCH_DISCOUNT`).
+    """
 
     input: float
     output: float
+    batch_input: float | None = None
+    batch_output: float | None = None
 
     def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
         return (prompt_tokens * self.input + completion_tokens * self.output) / 1e6
+
+    def batch(self) -> Price:
+        """The price of a Batch API request, as an online :class:`Price` (its ``cost``)."""
+        bi = self.input * BATCH_DISCOUNT if self.batch_input is None else self.batch_input
+        bo = self.output * BATCH_DISCOUNT if self.batch_output is None else self.batch_output
+        return Price(bi, bo, bi, bo)
+
+    def to_dict(self) -> dict[str, float]:
+        """``input``, ``output`` and the batch prices in effect (USD per million tokens)."""
+        b = self.batch()
+        return {"input": self.input, "output": self.output,
+                "batch_input": b.input, "batch_output": b.output}  # fmt: skip
 
 
 DEFAULT_PRICES: Mapping[str, Price] = {
@@ -81,20 +108,35 @@ def load_prices(path: Path | None = None) -> dict[str, Price]:
     for model, value in raw.items():
         if (
             not isinstance(value, dict)
-            or not all(isinstance(value.get(k), int | float) for k in ("input", "output"))
-            or min(value["input"], value["output"]) < 0
+            or not all(_usd(value.get(k)) for k in ("input", "output"))
+            or not all(value.get(k) is None or _usd(value[k]) for k in _BATCH_KEYS)
         ):
             raise GradercalError(
-                f'{path}: {model}: expected {{"input": USD, "output": USD}} per million tokens'
+                f'{path}: {model}: expected {{"input": USD, "output": USD}} per million tokens '
+                '(optionally "batch_input" and "batch_output": USD, each ≥ 0)'
             )
-        table[str(model)] = Price(float(value["input"]), float(value["output"]))
+        batch = [None if value.get(k) is None else float(value[k]) for k in _BATCH_KEYS]
+        table[str(model)] = Price(float(value["input"]), float(value["output"]), *batch)
     return table
+
+
+_BATCH_KEYS = ("batch_input", "batch_output")
+
+
+def _usd(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and value >= 0
 
 
 def write_prices(path: Path, table: Mapping[str, Price]) -> None:
     """Write ``table`` as an editable JSON price file."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    data = {m: {"input": p.input, "output": p.output} for m, p in sorted(table.items())}
+    data: dict[str, dict[str, float]] = {}
+    for model, p in sorted(table.items()):
+        data[model] = {"input": p.input, "output": p.output}
+        if p.batch_input is not None:
+            data[model]["batch_input"] = p.batch_input
+        if p.batch_output is not None:
+            data[model]["batch_output"] = p.batch_output
     path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
 
 

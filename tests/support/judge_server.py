@@ -36,6 +36,20 @@ keep-alive) for the official SDK, and judges deterministically:
 
 :data:`SERVER_KINDS` names one configuration per kind of server a judge meets.
 
+It also speaks the **Batch API** (``POST /v1/files`` multipart with purpose ``batch``,
+``GET /v1/files`` (``?purpose=``), ``GET /v1/files/{id}`` and ``…/content``,
+``POST /v1/batches``, ``GET /v1/batches`` (newest first), ``GET /v1/batches/{id}``,
+``POST /v1/batches/{id}/cancel``): a batch answers each line as the chat route would
+(faults included: a line whose action is an HTTP error goes to the error file with its
+status and body, ``line_error`` as an ``error`` object), in order, with switches:
+``batch_line_delay`` (seconds per line: slow progress), ``batch_expire_after`` (the
+batch expires after that many lines: the rest go to the error file as
+``batch_expired``), ``batch_fail`` (the batch fails validation with that message) and
+``hold_stage`` (``upload``, ``create``, ``retrieve``, ``content``: the request is
+carried out, then its answer held until :meth:`JudgeServer.release_stage`, so a client
+can be killed between the server's act and its reply). :class:`ServerStats` counts
+uploads, batches created and every line submitted by ``custom_id``.
+
 Use it as a context manager (``with JudgeServer(cfg) as srv: srv.base_url``) or run it
 as a process: ``python tests/support/judge_server.py --latency 0.05`` prints its base URL.
 """
@@ -151,6 +165,13 @@ class ServerConfig:
     #: server playing several models at once; refusals stay server-wide)
     by_marker: dict[str, str] = field(default_factory=dict)
 
+    #: Batch API switches (see the module docstring)
+    batch_line_delay: float = 0.0
+    batch_expire_after: int | None = None
+    batch_fail: str | None = None
+    batch_validating_s: float = 0.0
+    hold_stage: str | None = None
+
 
 #: One configuration per kind of OpenAI-compatible server: what it does with
 #: log-probabilities and JSON mode, and how its model writes the verdict.
@@ -185,6 +206,14 @@ class ServerStats:
     ok_hashes: list[str] = field(default_factory=list)
     #: (arrival, reply) times (time.monotonic()) and reply tag of every request
     log: list[tuple[float, float, str]] = field(default_factory=list)
+    #: Batch API: files uploaded, batches created, lines answered (``batch_lines``) and
+    #: lines in a created batch (``batch_submitted``) per custom_id,
+    #: requests per route ("POST /v1/files", "GET /v1/batches/{id}", …)
+    uploads: int = 0
+    batches_created: int = 0
+    batch_lines: Counter[str] = field(default_factory=Counter)
+    batch_submitted: Counter[str] = field(default_factory=Counter)
+    routes: Counter[str] = field(default_factory=Counter)
 
 
 class JudgeServer:
@@ -202,6 +231,11 @@ class JudgeServer:
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
         self._server: asyncio.Server | None = None
         self.port = 0
+        self.files: dict[str, dict[str, Any]] = {}
+        self.file_data: dict[str, bytes] = {}
+        self.batches: dict[str, dict[str, Any]] = {}
+        self._ids = 0
+        self.stage_reached = threading.Event()
 
     # -- lifecycle -------------------------------------------------------------------
     def start(self, port: int = 0) -> str:
@@ -212,6 +246,7 @@ class JudgeServer:
 
     async def _start(self, port: int) -> None:
         self._released = asyncio.Event()
+        self._stage_released = asyncio.Event()
         self._server = await asyncio.start_server(self._handle, "127.0.0.1", port, backlog=512)
         self.port = self._server.sockets[0].getsockname()[1]
 
@@ -244,6 +279,12 @@ class JudgeServer:
         self.config.hold_after = None
         self._loop.call_soon_threadsafe(self._released.set)
 
+    def release_stage(self) -> None:
+        """Answer a request held by ``hold_stage`` (and hold no more)."""
+        self.config.hold_stage = None
+        self.stage_reached.clear()
+        self._loop.call_soon_threadsafe(self._stage_released.set)
+
     def wait_requests(self, n: int, timeout: float = 30.0) -> bool:
         """Block until the server has received ``n`` requests (True) or ``timeout`` passed."""
         with self._changed:
@@ -268,9 +309,10 @@ class JudgeServer:
                 body = await reader.readexactly(length) if length else b""
                 status, extra, payload = await self._respond(method, path, headers, body)
                 reason = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found"}
+                ctype = extra.pop("Content-Type", "application/json")
                 head_out = [
                     f"HTTP/1.1 {status} {reason.get(status, 'Error')}",
-                    "Content-Type: application/json",
+                    f"Content-Type: {ctype}",
                     f"Content-Length: {len(payload)}",
                     "Connection: keep-alive",
                     *(f"{k}: {v}" for k, v in extra.items()),
@@ -285,7 +327,10 @@ class JudgeServer:
     async def _respond(
         self, method: str, path: str, headers: dict[str, str], raw: bytes
     ) -> tuple[int, dict[str, str], bytes]:
-        if method != "POST" or not path.rstrip("/").endswith("/chat/completions"):
+        route = path.split("?", 1)[0].rstrip("/")
+        if "/files" in route or "/batches" in route:
+            return await self._batch_api(method, path, headers, raw)
+        if method != "POST" or not route.endswith("/chat/completions"):
             return 404, {}, b'{"error": {"message": "no such route"}}'
         body = json.loads(raw)
         arrival = time.monotonic()
@@ -341,6 +386,8 @@ class JudgeServer:
             return int(code), extra, _error("slow down"), code
         if action in ("500", "400", "401"):
             return int(action), {}, _error(f"injected {action}"), action
+        if action == "line_error":
+            return 500, {}, _error("the line could not be processed"), "line_error"
         if action == "echo_key_500":
             return 500, {}, _error(f"upstream failed for {auth}"), "500"
         if action == "timeout":
@@ -417,6 +464,172 @@ class JudgeServer:
             tag = "hostile"
         return 200, {"x-request-id": "req-test"}, json.dumps(reply).encode(), tag
 
+    # -- Batch API -------------------------------------------------------------------
+    def _new_id(self, prefix: str) -> str:
+        with self._lock:
+            self._ids += 1
+            return f"{prefix}-{self._ids:06d}"
+
+    async def _hold(self, stage: str) -> None:
+        if self.config.hold_stage == stage:
+            self.stage_reached.set()
+            await self._stage_released.wait()
+
+    async def _batch_api(
+        self, method: str, path: str, headers: dict[str, str], raw: bytes
+    ) -> tuple[int, dict[str, str], bytes]:
+        route, _, query = path.partition("?")
+        parts = [p for p in route.split("/") if p]
+        if parts and parts[0] == "v1":
+            parts = parts[1:]
+        params = dict(q.split("=", 1) for q in query.split("&") if "=" in q)
+        shape = f"{method} /v1/{parts[0]}" + ("/{id}" if len(parts) > 1 else "")
+        shape += "/" + "/".join(parts[2:]) if len(parts) > 2 else ""
+        with self._changed:
+            self.stats.routes[shape] += 1
+        auth = headers.get("authorization", "")
+        if self.config.require_key is not None and auth != f"Bearer {self.config.require_key}":
+            return 401, {}, _error("Incorrect API key provided")
+        missing = 404, {}, _error(f"no such object: {path}")
+        if parts == ["files"] and method == "POST":
+            fields = _multipart(headers.get("content-type", ""), raw)
+            name, data = fields.get("file", ("upload.jsonl", b""))
+            fid = self._new_id("file")
+            obj = {"id": fid, "object": "file", "bytes": len(data), "created_at": int(time.time()),
+                   "filename": name, "purpose": fields.get("purpose", ("", b""))[1].decode(),
+                   "status": "processed"}  # fmt: skip
+            with self._changed:
+                self.files[fid] = obj
+                self.file_data[fid] = data
+                self.stats.uploads += 1
+                self._changed.notify_all()
+            await self._hold("upload")
+            return 200, {}, json.dumps(obj).encode()
+        if parts == ["files"] and method == "GET":
+            purpose = params.get("purpose")
+            data = [f for f in self.files.values() if purpose in (None, f["purpose"])]
+            return 200, {}, json.dumps({"object": "list", "data": data, "has_more": False}).encode()
+        if len(parts) >= 2 and parts[0] == "files" and method == "GET":
+            if parts[1] not in self.files:
+                return missing
+            if parts[2:] == ["content"]:
+                await self._hold("content")
+                return 200, {"Content-Type": "application/octet-stream"}, self.file_data[parts[1]]
+            return 200, {}, json.dumps(self.files[parts[1]]).encode()
+        if parts == ["batches"] and method == "POST":
+            req = json.loads(raw)
+            if req.get("input_file_id") not in self.files:
+                return 400, {}, _error("input_file_id is not an uploaded file")
+            bid = self._new_id("batch")
+            now = int(time.time())
+            batch = {
+                "id": bid, "object": "batch", "endpoint": req.get("endpoint"),
+                "errors": None, "input_file_id": req["input_file_id"],
+                "completion_window": req.get("completion_window"), "status": "validating",
+                "output_file_id": None, "error_file_id": None, "created_at": now,
+                "expires_at": now + 86400, "metadata": req.get("metadata"),
+                "request_counts": {"total": 0, "completed": 0, "failed": 0},
+            }  # fmt: skip
+            with self._changed:
+                self.batches[bid] = batch
+                self.stats.batches_created += 1
+                self._changed.notify_all()
+            self._loop.create_task(self._run_batch(batch, auth))
+            await self._hold("create")
+            return 200, {}, json.dumps(batch).encode()
+        if parts == ["batches"] and method == "GET":
+            rows = sorted(self.batches.values(), key=lambda b: b["id"], reverse=True)
+            after = params.get("after")
+            if after is not None:
+                rows = [b for b in rows if b["id"] < after]
+            limit = int(params.get("limit", "20"))
+            page = {"object": "list", "data": rows[:limit], "has_more": len(rows) > limit,
+                    "first_id": rows[0]["id"] if rows else None,
+                    "last_id": rows[:limit][-1]["id"] if rows else None}  # fmt: skip
+            return 200, {}, json.dumps(page).encode()
+        if len(parts) >= 2 and parts[0] == "batches":
+            batch = self.batches.get(parts[1])
+            if batch is None:
+                return missing
+            if parts[2:] == ["cancel"] and method == "POST":
+                if batch["status"] not in ("completed", "failed", "expired", "cancelled"):
+                    batch["status"] = "cancelling"
+                return 200, {}, json.dumps(batch).encode()
+            if method == "GET" and not parts[2:]:
+                await self._hold("retrieve")
+                return 200, {}, json.dumps(batch).encode()
+        return missing
+
+    async def _run_batch(self, batch: dict[str, Any], auth: str) -> None:
+        cfg = self.config
+        if cfg.batch_validating_s:
+            await asyncio.sleep(cfg.batch_validating_s)
+        data = self.file_data[batch["input_file_id"]]
+        lines = [json.loads(x) for x in data.splitlines() if x.strip()]
+        if cfg.batch_fail is not None:
+            batch["errors"] = {"object": "list", "data": [
+                {"code": "invalid_request", "message": cfg.batch_fail, "line": 1, "param": None}
+            ]}  # fmt: skip
+            batch["status"] = "failed"
+            return
+        counts = batch["request_counts"]
+        counts["total"] = len(lines)
+        with self._changed:
+            self.stats.batch_submitted.update(line["custom_id"] for line in lines)
+        batch["status"] = "in_progress"
+        out: list[dict[str, Any]] = []
+        err: list[dict[str, Any]] = []
+        for n, line in enumerate(lines):
+            if batch["status"] == "cancelling":
+                break
+            if cfg.batch_expire_after is not None and n >= cfg.batch_expire_after:
+                break
+            if cfg.batch_line_delay:
+                await asyncio.sleep(cfg.batch_line_delay)
+            elif n % 200 == 199:
+                await asyncio.sleep(0)
+            with self._changed:
+                self.stats.batch_lines[line["custom_id"]] += 1
+            status, _extra, payload, tag = await self._reply(line["body"], auth)
+            rid = self._new_id("batch_req")
+            row: dict[str, Any] = {"id": rid, "custom_id": line["custom_id"], "error": None,
+                                   "response": {"status_code": status, "request_id": rid,
+                                                "body": json.loads(payload)}}  # fmt: skip
+            if tag == "line_error":
+                row["response"] = None
+                row["error"] = {
+                    "code": "server_error",
+                    "message": "the line could not be processed",
+                }
+            if status == 200 and tag != "line_error":
+                out.append(row)
+                counts["completed"] += 1
+            else:
+                err.append(row)
+                counts["failed"] += 1
+        done = len(out) + len(err)
+        final = "completed"
+        if done < len(lines):
+            final = "cancelled" if batch["status"] == "cancelling" else "expired"
+            code = "batch_cancelled" if final == "cancelled" else "batch_expired"
+            for line in lines[done:]:
+                err.append({"id": self._new_id("batch_req"), "custom_id": line["custom_id"],
+                            "response": None, "error": {"code": code, "message":
+                            "This request could not be executed before the batch ended."}})  # fmt: skip
+        batch["status"] = "finalizing"
+        await asyncio.sleep(0)
+        for key, rows in (("output_file_id", out), ("error_file_id", err)):
+            if rows:
+                fid = self._new_id("file")
+                body = "".join(json.dumps(r) + "\n" for r in rows).encode()
+                self.files[fid] = {"id": fid, "object": "file", "bytes": len(body),
+                                   "created_at": int(time.time()), "filename": f"{key}.jsonl",
+                                   "purpose": "batch_output", "status": "processed"}  # fmt: skip
+                self.file_data[fid] = body
+                batch[key] = fid
+        batch["status"] = final
+        batch[f"{final}_at"] = int(time.time())
+
     def _action(self, user: str, body: dict[str, Any]) -> str:
         digest = _digest(body)
         for i, fault in enumerate(self.config.faults):
@@ -451,6 +664,24 @@ def _styled(style: str, verdict: str, met: bool, kw: str, message: dict[str, Any
 
 def _digest(body: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+
+
+def _multipart(content_type: str, raw: bytes) -> dict[str, tuple[str, bytes]]:
+    """The fields of a multipart/form-data body: name → (filename, data)."""
+    m = re.search(r'boundary="?([^";]+)"?', content_type)
+    if not m:
+        return {}
+    out: dict[str, tuple[str, bytes]] = {}
+    for part in raw.split(b"--" + m.group(1).encode()):
+        head, sep, data = part.partition(b"\r\n\r\n")
+        if not sep:
+            continue
+        text = head.decode("latin-1")
+        name = re.search(r'name="([^"]*)"', text)
+        filename = re.search(r'filename="([^"]*)"', text)
+        if name:
+            out[name.group(1)] = (filename.group(1) if filename else "", data.removesuffix(b"\r\n"))
+    return out
 
 
 def _error(message: str) -> bytes:
