@@ -271,7 +271,8 @@ def test_failed_lines_are_errors_with_the_servers_message_and_retried(mini_db: s
 
 def test_a_rejected_parameter_is_dropped_for_the_next_round(mini_db: str) -> None:
     """Lines refused with HTTP 400 naming ``logprobs``: the client adapts as online and
-    the next round sends the requests without it; confidence then comes from samples."""
+    the next round sends the requests without it; with one sample no confidence is measured
+    then, and none is made up (stored as none, as online)."""
     with JudgeServer(ServerConfig(reject_params={"logprobs"})) as srv:
         result = cli(*batch_args(mini_db, srv, "--json"))
         out = json.loads(result.stdout)
@@ -280,7 +281,8 @@ def test_a_rejected_parameter_is_dropped_for_the_next_round(mini_db: str) -> Non
         assert out["adaptations"] == ["logprobs dropped (server rejected them)"]
     rows = verdicts(mini_db, "j")
     assert {r["batch"]["round"] for r in rows.values()} == {2}
-    assert {r["confidence_source"] for r in rows.values()} == {"samples"}
+    assert {r["confidence_source"] for r in rows.values()} == {None}
+    assert {r["confidence"] for r in rows.values()} == {None}
 
 
 def test_failed_batch_reports_the_servers_message(mini_db: str) -> None:
