@@ -21,6 +21,9 @@ from gradercal._util.jsonsafe import json_safe
 from gradercal.errors import GradercalError
 
 if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.text import Text
+
     from gradercal.db.judging import JudgeStore
     from gradercal.db.repo import Repository
 
@@ -218,6 +221,37 @@ def open_repo(db: str | None, *, create: bool = False) -> Repository:
     from gradercal.db.session import open_database
 
     return Repository(open_database(db, create=create))
+
+
+def text_console(
+    *, width: int | None = None, record: bool = False, soft_wrap: bool = False
+) -> Console:
+    """The rich console every command prints its tables and lines through (on stdout).
+
+    Rich markup, emoji codes and highlighting are **off**: what a command prints is shown
+    as written, so a grader name, task title, criterion text or note holding ``[/]``,
+    ``[bold]`` or ``:smile:`` is printed as those characters (with markup on, ``[/]``
+    ended the command with a ``MarkupError`` traceback). Styles are given as data
+    (``print(text, style="dim")``, :func:`styled`), never inside the text. ``width``: the
+    width when stdout is not a terminal (None: rich's default)."""
+    from rich.console import Console
+
+    return Console(
+        markup=False,
+        emoji=False,
+        highlight=False,
+        soft_wrap=soft_wrap,
+        record=record,
+        width=None if sys.stdout.isatty() else width,
+    )
+
+
+def styled(*parts: str | tuple[str, str]) -> Text:
+    """A line of text for :func:`text_console`, each part a string or ``(string, style)``:
+    the style is applied to the string as written (no markup is parsed)."""
+    from rich.text import Text
+
+    return Text.assemble(*parts)
 
 
 @contextmanager
