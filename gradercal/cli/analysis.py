@@ -16,7 +16,6 @@ status 1; bad options exit with status 2.
 from __future__ import annotations
 
 import functools
-import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -33,6 +32,8 @@ from gradercal.cli.common import (
     open_repo,
     progress_bar,
     seed_option,
+    styled,
+    text_console,
     version_option,
     version_used,
     with_version,
@@ -112,9 +113,7 @@ def _humans(frames: Frames, humans: str | None, judge: str | None) -> list[str]:
 
 
 def _console() -> Console:
-    from rich.console import Console
-
-    return Console(highlight=False, soft_wrap=False, width=None if sys.stdout.isatty() else 120)
+    return text_console(width=120)
 
 
 def _num(v: Any, digits: int = 3) -> str:
@@ -138,7 +137,7 @@ def _cell(fig: dict[str, Any] | None, digits: int = 3, pct: bool = False) -> str
 
 def _notes(console: Console, notes: list[str]) -> None:
     for note in dict.fromkeys(n for n in notes if n):
-        console.print(f"[dim]note: {note}[/dim]")
+        console.print(f"note: {note}", style="dim")
 
 
 humans_option = click.option(
@@ -300,10 +299,13 @@ def _print_agreement(rep: dict[str, Any]) -> None:
     if hj:
         c = hj["confusion"]
         console.print(
-            f"[bold]Judge {hj['judge']} vs {hj['reference']}[/bold]: {hj['n_units']} verdicts, "
-            f"{hj['n_tasks']} tasks ({hj['n_undecided']} with tied or missing consensus left out)\n"
-            f"confusion (rows judge, columns experts): met/met {c['tp']}, met/not {c['fp']}, "
-            f"not/met {c['fn']}, not/not {c['tn']}"
+            styled(
+                (f"Judge {hj['judge']} vs {hj['reference']}", "bold"),
+                f": {hj['n_units']} verdicts, {hj['n_tasks']} tasks ({hj['n_undecided']} with "
+                "tied or missing consensus left out)\n"
+                f"confusion (rows judge, columns experts): met/met {c['tp']}, met/not {c['fp']}, "
+                f"not/met {c['fn']}, not/not {c['tn']}",
+            )
         )
         jt = Table(title_justify="left")
         jt.add_column("figure")
@@ -434,7 +436,7 @@ def _print_by_version(rep: dict[str, Any]) -> None:
         t.add_row(*cells)
         last = key
     console.print(t)
-    console.print("[dim]n: responses with two or more expert verdicts of that version[/dim]")
+    console.print("n: responses with two or more expert verdicts of that version", style="dim")
     _notes(console, notes)
 
 
@@ -581,12 +583,16 @@ def alttest(
             "—" if not a.tested else ("yes" if a.rejected else "no"),
         )
     console.print(t)
-    verdict = "[green]PASSES[/green]" if res.passed else "[red]FAILS[/red]"
+    verdict = ("PASSES", "green") if res.passed else ("FAILS", "red")
     tested = len(res.tested)
     console.print(
-        f"winning rate ω = {res.winning_rate:.3f} over {tested} tested expert"
-        f"{'s' if tested != 1 else ''}, average advantage probability "
-        f"ρ = {res.advantage_probability:.3f}: the judge {verdict} (ω ≥ 0.5 needed)"
+        styled(
+            f"winning rate ω = {res.winning_rate:.3f} over {tested} tested expert"
+            f"{'s' if tested != 1 else ''}, average advantage probability "
+            f"ρ = {res.advantage_probability:.3f}: the judge ",
+            verdict,
+            " (ω ≥ 0.5 needed)",
+        )
     )
     _notes(console, [*out["warnings"], *(f"{a.human}: {a.note}" for a in res.annotators if a.note)])
 
@@ -777,7 +783,7 @@ def _print_calibration(out: dict[str, Any]) -> None:
     console = _console()
     m = out["metrics"]
     p = out["params"]
-    head = f"[bold]{out['method']} calibration of {out['judge']}[/bold]"
+    head = styled((f"{out['method']} calibration of {out['judge']}", "bold"))
     if "threshold" in p:
         head += f": threshold {p['threshold']:.4g}"
         if p.get("group_thresholds"):
@@ -1053,7 +1059,8 @@ def health(
         )
     console.print(t)
     console.print(
-        "[dim]note: per-criterion figures rest on few responses; --json lists the disagreeing verdicts[/dim]"
+        "note: per-criterion figures rest on few responses; --json lists the disagreeing verdicts",
+        style="dim",
     )
 
 

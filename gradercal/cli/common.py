@@ -21,6 +21,9 @@ from gradercal._util.jsonsafe import json_safe
 from gradercal.errors import GradercalError
 
 if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.text import Text
+
     from gradercal.db.judging import JudgeStore
     from gradercal.db.repo import Repository
 
@@ -93,11 +96,13 @@ def handle_errors(fn: F) -> F:
 
 def storage_failure(exc: BaseException) -> str | None:
     """One line for a failure of the disk or the database server under a command (a full
-    disk, an I/O error, a lost connection); None for anything else (a bug: shown whole).
+    disk, an I/O error, a lost connection, a damaged page of a SQLite file); None for
+    anything else (a bug: shown whole).
     Writes are transactions, so such a failure leaves the database as it was."""
     import errno
+    import sqlite3
 
-    from sqlalchemy.exc import OperationalError, ProgrammingError
+    from sqlalchemy.exc import DatabaseError, OperationalError, ProgrammingError
 
     if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
         return f"the disk is full ({exc.filename or 'writing'}): free some space and run it again"
@@ -107,9 +112,18 @@ def storage_failure(exc: BaseException) -> str | None:
             f"your database login may not do this ({reason}): in team mode a grader reads "
             "and writes only their own work; ask the coordinator (docs/team.md)"
         )
-    if not isinstance(exc, OperationalError):
+    if isinstance(exc, sqlite3.DatabaseError):  # raised by a raw cursor (frames_read)
+        reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        if "malformed" in reason or "not a database" in reason:
+            return _damaged(reason)
+        return None
+    if not isinstance(exc, DatabaseError):
         return None
     reason = str(exc.orig).strip().splitlines()[0] if exc.orig is not None else str(exc)
+    if "malformed" in reason or "not a database" in reason:
+        return _damaged(reason)
+    if not isinstance(exc, OperationalError):
+        return None
     if "full" in reason.lower():
         return (
             f"the database's disk is full ({reason}): nothing was written; free some space "
@@ -121,6 +135,15 @@ def storage_failure(exc: BaseException) -> str | None:
             "still work. Make the file (and its folder) writable, or work on a copy"
         )
     return f"the database failed ({reason}): nothing was written"
+
+
+def _damaged(reason: str) -> str:
+    """A damaged page met while reading or writing (the file opened: its header and schema
+    are whole); SQLite rolled the statement's transaction back."""
+    return (
+        f"the database is damaged ({reason}): restore a copy from `gradercal backup` "
+        "(`PRAGMA integrity_check` in sqlite3 lists the damaged pages)"
+    )
 
 
 db_option = click.option(
@@ -218,6 +241,37 @@ def open_repo(db: str | None, *, create: bool = False) -> Repository:
     from gradercal.db.session import open_database
 
     return Repository(open_database(db, create=create))
+
+
+def text_console(
+    *, width: int | None = None, record: bool = False, soft_wrap: bool = False
+) -> Console:
+    """The rich console every command prints its tables and lines through (on stdout).
+
+    Rich markup, emoji codes and highlighting are **off**: what a command prints is shown
+    as written, so a grader name, task title, criterion text or note holding ``[/]``,
+    ``[bold]`` or ``:smile:`` is printed as those characters (with markup on, ``[/]``
+    ended the command with a ``MarkupError`` traceback). Styles are given as data
+    (``print(text, style="dim")``, :func:`styled`), never inside the text. ``width``: the
+    width when stdout is not a terminal (None: rich's default)."""
+    from rich.console import Console
+
+    return Console(
+        markup=False,
+        emoji=False,
+        highlight=False,
+        soft_wrap=soft_wrap,
+        record=record,
+        width=None if sys.stdout.isatty() else width,
+    )
+
+
+def styled(*parts: str | tuple[str, str]) -> Text:
+    """A line of text for :func:`text_console`, each part a string or ``(string, style)``:
+    the style is applied to the string as written (no markup is parsed)."""
+    from rich.text import Text
+
+    return Text.assemble(*parts)
 
 
 @contextmanager

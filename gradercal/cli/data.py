@@ -30,6 +30,7 @@ from gradercal.cli.common import (
     print_calibrated,
     progress_bar,
     revision_line,
+    text_console,
     version_option,
     version_used,
     with_version,
@@ -395,9 +396,7 @@ def scores(
         reports = [with_version(r, used) for r in reports]
         emit_json(reports if grader == "all" else reports[0])
         return
-    from rich.console import Console
-
-    console = Console(soft_wrap=False, record=svg is not None)
+    console = text_console(record=svg is not None)
     for rep in reports:
         _print_report(rep, groups, console)
         if calibrated:
@@ -469,7 +468,7 @@ def _print_report(rep: dict[str, Any], groups: list[str], console: Any) -> None:
     if rep.get("ties"):
         notes.append(f"{rep['ties']} criteria with tied human votes (responses left out)")
     for note in notes:
-        console.print(f"[dim]note: {note}[/dim]")
+        console.print(f"note: {note}", style="dim")
 
 
 def _pct(value: float | None, digits: int = 1) -> str:

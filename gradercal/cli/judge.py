@@ -35,6 +35,7 @@ from gradercal.cli.common import (
     handle_errors,
     json_option,
     print_calibrated,
+    text_console,
 )
 from gradercal.errors import GradercalError
 
@@ -1005,10 +1006,9 @@ def probe(
 
 
 def _print_probe_report(report: dict[str, Any]) -> None:
-    from rich.console import Console
     from rich.table import Table
 
-    console = Console(soft_wrap=False)
+    console = text_console()
     table = Table(
         title=f"Verdict flips of judge {report['judge']} ({report['pairs']} judged pairs sampled)",
         title_justify="left",
@@ -1031,7 +1031,7 @@ def _print_probe_report(report: dict[str, Any]) -> None:
     console.print(table)
     lb = report["length_bias"]
     if not lb["n"]:
-        console.print("[dim]length bias: no pairs graded by both the judge and the experts[/dim]")
+        console.print("length bias: no pairs graded by both the judge and the experts", style="dim")
         return
     sub = Table(
         title=f"Length bias against the experts ({lb['n']} pairs, {lb['n_responses']} responses)",

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import csv
 import math
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,7 +28,7 @@ import click
 import pandas as pd
 from click.core import ParameterSource
 
-from gradercal.cli.common import emit_json, fail
+from gradercal.cli.common import emit_json, fail, text_console
 from gradercal.errors import Problem, ValidationError
 from gradercal.stats.bootstrap import (
     BootResult,
@@ -582,10 +581,9 @@ def _print_table(
     cluster_col: str | None,
     n_clusters: int | None,
 ) -> None:
-    from rich.console import Console
     from rich.table import Table
 
-    console = Console(highlight=False, width=None if sys.stdout.isatty() else 120)
+    console = text_console(width=120)
     title = (
         f"{path.name}: {table.n_units} units, {table.n_raters} raters, "
         f"{table.n_ratings} ratings (level {level}, weights {weights})"

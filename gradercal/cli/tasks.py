@@ -16,7 +16,14 @@ from typing import Any
 
 import click
 
-from gradercal.cli.common import benchmark_option, db_option, emit_json, handle_errors, json_option
+from gradercal.cli.common import (
+    benchmark_option,
+    db_option,
+    emit_json,
+    handle_errors,
+    json_option,
+    text_console,
+)
 from gradercal.errors import GradercalError
 
 __all__ = ["progress", "tasks"]
@@ -164,12 +171,9 @@ def _cell(name: str, key: str, row: dict[str, object]) -> str:
 def _print(
     tables: dict[str, list[dict[str, object]]], *, show_tasks: bool, window_days: int
 ) -> None:
-    import sys
-
-    from rich.console import Console
     from rich.table import Table
 
-    console = Console(highlight=False, width=None if sys.stdout.isatty() else 120)
+    console = text_console(width=120)
     for name in ("graders", "packets", "tasks"):
         rows = tables[name]
         if name == "tasks" and not show_tasks:
@@ -273,14 +277,11 @@ def _survey_text(survey: Mapping[str, float | None]) -> str:
 
 
 def _print_acceptance(acc: Any) -> None:
-    import sys
-
-    from rich.console import Console
     from rich.table import Table
 
     from gradercal.ops.acceptance import statistic_label
 
-    console = Console(highlight=False, width=None if sys.stdout.isatty() else 140)
+    console = text_console(width=140)
     s = acc.settings
     counts = ", ".join(f"{n} {k}" for k, n in acc.counts().items() if n)
     console.print(

@@ -73,10 +73,13 @@ class Header:
 
     @property
     def alive(self) -> bool | None:
-        """Whether the importing process still runs: ``None`` when it cannot be told
-        (another host)."""
+        """Whether the import still runs: ``None`` when it cannot be told (another host).
+        An import of this very process that :func:`batched` has left (one that failed and
+        left batches behind) is over, though its process lives on (the app, a test)."""
         if self.host != socket.gethostname():
             return None
+        if self.pid == os.getpid() and self.token in _ENDED:
+            return False
         try:
             os.kill(self.pid, 0)
         except ProcessLookupError:
@@ -219,6 +222,10 @@ def reading(s: Session) -> Iterator[Session]:
     s.commit()  # a read transaction: nothing to write, but it must end before the next write
 
 
+#: Tokens of the imports this process has ended (see :attr:`Header.alive`).
+_ENDED: set[str] = set()
+
+
 @contextmanager
 def batched(db: Database, benchmark: str) -> Iterator[Session]:
     """A session for one import on SQLite that commits batch by batch and undoes every
@@ -228,6 +235,15 @@ def batched(db: Database, benchmark: str) -> Iterator[Session]:
     together with the journal's removal.
     """
     token = uuid.uuid4().hex
+    try:
+        with _batched(db, benchmark, token) as s:
+            yield s
+    finally:
+        _ENDED.add(token)
+
+
+@contextmanager
+def _batched(db: Database, benchmark: str, token: str) -> Iterator[Session]:
     with Session(_bulk_writer(db), expire_on_commit=False) as s:
         stale = _claim(s, token, benchmark)
         s.commit()
@@ -240,14 +256,67 @@ def batched(db: Database, benchmark: str) -> Iterator[Session]:
             journal.flush(s)
             _forget(s, token)
             s.commit()
-        except BaseException:
+        except BaseException as exc:
             s.rollback()
             s.info.pop("import_journal", None)
             mine = next((h for h in headers(s) if h.token == token), None)
             s.rollback()
             if mine is not None:
-                undo(db, mine)
+                try:
+                    undo(db, mine)
+                except Exception as undo_exc:  # a full disk refuses the undo's writes too
+                    raise ImportLeftBehind(db, mine, exc, undo_exc) from exc
             raise
+
+
+def _reason(exc: BaseException) -> str:
+    text = str(getattr(exc, "orig", None) or exc).strip()
+    return (text.splitlines() or [type(exc).__name__])[0]
+
+
+def left_behind(db: Database, header: Header) -> str:
+    """What the committed batches of an unfinished import hold (``"5,000 judgment rows,
+    40 task rows and 1 benchmark"``), from its journal; ``"its committed batches"`` when
+    the journal cannot be read."""
+    try:
+        with Session(db.engine) as s:
+            entries = _entries(s, header.token)
+    except Exception:
+        return "its committed batches"
+    rows: dict[str, int] = {}
+    other: list[str] = []
+    for e in entries:
+        if e.get("table") is not None:
+            rows[e["table"]] = rows.get(e["table"], 0) + int(e["hi"]) - int(e["lo"]) + 1
+        elif "blobs" in e:
+            rows["artifact file"] = rows.get("artifact file", 0) + len(e["blobs"])
+        elif "graders" in e:
+            rows["grader"] = rows.get("grader", 0) + len(e["graders"])
+        elif "benchmark" in e:
+            other.append("its new benchmark")
+    parts = [f"up to {n:,} {name} rows" for name, n in rows.items() if n > 0] + other
+    if not parts:
+        return "its journal only (no rows)"
+    return ", ".join(parts[:-1]) + (" and " if len(parts) > 1 else "") + parts[-1]
+
+
+class ImportLeftBehind(ConflictError):
+    """An import failed after committing batches, and undoing them failed too (a full
+    disk refuses the undo's writes as it refused the import's): the message says what
+    stays in the database and how to remove it."""
+
+    def __init__(
+        self, db: Database, header: Header, cause: BaseException, undo_error: BaseException
+    ) -> None:
+        self.header = header
+        super().__init__(
+            f"the import stopped ({_reason(cause)}) after committing "
+            f"{left_behind(db, header)}, and undoing them failed too "
+            f"({_reason(undo_error)}): they are still in the database, marked as an "
+            "unfinished import (`gradercal check` reports import.unfinished; `export` needs "
+            "--benchmark meanwhile). Free some space, then remove them with `gradercal "
+            "check --undo-import`"
+        )
 
 
 def _claim(s: Session, token: str, benchmark: str) -> list[Header]:

@@ -32,6 +32,7 @@ import math
 import os
 import re
 import zipfile
+import zlib
 from collections import Counter
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -97,6 +98,15 @@ _JSON_LOG = re.compile(
 _LOG_NAME = re.compile(r"\A\d{4}-\d{2}-\d{2}T[0-9:+-]+_(?P<task>.+)_[A-Za-z0-9]{22}\Z")
 #: Sample fields the reader does not need (left unread in ``.eval`` logs).
 _UNREAD = {"events", "store"}
+#: Largest uncompressed member of a ``.eval`` log read (its samples are one JSON file each).
+MAX_MEMBER_BYTES = 256 * 2**20
+#: Largest uncompressed total of a ``.eval`` log's members.
+MAX_TOTAL_BYTES = 2 * 2**30
+#: Largest compression ratio of a member above :data:`_RATIO_FLOOR` bytes: Inspect's JSON
+#: compresses about 5–30×, a zip bomb a thousand times and more.
+MAX_RATIO = 200
+_RATIO_FLOOR = 2**20
+_CHUNK = 2**20
 #: Score values read as a verdict on one criterion.
 _VERDICTS: dict[str, bool] = {"C": True, "I": False}
 
@@ -207,6 +217,13 @@ def read_inspect(path: str | Path, catalog: Catalog | None = None) -> BenchmarkD
                 )
             )
             continue
+        if file.suffix == ".eval":
+            refused = _zip_refusal(file)
+            if refused is not None:
+                reader.problems.append(
+                    Problem(display, None, None, f"not a readable Inspect AI log: {refused}")
+                )
+                continue
         try:
             log = read_eval_log(str(file), resolve_attachments=True, exclude_fields=_UNREAD)
         except Exception as exc:  # whatever a broken log raises, said with the file's name
@@ -216,6 +233,70 @@ def read_inspect(path: str | Path, catalog: Catalog | None = None) -> BenchmarkD
             continue
         reader.read_log(log, display)
     return reader.finish(_name(p))
+
+
+def _zip_refusal(file: Path) -> str | None:
+    """Why a ``.eval`` archive is not decompressed (None: it may be read).
+
+    First from the zip's directory, before anything is decompressed: a member larger than
+    :data:`MAX_MEMBER_BYTES`, members larger than :data:`MAX_TOTAL_BYTES` together, or a
+    member compressed more than :data:`MAX_RATIO` times (a zip bomb). Then, since a
+    directory can lie, every member is decompressed as a stream, a chunk at a time and
+    nothing kept, with the same hard caps on the bytes that actually come out; a member
+    whose data does not match its directory entry (size or CRC) is refused by name.
+    Memory stays bounded by one chunk; time by the caps.
+    """
+    mib = 2**20
+    current: str | None = None  # the member being decompressed
+    try:
+        with zipfile.ZipFile(file) as archive:
+            infos = archive.infolist()
+            total = 0
+            for info in infos:
+                size, packed = info.file_size, max(info.compress_size, 1)
+                if size > MAX_MEMBER_BYTES:
+                    return (
+                        f"member {info.filename!r} would decompress to {size / mib:,.0f} MiB, "
+                        f"over the {MAX_MEMBER_BYTES / mib:,.0f} MiB a member may hold "
+                        "(a zip bomb?); nothing was decompressed"
+                    )
+                if size > _RATIO_FLOOR and size / packed > MAX_RATIO:
+                    return (
+                        f"member {info.filename!r} is compressed {size / packed:,.0f} times "
+                        f"({packed:,} bytes → {size / mib:,.0f} MiB), over the {MAX_RATIO}× "
+                        "an Inspect log reaches (a zip bomb?); nothing was decompressed"
+                    )
+                total += size
+            if total > MAX_TOTAL_BYTES:
+                return (
+                    f"its members would decompress to {total / mib:,.0f} MiB together, over "
+                    f"the {MAX_TOTAL_BYTES / mib:,.0f} MiB a log may hold (a zip bomb?); "
+                    "nothing was decompressed"
+                )
+            total = 0
+            for info in infos:
+                out = 0
+                current = info.filename
+                with archive.open(info) as member:
+                    while chunk := member.read(_CHUNK):
+                        out += len(chunk)
+                        total += len(chunk)
+                        if out > MAX_MEMBER_BYTES or total > MAX_TOTAL_BYTES:
+                            return (
+                                f"member {info.filename!r} decompresses to more than its "
+                                f"directory says ({info.file_size:,} bytes) and past the "
+                                "size cap (a zip bomb?); reading stopped there"
+                            )
+                if out != info.file_size:
+                    return (
+                        f"member {info.filename!r} decompresses to {out:,} bytes, its "
+                        f"directory says {info.file_size:,}"
+                    )
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, ValueError, zlib.error,
+            NotImplementedError) as exc:  # fmt: skip  # NotImplementedError: a compression method
+        where = "" if current is None else f"member {current!r}: "
+        return f"{where}{_reason(exc)}"
+    return None
 
 
 def _reason(exc: BaseException) -> str:

@@ -7,6 +7,7 @@ few-shot examples and the templates.
 from __future__ import annotations
 
 import html
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -22,7 +23,7 @@ def _num(x: Any, digits: int = 3) -> str:
         return "yes" if x else "no"
     if isinstance(x, int | float):
         return f"{x:.{digits}f}"
-    return str(x)
+    return _md(x)
 
 
 def _with_ci(fig: Mapping[str, Any] | None) -> str:
@@ -48,11 +49,30 @@ _LABELS = {
 }
 
 
+#: Markdown's inline punctuation: code spans, emphasis, links and images, table cells.
+_MD_PUNCTUATION = re.compile(r"([\\`*_\[\]|~!])")
+
+
 def _md(value: Any) -> str:
-    """Text from rubrics, notes and names, safe inline in Markdown: HTML is shown as text
-    (``<``, ``>`` and ``&`` escaped; Markdown renderers pass raw HTML through) and line
-    breaks become spaces (they would end the list item or heading)."""
-    return html.escape(str(value), quote=False).replace("\r", " ").replace("\n", " ")
+    """Any text the package did not write itself (names, titles, criterion text, notes,
+    tags, ids, figures read from the package), safe inline in Markdown and shown as
+    written by a CommonMark renderer: HTML is shown as text (``<``, ``>`` and ``&``
+    escaped as entities; Markdown renderers pass raw HTML through), Markdown's inline
+    punctuation (code spans, emphasis, links, images, table cells) is backslash-escaped,
+    and line breaks become spaces (they would end the list item, heading or table row)."""
+    text = html.escape(str(value), quote=False)
+    text = _MD_PUNCTUATION.sub(r"\\\1", text)
+    return re.sub(r"[\r\n\u2028\u2029\x0b\x0c]", " ", text)
+
+
+def _code(value: Any) -> str:
+    """``value`` as an inline code span (its backticks cannot close it; line breaks become
+    spaces). Code spans show their content literally: no HTML, no Markdown."""
+    text = re.sub(r"[\r\n\u2028\u2029\x0b\x0c]", " ", str(value))
+    ticks = "`"
+    while ticks in text:
+        ticks += "`"
+    return f"{ticks} {text} {ticks}"
 
 
 def _fence(text: str) -> str:
@@ -64,8 +84,9 @@ def _fence(text: str) -> str:
 
 def _figure_table(block: Mapping[str, Any]) -> list[str]:
     out = [
-        f"{block.get('n_tasks')} tasks, {block.get('n_items') or '—'} criterion verdicts, "
-        f"{block.get('n_responses')} responses. 95% CIs, task-clustered bootstrap.",
+        f"{_md(block.get('n_tasks'))} tasks, {_md(block.get('n_items') or '—')} criterion "
+        f"verdicts, {_md(block.get('n_responses'))} responses. 95% CIs, task-clustered "
+        "bootstrap.",
         "",
         "| figure | raw judge | calibrated |",
         "|---|---|---|",
@@ -74,7 +95,7 @@ def _figure_table(block: Mapping[str, Any]) -> list[str]:
         raw = block[level]["raw"]
         cal = block[level]["calibrated"]
         for k in raw:
-            out.append(f"| {_LABELS.get(k, k)} | {_with_ci(raw[k])} | {_with_ci(cal.get(k))} |")
+            out.append(f"| {_label(k)} | {_with_ci(raw[k])} | {_with_ci(cal.get(k))} |")
     out.append("")
     return out
 
@@ -82,8 +103,8 @@ def _figure_table(block: Mapping[str, Any]) -> list[str]:
 def _card_markdown(package: PromptPackage) -> list[str]:
     card = package.card
     out = ["## Agreement card", ""]
-    out.append(f"- **Prompt version**: `{package.prompt_version}`")
-    out.append(f"- **Derived from**: `{card.get('base_prompt_version')}`")
+    out.append(f"- **Prompt version**: {_code(package.prompt_version)}")
+    out.append(f"- **Derived from**: {_code(card.get('base_prompt_version'))}")
     j = package.judge
     out.append(f"- **Judge**: {_md(j.get('name'))} (model {_md(j.get('model') or '—')})")
     out.append(f"- **Experts**: {_md(', '.join(card.get('experts') or []) or '—')}")
@@ -91,12 +112,13 @@ def _card_markdown(package: PromptPackage) -> list[str]:
     counts = prov.get("counts") or {}
     if counts:
         out.append(
-            "- **Data**: " + ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in counts.items())
+            "- **Data**: "
+            + ", ".join(f"{_md(v)} {_md(str(k).replace('_', ' '))}" for k, v in counts.items())
         )
     dates = prov.get("date_range")
     if dates:
-        out.append(f"- **Judgments dated**: {dates[0]} to {dates[1]}")
-    out.append(f"- **Decision rule**: {package.decision.get('description')}")
+        out.append(f"- **Judgments dated**: {_md(dates[0])} to {_md(dates[1])}")
+    out.append(f"- **Decision rule**: {_md(package.decision.get('description'))}")
     out.append("")
     held = card.get("held_out")
     if held:
@@ -104,21 +126,22 @@ def _card_markdown(package: PromptPackage) -> list[str]:
         split = held.get("split") or {}
         if kind == "held_out_tasks":
             out += [
-                f"### Held-out agreement with the experts ({held['source']})",
+                f"### Held-out agreement with the experts ({_md(held['source'])})",
                 "",
-                f"{held['scheme']}.",
+                f"{_md(held['scheme'])}.",
                 "",
                 f"Held-out tasks: {_md(', '.join(split.get('held_out_tasks') or []) or '—')}.",
                 "",
             ]
         elif kind is None:
-            out += [f"### Held-out agreement with the experts ({held['source']})", ""]
-            out += [f"{held.get('scheme')}.", ""]
+            out += [f"### Held-out agreement with the experts ({_md(held['source'])})", ""]
+            out += [f"{_md(held.get('scheme'))}.", ""]
         else:
             out += [
-                f"### Out-of-fold agreement with the experts ({held['source']}; no task held out)",
+                f"### Out-of-fold agreement with the experts ({_md(held['source'])}; "
+                "no task held out)",
                 "",
-                f"{held['scheme']}. **No task was held out**: the few-shot examples and the "
+                f"{_md(held['scheme'])}. **No task was held out**: the few-shot examples and the "
                 "adjudication notes of this package may come from the same tasks as these "
                 "figures, so they may overstate its agreement. Run `gradercal calibrate "
                 "--holdout 0.25` and export again for figures on tasks nothing has seen.",
@@ -128,8 +151,8 @@ def _card_markdown(package: PromptPackage) -> list[str]:
         oof = held.get("out_of_fold")
         if oof:
             out += [
-                f"For reference, out of fold on the {split.get('n_calibration_tasks')} "
-                f"calibration tasks ({oof['scheme']}):",
+                f"For reference, out of fold on the {_md(split.get('n_calibration_tasks'))} "
+                f"calibration tasks ({_md(oof['scheme'])}):",
                 "",
                 *_figure_table(oof),
             ]
@@ -138,14 +161,14 @@ def _card_markdown(package: PromptPackage) -> list[str]:
     alld = card.get("all_data")
     if alld:
         out += [
-            f"### Judge vs {alld['reference']} (all data, in-sample)",
+            f"### Judge vs {_md(alld['reference'])} (all data, in-sample)",
             "",
-            f"{alld['n_units']} units on {alld['n_tasks']} tasks.",
+            f"{_md(alld['n_units'])} units on {_md(alld['n_tasks'])} tasks.",
             "",
             "| figure | judge |",
             "|---|---|",
         ]
-        out += [f"| {_LABELS.get(k, k)} | {_with_ci(v)} |" for k, v in alld["metrics"].items()]
+        out += [f"| {_label(k)} | {_with_ci(v)} |" for k, v in alld["metrics"].items()]
         out.append("")
     rng = card.get("expert_range") or {}
     if rng:
@@ -159,24 +182,23 @@ def _card_markdown(package: PromptPackage) -> list[str]:
             e = v.get("experts")
             span = "—" if not e else f"{_num(e[0])} – {_num(e[1])}"
             out.append(
-                f"| {_LABELS.get(k, k)} | {span} | {_num(v.get('judge'))} | "
-                f"{_num(v.get('within'))} |"
+                f"| {_label(k)} | {span} | {_num(v.get('judge'))} | {_num(v.get('within'))} |"
             )
         out.append("")
     alt = card.get("alt_test") or {}
     out += ["### Alternative annotator test", ""]
     if "refused" in alt:
-        out.append(f"Not run: {alt['refused']}")
+        out.append(f"Not run: {_md(alt['refused'])}")
     else:
         verdict = "**passed**" if alt.get("passed") else "**not passed**"
         out.append(
             f"{verdict}: winning rate {_num(alt.get('winning_rate'))} over "
-            f"{alt.get('n_tested', alt.get('n_humans'))} tested of {alt.get('n_humans')} "
-            f"experts, advantage probability {_num(alt.get('advantage_probability'))} "
-            f"(ε = {alt.get('epsilon')}, {alt.get('n_items')} items, "
-            f"{alt.get('test', 'exact score')} test)."
+            f"{_md(alt.get('n_tested', alt.get('n_humans')))} tested of "
+            f"{_md(alt.get('n_humans'))} experts, advantage probability "
+            f"{_num(alt.get('advantage_probability'))} (ε = {_md(alt.get('epsilon'))}, "
+            f"{_md(alt.get('n_items'))} items, {_md(alt.get('test', 'exact score'))} test)."
         )
-        out += [f"- {w}" for w in alt.get("warnings") or []]
+        out += [f"- {_md(w)}" for w in alt.get("warnings") or []]
     out.append("")
     len_ = card.get("leniency") or {}
     where = "out of fold" if (held or {}).get("kind") == "out_of_fold" else "held out"
@@ -196,8 +218,9 @@ def to_markdown(package: PromptPackage) -> str:
     out = [
         f"# Calibrated judge prompt: {_md(p.name or 'unnamed')}",
         "",
-        f"Benchmark: {_md(package.benchmark or '—')} · exported {package.created_at} · "
-        f"package format {package.format_version} · prompt version `{package.prompt_version}`",
+        f"Benchmark: {_md(package.benchmark or '—')} · exported {_md(package.created_at)} · "
+        f"package format {_md(package.format_version)} · prompt version "
+        f"{_code(package.prompt_version)}",
         "",
     ]
     if package.warnings:
@@ -209,8 +232,9 @@ def to_markdown(package: PromptPackage) -> str:
         out += ["**In general**", ""] + [f"- {_md(x)}" for x in g["general"]] + [""]
     for t in g.get("tags", []):
         line = (
-            f"- **{_md(t['tag'])}**: {t['n_adjudicated']} adjudicated, judge overruled on 'met' "
-            f"{t['judge_overruled_met']}×, on 'not met' {t['judge_overruled_not_met']}×"
+            f"- **{_md(t['tag'])}**: {_md(t['n_adjudicated'])} adjudicated, judge overruled on "
+            f"'met' {_md(t['judge_overruled_met'])}×, on 'not met' "
+            f"{_md(t['judge_overruled_not_met'])}×"
         )
         out.append(line + ("".join(f" — {_md(r)}" for r in t["rules"])))
     if g.get("tags"):
@@ -218,12 +242,13 @@ def to_markdown(package: PromptPackage) -> str:
     for c in g.get("criteria", []):
         out.append(
             f"**{_md(c['task_id'])}/{_md(c['criterion_id'])}** — {_md(c['criterion'])} "
-            f"({c['n_unclear']} unclear flag(s), {c['n_adjudication_notes']} adjudication note(s))"
+            f"({_md(c['n_unclear'])} unclear flag(s), {_md(c['n_adjudication_notes'])} "
+            "adjudication note(s))"
         )
         out.append("")
         for n in c["notes"]:
             out.append(
-                f"- {_md(n['text'])} — {n['count']}× by {_md(', '.join(n['authors']))} "
+                f"- {_md(n['text'])} — {_md(n['count'])}× by {_md(', '.join(n['authors']))} "
                 f"({_md(', '.join(n['sources']))})"
             )
         out.append("")
@@ -249,13 +274,17 @@ def to_markdown(package: PromptPackage) -> str:
             "## Figures",
             "",
             "The judge also sees each task's figures, sent as images after the user message: "
-            f"PNG/JPEG artifacts and PDF pages rendered at {vision.dpi} dpi, at most "
-            f"{vision.max_pages} PDF pages and {vision.max_images} images per task. The "
+            f"PNG/JPEG artifacts and PDF pages rendered at {_md(vision.dpi)} dpi, at most "
+            f"{_md(vision.max_pages)} PDF pages and {_md(vision.max_images)} images per task. The "
             "exported Inspect AI and promptfoo judges send text only, so they refuse this "
             "prompt version.",
             "",
         ]
     return "\n".join(out)
+
+
+def _label(key: Any) -> str:
+    return _LABELS.get(key) or _md(key)
 
 
 def _verdict_word(v: Any) -> str:

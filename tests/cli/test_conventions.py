@@ -274,6 +274,46 @@ def test_a_damaged_database_file_is_one_line_and_left_as_it_was(
         assert path.read_bytes() == before
 
 
+def test_a_damaged_page_in_the_middle_of_a_database_is_one_line(
+    demo_db: str, tmp_path: Path
+) -> None:
+    """The header and schema whole, one leaf page of the judgments' table overwritten:
+    the file opens, and ``scores`` (reading it) and ``import`` (reading it to compare)
+    meet the page; each says so in one line, exits 1 and leaves the file as it was."""
+    import sqlite3
+
+    damaged = tmp_path / "page.sqlite"
+    src, con = sqlite3.connect(demo_db), sqlite3.connect(damaged)
+    try:
+        src.backup(con)  # the whole database in one file (no write-ahead log beside it)
+        con.execute("PRAGMA journal_mode = WAL")  # as gradercal keeps it
+        size = con.execute("PRAGMA page_size").fetchone()[0]
+        pages = [
+            r[0]
+            for r in con.execute(
+                "SELECT pageno FROM dbstat WHERE name = 'judgment' AND pagetype = 'leaf' "
+                "ORDER BY pageno"
+            )
+        ]
+    finally:
+        src.close()
+        con.close()
+    page = pages[len(pages) // 2]
+    data = bytearray(damaged.read_bytes())
+    assert 1 < page < len(data) // size  # in the middle of the file
+    data[(page - 1) * size : page * size] = bytes(range(256)) * (size // 256)
+    damaged.write_bytes(bytes(data))
+    before = damaged.read_bytes()
+    for args in (["scores"], ["import", str(DEMO)]):
+        res = CliRunner().invoke(main, [*args, "--db", str(damaged)])
+        assert res.exit_code == 1, res.output
+        lines = res.output.strip().splitlines()
+        assert len(lines) == 1, res.output
+        assert "damaged (database disk image is malformed)" in lines[0]
+        assert "gradercal backup" in lines[0]
+    assert damaged.read_bytes() == before
+
+
 def test_a_full_disk_during_import_is_one_line_and_writes_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -421,3 +421,62 @@ def test_a_bulk_writer_waits_for_a_writer_holding_its_turn_but_never_past_the_ca
     write_turns.release(saving)  # it committed
     assert saving == {}
     assert write_turns.let_waiting_writers_in(turns, max_wait=30) < 5
+
+
+def test_a_full_disk_that_refuses_the_undo_too_says_what_remains_and_how_to_remove_it(
+    sqlite_db: str, synth: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A real SQLITE_FULL part-way (the file's pages capped with ``PRAGMA max_page_count``
+    once some batches are in), and the undo's writes refused as a full disk refuses them
+    (a fault injected into its deletions): the import says in one line what it left and
+    how to remove it — not "nothing was written" — ``check`` reports the unfinished
+    import, and ``check --undo-import`` then leaves the database as it was."""
+    import sqlite3
+
+    from sqlalchemy import event
+    from sqlalchemy.exc import OperationalError
+
+    from gradercal.db import session
+
+    before = fingerprint(sqlite_db)
+    con = sqlite3.connect(sqlite_db)
+    try:
+        cap = con.execute("PRAGMA page_count").fetchone()[0] + 380  # a few batches fit
+    finally:
+        con.close()
+    real_engine = session._make_engine
+
+    def capped(url: object, **kwargs: object) -> object:
+        engine = real_engine(url, **kwargs)  # type: ignore[arg-type]
+        event.listen(
+            engine, "connect", lambda conn, _r: conn.execute(f"PRAGMA max_page_count = {cap}")
+        )
+        return engine
+
+    def refused(*_a: object, **_k: object) -> None:
+        raise OperationalError(
+            "DELETE FROM judgment", {}, sqlite3.OperationalError("database or disk is full")
+        )
+
+    monkeypatch.setattr(session, "_make_engine", capped)
+    monkeypatch.setattr(import_journal, "_undo_range", refused)
+    res = CliRunner().invoke(main, ["import", str(synth), "--db", sqlite_db])
+    monkeypatch.undo()
+    assert res.exit_code == 1, res.output
+    lines = res.output.strip().splitlines()
+    assert len(lines) == 1, res.output
+    assert lines[0].startswith(
+        "error: the import stopped (database or disk is full) after committing up to "
+    )
+    assert "judgment rows" in lines[0] and "undoing them failed too" in lines[0]
+    assert "gradercal check --undo-import" in lines[0]
+    assert "nothing was written" not in lines[0]
+    assert _journal_keys(sqlite_db)  # the batches really are still there …
+    assert fingerprint(sqlite_db) != before
+    check = json.loads(CliRunner().invoke(main, ["check", "--db", sqlite_db, "--json"]).stdout)
+    assert not check["ok"]
+    assert any("import.unfinished" in json.dumps(p) for p in check["problems"])
+    undo = CliRunner().invoke(main, ["check", "--undo-import", "--db", sqlite_db])
+    assert undo.exit_code == 0, undo.output
+    assert fingerprint(sqlite_db) == before  # … and the command said removes them all
+    assert _journal_keys(sqlite_db) == []

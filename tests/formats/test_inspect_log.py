@@ -12,8 +12,11 @@ from __future__ import annotations
 
 import json
 import shutil
+import struct
 import subprocess
 import sys
+import time
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -429,3 +432,88 @@ def test_samples_that_ended_in_an_error_are_left_out_and_said(tmp_path: Path) ->
     data = read_path(Path(log.location), _mini_catalog(tmp_path))
     assert [r.task_id for r in data.responses] == ["M1"]
     assert "1 sample that ended in an error left out" in data.notes
+
+
+# -- hostile archives ---------------------------------------------------------------------------
+def _with_member(log: Path, dest: Path, name: str, chunks: Any, level: int = 6) -> Path:
+    """A copy of the ``.eval`` log ``log`` with one more member written from ``chunks``."""
+    shutil.copy(log, dest)
+    with (
+        zipfile.ZipFile(dest, "a", zipfile.ZIP_DEFLATED, compresslevel=level) as z,
+        z.open(name, "w") as member,
+    ):
+        for chunk in chunks:
+            member.write(chunk)
+    return dest
+
+
+def _import_fails_fast(path: Path, db: str, *expected: str) -> str:
+    start = time.perf_counter()
+    res = CliRunner().invoke(main, ["import", str(path), "--db", db])
+    elapsed = time.perf_counter() - start
+    assert res.exit_code == 1, res.output
+    assert "Traceback" not in res.output
+    for text in expected:
+        assert text in res.output, res.output
+    assert elapsed < 10, elapsed
+    return res.output
+
+
+def test_a_zip_bomb_is_refused_from_its_directory(logs: Logs, tmp_path: Path) -> None:
+    """A 300 MiB member of zeros (0.3 MB compressed): refused by name before anything is
+    decompressed (the directory check), quickly and with nothing imported."""
+    db = _mini_db(tmp_path / "mini.sqlite")
+    before = fingerprint(db)
+    bomb = _with_member(
+        logs.eval_log, tmp_path / "bomb.eval", "samples/bomb_epoch_1.json",
+        (b"\0" * 2**20 for _ in range(300)),
+    )  # fmt: skip
+    assert bomb.stat().st_size < 2 * 2**20
+    _import_fails_fast(
+        bomb, db, "bomb.eval: not a readable Inspect AI log: member 'samples/bomb_epoch_1.json'",
+        "would decompress to 300 MiB, over the 256 MiB",
+    )  # fmt: skip
+    assert fingerprint(db) == before
+
+
+def test_a_member_compressed_like_a_bomb_is_refused(logs: Logs, tmp_path: Path) -> None:
+    db = _mini_db(tmp_path / "mini.sqlite")
+    bomb = _with_member(
+        logs.eval_log, tmp_path / "small-bomb.eval", "samples/x.json", [b"\0" * 8 * 2**20]
+    )
+    _import_fails_fast(
+        bomb, db, "small-bomb.eval: not a readable Inspect AI log: member 'samples/x.json' is "
+        "compressed", "over the 200× an Inspect log reaches",
+    )  # fmt: skip
+
+
+def _lie_about_size(path: Path, name: str, size: int) -> None:
+    """Rewrite the uncompressed size of member ``name`` in the zip's central directory and
+    in its local header (the data stay as they are)."""
+    data = bytearray(path.read_bytes())
+    with zipfile.ZipFile(path) as z:
+        info = z.getinfo(name)
+    encoded = name.encode()
+    central = data.rfind(b"PK\x01\x02", 0, data.rfind(encoded))
+    assert central > 0
+    data[central + 24 : central + 28] = struct.pack("<I", size)
+    local = info.header_offset
+    data[local + 22 : local + 26] = struct.pack("<I", size)
+    path.write_bytes(bytes(data))
+
+
+def test_a_member_whose_directory_lies_is_refused_by_name(logs: Logs, tmp_path: Path) -> None:
+    """The directory says 1,000 bytes, the data inflate to 64 MiB: the stream stops at the
+    size the directory gave and the member is refused (its data do not match), without
+    inflating the rest."""
+    db = _mini_db(tmp_path / "mini.sqlite")
+    liar = _with_member(
+        logs.eval_log, tmp_path / "liar.eval", "samples/liar.json",
+        (b"\0" * 2**20 for _ in range(64)),
+    )  # fmt: skip
+    _lie_about_size(liar, "samples/liar.json", 1000)
+    with zipfile.ZipFile(liar) as z:
+        assert z.getinfo("samples/liar.json").file_size == 1000
+    _import_fails_fast(
+        liar, db, "liar.eval: not a readable Inspect AI log: member 'samples/liar.json'"
+    )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import io
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -366,3 +368,66 @@ def test_opening_a_pdf_writes_nothing_under_the_users_cache(tmp_path: Path) -> N
     assert out["modules"] == []
     written = sorted(str(p.relative_to(home)) for p in home.rglob("*") if p.is_file())
     assert not [p for p in written if "onnxruntime" in p.lower() or "Microsoft" in p], written
+
+
+# -------------------------------------------------------------------------- big workbooks
+def _big_workbook(rows: int, *, cut: bool) -> bytes:
+    """A workbook of ``rows`` data rows (numbers and shared strings, written with
+    openpyxl's write_only mode); with ``cut`` its sheet XML ends after about a fifth of
+    its bytes (malformed: only a reader that stops early gets through)."""
+    import openpyxl
+
+    wb = openpyxl.Workbook(write_only=True)
+    ws = wb.create_sheet("big")
+    ws.append(["id", "value", "label"])
+    for i in range(rows):
+        ws.append([i, i / 2, f"row {i % 7}"])
+    buf = io.BytesIO()
+    wb.save(buf)
+    data = buf.getvalue()
+    if not cut:
+        return data
+    src = zipfile.ZipFile(io.BytesIO(data))
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as dst:
+        for info in src.infolist():
+            member = src.read(info.filename)
+            if info.filename.startswith("xl/worksheets/"):
+                member = member[: len(member) // 5]
+            dst.writestr(info.filename, member)
+    return out.getvalue()
+
+
+def test_a_big_workbook_is_read_only_as_far_as_its_preview(monkeypatch: Any) -> None:
+    """Reading stops after the first rows: a sheet whose XML is cut off after a fifth of
+    its rows still previews (a whole read fails), and says it has more rows."""
+    from gradercal.ui.viewers import tables
+
+    monkeypatch.setattr(tables, "XLSX_STREAM_BYTES", 64 * 1024)
+    data = _big_workbook(20_000, cut=True)
+    with pytest.raises(tables.TableParseError):
+        read_table(data, "big.xlsx")
+    preview = tables.read_table_preview(data, "big.xlsx")["big"]
+    assert preview.frame.shape == (1000, 3) and preview.rows is None
+    assert preview.at_least > 1000
+    assert list(preview.frame.columns) == ["id", "value", "label"]
+    assert preview.frame.iloc[999].tolist() == [999, 499.5, "row 5"]
+    assert preview.describe() == "first 1,000 of ≥ 1,001 rows × 3 columns (sorting sorts these)"
+    # the same workbook whole, streamed: the same first rows as pandas reads
+    whole = _big_workbook(3_000, cut=False)
+    streamed = tables.read_table_preview(whole, "big.xlsx")["big"].frame
+    by_pandas = read_table(whole, "big.xlsx")["big"].iloc[:1000]
+    assert streamed.astype(str).values.tolist() == by_pandas.astype(str).values.tolist()
+
+
+def test_table_viewer_says_how_much_of_a_big_sheet_it_shows(
+    open_viewer: Any, monkeypatch: Any
+) -> None:
+    from gradercal.ui.viewers import tables
+
+    monkeypatch.setattr(tables, "XLSX_STREAM_BYTES", 64 * 1024)
+    viewer = open_viewer("big.xlsx", _big_workbook(20_000, cut=True))
+    assert viewer.model.rowCount() == 1000
+    assert viewer.shape_label.text().startswith("first 1,000 of ≥ 1,001 rows × 3 columns")
+    small = open_viewer("data.csv", SAMPLES["data.csv"])
+    assert small.shape_label.text() == "3 rows × 3 columns"

@@ -1,4 +1,8 @@
-"""Tables (CSV, TSV, XLSX, Parquet) through pandas into a sortable ``QtDataFrameModel``."""
+"""Tables (CSV, TSV, XLSX, Parquet) through pandas into a sortable ``QtDataFrameModel``.
+
+The worker reads a bounded preview (:func:`~gradercal.ui.viewers.tables.read_table_preview`:
+the first :data:`~gradercal.ui.viewers.tables.PREVIEW_ROWS` rows of each sheet) and the
+bar says how much is shown (``first 1,000 of ≥ 1,000,001 rows``)."""
 
 from __future__ import annotations
 
@@ -20,7 +24,7 @@ from gradercal.ui.qt_widgets import flow_bar
 from gradercal.ui.shortcuts import keys
 from gradercal.ui.viewers.qt_base import Fetch, QtArtifactViewer, file_label
 from gradercal.ui.viewers.qt_dataframe_model import QtDataFrameModel
-from gradercal.ui.viewers.tables import read_table
+from gradercal.ui.viewers.tables import SheetPreview, read_table_preview
 
 
 def _keys(shortcut_id: str) -> str:
@@ -31,13 +35,15 @@ class QtTableViewer(QtArtifactViewer):
     def __init__(self, artifact: Artifact, fetch: Fetch | None, parent: QWidget | None = None):
         super().__init__(artifact, fetch, parent)
         self.sheets: dict[str, Any] = {}
+        self.previews: dict[str, SheetPreview] = {}
         self.model: QtDataFrameModel | None = None
 
-    def prepare(self, data: bytes) -> dict[str, Any]:
-        return read_table(data, file_label(self.artifact))
+    def prepare(self, data: bytes) -> dict[str, SheetPreview]:
+        return read_table_preview(data, file_label(self.artifact))
 
     def present(self, prepared: Any) -> None:
-        self.sheets = prepared
+        self.previews = prepared
+        self.sheets = {name: p.frame for name, p in prepared.items()}
         body = QWidget()
         layout = QVBoxLayout(body)
         layout.setContentsMargins(0, 0, 0, 0)
@@ -83,7 +89,7 @@ class QtTableViewer(QtArtifactViewer):
         self.table.horizontalHeader().setSortIndicator(-1, Qt.SortOrder.AscendingOrder)
         self.table.setSortingEnabled(True)
         rows, cols = frame.shape
-        self.shape_label.setText(f"{rows:,} rows × {cols:,} columns")
+        self.shape_label.setText(self.previews[name].describe())
         # Size columns from the header and the first rows only (never the whole table).
         metrics = self.table.fontMetrics()
         for j in range(min(cols, 200)):
