@@ -10,16 +10,20 @@ the disk before its heavy imports, then loads the frames for the next one.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 import sys
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlalchemy import select, text, update
 
 from gradercal.dashboard import DashboardFilters
+from gradercal.db import models as m
 from gradercal.db.repo import Repository
 from gradercal.db.session import open_database
 from gradercal.ui.dashboard import disk_cache
@@ -27,6 +31,8 @@ from gradercal.ui.dashboard.data import Request
 from gradercal.ui.dashboard.disk_cache import DiskCache, data_key, disk_key
 from gradercal.ui.dashboard.results import PickledRequest, StoredResult
 from gradercal.ui.dashboard.worker import encode, read_message
+from gradercal.formats import read_folder
+from tests.conftest import DEMO, PG_ADMIN_URL, _pg_admin, _pg_disconnect
 from tests.ui.test_dashboard_results import (  # noqa: F401  (fixtures)
     Session,
     a_unit,
@@ -132,6 +138,139 @@ def test_a_damaged_file_is_absent(db_file: str, cache: Path) -> None:  # noqa: F
     assert DiskCache(cache).get("any key") is None
     s2 = Session(db_file)
     assert not s2.compute()["disk"]
+
+
+#: The stamp every judgment of :func:`build` carries: two imports of it differ in nothing
+#: but what they are given.
+STAMP = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+
+
+def build(url: str, flipped: int = 0) -> None:
+    """Import the demo, every judgment stamped :data:`STAMP`, the first ``flipped``
+    verdicts inverted (the same counts, revisions and timestamps)."""
+    data = read_folder(DEMO)
+    data.adjudications.clear()
+    judgments = []
+    for j in data.judgments:
+        if flipped and j.met is not None:
+            j = dataclasses.replace(j, met=not j.met)
+            flipped -= 1
+        judgments.append(dataclasses.replace(j, created_at=STAMP, updated_at=STAMP))
+    data.judgments[:] = judgments
+    db = open_database(url)
+    try:
+        Repository(db).import_data(data)
+    finally:
+        db.dispose()
+
+
+def rebuild(url: str) -> None:
+    """Delete the database at ``url`` and create an empty one in its place."""
+    if "://" not in url:
+        Path(url).unlink()
+        return
+    from sqlalchemy.engine import make_url
+
+    assert PG_ADMIN_URL
+    name = make_url(url).database
+    admin = _pg_admin()
+    try:
+        with admin.connect() as conn:
+            _pg_disconnect(conn, str(name))
+            conn.execute(text(f'DROP DATABASE "{name}"'))
+            conn.execute(text(f'CREATE DATABASE "{name}"'))
+    finally:
+        admin.dispose()
+
+
+def revision_of(url: str, previous: dict[str, str] | None = None) -> dict[str, str]:
+    db = open_database(url)
+    try:
+        return Repository(db).data_revision(None, previous)
+    finally:
+        db.dispose()
+
+
+def test_a_database_rebuilt_in_place_is_not_read_from_disk(db_url: str, cache: Path) -> None:
+    """#30: a database rebuilt at the same path from files that differ in 200 verdicts
+    alone (the same counts, revisions and timestamps) showed the first one's figures."""
+    build(db_url)
+    first = written(db_url)
+    assert not first["disk"]
+    before = revision_of(db_url)
+    rebuild(db_url)
+    build(db_url, flipped=200)
+    after = revision_of(db_url)
+    assert after["database"] != before["database"]  # another database …
+    assert after["judgments"] != before["judgments"]  # … holding other verdicts
+    s = Session(db_url)
+    done = s.compute()
+    assert not done["disk"] and s.worker.computations == 1
+    same_parts(done["parts"], fresh(db_url))
+    assert done["parts"]["dash:agreement"] != first["parts"]["dash:agreement"]
+    # The same files again: still another database, so computed again too.
+    rebuild(db_url)
+    build(db_url, flipped=200)
+    again = revision_of(db_url)
+    assert again["database"] != after["database"]
+    assert {k: v for k, v in again.items() if k != "database"} == {
+        k: v for k, v in after.items() if k != "database"
+    }
+
+
+def test_verdicts_changed_without_a_stamp_change_the_fingerprint(db_url: str) -> None:
+    """Verdicts rewritten in place with the same counts, revisions and timestamps (half
+    of them flipped one way, half the other) change the judgments' fingerprint, so does
+    a level, a confidence or an adjudication's verdict; the database stays the same."""
+    build(db_url)
+    before = revision_of(db_url)
+    db = open_database(db_url)
+    try:
+        with db.write() as s:
+            ids = {
+                met: s.scalars(
+                    select(m.Judgment.id).where(m.Judgment.met.is_(met)).order_by(m.Judgment.id)
+                ).all()[:100]
+                for met in (True, False)
+            }
+            for met, chosen in ids.items():
+                s.execute(update(m.Judgment).where(m.Judgment.id.in_(chosen)).values(met=not met))
+        flipped = Repository(db).data_revision()
+        changed = sorted(k for k in before if before[k] != flipped[k])
+        assert changed == ["judgments"]
+        for values in ({"confidence": 0.123457}, {"level": 2}, {"unclear": True}):
+            with db.write() as s:
+                s.execute(update(m.Judgment).where(m.Judgment.id == ids[True][0]).values(**values))
+            now = Repository(db).data_revision()
+            assert now["judgments"] != flipped["judgments"], values
+            flipped = now
+        unit = a_unit(db_url)
+        Repository(db).adjudicate(None, *unit, met=True, adjudicator="lead")
+        adjudicated = Repository(db).data_revision()
+        with db.write() as s:
+            s.execute(update(m.Adjudication).values(met=False))  # same revision, stamps
+        assert Repository(db).data_revision()["adjudications"] != adjudicated["adjudications"]
+    finally:
+        db.dispose()
+
+
+def test_a_fingerprint_read_earlier_keeps_the_digest_while_the_stamps_hold(
+    db_url: str,
+) -> None:
+    """Within a process the judgments' digest is read again only when their stamps
+    changed (a worker's every request would scan every verdict otherwise)."""
+    build(db_url)
+    first = revision_of(db_url)
+    assert revision_of(db_url, first) == first
+    flip_a_judgment(db_url)  # through gradercal: a new revision
+    after = revision_of(db_url, first)
+    assert after["judgments"] != first["judgments"]
+    assert after == revision_of(db_url)  # what a fresh read says
+    # another database is never taken for this one
+    rebuild(db_url)
+    build(db_url)
+    assert revision_of(db_url, first)["judgments"] == revision_of(db_url)["judgments"]
+    assert revision_of(db_url, first)["database"] != first["database"]
 
 
 def test_keys_bounds_and_off(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -433,7 +433,7 @@ class Worker:
         full = bool(request.reload) or self._frames is None or self._frames_key != key
         # The fingerprint is read before the data: a change in between shows next time.
         if revision is None:
-            revision = repo.data_revision(request.benchmark)
+            revision = repo.data_revision(request.benchmark, self._revision)
         changed = [k for k, v in revision.items() if self._revision.get(k) != v]
         if not full and not changed:
             return False, []
@@ -624,7 +624,8 @@ class Worker:
         if early is not None and fresh and early[:2] == (url, request.benchmark):
             revision = early[2]  # read while the window was being built
         else:
-            revision = Repository(db).data_revision(request.benchmark)
+            # the judgments' digest read for the frames is kept while their stamps hold
+            revision = Repository(db).data_revision(request.benchmark, self._revision)
         key = disk_key(request, url, revision)
         return revision, key, self.disk.get(key)
 
