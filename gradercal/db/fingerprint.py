@@ -166,7 +166,9 @@ def read_revision(
     kept = previous is not None and previous.get("database") == out["database"]
     if kept:
         assert previous is not None
-        (stamped,) = conn.execute(select(*stamps).where(j.response_id.in_(in_bench))).all()
+        stamped: tuple[Any, ...] = tuple(
+            conn.execute(select(*stamps).where(j.response_id.in_(in_bench))).one()
+        )
         out["judgment_stamps"] = rows((bench_id,), stamped, *verdict_versions)
         kept = previous.get("judgment_stamps") == out["judgment_stamps"] and "judgments" in previous
         if kept:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import pickle
 import subprocess
 import sys
 import time
@@ -26,12 +27,12 @@ from gradercal.dashboard import DashboardFilters
 from gradercal.db import models as m
 from gradercal.db.repo import Repository
 from gradercal.db.session import open_database
+from gradercal.formats import read_folder
 from gradercal.ui.dashboard import disk_cache
 from gradercal.ui.dashboard.data import Request
 from gradercal.ui.dashboard.disk_cache import DiskCache, data_key, disk_key
 from gradercal.ui.dashboard.results import PickledRequest, StoredResult
 from gradercal.ui.dashboard.worker import encode, read_message
-from gradercal.formats import read_folder
 from tests.conftest import DEMO, PG_ADMIN_URL, _pg_admin, _pg_disconnect
 from tests.ui.test_dashboard_results import (  # noqa: F401  (fixtures)
     Session,
@@ -43,6 +44,14 @@ from tests.ui.test_dashboard_results import (  # noqa: F401  (fixtures)
     fresh,
     same_parts,
 )
+
+
+@pytest.fixture(autouse=True)
+def key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The secret key's file: the test's own (never the user's)."""
+    where = tmp_path / "data" / "dashboard-cache.key"
+    monkeypatch.setenv("GRADERCAL_DASHBOARD_KEY", str(where))
+    return where
 
 
 @pytest.fixture
@@ -186,7 +195,8 @@ def rebuild(url: str) -> None:
 def revision_of(url: str, previous: dict[str, str] | None = None) -> dict[str, str]:
     db = open_database(url)
     try:
-        return Repository(db).data_revision(None, previous)
+        repo = Repository(db)
+        return repo.data_revision() if previous is None else repo.data_revision(None, previous)
     finally:
         db.dispose()
 
@@ -200,14 +210,14 @@ def test_a_database_rebuilt_in_place_is_not_read_from_disk(db_url: str, cache: P
     before = revision_of(db_url)
     rebuild(db_url)
     build(db_url, flipped=200)
-    after = revision_of(db_url)
-    assert after["database"] != before["database"]  # another database …
-    assert after["judgments"] != before["judgments"]  # … holding other verdicts
     s = Session(db_url)
     done = s.compute()
     assert not done["disk"] and s.worker.computations == 1
     same_parts(done["parts"], fresh(db_url))
     assert done["parts"]["dash:agreement"] != first["parts"]["dash:agreement"]
+    after = revision_of(db_url)
+    assert after["database"] != before["database"]  # another database …
+    assert after["judgments"] != before["judgments"]  # … holding other verdicts
     # The same files again: still another database, so computed again too.
     rebuild(db_url)
     build(db_url, flipped=200)
@@ -271,6 +281,96 @@ def test_a_fingerprint_read_earlier_keeps_the_digest_while_the_stamps_hold(
     build(db_url)
     assert revision_of(db_url, first)["judgments"] == revision_of(db_url)["judgments"]
     assert revision_of(db_url, first)["database"] != first["database"]
+
+
+class Planted:
+    """What a planted file holds: a pickle that creates ``marker`` when it is loaded (any
+    other command would run the same way)."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (open, (str(self.marker), "w"))
+
+
+def test_a_planted_file_is_never_unpickled(
+    db_file: str,  # noqa: F811
+    cache: Path,
+    key: Path,
+    tmp_path: Path,
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    """#30: a file planted in the cache directory ran a command when the dashboard was
+    opened. A file without this user's HMAC is never unpickled, and a directory others
+    can write to is not read at all."""
+    written(db_file)
+    (path,) = cache.glob("*.dash")
+    marker = tmp_path / "it ran"
+    payload = pickle.dumps(Planted(marker))
+    for planted in (
+        b"gradercal dashboard 1\n" + payload,  # the format before the HMAC
+        disk_cache._MAGIC + b"\0" * 32 + payload,  # a wrong HMAC
+        disk_cache._MAGIC + path.read_bytes()[len(disk_cache._MAGIC) :][:32] + payload,
+    ):
+        path.write_bytes(planted)
+        s = Session(db_file)
+        done = s.compute()
+        assert not marker.exists()
+        assert not done["disk"] and s.worker.computations == 1
+        assert not path.exists()  # deleted as damaged
+        s.worker.flush_disk()  # written again, signed
+        assert DiskCache(cache).get(s.worker._written.pop()) is not None
+
+    assert key.is_file() and key.stat().st_mode & 0o777 == 0o600
+    assert cache.stat().st_mode & 0o777 == 0o700
+
+    # A directory others can write to: refused, whatever its files say.
+    (path,) = cache.glob("*.dash")
+    genuine = path.read_bytes()
+    cache.chmod(0o777)
+    s = Session(db_file)
+    done = s.compute()
+    assert not done["disk"] and s.worker.computations == 1
+    assert path.read_bytes() == genuine  # not read, not deleted
+    assert "dashboard cache not used" in capfd.readouterr().err
+    kept = DiskCache(cache, key=key.read_bytes())
+    signed = disk_cache._MAGIC + kept._mac("d/k", payload) + payload  # even a right HMAC
+    kept.path("d/k").write_bytes(signed)
+    assert kept.get("d/k") is None and not marker.exists()
+    assert kept.put("d/other", StoredResult(parts=[("x", b"1", b"2")])) is None
+    assert not kept.path("d/other").exists() and kept.clear() == 0
+    for mode in (0o1777, 0o770, 0o720):
+        cache.chmod(mode)
+        assert not kept.usable() and kept.get("d/k") is None
+    assert not marker.exists()
+    kept.path("d/k").unlink()
+    cache.chmod(0o700)
+    assert DiskCache(cache).usable()
+
+
+def test_a_directory_or_key_not_the_users_alone_is_refused(
+    cache: Path, key: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    kept = DiskCache(cache)
+    assert kept.put("d/k", StoredResult(parts=[("x", b"1", b"2")])) is not None
+    assert kept.get("d/k") is not None
+    # a file of another user in the user's directory is absent (and left alone)
+    real = os.getuid()
+    monkeypatch.setattr(os, "getuid", lambda: real + 4242)
+    assert not DiskCache(cache).usable()  # the directory is another's now
+    assert DiskCache(cache).get("d/k") is None and kept.path("d/k").exists()
+    monkeypatch.setattr(os, "getuid", lambda: real)
+    # a key others can read is refused (and not replaced)
+    key.chmod(0o644)
+    assert not DiskCache(cache).usable() and DiskCache(cache).get("d/k") is None
+    key.chmod(0o600)
+    assert DiskCache(cache).get("d/k") is not None
+    # another user's key signs nothing here
+    key.unlink()
+    assert DiskCache(cache).get("d/k") is None  # a new key: the old file is unsigned
+    assert key.stat().st_mode & 0o777 == 0o600 and len(key.read_bytes()) == 32
+    assert disk_cache.ENV_KEY == "GRADERCAL_DASHBOARD_KEY"
 
 
 def test_keys_bounds_and_off(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
