@@ -335,7 +335,7 @@ def test_a_planted_file_is_never_unpickled(
     assert path.read_bytes() == genuine  # not read, not deleted
     assert "dashboard cache not used" in capfd.readouterr().err
     kept = DiskCache(cache, key=key.read_bytes())
-    signed = disk_cache._MAGIC + kept._mac("d/k", payload) + payload  # even a right HMAC
+    signed = disk_cache._MAGIC + kept._mac(payload) + payload  # even a right HMAC
     kept.path("d/k").write_bytes(signed)
     assert kept.get("d/k") is None and not marker.exists()
     assert kept.put("d/other", StoredResult(parts=[("x", b"1", b"2")])) is None
@@ -426,12 +426,16 @@ def _ask(proc: subprocess.Popen[bytes], request: Request, url: str) -> dict[str,
     message = {"op": "compute", "request": PickledRequest.of(request), "url": url}
     proc.stdin.write(encode(message))
     proc.stdin.flush()
+    parts: dict[str, bytes] = {}
     while True:
         message = read_message(proc.stdout)
         assert message is not None, "the worker ended"
         if message["type"] == "error":
             raise AssertionError(message["traceback"])
+        if message["type"] == "part":
+            parts[message["key"]] = message["digest"]
         if message["type"] == "done":
+            message["parts"] = parts
             return message
 
 
@@ -493,3 +497,65 @@ def test_threads_and_disk_off_keep_the_old_order(db_file: str) -> None:  # noqa:
     s.worker.inbox.put(None)
     s.worker.serve(lambda: order.append("preload"))
     assert order == ["preload"]
+
+
+def test_the_first_reopen_reads_what_the_first_open_computed(
+    db_file: str,  # noqa: F811
+    cache: Path,
+) -> None:
+    """#30: a window opens first without a judge (the one with the most verdicts), then
+    remembers the judge it got and asks with it: the first reopen computed again (15.6 s
+    at 750 tasks) instead of reading what the first open kept. The real worker process,
+    as the window starts it."""
+    from gradercal.dashboard import primary_judge
+
+    url = f"sqlite:///{db_file}"
+    db = open_database(url)
+    try:
+        repo = Repository(db)
+        bench = repo.benchmark(None).name
+        judge = primary_judge(repo.load_frames())
+    finally:
+        db.dispose()
+    assert judge is not None
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", disk_cache.ENV: str(cache)}
+
+    def request(gen: int, judge: str | None = None) -> Request:
+        return Request(
+            gen, bench, DashboardFilters(), judge, False, n_boot=20, chart_size=(480, 360)
+        )
+
+    first = _worker(env)
+    try:
+        done = _ask(first, request(1), url)  # the first open: no judge chosen yet
+        assert not done["disk"] and "compute" in done["phases"]
+    finally:
+        assert first.stdin is not None
+        first.stdin.close()
+        assert first.wait(timeout=60) == 0
+    assert len(list(cache.glob("*.dash"))) == 1  # one result kept (and one more name)
+    for asked in (judge, None):  # the reopen, with the judge remembered; or without
+        reopen = _worker(env)
+        try:
+            again = _ask(reopen, request(1, asked), url)
+            assert again["disk"] and "compute" not in again["phases"], asked
+            assert again["parts"] == done["parts"]
+        finally:
+            reopen.kill()
+            reopen.wait()
+    # what it shows is what that judge's dashboard is, computed from nothing
+    named = Session(db_file)
+    named.worker.disk = None
+    same_parts(named.compute(judge=judge)["parts"], done["parts"])
+    # another judge is another dashboard: computed
+    other = Session(db_file)
+    db = open_database(url)
+    try:
+        judges = sorted(
+            set(Repository(db).load_frames().judgments.query("grader_kind == 'judge'")["grader"])
+        )
+    finally:
+        db.dispose()
+    if len(judges) > 1:
+        another = next(j for j in judges if j != judge)
+        assert not other.compute(judge=another)["disk"]

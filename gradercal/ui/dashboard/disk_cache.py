@@ -43,7 +43,7 @@ import secrets
 import stat
 import sys
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -74,6 +74,7 @@ _MAGIC = b"gradercal dashboard 2\n"
 _MAC_SIZE = 32
 _KEY_SIZE = 32
 _SUFFIX = ".dash"
+_ALIAS = ".alias"
 #: The libraries a result's numbers, tables or charts depend on.
 _LIBRARIES = (
     "numpy",
@@ -240,9 +241,10 @@ class DiskCache:
         self._refused = None
         return True
 
-    def _mac(self, key: str, body: bytes | memoryview) -> bytes:
+    def _mac(self, body: bytes | memoryview) -> bytes:
+        """The HMAC of a file's pickle (which names the keys it answers)."""
         assert self._key is not None
-        mac = hmac.new(self._key, _MAGIC + _digest(key), hashlib.sha256)
+        mac = hmac.new(self._key, _MAGIC, hashlib.sha256)
         mac.update(body)
         return mac.digest()
 
@@ -252,9 +254,11 @@ class DiskCache:
         where = cache_dir()
         return None if where is None else cls(where)
 
-    def path(self, key: str) -> Path:
+    def path(self, key: str, suffix: str = _SUFFIX) -> Path:
+        """The file of ``key`` (``suffix`` :data:`_ALIAS`: its other name, a hard link
+        to the file of the key it was written under)."""
         data, _, _asked = key.partition("/")
-        return self.directory / f"{data}-{_digest(key)[:12].hex()}{_SUFFIX}"
+        return self.directory / f"{data}-{_digest(key)[:12].hex()}{suffix}"
 
     def has_data(self, data: str) -> bool:
         """Whether any result computed on the data of :func:`data_key` ``data`` is kept
@@ -262,7 +266,9 @@ class DiskCache:
         return self.usable() and any(self.directory.glob(f"{data}-*{_SUFFIX}"))
 
     def __contains__(self, key: object) -> bool:
-        return isinstance(key, str) and self.path(key).is_file()
+        return isinstance(key, str) and (
+            self.path(key).is_file() or self.path(key, _ALIAS).is_file()
+        )
 
     def _read(self, path: Path) -> bytes | None:
         """The bytes of ``path`` if it is a regular file of the user's (not a link)."""
@@ -286,17 +292,20 @@ class DiskCache:
         path = self.path(key)
         data = self._read(path)
         if data is None:
+            path = self.path(key, _ALIAS)
+            data = self._read(path)
+        if data is None:
             return None
         try:
             head = len(_MAGIC) + _MAC_SIZE
             if len(data) < head or not data.startswith(_MAGIC):
                 raise ValueError("not a dashboard file")
             body = memoryview(data)[head:]
-            # Before anything is unpickled: written by this user, for this key.
-            if not hmac.compare_digest(data[len(_MAGIC) : head], self._mac(key, body)):
+            # Before anything is unpickled: written by this user.
+            if not hmac.compare_digest(data[len(_MAGIC) : head], self._mac(body)):
                 raise ValueError("not signed with this user's key")
             stored = pickle.loads(body)
-            if stored.get("key") != _digest(key):
+            if _digest(key) not in stored.get("keys", ()):
                 raise ValueError("another key")
             parts = [(k, p, d) for k, p, d in stored["parts"]]
             if not all(isinstance(p, bytes) and isinstance(d, bytes) for _k, p, d in parts):
@@ -314,10 +323,12 @@ class DiskCache:
             os.utime(path)  # recently used: evicted last
         return result
 
-    def put(self, key: str, stored: StoredResult) -> Path | None:
-        """Keep ``stored`` under ``key`` (None: it could not be written; a cache only)."""
+    def put(self, key: str, stored: StoredResult, aliases: Sequence[str] = ()) -> Path | None:
+        """Keep ``stored`` under ``key`` (None: it could not be written; a cache only),
+        and under each of ``aliases`` (keys known to want the very same parts) by a hard
+        link: one file, evicted as one (where links cannot be made: under ``key`` only)."""
         body = {
-            "key": _digest(key),
+            "keys": [_digest(k) for k in (key, *aliases)],
             "parts": stored.parts,
             "phases": stored.phases,
             "seconds": stored.seconds,
@@ -332,8 +343,13 @@ class DiskCache:
             fd, tmp = tempfile.mkstemp(prefix=".part-", dir=self.directory)
             with os.fdopen(fd, "wb") as f:
                 f.write(_MAGIC)
-                f.write(self._mac(key, data))
+                f.write(self._mac(data))
                 f.write(data)
+            for alias in aliases:
+                other = self.path(alias, _ALIAS)
+                with contextlib.suppress(OSError):
+                    other.unlink(missing_ok=True)
+                    os.link(tmp, other)
             os.replace(tmp, path)
             tmp = None
         except OSError:
@@ -361,6 +377,10 @@ class DiskCache:
             if i >= self.max_files or (i > 0 and total > self.max_bytes):
                 with contextlib.suppress(OSError):
                     path.unlink()
+        for path in self.directory.glob("*" + _ALIAS):
+            with contextlib.suppress(OSError):
+                if path.stat().st_nlink < 2:  # its file is gone (or was replaced)
+                    path.unlink()
 
     def clear(self) -> int:
         """Delete every kept result; returns how many (none from a refused directory)."""
@@ -371,4 +391,7 @@ class DiskCache:
             with contextlib.suppress(OSError):
                 path.unlink()
                 n += 1
+        for path in self.directory.glob("*" + _ALIAS):
+            with contextlib.suppress(OSError):
+                path.unlink()
         return n
