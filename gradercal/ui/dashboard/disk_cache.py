@@ -5,12 +5,17 @@ The worker (:mod:`gradercal.ui.dashboard.worker`) writes each dashboard it sends
 parts as sent: pickled Dashboard fields, prepared tables, drawn charts — into one file
 under :func:`disk_key`: what was asked (:func:`~gradercal.ui.dashboard.results.request_key`),
 the database (its URL without the password), the database's fingerprint of the data
-(``Repository.data_revision``: every part, the adjudications included) and the code that
+(``Repository.data_revision``: the database's own id, every part, the adjudications
+included, a digest of every verdict's values) and the code that
 computed it (:func:`code_fingerprint`: gradercal's source files and the versions of the
 libraries the numbers and the charts come from). Any change of the data, of gradercal or
 of those libraries is a different key: nothing stale is ever shown, the old file is
 simply not asked for again and goes when the directory holds more than
 :data:`MAX_FILES` files or :data:`MAX_BYTES` bytes (least recently used first).
+
+A result may answer other keys too (:meth:`DiskCache.put`'s ``aliases``: a request
+without a judge also answers the same request naming the judge it resolved to): those
+names are hard links to its file, evicted with it.
 
 A file that cannot be read whole (cut short, written by another version, not ours) is
 deleted and counts as absent. Files are written to a temporary name and renamed, so a
