@@ -1145,16 +1145,20 @@ class Repository:
             frames = read_frames(s.connection(), bench.id, bench.pass_threshold, version)
         return frames if frames is not None else self.load_frames_by_rows(benchmark, version)
 
-    def data_revision(self, benchmark: str | None = None) -> dict[str, str]:
-        """A fingerprint of the benchmark's data per part (benchmark, tasks, responses,
-        graders, judgments, adjudications, reviews): a part whose fingerprint is unchanged
-        holds the same rows (:func:`gradercal.db.fingerprint.read_revision`). Read it
-        *before* the data it describes: a change in between then shows next time."""
+    def data_revision(
+        self, benchmark: str | None = None, previous: Mapping[str, str] | None = None
+    ) -> dict[str, str]:
+        """A fingerprint of the benchmark's data per part (the database's identity,
+        benchmark, tasks, responses, graders, judgments, adjudications, reviews, rounds): a
+        part whose fingerprint is unchanged holds the same rows
+        (:func:`gradercal.db.fingerprint.read_revision`; ``previous``: one read earlier in
+        this process, whose judgments' digest is kept while their stamps are unchanged).
+        Read it *before* the data it describes: a change in between then shows next time."""
         from gradercal.db.fingerprint import read_revision
 
         bench = self.benchmark(benchmark)
         with self.db.read() as s:
-            return read_revision(s.connection(), bench.id)
+            return read_revision(s.connection(), bench.id, previous)
 
     def load_adjudications(self, benchmark: str | None = None) -> pd.DataFrame:
         """The ``adjudications`` frame of :meth:`load_frames` alone."""

@@ -10,23 +10,30 @@ the disk before its heavy imports, then loads the frames for the next one.
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import pickle
 import subprocess
 import sys
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlalchemy import select, text, update
 
 from gradercal.dashboard import DashboardFilters
+from gradercal.db import models as m
 from gradercal.db.repo import Repository
 from gradercal.db.session import open_database
+from gradercal.formats import read_folder
 from gradercal.ui.dashboard import disk_cache
 from gradercal.ui.dashboard.data import Request
 from gradercal.ui.dashboard.disk_cache import DiskCache, data_key, disk_key
 from gradercal.ui.dashboard.results import PickledRequest, StoredResult
 from gradercal.ui.dashboard.worker import encode, read_message
+from tests.conftest import DEMO, PG_ADMIN_URL, _pg_admin, _pg_disconnect
 from tests.ui.test_dashboard_results import (  # noqa: F401  (fixtures)
     Session,
     a_unit,
@@ -37,6 +44,14 @@ from tests.ui.test_dashboard_results import (  # noqa: F401  (fixtures)
     fresh,
     same_parts,
 )
+
+
+@pytest.fixture(autouse=True)
+def key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The secret key's file: the test's own (never the user's)."""
+    where = tmp_path / "data" / "dashboard-cache.key"
+    monkeypatch.setenv("GRADERCAL_DASHBOARD_KEY", str(where))
+    return where
 
 
 @pytest.fixture
@@ -134,6 +149,230 @@ def test_a_damaged_file_is_absent(db_file: str, cache: Path) -> None:  # noqa: F
     assert not s2.compute()["disk"]
 
 
+#: The stamp every judgment of :func:`build` carries: two imports of it differ in nothing
+#: but what they are given.
+STAMP = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+
+
+def build(url: str, flipped: int = 0) -> None:
+    """Import the demo, every judgment stamped :data:`STAMP`, the first ``flipped``
+    verdicts inverted (the same counts, revisions and timestamps)."""
+    data = read_folder(DEMO)
+    data.adjudications.clear()
+    judgments = []
+    for j in data.judgments:
+        if flipped and j.met is not None:
+            j = dataclasses.replace(j, met=not j.met)
+            flipped -= 1
+        judgments.append(dataclasses.replace(j, created_at=STAMP, updated_at=STAMP))
+    data.judgments[:] = judgments
+    db = open_database(url)
+    try:
+        Repository(db).import_data(data)
+    finally:
+        db.dispose()
+
+
+def rebuild(url: str) -> None:
+    """Delete the database at ``url`` and create an empty one in its place."""
+    if "://" not in url:
+        Path(url).unlink()
+        return
+    from sqlalchemy.engine import make_url
+
+    assert PG_ADMIN_URL
+    name = make_url(url).database
+    admin = _pg_admin()
+    try:
+        with admin.connect() as conn:
+            _pg_disconnect(conn, str(name))
+            conn.execute(text(f'DROP DATABASE "{name}"'))
+            conn.execute(text(f'CREATE DATABASE "{name}"'))
+    finally:
+        admin.dispose()
+
+
+def revision_of(url: str, previous: dict[str, str] | None = None) -> dict[str, str]:
+    db = open_database(url)
+    try:
+        repo = Repository(db)
+        return repo.data_revision() if previous is None else repo.data_revision(None, previous)
+    finally:
+        db.dispose()
+
+
+def test_a_database_rebuilt_in_place_is_not_read_from_disk(db_url: str, cache: Path) -> None:
+    """#30: a database rebuilt at the same path from files that differ in 200 verdicts
+    alone (the same counts, revisions and timestamps) showed the first one's figures."""
+    build(db_url)
+    first = written(db_url)
+    assert not first["disk"]
+    before = revision_of(db_url)
+    rebuild(db_url)
+    build(db_url, flipped=200)
+    s = Session(db_url)
+    done = s.compute()
+    assert not done["disk"] and s.worker.computations == 1
+    same_parts(done["parts"], fresh(db_url))
+    assert done["parts"]["dash:agreement"] != first["parts"]["dash:agreement"]
+    after = revision_of(db_url)
+    assert after["database"] != before["database"]  # another database …
+    assert after["judgments"] != before["judgments"]  # … holding other verdicts
+    # The same files again: still another database, so computed again too.
+    rebuild(db_url)
+    build(db_url, flipped=200)
+    again = revision_of(db_url)
+    assert again["database"] != after["database"]
+    assert {k: v for k, v in again.items() if k != "database"} == {
+        k: v for k, v in after.items() if k != "database"
+    }
+
+
+def test_verdicts_changed_without_a_stamp_change_the_fingerprint(db_url: str) -> None:
+    """Verdicts rewritten in place with the same counts, revisions and timestamps (half
+    of them flipped one way, half the other) change the judgments' fingerprint, so does
+    a level, a confidence or an adjudication's verdict; the database stays the same."""
+    build(db_url)
+    before = revision_of(db_url)
+    db = open_database(db_url)
+    try:
+        with db.write() as s:
+            ids = {
+                met: s.scalars(
+                    select(m.Judgment.id).where(m.Judgment.met.is_(met)).order_by(m.Judgment.id)
+                ).all()[:100]
+                for met in (True, False)
+            }
+            for met, chosen in ids.items():
+                s.execute(update(m.Judgment).where(m.Judgment.id.in_(chosen)).values(met=not met))
+        flipped = Repository(db).data_revision()
+        changed = sorted(k for k in before if before[k] != flipped[k])
+        assert changed == ["judgments"]
+        for values in ({"confidence": 0.123457}, {"level": 2}, {"unclear": True}):
+            with db.write() as s:
+                s.execute(update(m.Judgment).where(m.Judgment.id == ids[True][0]).values(**values))
+            now = Repository(db).data_revision()
+            assert now["judgments"] != flipped["judgments"], values
+            flipped = now
+        unit = a_unit(db_url)
+        Repository(db).adjudicate(None, *unit, met=True, adjudicator="lead")
+        adjudicated = Repository(db).data_revision()
+        with db.write() as s:
+            s.execute(update(m.Adjudication).values(met=False))  # same revision, stamps
+        assert Repository(db).data_revision()["adjudications"] != adjudicated["adjudications"]
+    finally:
+        db.dispose()
+
+
+def test_a_fingerprint_read_earlier_keeps_the_digest_while_the_stamps_hold(
+    db_url: str,
+) -> None:
+    """Within a process the judgments' digest is read again only when their stamps
+    changed (a worker's every request would scan every verdict otherwise)."""
+    build(db_url)
+    first = revision_of(db_url)
+    assert revision_of(db_url, first) == first
+    flip_a_judgment(db_url)  # through gradercal: a new revision
+    after = revision_of(db_url, first)
+    assert after["judgments"] != first["judgments"]
+    assert after == revision_of(db_url)  # what a fresh read says
+    # another database is never taken for this one
+    rebuild(db_url)
+    build(db_url)
+    assert revision_of(db_url, first)["judgments"] == revision_of(db_url)["judgments"]
+    assert revision_of(db_url, first)["database"] != first["database"]
+
+
+class Planted:
+    """What a planted file holds: a pickle that creates ``marker`` when it is loaded (any
+    other command would run the same way)."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (open, (str(self.marker), "w"))
+
+
+def test_a_planted_file_is_never_unpickled(
+    db_file: str,  # noqa: F811
+    cache: Path,
+    key: Path,
+    tmp_path: Path,
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    """#30: a file planted in the cache directory ran a command when the dashboard was
+    opened. A file without this user's HMAC is never unpickled, and a directory others
+    can write to is not read at all."""
+    written(db_file)
+    (path,) = cache.glob("*.dash")
+    marker = tmp_path / "it ran"
+    payload = pickle.dumps(Planted(marker))
+    for planted in (
+        b"gradercal dashboard 1\n" + payload,  # the format before the HMAC
+        disk_cache._MAGIC + b"\0" * 32 + payload,  # a wrong HMAC
+        disk_cache._MAGIC + path.read_bytes()[len(disk_cache._MAGIC) :][:32] + payload,
+    ):
+        path.write_bytes(planted)
+        s = Session(db_file)
+        done = s.compute()
+        assert not marker.exists()
+        assert not done["disk"] and s.worker.computations == 1
+        assert not path.exists()  # deleted as damaged
+        s.worker.flush_disk()  # written again, signed
+        assert DiskCache(cache).get(s.worker._written.pop()) is not None
+
+    assert key.is_file() and key.stat().st_mode & 0o777 == 0o600
+    assert cache.stat().st_mode & 0o777 == 0o700
+
+    # A directory others can write to: refused, whatever its files say.
+    (path,) = cache.glob("*.dash")
+    genuine = path.read_bytes()
+    cache.chmod(0o777)
+    s = Session(db_file)
+    done = s.compute()
+    assert not done["disk"] and s.worker.computations == 1
+    assert path.read_bytes() == genuine  # not read, not deleted
+    assert "dashboard cache not used" in capfd.readouterr().err
+    kept = DiskCache(cache, key=key.read_bytes())
+    signed = disk_cache._MAGIC + kept._mac(payload) + payload  # even a right HMAC
+    kept.path("d/k").write_bytes(signed)
+    assert kept.get("d/k") is None and not marker.exists()
+    assert kept.put("d/other", StoredResult(parts=[("x", b"1", b"2")])) is None
+    assert not kept.path("d/other").exists() and kept.clear() == 0
+    for mode in (0o1777, 0o770, 0o720):
+        cache.chmod(mode)
+        assert not kept.usable() and kept.get("d/k") is None
+    assert not marker.exists()
+    kept.path("d/k").unlink()
+    cache.chmod(0o700)
+    assert DiskCache(cache).usable()
+
+
+def test_a_directory_or_key_not_the_users_alone_is_refused(
+    cache: Path, key: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    kept = DiskCache(cache)
+    assert kept.put("d/k", StoredResult(parts=[("x", b"1", b"2")])) is not None
+    assert kept.get("d/k") is not None
+    # a file of another user in the user's directory is absent (and left alone)
+    real = os.getuid()
+    monkeypatch.setattr(os, "getuid", lambda: real + 4242)
+    assert not DiskCache(cache).usable()  # the directory is another's now
+    assert DiskCache(cache).get("d/k") is None and kept.path("d/k").exists()
+    monkeypatch.setattr(os, "getuid", lambda: real)
+    # a key others can read is refused (and not replaced)
+    key.chmod(0o644)
+    assert not DiskCache(cache).usable() and DiskCache(cache).get("d/k") is None
+    key.chmod(0o600)
+    assert DiskCache(cache).get("d/k") is not None
+    # another user's key signs nothing here
+    key.unlink()
+    assert DiskCache(cache).get("d/k") is None  # a new key: the old file is unsigned
+    assert key.stat().st_mode & 0o777 == 0o600 and len(key.read_bytes()) == 32
+    assert disk_cache.ENV_KEY == "GRADERCAL_DASHBOARD_KEY"
+
+
 def test_keys_bounds_and_off(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     req = Request(1, "b", DashboardFilters(), None, False, n_boot=20, chart_size=(480, 360))
     revision = {"judgments": "1", "adjudications": "2"}
@@ -187,12 +426,16 @@ def _ask(proc: subprocess.Popen[bytes], request: Request, url: str) -> dict[str,
     message = {"op": "compute", "request": PickledRequest.of(request), "url": url}
     proc.stdin.write(encode(message))
     proc.stdin.flush()
+    parts: dict[str, bytes] = {}
     while True:
         message = read_message(proc.stdout)
         assert message is not None, "the worker ended"
         if message["type"] == "error":
             raise AssertionError(message["traceback"])
+        if message["type"] == "part":
+            parts[message["key"]] = message["digest"]
         if message["type"] == "done":
+            message["parts"] = parts
             return message
 
 
@@ -254,3 +497,65 @@ def test_threads_and_disk_off_keep_the_old_order(db_file: str) -> None:  # noqa:
     s.worker.inbox.put(None)
     s.worker.serve(lambda: order.append("preload"))
     assert order == ["preload"]
+
+
+def test_the_first_reopen_reads_what_the_first_open_computed(
+    db_file: str,  # noqa: F811
+    cache: Path,
+) -> None:
+    """#30: a window opens first without a judge (the one with the most verdicts), then
+    remembers the judge it got and asks with it: the first reopen computed again (15.6 s
+    at 750 tasks) instead of reading what the first open kept. The real worker process,
+    as the window starts it."""
+    from gradercal.dashboard import primary_judge
+
+    url = f"sqlite:///{db_file}"
+    db = open_database(url)
+    try:
+        repo = Repository(db)
+        bench = repo.benchmark(None).name
+        judge = primary_judge(repo.load_frames())
+    finally:
+        db.dispose()
+    assert judge is not None
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", disk_cache.ENV: str(cache)}
+
+    def request(gen: int, judge: str | None = None) -> Request:
+        return Request(
+            gen, bench, DashboardFilters(), judge, False, n_boot=20, chart_size=(480, 360)
+        )
+
+    first = _worker(env)
+    try:
+        done = _ask(first, request(1), url)  # the first open: no judge chosen yet
+        assert not done["disk"] and "compute" in done["phases"]
+    finally:
+        assert first.stdin is not None
+        first.stdin.close()
+        assert first.wait(timeout=60) == 0
+    assert len(list(cache.glob("*.dash"))) == 1  # one result kept (and one more name)
+    for asked in (judge, None):  # the reopen, with the judge remembered; or without
+        reopen = _worker(env)
+        try:
+            again = _ask(reopen, request(1, asked), url)
+            assert again["disk"] and "compute" not in again["phases"], asked
+            assert again["parts"] == done["parts"]
+        finally:
+            reopen.kill()
+            reopen.wait()
+    # what it shows is what that judge's dashboard is, computed from nothing
+    named = Session(db_file)
+    named.worker.disk = None
+    same_parts(named.compute(judge=judge)["parts"], done["parts"])
+    # another judge is another dashboard: computed
+    other = Session(db_file)
+    db = open_database(url)
+    try:
+        judges = sorted(
+            set(Repository(db).load_frames().judgments.query("grader_kind == 'judge'")["grader"])
+        )
+    finally:
+        db.dispose()
+    if len(judges) > 1:
+        another = next(j for j in judges if j != judge)
+        assert not other.compute(judge=another)["disk"]

@@ -71,7 +71,7 @@ class Session:
             generation=self.generation,
             benchmark=self.benchmark,
             filters=kw.pop("filters", DashboardFilters()),
-            judge=None,
+            judge=kw.pop("judge", None),
             dark=False,
             n_boot=20,
             chart_size=kw.pop("chart_size", (480, 360)),

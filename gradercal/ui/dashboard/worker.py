@@ -208,9 +208,10 @@ class Worker:
         #: dashboards kept between sessions (None: off; :mod:`gradercal.ui.dashboard.disk_cache`)
         self.disk: Any = disk_cache() if use_disk else None
         #: disk keys written by this process (a result is written once), the result
-        #: waiting to be written (key, result) and the lock held while one is written
+        #: waiting to be written (key, result, other keys wanting the same parts) and the
+        #: lock held while one is written
         self._written: set[str] = set()
-        self._unwritten: tuple[str, Any] | None = None
+        self._unwritten: tuple[str, Any, list[str]] | None = None
         self._writing = threading.Lock()
         #: whether a request arrived (the first is looked up on disk before the imports)
         self._asked = False
@@ -433,7 +434,7 @@ class Worker:
         full = bool(request.reload) or self._frames is None or self._frames_key != key
         # The fingerprint is read before the data: a change in between shows next time.
         if revision is None:
-            revision = repo.data_revision(request.benchmark)
+            revision = repo.data_revision(request.benchmark, self._revision)
         changed = [k for k, v in revision.items() if self._revision.get(k) != v]
         if not full and not changed:
             return False, []
@@ -557,8 +558,9 @@ class Worker:
         # new result; only the last is worth a file). Set before ``done``, so that a
         # window closing on it finds it.
         if dkey is not None and not on_disk and request.filters.is_empty():
+            aliases = self._aliases(request, url, revision, stored)
             with self._writing:
-                self._unwritten = (dkey, stored)
+                self._unwritten = (dkey, stored, aliases)
         self.send(
             {
                 "type": "done",
@@ -583,8 +585,29 @@ class Worker:
             waiting, self._unwritten = self._unwritten, None
             if waiting is None or self.disk is None or waiting[0] in self._written:
                 return
-            if self.disk.put(*waiting) is not None:
-                self._written.add(waiting[0])
+            key, stored, aliases = waiting
+            if self.disk.put(key, stored, aliases) is not None:
+                self._written.update((key, *aliases))
+
+    @staticmethod
+    def _aliases(request: Any, url: str, revision: Any, stored: Any) -> list[str]:
+        """Other disk keys that want the very parts of ``stored``: asked without a judge
+        (``judge`` None: the one with the most verdicts), the same request naming the
+        judge it resolved to. A window's first open asks without one, then remembers that
+        judge and asks with it from then on: its first reopen reads this file."""
+        import dataclasses
+
+        from gradercal.ui.dashboard.data import Request
+        from gradercal.ui.dashboard.disk_cache import disk_key
+
+        if not isinstance(request, Request) or request.judge is not None:
+            return []
+        overview = next((p for k, p, _d in stored.parts if k == "dash:overview"), None)
+        judge = None if overview is None else pickle.loads(overview).get("primary_judge")
+        if not isinstance(judge, str):
+            return []
+        # compute_dashboard(judge=None) is compute_dashboard(judge=<its primary judge>)
+        return [disk_key(dataclasses.replace(request, judge=judge), url, revision)]
 
     def _read_ahead(self, message: dict[str, Any]) -> None:
         """On ``soon``: open the database and read its fingerprint (and hash the code)
@@ -624,7 +647,8 @@ class Worker:
         if early is not None and fresh and early[:2] == (url, request.benchmark):
             revision = early[2]  # read while the window was being built
         else:
-            revision = Repository(db).data_revision(request.benchmark)
+            # the judgments' digest read for the frames is kept while their stamps hold
+            revision = Repository(db).data_revision(request.benchmark, self._revision)
         key = disk_key(request, url, revision)
         return revision, key, self.disk.get(key)
 
