@@ -39,7 +39,7 @@ import gradercal.db.judge_models as jm
 from gradercal.db import models as m
 from gradercal.db.repo import _JUDGMENT_FIELDS, Repository, judgment_snapshot
 from gradercal.db.session import Database
-from gradercal.db.versions import task_versions
+from gradercal.db.versions import task_versions, verdict_write
 from gradercal.errors import ConflictError, GradercalError, NotFoundError
 from gradercal.judge.artifacts import ArtifactInput, artifact_context
 from gradercal.judge.pricing import Price
@@ -900,6 +900,17 @@ class VerdictWriter:
         ):
             existing[(row.response_id, row.criterion_id)] = row
         versions = task_versions(s, (r for r, _c in refs))  # what each verdict is given under
+        verdict_versions = (
+            dict(
+                s.execute(
+                    select(m.Criterion.id, m.Criterion.verdict_version).where(
+                        m.Criterion.id.in_(sorted({c for _r, c in refs}))
+                    )
+                ).all()
+            )
+            if existing
+            else {}
+        )
         new_rows: list[dict[str, Any]] = []
         for v in batch:
             rid, cid = _ref(v)
@@ -931,8 +942,15 @@ class VerdictWriter:
                 continue
             if v.status != "ok" and old.met is not None:
                 continue  # a failure never replaces a verdict
-            if _same_verdict(old, values) and old.task_version == values["task_version"]:
-                continue  # (the same verdict under a revised task is kept as a new one)
+            write = verdict_write(
+                stored_version=int(old.task_version),
+                same=_same_verdict(old, values),
+                given_under=versions[rid],
+                verdict_version=int(verdict_versions.get(cid, 1)),
+                answered=v.met is not None,
+            )
+            if write == "unchanged":
+                continue  # (the same verdict given again on a stale one confirms it)
             _supersede(s, old, values, now)
         if new_rows:
             s.connection().execute(insert(_table(m.Judgment)), new_rows)
