@@ -168,6 +168,10 @@ def _import_write(
     )
 
 
+def _task_external_id(s: Session, task_pk: int) -> str:
+    return str(s.scalar(select(m.Task.external_id).where(m.Task.id == task_pk)))
+
+
 def _verdict_versions(s: Session, task_ids: Iterable[int]) -> dict[int, int]:
     """``criterion row id → verdict_version`` for the criteria of these tasks."""
     out: dict[int, int] = {}
@@ -858,14 +862,13 @@ class Repository:
         # a verdict from a file is given under the task's version the file names, else
         # under the current one
         current = task_versions_of_tasks(s, {tid for _rid, tid in response_ids.values()})
-        task_names = {tid: ext for ext, (_rid, tid) in response_ids.items()}
         future = [
             Problem(
                 "judgments",
                 None,
                 "version",
                 f"{j.response_id} / {j.criterion_id} by {j.grader}: given under version "
-                f"{j.task_version}, but task {task_names.get(tid, tid)} is at version "
+                f"{j.task_version}, but task {_task_external_id(s, tid)} is at version "
                 f"{current[tid]}",
             )
             for j in data.judgments
