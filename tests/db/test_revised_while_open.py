@@ -281,3 +281,33 @@ def test_the_judge_confirms_a_stale_verdict_given_again(db: Database, db_url: st
     finally:
         other.dispose()
     assert tuple(judge_once()) == (2, 2)  # current already: nothing to write
+
+
+def test_a_judge_verdict_on_the_old_wording_stays_stale(db: Database, db_url: str) -> None:
+    """A run reads its criteria when it starts; a revision during the run leaves the
+    verdicts it writes afterwards given under the old version: stale, judged again."""
+    from gradercal.db.judging import JudgeStore, Scope
+    from gradercal.judge import DEFAULT_PROMPT
+    from gradercal.judge.runner import Verdict
+
+    judges = JudgeStore(db)
+    info = judges.ensure_judge("j", model="local", prompt=DEFAULT_PROMPT, parameters={})
+    items = judges.work_items(None, info, Scope(), DEFAULT_PROMPT)
+    item = next(i for i in items if (i.response_id, i.criterion_id) == ("M1-a", "c1"))
+    assert item.criterion_text == "Notes the premature stop codon"
+    run_id = judges.start_run(info, model="local", base_url=None, parameters={})
+    with judges.writer(grader_id=info.grader_id, run_id=run_id) as writer:
+        revise_c1(db_url)  # while the run is going
+        writer.submit(Verdict(item, "ok", True, 0.9, 0.9, "r", {"samples": []}))
+    rid, cid = item.ref  # type: ignore[misc]
+    with db.read() as s:
+        version = s.scalar(
+            select(m.Judgment.task_version).where(
+                m.Judgment.grader_id == info.grader_id,
+                m.Judgment.response_id == rid,
+                m.Judgment.criterion_id == cid,
+            )
+        )
+    assert version == 1
+    again = judges.work_items(None, info, Scope.parse("stale"), DEFAULT_PROMPT)
+    assert ("M1-a", "c1") in {(i.response_id, i.criterion_id) for i in again}
