@@ -311,3 +311,36 @@ def test_a_judge_verdict_on_the_old_wording_stays_stale(db: Database, db_url: st
     assert version == 1
     again = judges.work_items(None, info, Scope.parse("stale"), DEFAULT_PROMPT)
     assert ("M1-a", "c1") in {(i.response_id, i.criterion_id) for i in again}
+
+
+def test_a_packet_verdict_kept_in_a_conflict_keeps_its_version(
+    coordinator: Database, tmp_path: Path
+) -> None:
+    """Exported under version 1, changed offline; online the grader gave the revised
+    criterion again (version 2), so the merge records a conflict. Keeping the packet's value keeps the version it was
+    given under: stale, not current."""
+    from gradercal.db.packets import list_conflicts, resolve_conflict
+
+    db = coordinator
+    store = GradingStore(db)
+    aid = store.queue("p-ben")[0].assignment_id
+    item = store.load_item("p-ben", aid)
+    crit = next(c.id for c in item.task.criteria if c.kind.value == "judgment")
+    store.save_judgment(aid, crit, JudgmentValue(met=True), seen_version=1)
+    path = tmp_path / "ben.gcpkg"
+    export_packet(db, "p-ben", path)
+    RevisionStore(db).revise_criterion(
+        None, item.task.id, crit, text="Reworded", reason="r", actor="coord"
+    )
+    online = JudgmentValue(met=True, rationale="online")
+    store.save_judgment(aid, crit, online, seen_version=2)  # given again under version 2
+    with open_packet(path, workdir=tmp_path / "w") as session:
+        GradingStore(session.db).save_judgment(aid, crit, JudgmentValue(met=False))
+    report = merge_packet(db, path)
+    assert len(report.conflicts) == 1
+    assert current_judgments(db, "p-ben")[(aid, crit)].task_version == 2
+    (conflict,) = list_conflicts(db)
+    resolve_conflict(db, conflict["id"], "packet", by="lead")
+    row = current_judgments(db, "p-ben")[(aid, crit)]
+    assert row.met is False and row.task_version == 1
+    assert crit in GradingStore(db).load_item("p-ben", aid).stale

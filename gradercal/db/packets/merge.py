@@ -538,6 +538,8 @@ def _merge_judgments(
                 "response_id": a.response_ext,
                 "criterion_id": pj.criterion_id,
                 "packet": pj.value,
+                # the version the packet's verdict was given under (kept if it is chosen)
+                "packet_task_version": int(pj.task_version or given_under[a.task_pk]),
                 "packet_updated_at": _iso(pj.updated_at),
                 "packet_history": [_history_json(h) for h in between],
                 "base": base,
