@@ -224,8 +224,8 @@ def _import(
     if report.adjudications_added or data.adjudications:
         parts.append(f"{report.adjudications_added} adjudications")
     click.echo(f"imported into benchmark {report.benchmark!r}: " + ", ".join(parts))
-    if report.judgments_updated:
-        click.echo(f"updated {report.judgments_updated} judgments (old values kept as revisions)")
+    if report.judgments_updated or report.judgments_confirmed:
+        click.echo(_judgments_line(report))
     if report.adjudications_updated:
         click.echo(
             f"updated {report.adjudications_updated} adjudications (old values kept as revisions)"
@@ -299,6 +299,26 @@ def _import_revised(
             f"also imported: {imported.tasks_added} new tasks, {imported.responses_added} "
             f"responses, {imported.judgments_added} judgments"
         )
+        if imported.judgments_updated or imported.judgments_confirmed:
+            click.echo(_judgments_line(imported))
+
+
+def _judgments_line(report: Any) -> str:
+    """What an import did to judgments already stored: "updated 2 judgments (…)", or with
+    stale verdicts given again unchanged, "updated 2, confirmed 7 under version 2 (…)"."""
+    kept = "(old values kept as revisions)"
+    if not report.judgments_confirmed:
+        return f"updated {report.judgments_updated} judgments {kept}"
+    versions = report.confirmed_versions
+    under = (
+        f"version {versions[0]}"
+        if len(versions) == 1
+        else "versions " + ", ".join(str(v) for v in versions)
+    )
+    return (
+        f"judgments: updated {report.judgments_updated}, confirmed "
+        f"{report.judgments_confirmed} under {under} {kept}"
+    )
 
 
 def _echo_notes(notes: list[str]) -> None:

@@ -311,6 +311,8 @@ def merge_line(name: str, report: Any) -> str:
         f"{r.judgments_already} already merged, {r.judgments_unchanged} unchanged since export",
         f"{r.assignments_updated} queue items updated",
     ]
+    if r.judgments_confirmed:
+        parts.insert(1, f"{r.judgments_confirmed} stale judgments confirmed under the revision")
     if r.reopens_added:
         parts.append(f"{r.reopens_added} reopenings recorded")
     if r.reviews_added or r.reviews_updated:

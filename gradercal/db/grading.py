@@ -64,6 +64,7 @@ from gradercal.db.clarifications import (
 )
 from gradercal.db.repo import Repository, _task_from_row, judgment_snapshot
 from gradercal.db.session import Database
+from gradercal.db.versions import verdict_write
 from gradercal.errors import ConflictError, NotFoundError, Problem, ValidationError
 from gradercal.model import (
     LIKERT,
@@ -89,6 +90,7 @@ __all__ = [
     "ReviewDimension",
     "ReviewItem",
     "ReviewTask",
+    "RevisedSinceError",
     "SavedJudgment",
     "StaleJudgmentError",
     "TaskReviewValue",
@@ -199,6 +201,48 @@ class StaleJudgmentError(ConflictError):
         return self.current.adjudication != self.expected.adjudication
 
 
+class RevisedSinceError(ConflictError):
+    """The criteria were revised (a change that can change a verdict) since the task
+    version the grader's window shows: a verdict given there would be given under a
+    wording the grader did not see, so nothing was written.
+
+    ``criterion_ids`` are the criteria changed since ``seen_version`` (for a save, the
+    one saved); ``task_version`` is the task's version now. Reload the item: the
+    criteria then show what changed, and a verdict given again is current.
+    """
+
+    def __init__(
+        self,
+        assignment_id: int,
+        criterion_ids: tuple[str, ...],
+        seen_version: int,
+        task_version: int,
+        *,
+        saving: bool = True,
+    ) -> None:
+        self.assignment_id = assignment_id
+        self.criterion_ids = criterion_ids
+        self.seen_version = seen_version
+        self.task_version = task_version
+        names = ", ".join(criterion_ids)
+        what = (
+            f"criterion {names} was revised"
+            if len(criterion_ids) == 1
+            else f"criteria {names} were revised"
+        )
+        done = "nothing was saved" if saving else "the response was not submitted"
+        super().__init__(
+            f"{what} since you opened this response (version {seen_version} → "
+            f"{task_version}): {done}; read {'it' if len(criterion_ids) == 1 else 'them'} "
+            "as it reads now and give your verdict again"
+        )
+
+    @property
+    def criterion_id(self) -> str:
+        """The first criterion changed (the one saved, for a refused save)."""
+        return self.criterion_ids[0]
+
+
 @dataclass(frozen=True)
 class SavedJudgment:
     """The stored state of a judgment after :meth:`GradingStore.save_judgment`."""
@@ -207,6 +251,9 @@ class SavedJudgment:
     value: JudgmentValue
     revision: int
     changed: bool
+    task_version: int = 1
+    """The task's version now (what the verdict is given under when it was written): a
+    window showing an older version should reload the item."""
 
 
 @dataclass(frozen=True)
@@ -897,13 +944,24 @@ class GradingStore:
         value: JudgmentValue,
         *,
         expected: JudgmentVersion | None = None,
+        seen_version: int | None = None,
     ) -> SavedJudgment:
         """Store the grader's verdict on one criterion now (one committed transaction).
 
         A changed value first copies the old one into ``revision`` and increments the
-        judgment's ``revision``; an unchanged value writes nothing. The assignment moves
-        from pending to in progress, and a submitted one back to in progress when a
-        verdict is cleared.
+        judgment's ``revision``; an unchanged value writes nothing — except that the
+        same answered value given again on a stale verdict confirms it (written like a
+        change, under the current version: :func:`gradercal.db.versions.verdict_write`).
+        The assignment moves from pending to in progress, and a submitted one back to in
+        progress when a verdict is cleared.
+
+        ``seen_version`` is the task version the grader's window shows
+        (:attr:`GradingItem.task_version`). When the criterion was revised since in a
+        way that can change a verdict (its ``verdict_version`` is newer), the verdict
+        was given under a wording the grader did not see: nothing is written and
+        :class:`RevisedSinceError` says so. Checked under the row lock, so a revision
+        committed between the load and the save cannot slip through. Without it (None)
+        the verdict is taken as given under the current version.
 
         With ``expected`` (the version the view loaded, :attr:`GradingItem.versions`) the
         write is optimistic: when the judgment's revision or the criterion's adjudication
@@ -915,11 +973,12 @@ class GradingStore:
             NotFoundError: unknown assignment, or a criterion not in the response's task.
             ValidationError: an auto criterion, or a level outside the criterion's scale.
             StaleJudgmentError: ``expected`` is older than the database.
+            RevisedSinceError: the criterion was revised since ``seen_version``.
         """
         for attempt in (1, 2):
             try:
                 return self._save_judgment(
-                    assignment_id, criterion_id, value.normalized(), expected
+                    assignment_id, criterion_id, value.normalized(), expected, seen_version
                 )
             except IntegrityError:  # another client inserted the same row in between
                 if attempt == 2:
@@ -932,6 +991,7 @@ class GradingStore:
         criterion_id: str,
         value: JudgmentValue,
         expected: JudgmentVersion | None = None,
+        seen_version: int | None = None,
     ) -> SavedJudgment:
         # The grader's hot path (one call per key press): prepared Core statements on one
         # connection, no ORM unit of work, so the commit stays within a few milliseconds.
@@ -945,6 +1005,11 @@ class GradingStore:
             if ctx is None:
                 raise NotFoundError(f"no criterion {criterion_id!r} for assignment {assignment_id}")
             value = _checked(value, criterion_id, ctx.kind, int(ctx.levels))
+            current_version = int(ctx.current_version)
+            if seen_version is not None and seen_version < int(ctx.verdict_version):
+                raise RevisedSinceError(
+                    assignment_id, (criterion_id,), seen_version, current_version
+                )
             now = m.utcnow()
             values = {c: getattr(value, c) for c in _JUDGMENT_COLUMNS}
             if expected is not None:
@@ -957,7 +1022,14 @@ class GradingStore:
                     expected,
                     adjudications=self.sees_adjudications(),
                 )
-            if ctx.id is None:
+            write = verdict_write(
+                stored_version=None if ctx.id is None else int(ctx.task_version),
+                same=all(getattr(ctx, c) == values[c] for c in _JUDGMENT_COLUMNS),
+                given_under=current_version,
+                verdict_version=int(ctx.verdict_version),
+                answered=value.answered,
+            )
+            if write == "new":
                 jid = conn.execute(
                     _INSERT_JUDGMENT,
                     {
@@ -969,17 +1041,15 @@ class GradingStore:
                         "revision": 1,
                         "created_at": now,
                         "updated_at": now,
-                        "task_version": int(ctx.current_version),
+                        "task_version": current_version,
                         **values,
                     },
                 ).scalar_one()
                 revision, changed = 1, True
-            elif all(getattr(ctx, c) == values[c] for c in _JUDGMENT_COLUMNS) and not (
-                int(ctx.task_version) < int(ctx.verdict_version) and value.answered
-            ):
+            elif write == "unchanged":
                 jid, revision, changed = int(ctx.id), int(ctx.revision), False
             else:
-                # a new value, or the same one given again under a revised criterion (no
+                # a new value, or the same one confirmed under a revised criterion (no
                 # longer stale; the history keeps the version it was first given under)
                 # The previous value goes to ``revision`` exactly as Repository keeps it.
                 conn.execute(
@@ -1002,7 +1072,7 @@ class GradingStore:
                         "revision": int(ctx.revision) + 1,
                         "source": "ui",
                         "updated_at": now,
-                        "task_version": int(ctx.current_version),
+                        "task_version": current_version,
                         **values,
                     },
                 )
@@ -1035,7 +1105,7 @@ class GradingStore:
                         "updated_at": now,
                     },
                 )
-        return SavedJudgment(jid, value, revision, changed)
+        return SavedJudgment(jid, value, revision, changed, current_version)
 
     def judgment_history(self, assignment_id: int, criterion_id: str) -> list[dict[str, Any]]:
         """Every value this grader gave one criterion, oldest first, the current one last."""
@@ -1092,6 +1162,28 @@ class GradingStore:
             return self._missing(s, assignment_id)
 
     @staticmethod
+    def _check_seen(s: Session, assignment_id: int, seen_version: int) -> None:
+        """Raise :class:`RevisedSinceError` when a criterion of the item's task was
+        revised since task version ``seen_version``."""
+        scope = s.execute(_ASSIGNMENT_SCOPE, {"aid": assignment_id}).first()
+        if scope is None:
+            raise NotFoundError(f"no assignment {assignment_id}")
+        revised = tuple(
+            s.scalars(
+                select(m.Criterion.external_id)
+                .where(
+                    m.Criterion.task_id == scope.task_id,
+                    m.Criterion.verdict_version > seen_version,
+                )
+                .order_by(m.Criterion.position, m.Criterion.id)
+            )
+        )
+        if revised:
+            raise RevisedSinceError(
+                assignment_id, revised, seen_version, int(scope.version), saving=False
+            )
+
+    @staticmethod
     def _missing(s: Session, assignment_id: int) -> list[str]:
         a = s.get(m.Assignment, assignment_id)
         if a is None:
@@ -1122,15 +1214,22 @@ class GradingStore:
             if cid not in answered
         ]
 
-    def submit(self, assignment_id: int) -> QueueItem:
+    def submit(self, assignment_id: int, *, seen_version: int | None = None) -> QueueItem:
         """Mark the item submitted. Every judgment criterion must be answered.
 
+        ``seen_version`` is the task version the grader's window shows: when a criterion
+        was revised since (a change that can change a verdict, or a new criterion), the
+        window shows a rubric that is no longer the task's and nothing is submitted.
+
         Raises:
+            RevisedSinceError: naming the criteria revised since ``seen_version``.
             ValidationError: listing the unanswered criteria; nothing is changed.
         """
         with self.db.write() as s:
             if not self.db.is_sqlite:  # no verdict may be cleared while we check
                 s.execute(_LOCK_ASSIGNMENT, {"aid": assignment_id})
+            if seen_version is not None:
+                self._check_seen(s, assignment_id, seen_version)
             missing = self._missing(s, assignment_id)
             if missing:
                 raise ValidationError(

@@ -39,7 +39,7 @@ import gradercal.db.judge_models as jm
 from gradercal.db import models as m
 from gradercal.db.repo import _JUDGMENT_FIELDS, Repository, judgment_snapshot
 from gradercal.db.session import Database
-from gradercal.db.versions import task_versions
+from gradercal.db.versions import verdict_write, versions_at
 from gradercal.errors import ConflictError, GradercalError, NotFoundError
 from gradercal.judge.artifacts import ArtifactInput, artifact_context
 from gradercal.judge.pricing import Price
@@ -786,6 +786,8 @@ class VerdictWriter:
         self.grader_id = grader_id
         self.run_id = run_id
         self.judgments = judgments
+        #: when the run started: its work items (criterion texts) were read just before
+        self._started_at: datetime | None = None
         self.max_batch = max_batch
         self.max_delay = max_delay
         self.heartbeat = heartbeat
@@ -909,7 +911,18 @@ class VerdictWriter:
             ).where(j.grader_id == self.grader_id, tuple_(j.response_id, j.criterion_id).in_(refs))
         ):
             existing[(row.response_id, row.criterion_id)] = row
-        versions = task_versions(s, (r for r, _c in refs))  # what each verdict is given under
+        versions = self._given_under(s, {r for r, _c in refs})
+        verdict_versions = (
+            dict(
+                s.execute(
+                    select(m.Criterion.id, m.Criterion.verdict_version).where(
+                        m.Criterion.id.in_(sorted({c for _r, c in refs}))
+                    )
+                ).all()
+            )
+            if existing
+            else {}
+        )
         new_rows: list[dict[str, Any]] = []
         for v in batch:
             rid, cid = _ref(v)
@@ -941,11 +954,38 @@ class VerdictWriter:
                 continue
             if v.status != "ok" and old.met is not None:
                 continue  # a failure never replaces a verdict
-            if _same_verdict(old, values) and old.task_version == values["task_version"]:
-                continue  # (the same verdict under a revised task is kept as a new one)
+            write = verdict_write(
+                stored_version=int(old.task_version),
+                same=_same_verdict(old, values),
+                given_under=versions[rid],
+                verdict_version=int(verdict_versions.get(cid, 1)),
+                answered=v.met is not None,
+            )
+            if write == "unchanged":
+                continue  # (the same verdict given again on a stale one confirms it)
             _supersede(s, old, values, now)
         if new_rows:
             s.connection().execute(insert(_table(m.Judgment)), new_rows)
+
+    def _given_under(self, s: Session, response_ids: set[int]) -> dict[int, int]:
+        """The task version each verdict is given under, by response: the one its task
+        had when the run started, as the work items were read then (a criterion revised
+        during a long run leaves the verdicts on its old wording stale)."""
+        if self._started_at is None:
+            self._started_at = s.scalar(
+                select(m.JudgeRun.started_at).where(m.JudgeRun.id == self.run_id)
+            )
+        task_of: dict[int, int] = {}
+        for batch in _batches(sorted(response_ids)):
+            task_of.update(
+                (int(r), int(t))
+                for r, t in s.execute(
+                    select(m.Response.id, m.Response.task_id).where(m.Response.id.in_(batch))
+                )
+            )
+        when = self._started_at if self._started_at is not None else m.utcnow()
+        at = versions_at(s, set(task_of.values()), _aware(when))
+        return {r: at[t] for r, t in task_of.items()}
 
 
 def _same_verdict(old: Row[Any], values: Mapping[str, Any]) -> bool:

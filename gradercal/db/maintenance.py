@@ -767,6 +767,7 @@ class ReadOnlyGradingStore(GradingStore):
         value: JudgmentValue,
         *,
         expected: JudgmentVersion | None = None,
+        seen_version: int | None = None,
     ) -> SavedJudgment:
         raise self._refuse()
 
@@ -774,7 +775,7 @@ class ReadOnlyGradingStore(GradingStore):
         # Time on task is not the grader's work: dropped, never written, no alarm.
         return float(self.queue_item(assignment_id).time_spent_s)
 
-    def submit(self, assignment_id: int) -> QueueItem:
+    def submit(self, assignment_id: int, *, seen_version: int | None = None) -> QueueItem:
         raise self._refuse()
 
     def skip(self, assignment_id: int, reason: str) -> QueueItem:

@@ -20,6 +20,7 @@ from gradercal.db import import_journal as journal
 from gradercal.db import models as m
 from gradercal.db.session import Database
 from gradercal.db.times import stored_iso as _iso
+from gradercal.db.versions import VerdictWrite, verdict_write
 from gradercal.errors import ConflictError, NotFoundError, Problem, ValidationError
 from gradercal.model import (
     Adjudication,
@@ -101,6 +102,10 @@ class ImportReport:
     graders_added: list[str] = field(default_factory=list)
     judgments_added: int = 0
     judgments_updated: int = 0
+    #: stale verdicts given again, unchanged, under a version at which they are current
+    judgments_confirmed: int = 0
+    #: the task versions they were confirmed under, ascending
+    confirmed_versions: list[int] = field(default_factory=list)
     judgments_unchanged: int = 0
     adjudications_added: int = 0
     adjudications_updated: int = 0
@@ -119,6 +124,7 @@ class ImportReport:
             or self.graders_added
             or self.judgments_added
             or self.judgments_updated
+            or self.judgments_confirmed
             or self.adjudications_added
             or self.adjudications_updated
             or self.grader_models_set
@@ -148,16 +154,48 @@ def _judgment_columns() -> tuple[Any, ...]:
 _JUDGMENT_ROW = _judgment_columns()
 
 
+def _import_write(
+    stored: Row[Any], values: Mapping[str, Any], verdict_versions: Mapping[int, int]
+) -> VerdictWrite:
+    """What importing ``values`` (with the ``task_version`` it is given under) does to
+    the stored judgment: the rule every writer follows (:func:`verdict_write`)."""
+    return verdict_write(
+        stored_version=int(stored.task_version),
+        same=all(getattr(stored, f) == values[f] for f in _JUDGMENT_FIELDS),
+        given_under=int(values["task_version"]),
+        verdict_version=int(verdict_versions.get(stored.criterion_id, 1)),
+        answered=values["met"] is not None or values["level"] is not None,
+    )
+
+
+def _task_external_id(s: Session, task_pk: int) -> str:
+    return str(s.scalar(select(m.Task.external_id).where(m.Task.id == task_pk)))
+
+
+def _verdict_versions(s: Session, task_ids: Iterable[int]) -> dict[int, int]:
+    """``criterion row id → verdict_version`` for the criteria of these tasks."""
+    out: dict[int, int] = {}
+    for batch in _batches(sorted(task_ids), 500):
+        for cid, version in s.execute(
+            select(m.Criterion.id, m.Criterion.verdict_version).where(
+                m.Criterion.task_id.in_(batch)
+            )
+        ):
+            out[int(cid)] = int(version)
+    return out
+
+
 def _relocked(
     s: Session,
     updates: list[tuple[Row[Any], dict[str, Any], datetime | None]],
     report: ImportReport,
+    verdict_versions: Mapping[int, int],
 ) -> list[tuple[Row[Any], dict[str, Any], datetime | None]]:
     """The judgments an import changes, read again under the locks a grader's save takes
     (their queue items, in id order, as every writer takes them): a save committed since
-    the import first read them is kept in the history, and revisions never repeat.
-
-    PostgreSQL only: on SQLite the import's transaction already excludes every writer.
+    the import first read them is kept in the history, and revisions never repeat. What
+    the import does to each is decided again on the row as it is now (a save may have
+    given the same value, or confirmed it, first).
     """
     pairs = sorted({(old.grader_id, old.response_id) for old, _v, _w in updates})
     for batch in _batches(pairs, 500):
@@ -176,7 +214,7 @@ def _relocked(
     out = []
     for old, values, when in updates:
         now_row = fresh[old.id]
-        if all(getattr(now_row, f) == values[f] for f in _JUDGMENT_FIELDS):
+        if _import_write(now_row, values, verdict_versions) == "unchanged":
             report.judgments_unchanged += 1  # a save got there first, with the same value
             continue
         out.append((now_row, values, when))
@@ -329,7 +367,10 @@ def _not_inserted(s: Session, batch: Sequence[tuple[Any, ...]], before: int) -> 
 
 
 def _late_updates(
-    s: Session, late: Sequence[tuple[Any, ...]], report: ImportReport
+    s: Session,
+    late: Sequence[tuple[Any, ...]],
+    report: ImportReport,
+    verdict_versions: Mapping[int, int],
 ) -> list[tuple[Row[Any], dict[str, Any], datetime | None]]:
     """Rows the import meant to add that a grader's save added first, as updates: the
     stored row, the file's values (the fields follow the key in each row)."""
@@ -344,7 +385,7 @@ def _late_updates(
         ).one()
         values = dict(zip(_JUDGMENT_FIELDS, row[3 : 3 + len(_JUDGMENT_FIELDS)], strict=True))
         values["task_version"] = row[-1]
-        if all(getattr(stored, f) == values[f] for f in values):
+        if _import_write(stored, values, verdict_versions) == "unchanged":
             report.judgments_unchanged += 1
             continue
         out.append((stored, values, None))
@@ -790,7 +831,9 @@ class Repository:
         grader_ids = self._grader_ids(s, data.judgments, report, data.grader_models)
         existing: dict[tuple[int, int, int], Row[Any]] = {}
         with journal.reading(s):  # batched: no write lock while reading and building rows
-            crit_ids = _criterion_ids(s, {response_ids[j.response_id][1] for j in data.judgments})
+            task_pks = {response_ids[j.response_id][1] for j in data.judgments}
+            crit_ids = _criterion_ids(s, task_pks)
+            verdict_versions = _verdict_versions(s, task_pks)
             if not report.benchmark_created:
                 q = (
                     select(*_JUDGMENT_ROW)
@@ -819,6 +862,21 @@ class Repository:
         # a verdict from a file is given under the task's version the file names, else
         # under the current one
         current = task_versions_of_tasks(s, {tid for _rid, tid in response_ids.values()})
+        future = [
+            Problem(
+                "judgments",
+                None,
+                "version",
+                f"{j.response_id} / {j.criterion_id} by {j.grader}: given under version "
+                f"{j.task_version}, but task {_task_external_id(s, tid)} is at version "
+                f"{current[tid]}",
+            )
+            for j in data.judgments
+            for _rid, tid in [response_ids[j.response_id]]
+            if j.task_version is not None and j.task_version > current[tid]
+        ]
+        if future:
+            raise ValidationError(future)
         new_rows: list[tuple[Any, ...]] = []
         updates: list[tuple[Row[Any], dict[str, Any], datetime | None]] = []
         for j in data.judgments:
@@ -846,12 +904,16 @@ class Repository:
                 continue
             values = _judgment_values(j)
             same = all(getattr(old, f) == values[f] for f in _JUDGMENT_FIELDS)
-            # an unchanged verdict keeps the version it was given under unless the file
-            # names another (re-importing an old file must not refresh a stale verdict)
-            if same and j.task_version in (None, old.task_version):
+            # given under the version the file names; without one, a changed verdict is
+            # given under the current version and an unchanged one keeps its own (so an
+            # old file imported again never refreshes a stale verdict)
+            if j.task_version is not None:
+                values["task_version"] = j.task_version
+            else:
+                values["task_version"] = int(old.task_version) if same else current[tid]
+            if _import_write(old, values, verdict_versions) == "unchanged":
                 report.judgments_unchanged += 1
                 continue
-            values["task_version"] = j.task_version or current[tid]
             updates.append((old, values, j.updated_at))
         total = len(new_rows)
         columns = (
@@ -878,15 +940,21 @@ class Repository:
                 _raw_insert(s, m.Judgment, columns, batch)
             notify("judgments", min(done * BATCH_ROWS, total), total)
         if late:  # the save came first: the file's value supersedes it, kept in history
-            updates.extend(_late_updates(s, late, report))
+            updates.extend(_late_updates(s, late, report, verdict_versions))
         if updates:
-            updates = _relocked(s, updates, report)
+            updates = _relocked(s, updates, report, verdict_versions)
+        confirmed_under: set[int] = set()
         for old, values, when in updates:
+            if _import_write(old, values, verdict_versions) == "confirmed":
+                report.judgments_confirmed += 1
+                confirmed_under.add(int(values["task_version"]))
+            else:
+                report.judgments_updated += 1
             self._supersede_judgment(s, old, values, source="import", actor=None, now=now)
             if when is not None:  # the change's own time, from the file
                 s.execute(update(m.Judgment).where(m.Judgment.id == old.id).values(updated_at=when))
         report.judgments_added = len(new_rows) - len(late)
-        report.judgments_updated = len(updates)
+        report.confirmed_versions = sorted(confirmed_under)
 
     def _import_adjudications(
         self,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from sqlalchemy import func, select
 from sqlalchemy.engine import Connection
@@ -20,9 +20,11 @@ from gradercal.db import models as m
 
 __all__ = [
     "VERDICT_FIELDS",
+    "VerdictWrite",
     "is_current",
     "task_versions",
     "task_versions_of_tasks",
+    "verdict_write",
     "versions_at",
 ]
 
@@ -77,6 +79,47 @@ def versions_at(s: Session, task_ids: Iterable[int], when: datetime) -> dict[int
         ).all()
     )
     return {t: max(1, v - int(later.get(t, 0))) for t, v in current.items()}
+
+
+VerdictWrite = Literal["new", "changed", "confirmed", "unchanged"]
+"""What storing a verdict does to the stored one (:func:`verdict_write`)."""
+
+
+def verdict_write(
+    *,
+    stored_version: int | None,
+    same: bool,
+    given_under: int,
+    verdict_version: int,
+    answered: bool = True,
+) -> VerdictWrite:
+    """The one rule every writer of verdicts follows (the grading window, imports,
+    packet merges, the judge): what storing a verdict given under task version
+    ``given_under`` does to the stored one.
+
+    * ``new``: nothing is stored yet (``stored_version`` None).
+    * ``changed``: the value differs; it is written with ``given_under``.
+    * ``confirmed``: the same answered value (``answered``: a verdict, not only a
+      rationale) given again under a version at which it is current
+      (``given_under >= verdict_version``) while the stored one is stale
+      (``stored_version < verdict_version``): written like a change — the stored value
+      goes to the history with the version it was given under, and the verdict counts
+      again.
+    * ``unchanged``: the same value, and nothing to confirm (the stored one is current,
+      or the new one is given under a version as old as it): nothing is written, so an
+      old file imported again never refreshes a stale verdict, nor makes a current one
+      stale.
+
+    ``verdict_version`` is the criterion's last verdict-changing version
+    (``criterion.verdict_version``); ``same`` compares the verdict's value columns.
+    """
+    if stored_version is None:
+        return "new"
+    if not same:
+        return "changed"
+    if answered and stored_version < verdict_version <= given_under:
+        return "confirmed"
+    return "unchanged"
 
 
 def is_current(verdicts: Any) -> Any:

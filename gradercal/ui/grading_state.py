@@ -278,6 +278,24 @@ class RubricState:
         self.rows[i].given_under = None
         return i
 
+    def __contains__(self, criterion_id: object) -> bool:
+        return criterion_id in self._index
+
+    def mark_revised(self, criterion_ids: Sequence[str], since: int) -> list[int]:
+        """Mark criteria revised since task version ``since`` (the version a window
+        showed when a save was refused) that hold no verdict of the grader's to be
+        stale, so that they show what changed too; returns the rows marked."""
+        out = []
+        for cid in criterion_ids:
+            i = self._index.get(cid)
+            if i is None:
+                continue
+            r = self.rows[i]
+            if r.given_under is None and not r.is_auto and not r.value.answered:
+                r.given_under = since
+                out.append(i)
+        return out
+
     def changed_rows(self) -> list[int]:
         """The rows whose criterion changed since the grader's verdict, in rubric order."""
         return [i for i, r in enumerate(self.rows) if r.changed]

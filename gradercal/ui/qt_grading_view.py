@@ -34,6 +34,7 @@ from gradercal.db.grading import (
     JudgmentValue,
     JudgmentVersion,
     QueueItem,
+    RevisedSinceError,
     StaleJudgmentError,
 )
 from gradercal.db.revisions import RevisionStore
@@ -472,7 +473,8 @@ class QtGradingView(QWidget):
         c = row.criterion
         then = self._criterion_at(row.given_under, c.id)
         now_v = self.current.task_version
-        title = f"{CHANGED_GLYPH} Changed since your verdict (version {row.given_under} → {now_v})"
+        since = "your verdict" if row.value.answered else "you read it"
+        title = f"{CHANGED_GLYPH} Changed since {since} (version {row.given_under} → {now_v})"
         verdict = VERDICT_LABELS[row.verdict]
         if row.value.answered:
             key = keys(f"verdict.{row.verdict}")[0] if row.verdict else ""
@@ -597,10 +599,16 @@ class QtGradingView(QWidget):
             return False
         key = (assignment_id, criterion_id)
         expected = self.versions.get(key, JudgmentVersion())
+        # the task version this window shows: a verdict is given under that wording
+        seen = self.current.task_version if mine and self.current is not None else None
         try:
-            saved = self.store.save_judgment(assignment_id, criterion_id, value, expected=expected)
+            saved = self.store.save_judgment(
+                assignment_id, criterion_id, value, expected=expected, seen_version=seen
+            )
         except StaleJudgmentError as exc:
             return self._stale(exc, value)
+        except RevisedSinceError as exc:
+            return self._revised(exc, value)
         except GradercalError as exc:
             self.rubric.show_message(f"Not saved: {self._describe(exc)}")
             self.message.emit(f"Not saved: {self._describe(exc)}")
@@ -635,7 +643,109 @@ class QtGradingView(QWidget):
             self._show_status()
             if status != q.status:
                 self.queue_changed.emit()
+            if seen is not None and saved.task_version > seen:
+                # saved (its wording had not changed), but the task was revised since
+                # this window read it: show it as it is now
+                self._reload_later(
+                    assignment_id,
+                    self.current_row(),
+                    f"Saved. The task was revised meanwhile (version {seen} → "
+                    f"{saved.task_version}): reloaded with its current wording.",
+                )
         return True
+
+    def _revised(self, exc: RevisedSinceError, value: JudgmentValue) -> bool:
+        """The criterion was revised since this window read the task: nothing was saved.
+        Reload the item; the criterion then shows what changed (and the verdict key
+        given again confirms it). What was typed in its text boxes stays there."""
+        text = f"Not saved: {self._describe(exc)}"
+        self.rubric.show_message(text)
+        self.message.emit(text)
+        if self.state is None or self.current is None:
+            return False
+        typed = None
+        if exc.criterion_id in self.state:
+            shown = self.state.value(exc.criterion_id)
+            if (value.rationale, value.unclear_note) != (shown.rationale, shown.unclear_note):
+                typed = (value.rationale, value.unclear, value.unclear_note)
+            row = self.state.index_of(exc.criterion_id)
+        else:
+            row = self.current_row()
+        self._reload_later(
+            exc.assignment_id,
+            row,
+            self._revised_message(exc),
+            marks=(exc.criterion_ids, exc.seen_version),
+            typed=(exc.criterion_id, typed) if typed else None,
+        )
+        return False
+
+    def _revised_message(self, exc: RevisedSinceError) -> str:
+        labels = self.state.labels(list(exc.criterion_ids), 40) if self.state else ""
+        n = len(exc.criterion_ids)
+        return (
+            f"Reloaded: {labels} {'was' if n == 1 else 'were'} revised since you opened this "
+            f"response (version {exc.seen_version} → {exc.task_version}). Read "
+            f"{'it' if n == 1 else 'them'} as {'it reads' if n == 1 else 'they read'} now; "
+            "the verdict key (the same one again) gives your verdict under the new wording."
+        )
+
+    def _reload_later(
+        self,
+        assignment_id: int,
+        row: int,
+        message: str,
+        *,
+        marks: tuple[tuple[str, ...], int] | None = None,
+        typed: tuple[str, tuple[str | None, bool, str | None]] | None = None,
+    ) -> None:
+        """Reload the open item once the caller (an edit, an undo step) has unwound."""
+        index = self.index
+        QTimer.singleShot(
+            0, lambda: self._reload_revised(assignment_id, index, row, message, marks, typed)
+        )
+
+    def _reload_revised(
+        self,
+        assignment_id: int,
+        index: int,
+        row: int,
+        message: str,
+        marks: tuple[tuple[str, ...], int] | None,
+        typed: tuple[str, tuple[str | None, bool, str | None]] | None,
+    ) -> None:
+        if self.current is None or self.current.item.assignment_id != assignment_id:
+            return
+        self._text_dirty = False
+        if not self.open_index(index, row):
+            return
+        state = self.state
+        assert state is not None
+        if marks is not None:
+            # a criterion without a verdict of the grader's to be stale still shows
+            # what changed since they read it
+            for i in state.mark_revised(*marks):
+                self.rubric.model.row_changed(i)
+            self.rubric.show_score(state.score())
+            self.rubric.set_current_row(row)
+            self._row_changed(self.rubric.current_row())
+        if typed is not None and typed[0] in state:
+            cid, (rationale, _unclear, note) = typed
+            if self.current_row() == state.index_of(cid):
+                # kept in the boxes, saved with the grader's next step on the criterion
+                self.rubric.rationale.blockSignals(True)
+                self.rubric.note.blockSignals(True)
+                try:
+                    self.rubric.rationale.setPlainText(rationale or "")
+                    if note is not None:
+                        self.rubric.note.setText(note)
+                finally:
+                    self.rubric.rationale.blockSignals(False)
+                    self.rubric.note.blockSignals(False)
+                self._text_criterion = cid
+                self._text_dirty = True
+        self.rubric.show_message(message)
+        self.message.emit(message)
 
     def _stale(self, exc: StaleJudgmentError, value: JudgmentValue) -> bool:
         """A verdict changed elsewhere since this item was opened: ask, then reload or overwrite."""
@@ -676,6 +786,13 @@ class QtGradingView(QWidget):
                 f"{state.label(p.field)}: {p.message}" if p.field else p.message
                 for p in exc.problems
             )
+        if isinstance(exc, RevisedSinceError):
+            n = len(exc.criterion_ids)
+            return (
+                f"{state.labels(list(exc.criterion_ids), 40)} "
+                f"{'was' if n == 1 else 'were'} revised since you opened this response "
+                f"(version {exc.seen_version} → {exc.task_version})"
+            )
         if isinstance(exc, StaleJudgmentError):
             return str(exc).replace(
                 f"criterion {exc.criterion_id}", f"criterion {state.label(exc.criterion_id)}"
@@ -698,14 +815,15 @@ class QtGradingView(QWidget):
         confirm: bool = False,
     ) -> bool:
         """Save ``new`` on a criterion of the open item (undoable). An unchanged value is
-        not saved again — except, with ``confirm`` (a verdict key), on a criterion that
-        changed since the grader's verdict: saving it again confirms the verdict under
-        the current version (the store records that, and the criterion counts again)."""
+        not saved again — except with ``confirm`` (a verdict key): the verdict is given
+        again, so the store hears of it. On a criterion that changed since the grader's
+        verdict that confirms it under the current version (the criterion counts again);
+        on a criterion revised since this window read it, the store refuses it and the
+        item reloads showing what changed; otherwise nothing is written."""
         if self.state is None or self.current is None:
             return False
         old = self.state.value(criterion_id)
-        confirming = confirm and new.answered and self.state.row(criterion_id).changed
-        if old == new.normalized() and not confirming:
+        if old == new.normalized() and not (confirm and new.answered):
             return True
         aid = self.current.item.assignment_id
         if not self.write_judgment(aid, criterion_id, new):
@@ -866,7 +984,16 @@ class QtGradingView(QWidget):
         aid = self.current.item.assignment_id
         label = self.current.item.label
         try:
-            self.queue[self.index] = self.store.submit(aid)
+            self.queue[self.index] = self.store.submit(aid, seen_version=self.current.task_version)
+        except RevisedSinceError as exc:
+            text = f"Not submitted: {self._describe(exc)}"
+            self.rubric.show_message(text)
+            self.message.emit(text)
+            row = self.state.index_of(exc.criterion_id) if self.state is not None else 0
+            self._reload_later(
+                aid, row, self._revised_message(exc), marks=(exc.criterion_ids, exc.seen_version)
+            )
+            return
         except ValidationError as exc:
             missing = [p.field for p in exc.problems if p.field]
             named = self.state.labels(missing, 40) if self.state is not None else ""

@@ -282,6 +282,9 @@ def _resolve_judgment(
         )
         for f in _FIELDS:
             setattr(row, f, target[f])
+        if keep == "packet" and data.get("packet_task_version") is not None:
+            # the packet's verdict counts under the wording it was given under
+            row.task_version = int(data["packet_task_version"])
         row.revision += 1
         row.source = "resolve"
         row.provenance = {"packet_id": data.get("packet_id"), "conflict_id": conflict.id}

@@ -50,7 +50,7 @@ from gradercal.db.packets.read import (
 from gradercal.db.packets.session import _fingerprint, _load_state, default_workdir
 from gradercal.db.progress import record_packet_merge
 from gradercal.db.session import Database
-from gradercal.db.versions import versions_at
+from gradercal.db.versions import verdict_write, versions_at
 from gradercal.model import AssignmentStatus, GraderKind
 from gradercal.ops.packet_format import (
     DATABASE,
@@ -101,6 +101,9 @@ class MergeReport:
     judgments_updated: int = 0
     judgments_unchanged: int = 0
     """Not changed in the packet since the export."""
+    judgments_confirmed: int = 0
+    """Stale verdicts given again offline, unchanged, under the revised task: current now
+    (also counted as unchanged or already merged)."""
     judgments_already: int = 0
     """Already in the database with the packet's value (merged before)."""
     history_added: int = 0
@@ -125,6 +128,7 @@ class MergeReport:
         return bool(
             self.judgments_added
             or self.judgments_updated
+            or self.judgments_confirmed
             or self.assignments_updated
             or self.reopens_added
             or self.reviews_added
@@ -283,6 +287,7 @@ def _reset(report: MergeReport) -> None:
         "judgments_added",
         "judgments_updated",
         "judgments_unchanged",
+        "judgments_confirmed",
         "judgments_already",
         "history_added",
         "assignments_updated",
@@ -381,12 +386,18 @@ def _merge(
                 m.Criterion.external_id,
                 m.Criterion.kind,
                 m.Criterion.levels,
+                m.Criterion.verdict_version,
             ).where(m.Criterion.task_id.in_(task_pks))
         ).all()
-        criteria = {(t, ext): (cid, kind, int(levels)) for cid, t, ext, kind, levels in crit_rows}
+        criteria = {
+            (t, ext): (cid, kind, int(levels)) for cid, t, ext, kind, levels, _v in crit_rows
+        }
+        verdict_versions = {int(row[0]): int(row[5]) for row in crit_rows}
         _check_submissions(content, record, found, criteria)
         now = m.utcnow()
-        _merge_judgments(s, manifest, record, content, found, criteria, g.id, now, report)
+        _merge_judgments(
+            s, manifest, record, content, found, criteria, verdict_versions, g.id, now, report
+        )
         _merge_assignments(s, manifest, record, content, found, now, report)
         _merge_reopens(s, manifest, content, report)
         _merge_reviews(s, manifest, record, content, found, g.id, now, report)
@@ -399,6 +410,7 @@ def _merge_judgments(
     content: _PacketContent,
     found: dict[int, _DbAssignment],
     criteria: dict[tuple[int, str], tuple[int, str, int]],
+    verdict_versions: dict[int, int],
     gid: int,
     now: datetime,
     report: MergeReport,
@@ -472,11 +484,19 @@ def _merge_judgments(
         if (
             verdict in ("unchanged", "same")
             and d is not None
-            and pj.task_version is not None
-            and d.task_version < pj.task_version
-            and pj.value == dval
+            and dval is not None
+            and verdict_write(
+                stored_version=int(d.task_version),
+                same=pj.value == dval,
+                # a packet without versions (an old one) confirms nothing
+                given_under=int(pj.task_version or d.task_version),
+                verdict_version=verdict_versions.get(cid, 1),
+                answered=pj.value.get("met") is not None or pj.value.get("level") is not None,
+            )
+            == "confirmed"
         ):  # given again offline under a revised task: no longer stale, the history
             # keeps the version it was first given under
+            report.judgments_confirmed += 1
             reconfirmed.append(
                 {"jid": d.id, "v": pj.task_version, "rev": d.revision + 1, "now": now}
             )
@@ -518,6 +538,8 @@ def _merge_judgments(
                 "response_id": a.response_ext,
                 "criterion_id": pj.criterion_id,
                 "packet": pj.value,
+                # the version the packet's verdict was given under (kept if it is chosen)
+                "packet_task_version": int(pj.task_version or given_under[a.task_pk]),
                 "packet_updated_at": _iso(pj.updated_at),
                 "packet_history": [_history_json(h) for h in between],
                 "base": base,
