@@ -417,6 +417,17 @@ def _history_checks() -> tuple[tuple[str, str, str], ...]:
                 "without its revision)",
             ),
         ]
+    for table in ("judgment", "adjudication"):
+        out.append(
+            (
+                f"{table}.task_version",
+                f"SELECT count(*) FROM {table} v JOIN criterion c ON c.id = v.criterion_id "
+                "JOIN task t ON t.id = c.task_id "
+                "WHERE v.task_version < 1 OR v.task_version > t.version",
+                f"{table}s given under a task version the task never had (they would not go "
+                "stale when their criterion is revised)",
+            )
+        )
     out.append(
         (
             "revision.repeated",
@@ -451,6 +462,12 @@ def check(db: Database, *, quick: bool = False, blobs: bool = True) -> CheckRepo
                 n = int(conn.execute(text(sql)).scalar() or 0)
                 if n:
                     report.problems.append(CheckProblem(name, f"{n} {message}", n))
+            if not db.is_sqlite:  # team mode: a setup that would let history be skipped
+                from gradercal.db.team import setup_problems
+
+                report.checks += ["team.history_functions", "team.temporary_tables"]
+                for name, message, n in setup_problems(conn):
+                    report.problems.append(CheckProblem(name, message, n))
     except Exception as exc:  # a damaged file fails in arbitrary places; say where
         report.problems.append(CheckProblem("orphans", f"could not run the checks: {exc}"))
     if db.is_sqlite:
