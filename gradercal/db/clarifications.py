@@ -36,6 +36,7 @@ from datetime import UTC, datetime
 from typing import Any, cast
 
 from sqlalchemy import Connection, Table, insert, select, update
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from gradercal.db import models as m
@@ -186,6 +187,17 @@ _C = cast(Table, m.Clarification.__table__)
 _M = cast(Table, m.ClarificationMessage.__table__)
 
 
+def _open_thread(conn: Connection | Session, criterion_id: int) -> int | None:
+    """The criterion's open thread (there is at most one: the database keeps it so)."""
+    found = conn.execute(
+        select(_C.c.id)
+        .where(_C.c.criterion_id == criterion_id, _C.c.status == "open")
+        .order_by(_C.c.id)
+        .limit(1)
+    ).scalar()
+    return None if found is None else int(found)
+
+
 def open_from_flag(
     conn: Connection | Session,
     *,
@@ -205,30 +217,33 @@ def open_from_flag(
     question when it was that one) instead of adding another: the grading app saves a
     note after every pause in typing. Nothing is added when ``author``'s last question
     in the open thread is ``text`` already (the same note on another response)."""
-    found = conn.execute(
-        select(_C.c.id)
-        .where(_C.c.criterion_id == criterion_id, _C.c.status == "open")
-        .order_by(_C.c.id)
-        .limit(1)
-    ).scalar()
+    found = _open_thread(conn, criterion_id)
     if found is None:
-        cid = int(
-            conn.execute(
-                insert(_C)
-                .values(
-                    benchmark_id=benchmark_id,
-                    task_id=task_id,
-                    criterion_id=criterion_id,
-                    status="open",
-                    question=text,
-                    asked_by=author,
-                    asked_at=now,
-                    updated_at=now,
+        try:
+            # a savepoint: when another flagger opened the criterion's thread in between,
+            # the one-open-thread index refuses this insert and the transaction goes on
+            with conn.begin_nested():
+                cid = int(
+                    conn.execute(
+                        insert(_C)
+                        .values(
+                            benchmark_id=benchmark_id,
+                            task_id=task_id,
+                            criterion_id=criterion_id,
+                            status="open",
+                            question=text,
+                            asked_by=author,
+                            asked_at=now,
+                            updated_at=now,
+                        )
+                        .returning(_C.c.id)
+                    ).scalar_one()
                 )
-                .returning(_C.c.id)
-            ).scalar_one()
-        )
-    else:
+        except IntegrityError:
+            found = _open_thread(conn, criterion_id)
+            if found is None:  # pragma: no cover - refused for another reason
+                raise
+    if found is not None:
         cid = int(found)
         if judgment_id is not None:
             mine = conn.execute(

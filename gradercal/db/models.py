@@ -363,7 +363,17 @@ class Clarification(Base):
     """
 
     __tablename__ = "clarification"
-    __table_args__ = (Index("ix_clarification_criterion_status", "criterion_id", "status"),)
+    __table_args__ = (
+        Index("ix_clarification_criterion_status", "criterion_id", "status"),
+        # one open thread per criterion (0007): two flaggers at once join one thread
+        Index(
+            "uq_clarification_open_criterion",
+            "criterion_id",
+            unique=True,
+            sqlite_where=text("status = 'open'"),
+            postgresql_where=text("status = 'open'"),
+        ),
+    )
 
     id: Mapped[int] = mapped_column(primary_key=True)
     benchmark_id: Mapped[int] = mapped_column(ForeignKey("benchmark.id", ondelete="CASCADE"))

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import func, inspect, select, text
@@ -272,3 +273,48 @@ def test_upgrade_from_0004_keeps_the_data(db_url: str) -> None:
         ]
     finally:
         db.dispose()
+
+
+def test_two_graders_flagging_at_the_same_moment_share_one_thread(
+    store: GradingStore, db_url: str
+) -> None:
+    """Two graders, each on their own connection, flag the same criterion unclear at the
+    same moment, 20 times: before the database kept one open thread per criterion, both
+    could find none and open one each (7 of 20 rounds on PostgreSQL). Now every round
+    ends with one open thread holding both questions."""
+    import threading
+
+    ana = _items(store, "ana", "P1")[0].assignment_id
+    bob = _items(store, "bob", "P1")[0].assignment_id
+    stores = [GradingStore(open_database(db_url)) for _ in range(2)]
+    rounds, errors = 20, []
+    try:
+        for r in range(rounds):
+            barrier = threading.Barrier(2)
+
+            def flag(i: int, aid: int, who: str, r: int = r, barrier: Any = barrier) -> None:
+                value = JudgmentValue(met=True, unclear=True, unclear_note=f"{who} asks, {r}")
+                barrier.wait()
+                try:
+                    stores[i].save_judgment(aid, "c1", value)
+                except Exception as exc:  # reported below
+                    errors.append(exc)
+
+            threads = [
+                threading.Thread(target=flag, args=(0, ana, "ana")),
+                threading.Thread(target=flag, args=(1, bob, "bob")),
+            ]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            assert not errors, errors
+            open_threads = [c for c in list_clarifications(store.db, BENCH) if c.status == "open"]
+            assert len(open_threads) == 1, f"round {r}: {len(open_threads)} open threads"
+            questions = {msg.text for msg in open_threads[0].messages}
+            assert questions == {f"ana asks, {r}", f"bob asks, {r}"}
+            close(store.db, open_threads[0].id, actor="coordinator")
+    finally:
+        for s in stores:
+            s.db.dispose()
+    assert _count(store, m.Clarification) == rounds

@@ -1,0 +1,63 @@
+"""one open clarification thread per criterion
+
+Revision ID: 0007
+Revises: 0006
+Create Date: 2026-12-06
+
+Two graders flagging the same criterion unclear at the same moment could both find no
+open thread and open one each. A partial unique index (``criterion_id`` where
+``status = 'open'``) now lets the database keep one: the second flagger's insert fails
+and :func:`gradercal.db.clarifications.open_from_flag` joins the thread the first opened.
+
+Existing duplicates are merged first, nothing lost: of a criterion's open threads the
+oldest stays open and receives the messages of the later ones (each question already
+is a message of its thread), which are then closed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import sqlalchemy as sa
+from alembic import op
+
+revision: str = "0007"
+down_revision: str | None = "0006"
+branch_labels: str | Sequence[str] | None = None
+depends_on: str | Sequence[str] | None = None
+
+INDEX = "uq_clarification_open_criterion"
+
+
+def upgrade() -> None:
+    conn = op.get_bind()
+    duplicates = conn.execute(
+        sa.text(
+            "SELECT c.id, (SELECT min(k.id) FROM clarification k WHERE k.status = 'open' "
+            "AND k.criterion_id = c.criterion_id) AS kept FROM clarification c "
+            "WHERE c.status = 'open' AND c.id > (SELECT min(k.id) FROM clarification k "
+            "WHERE k.status = 'open' AND k.criterion_id = c.criterion_id) ORDER BY c.id"
+        )
+    ).all()
+    for dup, kept in duplicates:
+        conn.execute(
+            sa.text(
+                "UPDATE clarification_message SET clarification_id = :k WHERE clarification_id = :d"
+            ),
+            {"k": kept, "d": dup},
+        )
+        conn.execute(
+            sa.text("UPDATE clarification SET status = 'closed' WHERE id = :d"), {"d": dup}
+        )
+    op.create_index(
+        INDEX,
+        "clarification",
+        ["criterion_id"],
+        unique=True,
+        sqlite_where=sa.text("status = 'open'"),
+        postgresql_where=sa.text("status = 'open'"),
+    )
+
+
+def downgrade() -> None:
+    op.drop_index(INDEX, table_name="clarification")
