@@ -22,7 +22,7 @@ from sqlalchemy import select
 
 from gradercal.db import models as m
 from gradercal.db.grading import GradingStore
-from gradercal.db.repo import Repository
+from gradercal.db.repo import Repository, StaleAdjudicationError
 from gradercal.db.session import Database
 from gradercal.db.versions import is_current
 from gradercal.errors import NotFoundError, Problem, ValidationError
@@ -289,6 +289,9 @@ class AdjudicationStore:
         Raises:
             ValidationError: unknown verdict, partial on a two-level criterion, an auto
                 criterion, a missing or over-long note or adjudicator name, NUL characters.
+            StaleAdjudicationError: another decision on the unit was stored since
+                ``case`` was read (by another adjudicator, even at the same moment);
+                nothing was written and the message shows that decision.
         """
         problems: list[Problem] = []
         where = f"adjudication of {case.response_id}/{case.criterion.id}"
@@ -331,6 +334,7 @@ class AdjudicationStore:
             level=level,
             adjudicator=name,
             note=text or None,
+            expected_revision=0 if case.current is None else case.current.revision,
         )
         return self.case(case.benchmark, case.response_id, case.criterion.id)
 
@@ -340,6 +344,7 @@ __all__ = [
     "AdjudicationStore",
     "AdjudicationValue",
     "GraderVerdict",
+    "StaleAdjudicationError",
     "value_to_verdict",
     "verdict_to_value",
 ]

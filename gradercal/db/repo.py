@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from sqlalchemy import Row, Table, func, insert, select, tuple_, update
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from gradercal._util.collector import collections_paused
@@ -217,6 +218,37 @@ def _keep_revision(
             changed_at=now,
         )
     )
+
+
+class StaleAdjudicationError(ConflictError):
+    """Another decision on the unit was stored since this one was made; nothing was
+    written. ``current`` is that decision (``revision``, ``adjudicator``, verdict, note);
+    decide again on the current case to replace it on purpose."""
+
+    def __init__(
+        self, response_id: str, criterion_id: str, expected: int, current: m.Adjudication
+    ) -> None:
+        self.response_id = response_id
+        self.criterion_id = criterion_id
+        self.expected = expected
+        self.current = {
+            "revision": int(current.revision),
+            "adjudicator": current.adjudicator,
+            "met": current.met,
+            "level": current.level,
+            "note": current.note,
+        }
+        verdict = (
+            f"level {current.level}"
+            if current.level is not None
+            else ("met" if current.met else "not met")
+        )
+        said = f" ({current.note})" if current.note else ""
+        super().__init__(
+            f"criterion {criterion_id} of response {response_id} was adjudicated by "
+            f"{current.adjudicator} since you opened it: {verdict}{said}; reload to see "
+            "it, or decide again to replace it"
+        )
 
 
 def _revise_adjudication(
@@ -1280,12 +1312,42 @@ class Repository:
         adjudicator: str,
         note: str | None = None,
         level: int | None = None,
+        expected_revision: int | None = None,
     ) -> None:
         """Record (or revise, keeping history) the final verdict on one criterion.
 
         NUL characters are dropped from the note and the adjudicator's name (PostgreSQL
         text cannot hold them); a blank note is stored as None.
+
+        With ``expected_revision`` (the adjudication's revision when the decision was
+        made, 0 when there was none) the write is optimistic, like a grader's
+        (:class:`gradercal.db.grading.StaleJudgmentError`): when another decision was
+        stored in between — even at the same moment, by another adjudicator — nothing is
+        written and :class:`StaleAdjudicationError` shows that decision.
         """
+        for attempt in (1, 2):
+            try:
+                self._adjudicate(
+                    benchmark, response_id, criterion_id, met=met, adjudicator=adjudicator,
+                    note=note, level=level, expected_revision=expected_revision,
+                )  # fmt: skip
+                return
+            except IntegrityError:  # another decision on the unit was inserted in between
+                if attempt == 2:
+                    raise
+
+    def _adjudicate(
+        self,
+        benchmark: str | None,
+        response_id: str,
+        criterion_id: str,
+        *,
+        met: bool,
+        adjudicator: str,
+        note: str | None,
+        level: int | None,
+        expected_revision: int | None,
+    ) -> None:
         if note is not None:
             note = note.replace("\x00", "")
             note = note if note.strip() else None
@@ -1315,6 +1377,10 @@ class Repository:
                 )
                 .with_for_update()  # two adjudicators at once: the second waits, no lost update
             )
+            current = 0 if row is None else int(row.revision)
+            if expected_revision is not None and current != expected_revision:
+                assert row is not None  # a revision beyond 0 is a stored row
+                raise StaleAdjudicationError(response_id, criterion_id, expected_revision, row)
             if row is None:
                 s.add(
                     m.Adjudication(
