@@ -251,6 +251,21 @@ class StaleAdjudicationError(ConflictError):
         )
 
 
+def _blind_order(new: list[tuple[Response, str]]) -> list[tuple[Response, str]]:
+    """New responses in the order their row ids are given: not the file's, which often
+    lists each model's responses together (a grader reads the ids of the responses they
+    grade, and must not be able to group them by model), but an order keyed by everything
+    imported together, ids and content (models included) — the same for the same file, so
+    imports are reproducible, yet unknown to a grader, who sees neither the models nor
+    the other graders' responses. Outputs list responses in file order all the same
+    (``response.position``)."""
+    seed = hashlib.sha256()
+    for r, digest in sorted(new, key=lambda x: x[0].id):
+        seed.update(f"{r.id}\x00{digest}\x00".encode())
+    key = seed.digest()
+    return sorted(new, key=lambda x: hashlib.sha256(key + x[0].id.encode()).digest())
+
+
 def _revise_adjudication(
     s: Session,
     row: m.Adjudication,
@@ -741,10 +756,16 @@ class Repository:
                 new.append((r, digest))
         if conflicts:
             raise ConflictError(ValidationError(conflicts).render())
+        # positions continue after every response stored (the file's order); row ids
+        # are given in another order (_blind_order)
+        start = int(s.scalar(select(func.max(m.Response.position))) or 0) + 1
+        positions = {r.id: start + n for n, (r, _d) in enumerate(new)}
+        new = _blind_order(new)
         rows = [
             {
                 "benchmark_id": bench_id,
                 "task_id": task_ids[r.task_id],
+                "position": positions[r.id],
                 "external_id": r.id,
                 "model": r.model,
                 "text": r.text,
@@ -1034,7 +1055,7 @@ class Repository:
                 )
                 .join(m.Task, m.Task.id == m.Response.task_id)
                 .where(m.Response.benchmark_id == bench.id)
-                .order_by(m.Task.position, m.Response.id)
+                .order_by(m.Task.position, m.Response.position, m.Response.id)
             )
             return [
                 Response(id=a, task_id=b, model=c, text=d, answer=e)
@@ -1065,7 +1086,13 @@ class Repository:
                 .join(m.Grader, m.Grader.id == m.Judgment.grader_id)
                 .join(m.Task, m.Task.id == m.Response.task_id)
                 .where(m.Response.benchmark_id == bench.id)
-                .order_by(m.Task.position, m.Response.id, m.Criterion.position, m.Grader.name)
+                .order_by(
+                    m.Task.position,
+                    m.Response.position,
+                    m.Response.id,
+                    m.Criterion.position,
+                    m.Grader.name,
+                )
             )
             out: list[dict[str, Any]] = []
             for row in s.execute(q):
@@ -1113,7 +1140,7 @@ class Repository:
                 .join(m.Criterion, m.Criterion.id == m.Adjudication.criterion_id)
                 .join(m.Task, m.Task.id == m.Response.task_id)
                 .where(m.Response.benchmark_id == bench.id)
-                .order_by(m.Task.position, m.Response.id, m.Criterion.position)
+                .order_by(m.Task.position, m.Response.position, m.Response.id, m.Criterion.position)
             )
             from gradercal.formats.v1 import adjudication_record
 
@@ -1265,7 +1292,7 @@ class Repository:
                 )
                 .join(m.Task, m.Task.id == m.Response.task_id)
                 .where(m.Response.benchmark_id == bench.id)
-                .order_by(m.Task.position, m.Response.id)
+                .order_by(m.Task.position, m.Response.position, m.Response.id)
             ).all()
             responses = make_frame(RESPONSE_DTYPES, (tuple(r) for r in resp_rows))
             j_rows = conn.execute(

@@ -263,3 +263,38 @@ def test_a_grader_cannot_submit_an_unanswered_item_by_sql(crew: Team) -> None:
         assert store.submit(empty).status == "submitted"
     finally:
         db.dispose()
+
+
+# -- response ids ---------------------------------------------------------------------------
+def _same_rank_same_model(ids_by_task: dict[int, list[int]], model: dict[int, str]) -> float:
+    """Of every two responses of different tasks at the same rank of id within their
+    task, the share by the same model: 1 when ids follow a file that lists the models in
+    the same order in every task, about 1/k (k models) when ids tell nothing."""
+    same = pairs = 0
+    tasks = sorted(ids_by_task)
+    for i, a in enumerate(tasks):
+        for b in tasks[i + 1 :]:
+            for x, y in zip(sorted(ids_by_task[a]), sorted(ids_by_task[b]), strict=False):
+                pairs += 1
+                same += model[x] == model[y]
+    return same / pairs
+
+
+def test_a_grader_cannot_group_responses_by_model_from_their_ids(crew: Team) -> None:
+    """ana reads the ids of the responses she grades (never their models). They used to
+    follow the input file, which lists the models in the same order under every task:
+    the n-th id of each task was always the same model."""
+    ana, admin = crew.engine(crew.ana), create_engine(crew.admin)
+    try:
+        with ana.connect() as conn:
+            seen = conn.execute(text("SELECT id, task_id FROM response")).all()
+        with admin.connect() as conn:
+            model = dict(conn.execute(text("SELECT id, model FROM response")).all())
+    finally:
+        ana.dispose()
+        admin.dispose()
+    by_task: dict[int, list[int]] = {}
+    for rid, tid in seen:
+        by_task.setdefault(tid, []).append(rid)
+    assert len(by_task) == 3 and all(len(v) == 3 for v in by_task.values())
+    assert _same_rank_same_model(by_task, model) < 1.0

@@ -1,4 +1,4 @@
-"""one open clarification thread per criterion
+"""one open clarification thread per criterion; responses keep their file order apart from their ids
 
 Revision ID: 0007
 Revises: 0006
@@ -9,7 +9,13 @@ open thread and open one each. A partial unique index (``criterion_id`` where
 ``status = 'open'``) now lets the database keep one: the second flagger's insert fails
 and :func:`gradercal.db.clarifications.open_from_flag` joins the thread the first opened.
 
-Existing duplicates are merged first, nothing lost: of a criterion's open threads the
+``response.position`` keeps the order of the file a response was imported from, which
+every output lists responses by; row ids of newly imported responses follow another
+order (:func:`gradercal.db.repo._blind_order`), so a grader, who reads the ids of the
+responses they grade, cannot group them by model. Existing responses get their id as
+position (ids followed the file until now): no output changes.
+
+Existing duplicate threads are merged first, nothing lost: of a criterion's open threads the
 oldest stays open and receives the messages of the later ones (each question already
 is a message of its thread), which are then closed.
 """
@@ -30,6 +36,12 @@ INDEX = "uq_clarification_open_criterion"
 
 
 def upgrade() -> None:
+    # Plain ADD COLUMN (a batch copy of ``response`` on SQLite would cascade its deletes)
+    op.add_column(
+        "response",
+        sa.Column("position", sa.Integer(), server_default=sa.text("0"), nullable=False),
+    )
+    op.execute("UPDATE response SET position = id")
     conn = op.get_bind()
     duplicates = conn.execute(
         sa.text(
@@ -61,3 +73,4 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     op.drop_index(INDEX, table_name="clarification")
+    op.drop_column("response", "position")
