@@ -32,6 +32,20 @@ _TEMP_REVISION = (
 )
 
 
+#: ``gradercal_keep_deleted`` as ``team init`` installed it before #30: ``revision``
+#: unqualified, and ``pg_temp`` (not named) searched first
+_EARLIER_KEEP_DELETED = """
+CREATE OR REPLACE FUNCTION public.gradercal_keep_deleted() RETURNS trigger
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, public AS $fn$
+BEGIN
+    INSERT INTO revision (entity, entity_id, revision, data, actor, source, changed_at)
+    VALUES (TG_TABLE_NAME || '_deleted', OLD.id, OLD.revision, to_json(OLD),
+            session_user, 'sql-delete', now());
+    RETURN NULL;
+END
+$fn$"""
+
+
 def _scalar(engine: Engine, sql: str, **params: Any) -> Any:
     with engine.connect() as conn:
         return conn.execute(text(sql), params).scalar()
@@ -197,25 +211,51 @@ def test_a_temporary_revision_table_catches_no_history(crew: Team) -> None:
 def test_check_reports_a_team_setup_that_lets_history_be_skipped(crew: Team) -> None:
     """A database whose team was set up by an earlier gradercal (functions searching
     ``pg_temp`` first, temporary tables allowed) is reported until ``team init`` runs
-    again; so is a verdict deleted without its ``judgment_deleted`` row."""
+    again; verdicts deleted there by a coordinator through a temporary ``revision``
+    (no ``judgment_deleted`` row) are reported for good."""
+    db = open_database(crew.url(crew.ana))
+    try:  # ana submits one item, every criterion answered
+        store = GradingStore(db)
+        aid = next(i for i in store.ensure_queue(crew.ana, BENCH) if i.task_id == "P1")
+        item = store.load_item(crew.ana, aid.assignment_id)
+        for c in item.task.criteria:
+            value = JudgmentValue(level=2) if c.levels == 3 else JudgmentValue(met=True)
+            store.save_judgment(aid.assignment_id, c.id, value)
+        store.submit(aid.assignment_id)
+    finally:
+        db.dispose()
     assert _check_ok(crew).ok
     admin = create_engine(crew.admin)
     try:
         with admin.begin() as conn:  # as the earlier team init left them
-            conn.execute(
-                text(
-                    "ALTER FUNCTION public.gradercal_keep_deleted() "
-                    "SET search_path = pg_catalog, public"
-                )
-            )
+            conn.execute(text(_EARLIER_KEEP_DELETED))
             conn.execute(text(f'GRANT TEMPORARY ON DATABASE "{crew.database}" TO PUBLIC'))
     finally:
         admin.dispose()
     report = _check_ok(crew)
-    names = {p.check for p in report.problems}
-    assert names == {"team.history_functions", "team.temporary_tables"}, report.problems
+    assert {p.check for p in report.problems} == {
+        "team.history_functions",
+        "team.temporary_tables",
+    }, report.problems
     messages = " ".join(p.message for p in report.problems)
     assert "gradercal_keep_deleted" in messages and "team init" in messages
+    assert "PUBLIC" in messages
+    dan = crew.engine(crew.dan)
+    try:  # the attack the earlier setup allowed: the deleted values go to pg_temp
+        with dan.begin() as conn:
+            conn.execute(text(_TEMP_REVISION))
+            n = conn.execute(
+                text(
+                    "DELETE FROM judgment WHERE grader_id = (SELECT id FROM grader WHERE name = :a)"
+                ),
+                {"a": crew.ana},
+            ).rowcount
+        assert n == 4
+        assert _scalar(dan, "SELECT count(*) FROM revision WHERE entity = 'judgment_deleted'") == 0
+    finally:
+        dan.dispose()
+    report = _check_ok(crew)
+    assert "assignment.verdicts_missing" in {p.check for p in report.problems}
     from gradercal.db import team
 
     db = open_database(crew.admin)
@@ -223,7 +263,8 @@ def test_check_reports_a_team_setup_that_lets_history_be_skipped(crew: Team) -> 
         team.init(db)
     finally:
         db.dispose()
-    assert _check_ok(crew).ok
+    report = _check_ok(crew)  # the setup is mended; the lost verdicts stay reported
+    assert [(p.check, p.count) for p in report.problems] == [("assignment.verdicts_missing", 4)]
 
 
 # -- submitting -----------------------------------------------------------------------------
