@@ -6,7 +6,10 @@ model), the criterion, every current judgment on it — experts' and judges' —
 rationale, confidence and prompt version, the current adjudication and its earlier
 values. :meth:`AdjudicationStore.record` validates a decision and stores it through
 :meth:`gradercal.db.repo.Repository.adjudicate`, which writes the ``adjudication`` table
-only (and its history in ``revision``): the graders' judgments are never touched.
+only (and its history in ``revision``): the graders' judgments are never touched. A
+decision is made on the case as read: when another adjudicator decided the unit in
+between (even at the same moment), it is refused with theirs shown
+(:class:`StaleAdjudicationError`), never silently replaced.
 
 This is coordinator data: it unblinds model names and other graders' verdicts, so the
 grading app's views (:mod:`gradercal.db.grading`) never call it.

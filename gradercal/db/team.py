@@ -55,7 +55,16 @@ deferred constraint trigger checks at commit that the superseded value is in
 ``revision`` — recording it (``source = 'sql'``, ``actor`` = the session user) when
 the writer did not, refusing the transaction when the row there holds another value.
 ``task_review`` gets the same commit-time check. A direct ``UPDATE`` therefore either
-fails (not allowed by the policies) or is recorded.
+fails (not allowed by the policies) or is recorded. ``task_version`` counts as part of
+the verdict (changing it is a new revision, with history), and no verdict may be given
+under a version its task does not have. A grader's assignment becomes ``submitted`` only
+with every judgment criterion answered (checked at commit).
+
+The trigger functions name every table with its schema and run with ``search_path =
+pg_catalog, public, pg_temp``: PostgreSQL searches the temporary schema first unless it
+is named, and a temporary ``revision`` would otherwise receive the history. No team role
+(nor PUBLIC) may create temporary tables in the database. :func:`setup_problems` tells
+``gradercal check`` when a database's setup predates this.
 """
 
 from __future__ import annotations
