@@ -339,3 +339,96 @@ def test_a_grader_cannot_group_responses_by_model_from_their_ids(crew: Team) -> 
         by_task.setdefault(tid, []).append(rid)
     assert len(by_task) == 3 and all(len(v) == 3 for v in by_task.values())
     assert _same_rank_same_model(by_task, model) < 1.0
+
+
+# -- races between two people ---------------------------------------------------------------
+def test_two_graders_flagging_at_once_over_their_own_logins_share_one_thread(crew: Team) -> None:
+    """ana and bob, each connected as themselves, flag P1's c1 unclear at the same moment,
+    ten times: one open thread each time, holding both questions."""
+    import threading
+
+    from gradercal.db.clarifications import close, list_clarifications
+
+    dbs = [open_database(crew.url(u)) for u in (crew.ana, crew.bob)]
+    dan = open_database(crew.url(crew.dan))
+    try:
+        stores = [GradingStore(db) for db in dbs]
+        aids = [
+            next(i for i in s.ensure_queue(u, BENCH) if i.task_id == "P1").assignment_id
+            for s, u in zip(stores, (crew.ana, crew.bob), strict=True)
+        ]
+        for r in range(10):
+            barrier, errors = threading.Barrier(2), []
+
+            def flag(i: int, r: int = r, barrier: Any = barrier, errors: Any = errors) -> None:
+                value = JudgmentValue(met=True, unclear=True, unclear_note=f"{i} asks, {r}")
+                barrier.wait()
+                try:
+                    stores[i].save_judgment(aids[i], "c1", value)
+                except Exception as exc:  # reported below
+                    errors.append(exc)
+
+            threads = [threading.Thread(target=flag, args=(i,)) for i in range(2)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            assert not errors, errors
+            opened = [c for c in list_clarifications(dan, BENCH) if c.status == "open"]
+            assert len(opened) == 1, f"round {r}: {len(opened)} open threads"
+            assert {m.text for m in opened[0].messages} == {f"0 asks, {r}", f"1 asks, {r}"}
+            close(dan, opened[0].id, actor=None)
+    finally:
+        for db in (*dbs, dan):
+            db.dispose()
+
+
+def test_an_adjudicator_and_a_coordinator_deciding_at_once_decide_once(crew: Team) -> None:
+    import threading
+
+    from gradercal.db.adjudication import AdjudicationStore
+    from gradercal.errors import ConflictError
+
+    admin = create_engine(crew.admin)
+    try:
+        with admin.connect() as conn:
+            response, crit = conn.execute(
+                text(
+                    "SELECT r.external_id, c.external_id FROM response r JOIN criterion c "
+                    "ON c.task_id = r.task_id WHERE c.kind = 'judgment' AND NOT EXISTS (SELECT 1 "
+                    "FROM adjudication a WHERE a.response_id = r.id AND a.criterion_id = c.id) "
+                    "ORDER BY r.external_id, c.external_id LIMIT 1"
+                )
+            ).one()
+    finally:
+        admin.dispose()
+    dbs = {u: open_database(crew.url(u)) for u in (crew.cleo, crew.dan)}
+    try:
+        cases = {u: AdjudicationStore(db).case(BENCH, response, crit) for u, db in dbs.items()}
+        barrier, results = threading.Barrier(2), {}
+
+        def decide(user: str, verdict: str) -> None:
+            barrier.wait()
+            try:
+                AdjudicationStore(dbs[user]).record(cases[user], verdict, f"{user}'s note", user)
+                results[user] = "ok"
+            except ConflictError as exc:
+                results[user] = str(exc)
+
+        threads = [
+            threading.Thread(target=decide, args=(crew.cleo, "met")),
+            threading.Thread(target=decide, args=(crew.dan, "not_met")),
+        ]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        winners = [u for u, r in results.items() if r == "ok"]
+        assert len(results) == 2 and len(winners) == 1, results
+        loser = next(r for r in results.values() if r != "ok")
+        assert f"{winners[0]}'s note" in loser
+        now = AdjudicationStore(dbs[crew.dan]).case(BENCH, response, crit).current
+        assert now is not None and now.adjudicator == winners[0] and now.revision == 1
+    finally:
+        for db in dbs.values():
+            db.dispose()
