@@ -58,7 +58,8 @@ the writer did not, refusing the transaction when the row there holds another va
 fails (not allowed by the policies) or is recorded. ``task_version`` counts as part of
 the verdict (changing it is a new revision, with history), and no verdict may be given
 under a version its task does not have. A grader's assignment becomes ``submitted`` only
-with every judgment criterion answered (checked at commit).
+with every judgment criterion answered (checked at commit), and goes back in progress
+when the grader clears one of its verdicts (or makes it stale) by any means.
 
 The trigger functions name every table with its schema and run with ``search_path =
 pg_catalog, public, pg_temp``: PostgreSQL searches the temporary schema first unless it
@@ -589,7 +590,27 @@ BEGIN
     RETURN NULL;
 END
 $fn$""",
+    # a grader's verdict cleared (or made stale) on a submitted item puts the item back in
+    # progress, as GradingStore.save_judgment does: a submitted item stays complete
+    rf"""
+CREATE OR REPLACE FUNCTION public.gradercal_reopen_unanswered() RETURNS trigger
+LANGUAGE plpgsql SECURITY DEFINER {_SAFE_PATH} AS $fn$
+BEGIN
+    IF NOT pg_catalog.pg_has_role(session_user, TG_ARGV[0], 'MEMBER') THEN
+        RETURN NULL;
+    END IF;
+    IF (NEW.met IS NULL AND NEW.level IS NULL) OR EXISTS (
+        SELECT 1 FROM public.criterion c
+         WHERE c.id = NEW.criterion_id AND NEW.task_version < c.verdict_version) THEN
+        UPDATE public.assignment a SET status = 'in_progress', updated_at = pg_catalog.now()
+         WHERE a.grader_id = NEW.grader_id AND a.response_id = NEW.response_id
+           AND a.status = 'submitted';
+    END IF;
+    RETURN NULL;
+END
+$fn$""",
     "REVOKE ALL ON FUNCTION public.gradercal_next_revision() FROM PUBLIC",
+    "REVOKE ALL ON FUNCTION public.gradercal_reopen_unanswered() FROM PUBLIC",
     "REVOKE ALL ON FUNCTION public.gradercal_submit_complete() FROM PUBLIC",
     "REVOKE ALL ON FUNCTION public.gradercal_verdict_version() FROM PUBLIC",
     "REVOKE ALL ON FUNCTION public.gradercal_keep_deleted() FROM PUBLIC",
@@ -606,6 +627,7 @@ FUNCTION_NAMES = (
     "gradercal_keep_review_history",
     "gradercal_keep_deleted",
     "gradercal_submit_complete",
+    "gradercal_reopen_unanswered",
 )
 
 
@@ -720,6 +742,9 @@ def _trigger_statements(grader_role: str) -> list[str]:
         "CREATE CONSTRAINT TRIGGER gradercal_keep_history AFTER UPDATE ON task_review "
         "DEFERRABLE INITIALLY DEFERRED FOR EACH ROW "
         "EXECUTE FUNCTION public.gradercal_keep_review_history()",
+        "DROP TRIGGER IF EXISTS gradercal_reopen_unanswered ON judgment",
+        "CREATE TRIGGER gradercal_reopen_unanswered AFTER UPDATE ON judgment FOR EACH ROW "
+        f"EXECUTE FUNCTION public.gradercal_reopen_unanswered({_literal(grader_role)})",
         "DROP TRIGGER IF EXISTS gradercal_submit_complete ON assignment",
         "CREATE CONSTRAINT TRIGGER gradercal_submit_complete AFTER UPDATE ON assignment "
         "DEFERRABLE INITIALLY DEFERRED FOR EACH ROW "

@@ -304,6 +304,31 @@ def test_a_grader_cannot_submit_an_unanswered_item_by_sql(crew: Team) -> None:
         assert store.submit(empty).status == "submitted"
     finally:
         db.dispose()
+    ana = crew.engine(crew.ana)
+    try:  # clearing a verdict (or making it stale) by SQL puts the item back in progress
+        for sql in (
+            "UPDATE judgment SET met = NULL, level = NULL WHERE id = :j",
+            "UPDATE judgment SET met = true, level = NULL WHERE id = :j",
+            "UPDATE assignment SET status = 'submitted' WHERE id = :a",
+        ):
+            jid = _scalar(
+                ana,
+                "SELECT j.id FROM judgment j JOIN assignment a ON a.response_id = j.response_id "
+                "JOIN criterion c ON c.id = j.criterion_id "
+                "WHERE a.id = :a AND c.levels = 2 ORDER BY j.id LIMIT 1",
+                a=empty,
+            )
+            with ana.begin() as conn:
+                conn.execute(text(sql), {"j": jid, "a": empty})
+        assert _scalar(ana, "SELECT status FROM assignment WHERE id = :a", a=empty) == "submitted"
+        with ana.begin() as conn:
+            conn.execute(text("UPDATE judgment SET met = NULL WHERE id = :j"), {"j": jid})
+        assert _scalar(ana, "SELECT status FROM assignment WHERE id = :a", a=empty) == (
+            "in_progress"
+        )
+    finally:
+        ana.dispose()
+    assert _check_ok(crew).ok
 
 
 # -- response ids ---------------------------------------------------------------------------
