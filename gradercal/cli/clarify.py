@@ -182,7 +182,9 @@ def ask_command(
     if as_json:
         emit_json(thread.to_dict())
         return
-    click.echo(f"#{thread.id} {thread.status}: {thread.task} {thread.criterion}")
+    asked = sum(1 for msg in thread.messages if msg.kind == "question")
+    joined = f" (joins the open thread: {asked} questions)" if asked > 1 else ""
+    click.echo(f"#{thread.id} {thread.status}: {thread.task} {thread.criterion}{joined}")
 
 
 @clarify.command(name="close")

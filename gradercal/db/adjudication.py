@@ -6,7 +6,10 @@ model), the criterion, every current judgment on it — experts' and judges' —
 rationale, confidence and prompt version, the current adjudication and its earlier
 values. :meth:`AdjudicationStore.record` validates a decision and stores it through
 :meth:`gradercal.db.repo.Repository.adjudicate`, which writes the ``adjudication`` table
-only (and its history in ``revision``): the graders' judgments are never touched.
+only (and its history in ``revision``): the graders' judgments are never touched. A
+decision is made on the case as read: when another adjudicator decided the unit in
+between (even at the same moment), it is refused with theirs shown
+(:class:`StaleAdjudicationError`), never silently replaced.
 
 This is coordinator data: it unblinds model names and other graders' verdicts, so the
 grading app's views (:mod:`gradercal.db.grading`) never call it.
@@ -22,7 +25,7 @@ from sqlalchemy import select
 
 from gradercal.db import models as m
 from gradercal.db.grading import GradingStore
-from gradercal.db.repo import Repository
+from gradercal.db.repo import Repository, StaleAdjudicationError
 from gradercal.db.session import Database
 from gradercal.db.versions import is_current
 from gradercal.errors import NotFoundError, Problem, ValidationError
@@ -289,6 +292,9 @@ class AdjudicationStore:
         Raises:
             ValidationError: unknown verdict, partial on a two-level criterion, an auto
                 criterion, a missing or over-long note or adjudicator name, NUL characters.
+            StaleAdjudicationError: another decision on the unit was stored since
+                ``case`` was read (by another adjudicator, even at the same moment);
+                nothing was written and the message shows that decision.
         """
         problems: list[Problem] = []
         where = f"adjudication of {case.response_id}/{case.criterion.id}"
@@ -331,6 +337,7 @@ class AdjudicationStore:
             level=level,
             adjudicator=name,
             note=text or None,
+            expected_revision=0 if case.current is None else case.current.revision,
         )
         return self.case(case.benchmark, case.response_id, case.criterion.id)
 
@@ -340,6 +347,7 @@ __all__ = [
     "AdjudicationStore",
     "AdjudicationValue",
     "GraderVerdict",
+    "StaleAdjudicationError",
     "value_to_verdict",
     "verdict_to_value",
 ]

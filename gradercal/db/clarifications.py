@@ -9,7 +9,9 @@ connection, so in team mode the row is inserted *as* the grader and row-level se
 note again (say, with another rationale) adds nothing, a grader whose last question in
 the open thread says the same is not repeated, and a note edited while its thread is
 open revises the question it asked (the grading app saves after every pause in
-typing). A flag without a note asks nothing.
+typing). A flag without a note asks nothing. A criterion has at most one open thread:
+the database keeps it so (a partial unique index, 0007), and a flagger whose thread was
+opened by another at the same moment joins that one.
 :func:`ask` asks without a judgment (the ``gradercal clarify ask`` command).
 
 **Answering** (:func:`answer`, a coordinator or adjudicator) writes the answer into the
@@ -36,6 +38,7 @@ from datetime import UTC, datetime
 from typing import Any, cast
 
 from sqlalchemy import Connection, Table, insert, select, update
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from gradercal.db import models as m
@@ -186,6 +189,17 @@ _C = cast(Table, m.Clarification.__table__)
 _M = cast(Table, m.ClarificationMessage.__table__)
 
 
+def _open_thread(conn: Connection | Session, criterion_id: int) -> int | None:
+    """The criterion's open thread (there is at most one: the database keeps it so)."""
+    found = conn.execute(
+        select(_C.c.id)
+        .where(_C.c.criterion_id == criterion_id, _C.c.status == "open")
+        .order_by(_C.c.id)
+        .limit(1)
+    ).scalar()
+    return None if found is None else int(found)
+
+
 def open_from_flag(
     conn: Connection | Session,
     *,
@@ -205,30 +219,33 @@ def open_from_flag(
     question when it was that one) instead of adding another: the grading app saves a
     note after every pause in typing. Nothing is added when ``author``'s last question
     in the open thread is ``text`` already (the same note on another response)."""
-    found = conn.execute(
-        select(_C.c.id)
-        .where(_C.c.criterion_id == criterion_id, _C.c.status == "open")
-        .order_by(_C.c.id)
-        .limit(1)
-    ).scalar()
+    found = _open_thread(conn, criterion_id)
     if found is None:
-        cid = int(
-            conn.execute(
-                insert(_C)
-                .values(
-                    benchmark_id=benchmark_id,
-                    task_id=task_id,
-                    criterion_id=criterion_id,
-                    status="open",
-                    question=text,
-                    asked_by=author,
-                    asked_at=now,
-                    updated_at=now,
+        try:
+            # a savepoint: when another flagger opened the criterion's thread in between,
+            # the one-open-thread index refuses this insert and the transaction goes on
+            with conn.begin_nested():
+                cid = int(
+                    conn.execute(
+                        insert(_C)
+                        .values(
+                            benchmark_id=benchmark_id,
+                            task_id=task_id,
+                            criterion_id=criterion_id,
+                            status="open",
+                            question=text,
+                            asked_by=author,
+                            asked_at=now,
+                            updated_at=now,
+                        )
+                        .returning(_C.c.id)
+                    ).scalar_one()
                 )
-                .returning(_C.c.id)
-            ).scalar_one()
-        )
-    else:
+        except IntegrityError:
+            found = _open_thread(conn, criterion_id)
+            if found is None:  # pragma: no cover - refused for another reason
+                raise
+    if found is not None:
         cid = int(found)
         if judgment_id is not None:
             mine = conn.execute(

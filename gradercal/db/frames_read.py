@@ -231,7 +231,7 @@ def _read_frames(
         )
         .join(m.Task, m.Task.id == m.Response.task_id)
         .where(m.Response.benchmark_id == bench_id)
-        .order_by(m.Task.position, m.Response.id)
+        .order_by(m.Task.position, m.Response.position, m.Response.id)
     ).all()
     responses = make_frame(RESPONSE_DTYPES, (tuple(r[1:]) for r in resp_rows))
     resp_ids = np.fromiter((r[0] for r in resp_rows), dtype=np.int64, count=len(resp_rows))

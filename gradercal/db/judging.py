@@ -504,7 +504,7 @@ class JudgeStore:
                 .join(m.Task, m.Task.id == m.Response.task_id)
                 .join(m.Criterion, m.Criterion.task_id == m.Task.id)
                 .where(m.Response.benchmark_id == bench.id, m.Criterion.kind != "auto")
-                .order_by(m.Task.position, m.Response.id, m.Criterion.position)
+                .order_by(m.Task.position, m.Response.position, m.Response.id, m.Criterion.position)
             )
             if scope.kind != "all":
                 q = q.outerjoin(
@@ -577,7 +577,7 @@ class JudgeStore:
                     j.source == "judge",
                     m.Criterion.kind != "auto",
                 )
-                .order_by(m.Task.position, m.Response.id, m.Criterion.position)
+                .order_by(m.Task.position, m.Response.position, m.Response.id, m.Criterion.position)
             ).all()
             if limit is not None and len(rows) > limit:
                 keep = set(random.Random(seed).sample(range(len(rows)), limit))

@@ -10,7 +10,10 @@
   on a criterion of another task, an artifact without its bytes, history rows of
   nothing …); rows whose history does not explain their current value (a revision
   without the history rows before it, history ahead of the row, repeated revision
-  numbers); every blob's bytes re-hashed against its sha256 and size.
+  numbers, a verdict given under a task version the task never had, a submitted item
+  missing a verdict whose deletion is not recorded); on PostgreSQL, a team setup that
+  would let history be skipped (:func:`gradercal.db.team.setup_problems`); every blob's
+  bytes re-hashed against its sha256 and size.
 * :func:`open_checked` opens a database for the app: a SQLite file that fails its quick
   check is opened **read-only**, with a message saying so, instead of crashing or
   writing into a damaged file; :func:`grading_store` gives the app a store on it that
@@ -417,6 +420,17 @@ def _history_checks() -> tuple[tuple[str, str, str], ...]:
                 "without its revision)",
             ),
         ]
+    for table in ("judgment", "adjudication"):
+        out.append(
+            (
+                f"{table}.task_version",
+                f"SELECT count(*) FROM {table} v JOIN criterion c ON c.id = v.criterion_id "
+                "JOIN task t ON t.id = c.task_id "
+                "WHERE v.task_version < 1 OR v.task_version > t.version",
+                f"{table}s given under a task version the task never had (they would not go "
+                "stale when their criterion is revised)",
+            )
+        )
     out.append(
         (
             "revision.repeated",
@@ -433,6 +447,34 @@ def _history_checks() -> tuple[tuple[str, str, str], ...]:
 HISTORY_CHECKS = _history_checks()
 
 
+def _missing_verdicts_check(sqlite: bool) -> tuple[str, str, str]:
+    """Submitted items of a human grader lacking a verdict on one of their judgment
+    criteria, with no ``judgment_deleted`` row for it: a verdict removed (or cleared)
+    without its history. Submitting needs every verdict, and clearing one reopens the
+    item, so nothing else leaves an item like this."""
+
+    def key(k: str) -> str:
+        if sqlite:
+            return f"json_extract(d.data, '$.{k}')"
+        return f"CAST((CAST(d.data AS jsonb) ->> '{k}') AS integer)"
+
+    return (
+        "assignment.verdicts_missing",
+        "SELECT count(*) FROM assignment a JOIN grader g ON g.id = a.grader_id "
+        "JOIN response r ON r.id = a.response_id "
+        "JOIN criterion c ON c.task_id = r.task_id AND c.kind = 'judgment' "
+        "WHERE a.status = 'submitted' AND g.kind = 'human' AND NOT EXISTS ("
+        "SELECT 1 FROM judgment j WHERE j.grader_id = a.grader_id "
+        "AND j.response_id = a.response_id AND j.criterion_id = c.id "
+        "AND (j.met IS NOT NULL OR j.level IS NOT NULL)) AND NOT EXISTS ("
+        "SELECT 1 FROM revision d WHERE d.entity = 'judgment_deleted' "
+        f"AND {key('grader_id')} = a.grader_id AND {key('response_id')} = a.response_id "
+        f"AND {key('criterion_id')} = c.id)",
+        "verdicts missing from submitted items with no record of their deletion (removed "
+        "or cleared without their history)",
+    )
+
+
 def check(db: Database, *, quick: bool = False, blobs: bool = True) -> CheckReport:
     """Check the database (see the module docstring). Reads only; never writes.
 
@@ -446,11 +488,18 @@ def check(db: Database, *, quick: bool = False, blobs: bool = True) -> CheckRepo
         _sqlite_checks(db, quick, report)
     try:
         with db.engine.connect() as conn:
-            for name, sql, message in (*ORPHAN_CHECKS, *HISTORY_CHECKS):
+            checks = (*ORPHAN_CHECKS, *HISTORY_CHECKS, _missing_verdicts_check(db.is_sqlite))
+            for name, sql, message in checks:
                 report.checks.append(name)
                 n = int(conn.execute(text(sql)).scalar() or 0)
                 if n:
                     report.problems.append(CheckProblem(name, f"{n} {message}", n))
+            if not db.is_sqlite:  # team mode: a setup that would let history be skipped
+                from gradercal.db.team import setup_problems
+
+                report.checks += ["team.history_functions", "team.temporary_tables"]
+                for name, message, n in setup_problems(conn):
+                    report.problems.append(CheckProblem(name, message, n))
     except Exception as exc:  # a damaged file fails in arbitrary places; say where
         report.problems.append(CheckProblem("orphans", f"could not run the checks: {exc}"))
     if db.is_sqlite:

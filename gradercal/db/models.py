@@ -35,6 +35,7 @@ from gradercal.db.base import utcnow as utcnow
 
 #: the server-side default of the version columns (0006), so existing rows read as 1
 _ONE = text("1")
+_ZERO = text("0")
 
 
 class DatabaseInfo(Base):
@@ -152,6 +153,9 @@ class Response(Base):
     answer: Mapped[Any | None] = mapped_column(JSON)
     content_hash: Mapped[str] = mapped_column(String(64))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    #: the order of the file it was imported from (0007): what outputs list responses by.
+    #: Row ids follow another order, which graders cannot tell models apart by.
+    position: Mapped[int] = mapped_column(Integer, default=0, server_default=_ZERO)
 
 
 class PromptVersion(Base):
@@ -366,7 +370,17 @@ class Clarification(Base):
     """
 
     __tablename__ = "clarification"
-    __table_args__ = (Index("ix_clarification_criterion_status", "criterion_id", "status"),)
+    __table_args__ = (
+        Index("ix_clarification_criterion_status", "criterion_id", "status"),
+        # one open thread per criterion (0007): two flaggers at once join one thread
+        Index(
+            "uq_clarification_open_criterion",
+            "criterion_id",
+            unique=True,
+            sqlite_where=text("status = 'open'"),
+            postgresql_where=text("status = 'open'"),
+        ),
+    )
 
     id: Mapped[int] = mapped_column(primary_key=True)
     benchmark_id: Mapped[int] = mapped_column(ForeignKey("benchmark.id", ondelete="CASCADE"))

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from sqlalchemy import Row, Table, func, insert, select, tuple_, update
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from gradercal._util.collector import collections_paused
@@ -255,6 +256,52 @@ def _keep_revision(
             changed_at=now,
         )
     )
+
+
+class StaleAdjudicationError(ConflictError):
+    """Another decision on the unit was stored since this one was made; nothing was
+    written. ``current`` is that decision (``revision``, ``adjudicator``, verdict, note);
+    decide again on the current case to replace it on purpose."""
+
+    def __init__(
+        self, response_id: str, criterion_id: str, expected: int, current: m.Adjudication
+    ) -> None:
+        self.response_id = response_id
+        self.criterion_id = criterion_id
+        self.expected = expected
+        self.current = {
+            "revision": int(current.revision),
+            "adjudicator": current.adjudicator,
+            "met": current.met,
+            "level": current.level,
+            "note": current.note,
+        }
+        verdict = (
+            f"level {current.level}"
+            if current.level is not None
+            else ("met" if current.met else "not met")
+        )
+        said = f" ({current.note})" if current.note else ""
+        super().__init__(
+            f"criterion {criterion_id} of response {response_id} was adjudicated by "
+            f"{current.adjudicator} since you opened it: {verdict}{said}; reload to see "
+            "it, or decide again to replace it"
+        )
+
+
+def _blind_order(new: list[tuple[Response, str]]) -> list[tuple[Response, str]]:
+    """New responses in the order their row ids are given: not the file's, which often
+    lists each model's responses together (a grader reads the ids of the responses they
+    grade, and must not be able to group them by model), but an order keyed by everything
+    imported together, ids and content (models included) — the same for the same file, so
+    imports are reproducible, yet unknown to a grader, who sees neither the models nor
+    the other graders' responses. Outputs list responses in file order all the same
+    (``response.position``)."""
+    seed = hashlib.sha256()
+    for r, digest in sorted(new, key=lambda x: x[0].id):
+        seed.update(f"{r.id}\x00{digest}\x00".encode())
+    key = seed.digest()
+    return sorted(new, key=lambda x: hashlib.sha256(key + x[0].id.encode()).digest())
 
 
 def _revise_adjudication(
@@ -750,10 +797,16 @@ class Repository:
                 new.append((r, digest))
         if conflicts:
             raise ConflictError(ValidationError(conflicts).render())
+        # positions continue after every response stored (the file's order); row ids
+        # are given in another order (_blind_order)
+        start = int(s.scalar(select(func.max(m.Response.position))) or 0) + 1
+        positions = {r.id: start + n for n, (r, _d) in enumerate(new)}
+        new = _blind_order(new)
         rows = [
             {
                 "benchmark_id": bench_id,
                 "task_id": task_ids[r.task_id],
+                "position": positions[r.id],
                 "external_id": r.id,
                 "model": r.model,
                 "text": r.text,
@@ -1070,7 +1123,7 @@ class Repository:
                 )
                 .join(m.Task, m.Task.id == m.Response.task_id)
                 .where(m.Response.benchmark_id == bench.id)
-                .order_by(m.Task.position, m.Response.id)
+                .order_by(m.Task.position, m.Response.position, m.Response.id)
             )
             return [
                 Response(id=a, task_id=b, model=c, text=d, answer=e)
@@ -1101,7 +1154,13 @@ class Repository:
                 .join(m.Grader, m.Grader.id == m.Judgment.grader_id)
                 .join(m.Task, m.Task.id == m.Response.task_id)
                 .where(m.Response.benchmark_id == bench.id)
-                .order_by(m.Task.position, m.Response.id, m.Criterion.position, m.Grader.name)
+                .order_by(
+                    m.Task.position,
+                    m.Response.position,
+                    m.Response.id,
+                    m.Criterion.position,
+                    m.Grader.name,
+                )
             )
             out: list[dict[str, Any]] = []
             for row in s.execute(q):
@@ -1149,7 +1208,7 @@ class Repository:
                 .join(m.Criterion, m.Criterion.id == m.Adjudication.criterion_id)
                 .join(m.Task, m.Task.id == m.Response.task_id)
                 .where(m.Response.benchmark_id == bench.id)
-                .order_by(m.Task.position, m.Response.id, m.Criterion.position)
+                .order_by(m.Task.position, m.Response.position, m.Response.id, m.Criterion.position)
             )
             from gradercal.formats.v1 import adjudication_record
 
@@ -1305,7 +1364,7 @@ class Repository:
                 )
                 .join(m.Task, m.Task.id == m.Response.task_id)
                 .where(m.Response.benchmark_id == bench.id)
-                .order_by(m.Task.position, m.Response.id)
+                .order_by(m.Task.position, m.Response.position, m.Response.id)
             ).all()
             responses = make_frame(RESPONSE_DTYPES, (tuple(r) for r in resp_rows))
             j_rows = conn.execute(
@@ -1352,12 +1411,42 @@ class Repository:
         adjudicator: str,
         note: str | None = None,
         level: int | None = None,
+        expected_revision: int | None = None,
     ) -> None:
         """Record (or revise, keeping history) the final verdict on one criterion.
 
         NUL characters are dropped from the note and the adjudicator's name (PostgreSQL
         text cannot hold them); a blank note is stored as None.
+
+        With ``expected_revision`` (the adjudication's revision when the decision was
+        made, 0 when there was none) the write is optimistic, like a grader's
+        (:class:`gradercal.db.grading.StaleJudgmentError`): when another decision was
+        stored in between — even at the same moment, by another adjudicator — nothing is
+        written and :class:`StaleAdjudicationError` shows that decision.
         """
+        for attempt in (1, 2):
+            try:
+                self._adjudicate(
+                    benchmark, response_id, criterion_id, met=met, adjudicator=adjudicator,
+                    note=note, level=level, expected_revision=expected_revision,
+                )  # fmt: skip
+                return
+            except IntegrityError:  # another decision on the unit was inserted in between
+                if attempt == 2:
+                    raise
+
+    def _adjudicate(
+        self,
+        benchmark: str | None,
+        response_id: str,
+        criterion_id: str,
+        *,
+        met: bool,
+        adjudicator: str,
+        note: str | None,
+        level: int | None,
+        expected_revision: int | None,
+    ) -> None:
         if note is not None:
             note = note.replace("\x00", "")
             note = note if note.strip() else None
@@ -1387,6 +1476,10 @@ class Repository:
                 )
                 .with_for_update()  # two adjudicators at once: the second waits, no lost update
             )
+            current = 0 if row is None else int(row.revision)
+            if expected_revision is not None and current != expected_revision:
+                assert row is not None  # a revision beyond 0 is a stored row
+                raise StaleAdjudicationError(response_id, criterion_id, expected_revision, row)
             if row is None:
                 s.add(
                     m.Adjudication(

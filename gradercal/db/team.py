@@ -55,7 +55,17 @@ deferred constraint trigger checks at commit that the superseded value is in
 ``revision`` — recording it (``source = 'sql'``, ``actor`` = the session user) when
 the writer did not, refusing the transaction when the row there holds another value.
 ``task_review`` gets the same commit-time check. A direct ``UPDATE`` therefore either
-fails (not allowed by the policies) or is recorded.
+fails (not allowed by the policies) or is recorded. ``task_version`` counts as part of
+the verdict (changing it is a new revision, with history), and no verdict may be given
+under a version its task does not have. A grader's assignment becomes ``submitted`` only
+with every judgment criterion answered (checked at commit), and goes back in progress
+when the grader clears one of its verdicts (or makes it stale) by any means.
+
+The trigger functions name every table with its schema and run with ``search_path =
+pg_catalog, public, pg_temp``: PostgreSQL searches the temporary schema first unless it
+is named, and a temporary ``revision`` would otherwise receive the history. No team role
+(nor PUBLIC) may create temporary tables in the database. :func:`setup_problems` tells
+``gradercal check`` when a database's setup predates this.
 """
 
 from __future__ import annotations
@@ -85,6 +95,7 @@ __all__ = [
     "remove",
     "require_postgres",
     "set_password",
+    "setup_problems",
 ]
 
 #: The group roles of a team, least to most privileged.
@@ -397,16 +408,33 @@ _DELETED_KEYS = {
 #: refused on the verdict tables too, since it fires no row trigger (deletes are recorded).
 _APPEND_ONLY = {"revision": "UPDATE, DELETE, TRUNCATE"}
 _NO_TRUNCATE = ("judgment", "adjudication")
-#: Columns whose change makes a new revision.
+#: Columns whose change makes a new revision. ``task_version`` too: giving the same
+#: verdict again under a revised task is a new revision whose history keeps the old
+#: version (as the app writes it), so a stale verdict never turns current unrecorded.
 _VERDICT_KEYS = {
-    "judgment": ("met", "level", "confidence", "rationale", "unclear", "unclear_note"),
-    "adjudication": ("met", "level", "note", "adjudicator"),
+    "judgment": (
+        "met",
+        "level",
+        "confidence",
+        "rationale",
+        "unclear",
+        "unclear_note",
+        "task_version",
+    ),
+    "adjudication": ("met", "level", "note", "adjudicator", "task_version"),
 }
 
+#: Every trigger function runs with this search_path: PostgreSQL's own catalog first, the
+#: schema of gradercal's tables, and the session's temporary schema *last*. Without
+#: ``pg_temp`` named, PostgreSQL searches it first, and any session able to create a
+#: temporary table ``revision`` would receive the history meant for ``public.revision``.
+#: Every table and function below is named with its schema as well.
+_SAFE_PATH = "SET search_path = pg_catalog, public, pg_temp"
+
 _FUNCTIONS = [
-    r"""
-CREATE OR REPLACE FUNCTION gradercal_next_revision() RETURNS trigger
-LANGUAGE plpgsql AS $fn$
+    rf"""
+CREATE OR REPLACE FUNCTION public.gradercal_next_revision() RETURNS trigger
+LANGUAGE plpgsql {_SAFE_PATH} AS $fn$
 DECLARE
     changed boolean := false;
     k text;
@@ -417,7 +445,8 @@ BEGIN
             USING ERRCODE = 'check_violation';
     END IF;
     FOREACH k IN ARRAY TG_ARGV LOOP
-        IF (to_jsonb(NEW) -> k) IS DISTINCT FROM (to_jsonb(OLD) -> k) THEN
+        IF (pg_catalog.to_jsonb(NEW) OPERATOR(pg_catalog.->) k)
+           IS DISTINCT FROM (pg_catalog.to_jsonb(OLD) OPERATOR(pg_catalog.->) k) THEN
             changed := true;
         END IF;
     END LOOP;
@@ -427,11 +456,35 @@ BEGIN
     RETURN NEW;
 END
 $fn$""",
-    r"""CREATE OR REPLACE FUNCTION gradercal_keep_history() RETURNS trigger
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, public AS $fn$
+    # the task version a verdict is given under is the task's, never one ahead of it:
+    # a verdict whose version is ahead would not go stale when its criterion is revised
+    rf"""
+CREATE OR REPLACE FUNCTION public.gradercal_verdict_version() RETURNS trigger
+LANGUAGE plpgsql SECURITY DEFINER {_SAFE_PATH} AS $fn$
 DECLARE
-    old_row jsonb := to_jsonb(OLD);
-    snapshot jsonb := '{}'::jsonb;
+    current_version integer;
+BEGIN
+    IF TG_OP = 'UPDATE' AND NEW.task_version IS NOT DISTINCT FROM OLD.task_version THEN
+        RETURN NEW;
+    END IF;
+    SELECT t.version INTO current_version
+      FROM public.criterion c JOIN public.task t ON t.id = c.task_id
+     WHERE c.id = NEW.criterion_id;
+    IF NEW.task_version IS NULL OR NEW.task_version < 1
+       OR NEW.task_version > COALESCE(current_version, 1) THEN
+        RAISE EXCEPTION '% % cannot be given under task version % (the task is at version %)',
+            TG_TABLE_NAME, NEW.id, NEW.task_version, current_version
+            USING ERRCODE = 'check_violation';
+    END IF;
+    RETURN NEW;
+END
+$fn$""",
+    rf"""
+CREATE OR REPLACE FUNCTION public.gradercal_keep_history() RETURNS trigger
+LANGUAGE plpgsql SECURITY DEFINER {_SAFE_PATH} AS $fn$
+DECLARE
+    old_row jsonb := pg_catalog.to_jsonb(OLD);
+    snapshot jsonb := '{{}}'::jsonb;
     kept jsonb;
     k text;
 BEGIN
@@ -439,19 +492,22 @@ BEGIN
         RETURN NULL;
     END IF;
     FOREACH k IN ARRAY TG_ARGV LOOP
-        snapshot := snapshot || jsonb_build_object(k, old_row -> k);
+        snapshot := snapshot OPERATOR(pg_catalog.||)
+            pg_catalog.jsonb_build_object(k, old_row OPERATOR(pg_catalog.->) k);
     END LOOP;
-    SELECT v.data::jsonb INTO kept FROM revision v
+    SELECT v.data::jsonb INTO kept FROM public.revision v
      WHERE v.entity = TG_TABLE_NAME AND v.entity_id = OLD.id AND v.revision = OLD.revision
      ORDER BY v.id LIMIT 1;
     IF NOT FOUND THEN
-        INSERT INTO revision (entity, entity_id, revision, data, actor, source, changed_at)
+        INSERT INTO public.revision (entity, entity_id, revision, data, actor, source, changed_at)
         VALUES (TG_TABLE_NAME, OLD.id, OLD.revision,
-                (snapshot || jsonb_build_object('updated_at', old_row -> 'updated_at'))::json,
-                session_user, 'sql', now());
+                (snapshot OPERATOR(pg_catalog.||) pg_catalog.jsonb_build_object(
+                    'updated_at', old_row OPERATOR(pg_catalog.->) 'updated_at'))::json,
+                session_user, 'sql', pg_catalog.now());
     ELSE
         FOREACH k IN ARRAY TG_ARGV LOOP
-            IF k <> 'source' AND (kept -> k) IS DISTINCT FROM (snapshot -> k) THEN
+            IF k <> 'source' AND (kept OPERATOR(pg_catalog.->) k)
+               IS DISTINCT FROM (snapshot OPERATOR(pg_catalog.->) k) THEN
                 RAISE EXCEPTION 'history row % of % % does not hold the value it replaces (%)',
                     OLD.revision, TG_TABLE_NAME, OLD.id, k
                     USING ERRCODE = 'check_violation';
@@ -461,77 +517,238 @@ BEGIN
     RETURN NULL;
 END
 $fn$""",
-    r"""CREATE OR REPLACE FUNCTION gradercal_keep_review_history() RETURNS trigger
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, public AS $fn$
+    rf"""
+CREATE OR REPLACE FUNCTION public.gradercal_keep_review_history() RETURNS trigger
+LANGUAGE plpgsql SECURITY DEFINER {_SAFE_PATH} AS $fn$
 BEGIN
     IF NEW.answers::jsonb IS NOT DISTINCT FROM OLD.answers::jsonb
        AND NEW.comment IS NOT DISTINCT FROM OLD.comment THEN
         RETURN NULL;
     END IF;
     IF NOT EXISTS (
-        SELECT 1 FROM revision v
+        SELECT 1 FROM public.revision v
          WHERE v.entity = 'task_review' AND v.entity_id = OLD.id
-           AND (v.data -> 'answers')::jsonb IS NOT DISTINCT FROM OLD.answers::jsonb
-           AND (v.data ->> 'comment') IS NOT DISTINCT FROM OLD.comment
+           AND (v.data OPERATOR(pg_catalog.->) 'answers')::jsonb
+               IS NOT DISTINCT FROM OLD.answers::jsonb
+           AND (v.data OPERATOR(pg_catalog.->>) 'comment') IS NOT DISTINCT FROM OLD.comment
     ) THEN
-        INSERT INTO revision (entity, entity_id, revision, data, actor, source, changed_at)
-        SELECT 'task_review', OLD.id, count(*) + 1,
-               json_build_object('answers', OLD.answers, 'comment', OLD.comment,
-                                 'updated_at', OLD.updated_at),
-               session_user, 'sql', now()
-          FROM revision v WHERE v.entity = 'task_review' AND v.entity_id = OLD.id;
+        INSERT INTO public.revision (entity, entity_id, revision, data, actor, source, changed_at)
+        SELECT 'task_review', OLD.id, pg_catalog.count(*) + 1,
+               pg_catalog.json_build_object('answers', OLD.answers, 'comment', OLD.comment,
+                                            'updated_at', OLD.updated_at),
+               session_user, 'sql', pg_catalog.now()
+          FROM public.revision v WHERE v.entity = 'task_review' AND v.entity_id = OLD.id;
     END IF;
     RETURN NULL;
 END
 $fn$""",
-    r"""CREATE OR REPLACE FUNCTION gradercal_keep_deleted() RETURNS trigger
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, public AS $fn$
+    rf"""
+CREATE OR REPLACE FUNCTION public.gradercal_keep_deleted() RETURNS trigger
+LANGUAGE plpgsql SECURITY DEFINER {_SAFE_PATH} AS $fn$
 DECLARE
-    old_row jsonb := to_jsonb(OLD);
-    snapshot jsonb := '{}'::jsonb;
+    old_row jsonb := pg_catalog.to_jsonb(OLD);
+    snapshot jsonb := '{{}}'::jsonb;
     k text;
 BEGIN
     FOREACH k IN ARRAY TG_ARGV LOOP
-        snapshot := snapshot || jsonb_build_object(k, old_row -> k);
+        snapshot := snapshot OPERATOR(pg_catalog.||)
+            pg_catalog.jsonb_build_object(k, old_row OPERATOR(pg_catalog.->) k);
     END LOOP;
-    INSERT INTO revision (entity, entity_id, revision, data, actor, source, changed_at)
-    VALUES (TG_TABLE_NAME || '_deleted', OLD.id, OLD.revision,
-            (snapshot || jsonb_build_object('updated_at', old_row -> 'updated_at'))::json,
-            session_user, 'sql-delete', now());
+    INSERT INTO public.revision (entity, entity_id, revision, data, actor, source, changed_at)
+    VALUES (TG_TABLE_NAME OPERATOR(pg_catalog.||) '_deleted', OLD.id, OLD.revision,
+            (snapshot OPERATOR(pg_catalog.||) pg_catalog.jsonb_build_object(
+                'updated_at', old_row OPERATOR(pg_catalog.->) 'updated_at'))::json,
+            session_user, 'sql-delete', pg_catalog.now());
     RETURN NULL;
 END
 $fn$""",
-    "REVOKE ALL ON FUNCTION gradercal_next_revision() FROM PUBLIC",
-    "REVOKE ALL ON FUNCTION gradercal_keep_deleted() FROM PUBLIC",
-    "REVOKE ALL ON FUNCTION gradercal_keep_history() FROM PUBLIC",
-    "REVOKE ALL ON FUNCTION gradercal_keep_review_history() FROM PUBLIC",
+    # a grader's item is submitted only with every judgment criterion answered under
+    # the criterion's current wording (what GradingStore.submit checks), whoever writes
+    rf"""
+CREATE OR REPLACE FUNCTION public.gradercal_submit_complete() RETURNS trigger
+LANGUAGE plpgsql SECURITY DEFINER {_SAFE_PATH} AS $fn$
+DECLARE
+    missing integer;
+BEGIN
+    IF NEW.status <> 'submitted' OR OLD.status = 'submitted'
+       OR NOT pg_catalog.pg_has_role(session_user, TG_ARGV[0], 'MEMBER') THEN
+        RETURN NULL;
+    END IF;
+    SELECT pg_catalog.count(*) INTO missing
+      FROM public.response r JOIN public.criterion c ON c.task_id = r.task_id
+     WHERE r.id = NEW.response_id AND c.kind = 'judgment'
+       AND NOT EXISTS (
+           SELECT 1 FROM public.judgment j
+            WHERE j.grader_id = NEW.grader_id AND j.response_id = NEW.response_id
+              AND j.criterion_id = c.id
+              AND (j.met IS NOT NULL OR j.level IS NOT NULL)
+              AND j.task_version >= c.verdict_version);
+    IF missing > 0 THEN
+        RAISE EXCEPTION 'assignment % cannot be submitted: % criteria not answered yet',
+            NEW.id, missing USING ERRCODE = 'check_violation';
+    END IF;
+    RETURN NULL;
+END
+$fn$""",
+    # a grader's verdict cleared (or made stale) on a submitted item puts the item back in
+    # progress, as GradingStore.save_judgment does: a submitted item stays complete
+    rf"""
+CREATE OR REPLACE FUNCTION public.gradercal_reopen_unanswered() RETURNS trigger
+LANGUAGE plpgsql SECURITY DEFINER {_SAFE_PATH} AS $fn$
+BEGIN
+    IF NOT pg_catalog.pg_has_role(session_user, TG_ARGV[0], 'MEMBER') THEN
+        RETURN NULL;
+    END IF;
+    IF (NEW.met IS NULL AND NEW.level IS NULL) OR EXISTS (
+        SELECT 1 FROM public.criterion c
+         WHERE c.id = NEW.criterion_id AND NEW.task_version < c.verdict_version) THEN
+        UPDATE public.assignment a SET status = 'in_progress', updated_at = pg_catalog.now()
+         WHERE a.grader_id = NEW.grader_id AND a.response_id = NEW.response_id
+           AND a.status = 'submitted';
+    END IF;
+    RETURN NULL;
+END
+$fn$""",
+    "REVOKE ALL ON FUNCTION public.gradercal_next_revision() FROM PUBLIC",
+    "REVOKE ALL ON FUNCTION public.gradercal_reopen_unanswered() FROM PUBLIC",
+    "REVOKE ALL ON FUNCTION public.gradercal_submit_complete() FROM PUBLIC",
+    "REVOKE ALL ON FUNCTION public.gradercal_verdict_version() FROM PUBLIC",
+    "REVOKE ALL ON FUNCTION public.gradercal_keep_deleted() FROM PUBLIC",
+    "REVOKE ALL ON FUNCTION public.gradercal_keep_history() FROM PUBLIC",
+    "REVOKE ALL ON FUNCTION public.gradercal_keep_review_history() FROM PUBLIC",
 ]
+
+
+#: The functions :func:`init` installs (``public.<name>``), each run with ``_SAFE_PATH``.
+FUNCTION_NAMES = (
+    "gradercal_next_revision",
+    "gradercal_verdict_version",
+    "gradercal_keep_history",
+    "gradercal_keep_review_history",
+    "gradercal_keep_deleted",
+    "gradercal_submit_complete",
+    "gradercal_reopen_unanswered",
+)
+
+
+def setup_problems(conn: Connection) -> list[tuple[str, str, int]]:
+    """What in a database's team setup would let history be skipped, as
+    ``(check, message, count)``; none when team mode was never set up here.
+
+    * ``team.history_functions``: a history function missing, or run with a search_path
+      that does not put ``pg_temp`` last (as :func:`init` of earlier versions left them):
+      a temporary table could then take the place of ``revision``.
+    * ``team.temporary_tables``: PUBLIC, a group role or a member may create
+      temporary tables in the database.
+
+    Both are mended by running :func:`init` again.
+    """
+    installed = {
+        str(name): list(config or [])
+        for name, config in conn.execute(
+            text(
+                "SELECT p.proname, p.proconfig FROM pg_proc p "
+                "JOIN pg_namespace n ON n.oid = p.pronamespace "
+                "WHERE n.nspname = 'public' AND p.proname = ANY(:names)"
+            ),
+            {"names": list(FUNCTION_NAMES)},
+        )
+    }
+    if not installed:
+        return []
+    out: list[tuple[str, str, int]] = []
+
+    def safe(config: list[str]) -> bool:
+        for item in config:
+            key, _, value = item.partition("=")
+            if key == "search_path":
+                return [p.strip().strip('"') for p in value.split(",")][-1] == "pg_temp"
+        return False
+
+    bad = sorted(
+        [n for n in FUNCTION_NAMES if n not in installed]
+        + [n for n, config in installed.items() if not safe(config)]
+    )
+    if bad:
+        out.append(
+            (
+                "team.history_functions",
+                f"{len(bad)} history functions of team mode are missing or search temporary "
+                f"tables first ({', '.join(bad)}): run `gradercal team init` as the owner",
+                len(bad),
+            )
+        )
+    groups = [g for g in _groups(conn).values() if _role_exists(conn, g)]
+    names = list(groups)
+    if groups:
+        names += list(_memberships(conn, _groups(conn)))
+    temp = [
+        str(n)
+        for (n,) in conn.execute(
+            text(
+                "SELECT r.rolname FROM pg_roles r WHERE r.rolname = ANY(:names) "
+                "AND has_database_privilege(r.oid, current_database(), 'TEMPORARY') "
+                "ORDER BY r.rolname"
+            ),
+            {"names": names},
+        )
+    ]
+    public = conn.execute(
+        text(
+            "SELECT EXISTS (SELECT 1 FROM pg_database d, "
+            "aclexplode(COALESCE(d.datacl, acldefault('d', d.datdba))) a "
+            "WHERE d.datname = current_database() AND a.grantee = 0 "
+            "AND a.privilege_type = 'TEMPORARY')"
+        )
+    ).scalar()
+    if public:
+        temp.insert(0, "PUBLIC")
+    if temp:
+        out.append(
+            (
+                "team.temporary_tables",
+                f"{len(temp)} roles may create temporary tables in this database "
+                f"({', '.join(temp)}): run `gradercal team init` as the owner",
+                len(temp),
+            )
+        )
+    return out
 
 
 def _args(keys: Iterable[str]) -> str:
     return ", ".join(f"'{k}'" for k in keys)
 
 
-def _trigger_statements() -> list[str]:
+def _trigger_statements(grader_role: str) -> list[str]:
     out: list[str] = []
     for table in ("judgment", "adjudication"):
         out += [
             f"DROP TRIGGER IF EXISTS gradercal_next_revision ON {table}",
             f"CREATE TRIGGER gradercal_next_revision BEFORE UPDATE ON {table} FOR EACH ROW "
-            f"EXECUTE FUNCTION gradercal_next_revision({_args(_VERDICT_KEYS[table])})",
+            f"EXECUTE FUNCTION public.gradercal_next_revision({_args(_VERDICT_KEYS[table])})",
+            f"DROP TRIGGER IF EXISTS gradercal_verdict_version ON {table}",
+            f"CREATE TRIGGER gradercal_verdict_version BEFORE INSERT OR UPDATE ON {table} "
+            "FOR EACH ROW EXECUTE FUNCTION public.gradercal_verdict_version()",
             f"DROP TRIGGER IF EXISTS gradercal_keep_history ON {table}",
             f"CREATE CONSTRAINT TRIGGER gradercal_keep_history AFTER UPDATE ON {table} "
             "DEFERRABLE INITIALLY DEFERRED FOR EACH ROW "
-            f"EXECUTE FUNCTION gradercal_keep_history({_args(_SNAPSHOT_KEYS[table])})",
+            f"EXECUTE FUNCTION public.gradercal_keep_history({_args(_SNAPSHOT_KEYS[table])})",
             f"DROP TRIGGER IF EXISTS gradercal_keep_deleted ON {table}",
             f"CREATE TRIGGER gradercal_keep_deleted AFTER DELETE ON {table} FOR EACH ROW "
-            f"EXECUTE FUNCTION gradercal_keep_deleted({_args(_DELETED_KEYS[table])})",
+            f"EXECUTE FUNCTION public.gradercal_keep_deleted({_args(_DELETED_KEYS[table])})",
         ]
     out += [
         "DROP TRIGGER IF EXISTS gradercal_keep_history ON task_review",
         "CREATE CONSTRAINT TRIGGER gradercal_keep_history AFTER UPDATE ON task_review "
         "DEFERRABLE INITIALLY DEFERRED FOR EACH ROW "
-        "EXECUTE FUNCTION gradercal_keep_review_history()",
+        "EXECUTE FUNCTION public.gradercal_keep_review_history()",
+        "DROP TRIGGER IF EXISTS gradercal_reopen_unanswered ON judgment",
+        "CREATE TRIGGER gradercal_reopen_unanswered AFTER UPDATE ON judgment FOR EACH ROW "
+        f"EXECUTE FUNCTION public.gradercal_reopen_unanswered({_literal(grader_role)})",
+        "DROP TRIGGER IF EXISTS gradercal_submit_complete ON assignment",
+        "CREATE CONSTRAINT TRIGGER gradercal_submit_complete AFTER UPDATE ON assignment "
+        "DEFERRABLE INITIALLY DEFERRED FOR EACH ROW "
+        f"EXECUTE FUNCTION public.gradercal_submit_complete({_literal(grader_role)})",
     ]
     return out
 
@@ -594,6 +811,12 @@ def init(db: Database) -> InitReport:
         g, a, c = groups["grader"], groups["adjudicator"], groups["coordinator"]
         everyone = ", ".join(_q(x) for x in (g, a, c))
         conn.execute(text(f"GRANT CONNECT ON DATABASE {_q(database)} TO {everyone}"))
+        # no temporary tables for anyone but the owner: a temporary table is searched
+        # before the schema's own unless named last (see _SAFE_PATH), and no team role
+        # needs one
+        conn.execute(text(f"REVOKE TEMPORARY ON DATABASE {_q(database)} FROM PUBLIC, {everyone}"))
+        for user in _memberships(conn, groups):
+            conn.execute(text(f"REVOKE TEMPORARY ON DATABASE {_q(database)} FROM {_q(user)}"))
         conn.execute(text(f"GRANT USAGE ON SCHEMA public TO {everyone}"))
         conn.execute(text(f"GRANT SELECT ON alembic_version TO {everyone}"))
         n_policies = 0
@@ -679,7 +902,7 @@ def init(db: Database) -> InitReport:
         with raw.cursor() as cur:  # no parameters: the functions' % are plpgsql's
             for sql in _FUNCTIONS:
                 cur.execute(sql)
-        for sql in _trigger_statements():
+        for sql in _trigger_statements(g):
             conn.execute(text(sql))
     return InitReport(database, groups, created, tables, n_policies)
 
@@ -754,6 +977,8 @@ def add(db: Database, user: str, role: str, password: str | None = None) -> Team
                 if r != role:
                     conn.execute(text(f"REVOKE {_q(g)} FROM {_q(user)}"))
         conn.execute(text(f"GRANT {_q(target)} TO {_q(user)}"))
+        database = _database(conn)  # no temporary tables (see init)
+        conn.execute(text(f"REVOKE TEMPORARY ON DATABASE {_q(database)} FROM {_q(user)}"))
         if grader is None:
             conn.execute(
                 text(

@@ -16,6 +16,7 @@ This view unblinds models and graders: it exists only in a coordinator window.
 
 from __future__ import annotations
 
+import contextlib
 import json
 
 from PySide6.QtCore import Qt, Signal
@@ -44,6 +45,7 @@ from gradercal.db.adjudication import (
     AdjudicationStore,
     AdjudicationValue,
     GraderVerdict,
+    StaleAdjudicationError,
     value_to_verdict,
 )
 from gradercal.errors import GradercalError, ValidationError
@@ -490,6 +492,16 @@ class QtAdjudicationView(QWidget):
             elif field == "adjudicator":
                 self.adjudicator.setFocus()
                 self.adjudicator.selectAll()
+            return False
+        except StaleAdjudicationError as exc:
+            # decided by someone else meanwhile: show their decision (history included)
+            # and keep this draft; saving it again replaces theirs on purpose
+            with contextlib.suppress(Exception):  # unreadable now: the message says enough
+                self.show_case(
+                    self.store.case(case.benchmark, case.response_id, case.criterion.id),
+                    keep_draft=True,
+                )
+            self.error.setText(f"Not saved: {exc}. Save again to replace it with yours.")
             return False
         except GradercalError as exc:
             self.error.setText(f"Not saved: {exc}")

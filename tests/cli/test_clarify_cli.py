@@ -49,7 +49,7 @@ def test_ask_list_show_answer_recheck_close(url: str) -> None:
     assert res.exit_code == 0, res.output
     assert res.output.strip() == "#1 open: P1 c1"
     res = gc("clarify", "ask", "P1", "c1", "--db", url, "--text", "And p = 0.06?", "--actor", "cy")
-    assert res.output.strip() == "#1 open: P1 c1"  # joined the open thread
+    assert res.output.strip() == "#1 open: P1 c1 (joins the open thread: 2 questions)"
 
     res = gc("clarify", "list", "--db", url, "--status", "open")
     assert res.exit_code == 0, res.output

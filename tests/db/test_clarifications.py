@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import func, inspect, select, text
@@ -270,5 +271,137 @@ def test_upgrade_from_0004_keeps_the_data(db_url: str) -> None:
         assert [g.answer for g in answered_for_criterion(db, bench, "OLD1", "c1")] == [
             "Exactly right."
         ]
+    finally:
+        db.dispose()
+
+
+def test_two_graders_flagging_at_the_same_moment_share_one_thread(
+    store: GradingStore, db_url: str
+) -> None:
+    """Two graders, each on their own connection, flag the same criterion unclear at the
+    same moment, 20 times: before the database kept one open thread per criterion, both
+    could find none and open one each (7 of 20 rounds on PostgreSQL). Now every round
+    ends with one open thread holding both questions."""
+    import threading
+
+    ana = _items(store, "ana", "P1")[0].assignment_id
+    bob = _items(store, "bob", "P1")[0].assignment_id
+    stores = [GradingStore(open_database(db_url)) for _ in range(2)]
+    rounds, errors = 20, []
+    try:
+        for r in range(rounds):
+            barrier = threading.Barrier(2)
+
+            def flag(i: int, aid: int, who: str, r: int = r, barrier: Any = barrier) -> None:
+                value = JudgmentValue(met=True, unclear=True, unclear_note=f"{who} asks, {r}")
+                barrier.wait()
+                try:
+                    stores[i].save_judgment(aid, "c1", value)
+                except Exception as exc:  # reported below
+                    errors.append(exc)
+
+            threads = [
+                threading.Thread(target=flag, args=(0, ana, "ana")),
+                threading.Thread(target=flag, args=(1, bob, "bob")),
+            ]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            assert not errors, errors
+            open_threads = [c for c in list_clarifications(store.db, BENCH) if c.status == "open"]
+            assert len(open_threads) == 1, f"round {r}: {len(open_threads)} open threads"
+            questions = {msg.text for msg in open_threads[0].messages}
+            assert questions == {f"ana asks, {r}", f"bob asks, {r}"}
+            close(store.db, open_threads[0].id, actor="coordinator")
+    finally:
+        for s in stores:
+            s.db.dispose()
+    assert _count(store, m.Clarification) == rounds
+
+
+def test_upgrade_to_0007_merges_duplicate_open_threads_and_keeps_response_order(
+    db_url: str,
+) -> None:
+    """A 0006 database where a race left two open threads on one criterion: the upgrade
+    keeps the older one open with every question of both (the later is closed), and
+    gives existing responses their id as position (ids followed the file until then)."""
+    from alembic import command
+
+    from gradercal.db.session import alembic_config, make_engine, resolve_url
+
+    engine = make_engine(resolve_url(db_url))
+    try:
+        cfg = alembic_config(engine)
+        with engine.begin() as conn:
+            cfg.attributes["connection"] = conn
+            command.upgrade(cfg, "0006")
+        with engine.begin() as conn:
+            conn.execute(
+                text(
+                    "INSERT INTO benchmark (name, pass_threshold, format_version, created_at) "
+                    "VALUES ('old', 0.7, 1, CURRENT_TIMESTAMP)"
+                )
+            )
+            conn.execute(
+                text(
+                    "INSERT INTO task (benchmark_id, external_id, position, prompt, tags, "
+                    "metadata, content_hash, created_at) SELECT id, 'OLD1', 0, 'p', '[]', "
+                    "'{}', 'h', CURRENT_TIMESTAMP FROM benchmark"
+                )
+            )
+            conn.execute(
+                text(
+                    "INSERT INTO criterion (task_id, external_id, position, text, points, tags, "
+                    "kind, levels) SELECT id, 'c1', 0, 'Is right', 3, '[]', 'judgment', 2 "
+                    "FROM task"
+                )
+            )
+            for ext in ("r-b", "r-a"):
+                conn.execute(
+                    text(
+                        "INSERT INTO response (benchmark_id, task_id, external_id, model, text, "
+                        "content_hash, created_at) SELECT benchmark_id, id, :e, 'm', 't', 'h', "
+                        "CURRENT_TIMESTAMP FROM task"
+                    ),
+                    {"e": ext},
+                )
+            for who in ("ana", "bob", "cleo"):
+                status = "answered" if who == "cleo" else "open"
+                cid = conn.execute(
+                    text(
+                        "INSERT INTO clarification (benchmark_id, task_id, criterion_id, status, "
+                        "question, asked_by, asked_at, updated_at) SELECT t.benchmark_id, t.id, "
+                        "c.id, :s, :q, :w, CURRENT_TIMESTAMP, CURRENT_TIMESTAMP FROM criterion c "
+                        "JOIN task t ON t.id = c.task_id RETURNING id"
+                    ),
+                    {"s": status, "q": f"{who} asks", "w": who},
+                ).scalar_one()
+                conn.execute(
+                    text(
+                        "INSERT INTO clarification_message (clarification_id, kind, author, text, "
+                        "created_at) VALUES (:c, 'question', :w, :q, CURRENT_TIMESTAMP)"
+                    ),
+                    {"c": cid, "w": who, "q": f"{who} asks"},
+                )
+        with engine.begin() as conn:
+            cfg.attributes["connection"] = conn
+            command.upgrade(cfg, "head")
+        with engine.connect() as conn:
+            order = conn.execute(
+                text("SELECT external_id FROM response ORDER BY position")
+            ).scalars()
+            assert list(order) == ["r-b", "r-a"]
+    finally:
+        engine.dispose()
+    db = open_database(db_url)
+    try:
+        threads = {c.asked_by: c for c in list_clarifications(db, "old")}
+        assert (threads["ana"].status, threads["bob"].status) == ("open", "closed")
+        assert [msg.text for msg in threads["ana"].messages] == ["ana asks", "bob asks"]
+        assert threads["bob"].messages == () and threads["cleo"].status == "answered"
+        # the index now keeps one open thread per criterion
+        joined = ask(db, "old", "OLD1", "c1", "dan asks", actor="dan")
+        assert joined.id == threads["ana"].id
     finally:
         db.dispose()

@@ -350,3 +350,64 @@ def test_task_review_conflicts_keep_database_or_packet(team: Database, tmp_path:
     assert comments[:2] == ["before", "online"]
     assert not merge_packet(team, path).changed
     assert check(team, blobs=False).ok
+
+
+@pytest.mark.parametrize("first", ["none", "earlier"])
+def test_two_adjudicators_deciding_one_unit_at_once_decide_once(team: Database, first: str) -> None:
+    """Two adjudicators open the same unit (not yet decided, or decided earlier) and
+    decide it at the same moment, each on their own connection: one decision is stored,
+    the other is refused showing it (as a grading conflict is), never silently replaced.
+    Deciding again on the reloaded case replaces it on purpose, with history."""
+    from gradercal.db.adjudication import AdjudicationStore
+
+    store = GradingStore(team)
+    aid = store.queue("k-ana")[0].assignment_id
+    crit = judgment_criteria(store, "k-ana", aid)[0]
+    with team.read() as s:
+        response = s.execute(
+            select(m.Response.external_id)
+            .join(m.Assignment, m.Assignment.response_id == m.Response.id)
+            .where(m.Assignment.id == aid)
+        ).scalar_one()
+    if first == "earlier":
+        Repository(team).adjudicate(None, response, crit, met=True, adjudicator="chair")
+    for rnd in range(5):
+        cases = [AdjudicationStore(team).case(None, response, crit) for _ in range(2)]
+        before = 0 if cases[0].current is None else cases[0].current.revision
+        barrier = threading.Barrier(2)
+        results: dict[str, Any] = {}
+
+        def decide(
+            who: str, verdict: str, case: Any, barrier: Any = barrier, results: Any = results
+        ) -> None:
+            db = open_database(team.url)
+            try:
+                barrier.wait()
+                AdjudicationStore(db).record(case, verdict, f"{who} says so", who)
+                results[who] = "ok"
+            except ConflictError as exc:  # StaleAdjudicationError
+                results[who] = exc
+            finally:
+                db.dispose()
+
+        threads = [
+            threading.Thread(target=decide, args=(f"adj-{n}-{rnd}", v, c))
+            for n, (v, c) in enumerate(zip(("met", "not_met"), cases, strict=True))
+        ]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=120)
+        winners = [w for w, r in results.items() if r == "ok"]
+        assert len(results) == 2 and len(winners) == 1, results
+        loser = next(r for r in results.values() if r != "ok")
+        stored = AdjudicationStore(team).case(None, response, crit)
+        assert stored.current is not None and stored.current.adjudicator == winners[0]
+        assert stored.current.revision == before + 1
+        assert loser.current["adjudicator"] == winners[0]
+        assert winners[0] in str(loser) and f"{winners[0]} says so" in str(loser)
+    # deciding again on the reloaded case replaces the decision, keeping the earlier ones
+    fresh = AdjudicationStore(team).case(None, response, crit)
+    done = AdjudicationStore(team).record(fresh, "met", "on purpose", "adj-last")
+    assert done.current is not None and done.current.adjudicator == "adj-last"
+    assert len(done.history) == done.current.revision - 1

@@ -377,3 +377,59 @@ def test_check_reports_values_their_history_does_not_explain(store: GradingStore
         )
     problems = {p.check for p in check(store.db, blobs=False).problems}
     assert {"judgment.history_ahead", "revision.repeated"} <= problems
+
+
+def test_check_reports_verdicts_gone_from_submitted_items_without_a_record(
+    store: GradingStore,
+) -> None:
+    """A verdict deleted from a submitted item leaves no history row of its own when the
+    deletion went unrecorded (a temporary ``revision`` table in team mode, before #30, or
+    a plain ``DELETE`` on SQLite): ``check`` reports it; a deletion recorded as
+    ``judgment_deleted`` (the team trigger's row) is explained; a verdict given under a
+    task version the task never had is reported too."""
+    from sqlalchemy import text
+
+    from gradercal.db.maintenance import check
+
+    store.create_grader(GRADER)
+    item = next(i for i in store.ensure_queue(GRADER, BENCH) if i.task_id == "P1")
+    loaded = store.load_item(GRADER, item.assignment_id)
+    for c in loaded.task.criteria:
+        value = JudgmentValue(level=2) if c.levels == 3 else JudgmentValue(met=True)
+        store.save_judgment(item.assignment_id, c.id, value)
+    store.submit(item.assignment_id)
+    assert check(store.db, blobs=False).ok
+    with store.db.engine.begin() as conn:
+        rows = conn.execute(
+            text(
+                "SELECT j.id, j.grader_id, j.response_id, j.criterion_id FROM judgment j "
+                "JOIN assignment a ON a.grader_id = j.grader_id "
+                "AND a.response_id = j.response_id WHERE a.id = :a ORDER BY j.id"
+            ),
+            {"a": item.assignment_id},
+        ).all()
+        conn.execute(
+            text("DELETE FROM judgment WHERE id IN (:x, :y)"), {"x": rows[0].id, "y": rows[1].id}
+        )
+    report = check(store.db, blobs=False)
+    assert [(p.check, p.count) for p in report.problems] == [("assignment.verdicts_missing", 2)]
+    with store.db.engine.begin() as conn:  # one of the two deletions recorded
+        r = rows[0]
+        conn.execute(
+            text(
+                "INSERT INTO revision (entity, entity_id, revision, data, actor, source, "
+                "changed_at) VALUES ('judgment_deleted', :j, 1, :d, 'lead', 'sql-delete', "
+                "CURRENT_TIMESTAMP)"
+            ),
+            {
+                "j": r.id,
+                "d": f'{{"grader_id": {r.grader_id}, "response_id": {r.response_id}, '
+                f'"criterion_id": {r.criterion_id}, "met": true}}',
+            },
+        )
+        conn.execute(text("UPDATE judgment SET task_version = 9 WHERE id = :j"), {"j": rows[2].id})
+    report = check(store.db, blobs=False)
+    assert [(p.check, p.count) for p in report.problems] == [
+        ("judgment.task_version", 1),
+        ("assignment.verdicts_missing", 1),
+    ]

@@ -215,3 +215,31 @@ def test_save_and_next_is_listed_in_f1_and_on_its_button(
     with qtbot.assertNotEmitted(view.next_requested):
         assert not view.save_and_next()
     assert "note" in view.error.text()
+
+
+def test_a_decision_stored_meanwhile_is_shown_not_replaced(
+    qtbot: Any, store: AdjudicationStore
+) -> None:
+    """Two adjudicators on one unit: the second to save is refused, sees the first's
+    decision (in the message and the history) with their own draft kept, and replaces it
+    only by saving again."""
+    view = QtAdjudicationView(store, "zoe")
+    qtbot.addWidget(view)
+    with qtbot.waitSignal(view.case_loaded, timeout=30_000):
+        view.open_case(None, "T01-atlas", "c2")
+    view.verdict_buttons["met"].click()
+    view.note.setPlainText("Mentions batch 2.")
+    # another adjudicator decides the unit in between
+    other = store.case(None, "T01-atlas", "c2")
+    store.record(other, "not_met", "Blames the donors.", "yann")
+    assert view.save() is False
+    message = view.error.text()
+    assert "adjudicated by yann" in message and "Blames the donors." in message
+    assert view.history.topLevelItem(0).text(1) == "yann"
+    assert view.note.toPlainText() == "Mentions batch 2." and view.verdict == "met"
+    stored = store.case(None, "T01-atlas", "c2").current
+    assert stored is not None and stored.adjudicator == "yann"
+    assert view.save() is True  # on purpose now
+    stored = store.case(None, "T01-atlas", "c2").current
+    assert stored is not None and (stored.adjudicator, stored.revision) == ("zoe", 2)
+    qtbot.waitUntil(lambda: qt_workers.pending_jobs() == 0, timeout=30_000)
