@@ -10,7 +10,7 @@ note again (say, with another rationale) adds nothing, a grader whose last quest
 the open thread says the same is not repeated, and a note edited while its thread is
 open revises the question it asked (the grading app saves after every pause in
 typing). A flag without a note asks nothing. A criterion has at most one open thread:
-the database keeps it so (a partial unique index, 0007), and a flagger whose thread was
+the database keeps it so (a partial unique index, 0008), and a flagger whose thread was
 opened by another at the same moment joins that one.
 :func:`ask` asks without a judgment (the ``gradercal clarify ask`` command).
 

@@ -153,7 +153,7 @@ class Response(Base):
     answer: Mapped[Any | None] = mapped_column(JSON)
     content_hash: Mapped[str] = mapped_column(String(64))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
-    #: the order of the file it was imported from (0007): what outputs list responses by.
+    #: the order of the file it was imported from (0008): what outputs list responses by.
     #: Row ids follow another order, which graders cannot tell models apart by.
     position: Mapped[int] = mapped_column(Integer, default=0, server_default=_ZERO)
 
@@ -372,7 +372,7 @@ class Clarification(Base):
     __tablename__ = "clarification"
     __table_args__ = (
         Index("ix_clarification_criterion_status", "criterion_id", "status"),
-        # one open thread per criterion (0007): two flaggers at once join one thread
+        # one open thread per criterion (0008): two flaggers at once join one thread
         Index(
             "uq_clarification_open_criterion",
             "criterion_id",

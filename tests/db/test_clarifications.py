@@ -320,10 +320,10 @@ def test_two_graders_flagging_at_the_same_moment_share_one_thread(
     assert _count(store, m.Clarification) == rounds
 
 
-def test_upgrade_to_0007_merges_duplicate_open_threads_and_keeps_response_order(
+def test_upgrade_to_0008_merges_duplicate_open_threads_and_keeps_response_order(
     db_url: str,
 ) -> None:
-    """A 0006 database where a race left two open threads on one criterion: the upgrade
+    """A 0007 database where a race left two open threads on one criterion: the upgrade
     keeps the older one open with every question of both (the later is closed), and
     gives existing responses their id as position (ids followed the file until then)."""
     from alembic import command
@@ -335,7 +335,7 @@ def test_upgrade_to_0007_merges_duplicate_open_threads_and_keeps_response_order(
         cfg = alembic_config(engine)
         with engine.begin() as conn:
             cfg.attributes["connection"] = conn
-            command.upgrade(cfg, "0006")
+            command.upgrade(cfg, "0007")
         with engine.begin() as conn:
             conn.execute(
                 text(
