@@ -114,6 +114,9 @@ __all__ = [
     "assert_no_leakage",
     "binary_figures",
     "consensus_units",
+    "contrastive_pairs",
+    "development_evidence",
+    "development_units",
     "evaluate_held_out",
     "holm_levels",
     "split_tasks",
@@ -777,3 +780,119 @@ def _corrected(
             proven_better=bool(proven),
         )
     return [o for o in out if o is not None]
+
+
+# ----------------------------------------------------------------------------- evidence
+
+
+def development_evidence(
+    frames: Frames,
+    judge: str,
+    split: TaskSplit,
+    *,
+    tasks: Iterable[Any] | None = None,
+) -> pd.DataFrame:
+    """The evidence an optimizer may see: the judge's disagreements on development tasks.
+
+    One row per unit of ``tasks`` (default: the split's development tasks) with a decided
+    consensus where ``judge``'s verdict differs from it. The tasks are checked with
+    :func:`assert_no_leakage` *before* anything is read, so a held-out task raises
+    :class:`HeldOutLeakage`.
+
+    Returns:
+        ``task_id``, ``response_id``, ``criterion_id``, ``criterion_key``
+        (``task/criterion``), ``criterion_text``, ``points``, ``judge_met``,
+        ``consensus_met``, ``rationales`` (the humans' rationales, list), ``notes`` (the
+        adjudication note, list); sorted by task, response, criterion.
+    """
+    source = list(split.development if tasks is None else tasks)
+    assert_no_leakage(source, split, what="optimizer evidence")
+    dev = development_units(frames, judge, source)
+    wrong = dev.loc[dev["judge_met"] != dev["consensus_met"]]
+    return wrong.reset_index(drop=True)
+
+
+def development_units(frames: Frames, judge: str, tasks: Iterable[Any]) -> pd.DataFrame:
+    """Every unit of ``tasks`` with a consensus and a verdict of ``judge``, with its evidence.
+
+    Columns as :func:`development_evidence` (agreements included). The caller checks
+    the tasks against the split (:func:`development_evidence` does).
+    """
+    units = consensus_units(frames, tasks)
+    j = frames.judgments
+    jv = j.loc[j["grader"] == judge, ["response_id", "criterion_id", "met"]].dropna(subset=["met"])
+    jv = jv.drop_duplicates(["response_id", "criterion_id"], keep="last").rename(
+        columns={"met": "judge_met"}
+    )
+    out = units.rename(columns={"met": "consensus_met"}).merge(
+        jv, on=["response_id", "criterion_id"], how="inner"
+    )
+    out["judge_met"] = out["judge_met"].astype(bool)
+    humans = j.loc[(j["grader_kind"] == "human") & j["rationale"].notna()]
+    why = humans.groupby(["response_id", "criterion_id"])["rationale"].agg(
+        lambda s: [str(x) for x in s if str(x).strip()]
+    )
+    adj = frames.adjudications
+    notes = (
+        adj.loc[adj["note"].notna()]
+        .groupby(["response_id", "criterion_id"])["note"]
+        .agg(lambda s: [str(x) for x in s if str(x).strip()])
+    )
+    keys = list(zip(out["response_id"], out["criterion_id"], strict=True))
+    out["rationales"] = [list(why.get(k, [])) for k in keys]
+    out["notes"] = [list(notes.get(k, [])) for k in keys]
+    crit = frames.criteria.drop_duplicates(["task_id", "criterion_id"], keep="last")
+    text = dict(
+        zip(zip(crit["task_id"], crit["criterion_id"], strict=True), crit["text"], strict=True)
+    )
+    out["criterion_text"] = [
+        str(text.get((t, c), "")) for t, c in zip(out["task_id"], out["criterion_id"], strict=True)
+    ]
+    out["criterion_key"] = [
+        f"{t}/{c}" for t, c in zip(out["task_id"], out["criterion_id"], strict=True)
+    ]
+    cols = [
+        "task_id",
+        "response_id",
+        "criterion_id",
+        "criterion_key",
+        "criterion_text",
+        "points",
+        "judge_met",
+        "consensus_met",
+        "rationales",
+        "notes",
+    ]
+    return out.loc[:, cols].reset_index(drop=True)
+
+
+def contrastive_pairs(dev_units: pd.DataFrame, max_pairs: int = 3) -> list[tuple[int, int]]:
+    """Row pairs (met, not met) of one criterion where the judge erred, from ``dev_units``.
+
+    For each criterion (``criterion_key``) with at least one judge error and both a
+    consensus-met and a consensus-not-met unit, the first erring unit and the first unit
+    of the other consensus class (row order); criteria with the most errors first, then by
+    key; at most ``max_pairs`` pairs. ``dev_units`` comes from :func:`development_units`.
+    """
+    d = dev_units.reset_index(drop=True)
+    err = d["judge_met"] != d["consensus_met"]
+    grouped = err.groupby(d["criterion_key"]).sum()
+    counts = {str(k): int(n) for k, n in grouped.items()}
+    ranked = sorted((k for k, n in counts.items() if n > 0), key=lambda k: (-counts[k], k))
+    out: list[tuple[int, int]] = []
+    for key in ranked:
+        rows = d.index[d["criterion_key"] == key]
+        wrong = [int(i) for i in rows if bool(err[i])]
+        first = wrong[0]
+        other = [
+            int(i)
+            for i in rows
+            if bool(d.at[i, "consensus_met"]) != bool(d.at[first, "consensus_met"])
+        ]
+        if not other:
+            continue
+        pair = (first, other[0]) if bool(d.at[first, "consensus_met"]) else (other[0], first)
+        out.append(pair)
+        if len(out) >= max_pairs:
+            break
+    return out
