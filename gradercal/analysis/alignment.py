@@ -67,7 +67,9 @@ tests/analysis/test_alignment_sim.py. With ``m = 1``, ``ci_corrected = ci``.
 (``p_by``), for an FDR reading; they do not decide anything.
 
 A candidate is **proven better** only by the corrected lower bound of its *kappa*
-difference; balanced accuracy is corrected the same way (its own family) and reported.
+difference, and only with at least ``min_tasks`` held-out tasks (default
+:data:`~gradercal.stats.bootstrap.FEW_CLUSTERS` = 10: below that the cluster bootstrap's
+intervals are unreliable, so they are reported but prove nothing); balanced accuracy is corrected the same way (its own family) and reported.
 
 References: Holm (1979), *Scand. J. Statist.* 6:65; Benjamini & Yekutieli (2001),
 *Ann. Statist.* 29:1165; Davison & Hinkley (1997) §3.8 (cluster bootstrap).
@@ -91,6 +93,7 @@ from gradercal.frames import Frames
 from gradercal.model import DEFAULT_PASS_THRESHOLD
 from gradercal.stats.bootstrap import (
     DEFAULT_CI_METHOD,
+    FEW_CLUSTERS,
     BootResult,
     CiMethod,
     interval_levels,
@@ -632,6 +635,7 @@ def evaluate_held_out(
     method: CiMethod = DEFAULT_CI_METHOD,
     pass_threshold: float = DEFAULT_PASS_THRESHOLD,
     weights: npt.NDArray[np.int64] | None = None,
+    min_tasks: int = FEW_CLUSTERS,
 ) -> HeldOutEvaluation:
     """Evaluate the baseline and every candidate on the held-out units.
 
@@ -647,6 +651,9 @@ def evaluate_held_out(
         pass_threshold: The pass rule's threshold.
         weights: Resampling weights ``(n_boot, n_tasks)`` to use instead of drawing them
             (simulations share one matrix across benchmarks of the same size).
+        min_tasks: Fewest held-out tasks for a proof (default
+            :data:`~gradercal.stats.bootstrap.FEW_CLUSTERS`, 10): with fewer, intervals
+            are reported (with the bootstrap's "unreliable" note) but nothing is proven.
 
     Raises:
         ValueError: Shapes disagree, fewer than two held-out tasks, or no candidate.
@@ -687,7 +694,7 @@ def evaluate_held_out(
         reps[k] = [diff[i] for i in range(m)]
     paired: dict[str, list[PairedFigure]] = {k: [] for k in METRICS}
     for k in METRICS:
-        paired[k] = _corrected(est[k], reps[k], n_boot, n_tasks, ci, method)
+        paired[k] = _corrected(est[k], reps[k], n_boot, n_tasks, ci, method, min_tasks)
     base_fig = _judge_figures(units, baseline, pass_threshold)
     evals = tuple(
         CandidateEvaluation(
@@ -721,6 +728,7 @@ def _corrected(
     n_tasks: int,
     ci: float,
     method: CiMethod,
+    min_tasks: int,
 ) -> list[PairedFigure]:
     """Uncorrected and Holm-corrected intervals of one figure's differences."""
     m = len(estimates)
@@ -763,7 +771,13 @@ def _corrected(
         e = estimates[i]
         level = levels[rank - 1] if still else bonferroni
         corrected = interval(int(i), level)
-        proven = still and e is not None and corrected.ci_low is not None and corrected.ci_low > 0.0
+        proven = (
+            still
+            and e is not None
+            and corrected.ci_low is not None
+            and corrected.ci_low > 0.0
+            and n_tasks >= min_tasks
+        )
         if still and not proven:
             still = False
             if level != bonferroni:

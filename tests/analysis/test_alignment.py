@@ -169,3 +169,14 @@ def test_sorted_quantiles_equal_numpy_quantile() -> None:
     assert _sorted_quantiles(np.sort(x), levels) == pytest.approx(
         tuple(np.quantile(x, levels)), rel=1e-12
     )
+
+
+def test_too_few_held_out_tasks_prove_nothing() -> None:
+    units, c = _units(6, 20)
+    rng = np.random.default_rng(5)
+    base = np.where(rng.random(len(c)) < 0.3, ~c, c).astype(float)
+    ev = evaluate_held_out(units, base, {"perfect": c.astype(float)}, n_boot=300, seed=5)
+    p = ev.candidates[0].paired["kappa"]
+    assert p.interval.ci_low is not None and p.interval.ci_low > 0  # a clear gain ...
+    assert not p.proven_better  # ... but 6 tasks (< 10) prove nothing
+    assert p.interval.note is not None and "unreliable" in p.interval.note
