@@ -1112,6 +1112,7 @@ def align(
         frames, judge_name, split, baseline, candidates, finalists, held_frame, base_arr,
         held_verdicts, n_boot, seed, spent,
     )  # fmt: skip
+    certificate["certificate_id"] = store.save_certificate(info, benchmark, certificate)
     if as_json:
         emit_json(certificate)
         return
@@ -1380,3 +1381,26 @@ def _print_align(cert: dict[str, Any]) -> None:
         else (cert.get("note") or "no candidate is proven better; the baseline is kept")
     )
     click.echo(f"cost: ${cert['cost']['usd']:.4f}, {cert['cost']['requests']} requests")
+
+
+@judge.command("certificates")
+@db_option
+@click.option("--judge", "judge_name", metavar="NAME", help="Only this judge's certificates.")
+@json_option
+@handle_errors
+def certificates(db: str | None, judge_name: str | None, as_json: bool) -> None:
+    """The stored certificates of `judge align`, newest first (docs/alignment.md)."""
+    rows = _store(db).certificates(judge_name)
+    if as_json:
+        emit_json(rows)
+        return
+    if not rows:
+        click.echo("no judge certificate stored")
+    for r in rows:
+        cert = r["certificate"]
+        click.echo(
+            f"{r['id']:>4}  {r['judge']}  {r['created_at'][:19]}  "
+            f"baseline {cert['baseline']['prompt_version'][:12]} → chosen "
+            f"{cert['chosen']['prompt_version'][:12]}  "
+            + ("proven better" if r["proven_better"] else "not proven (baseline kept)")
+        )

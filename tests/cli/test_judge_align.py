@@ -100,6 +100,11 @@ def test_align_prints_the_certificate_and_improves_on_held_out(demo_db: str) -> 
     assert cert["proven_better"] == any(cert["heldout"][v]["proven_better"] for v in finalists)
     assert cert["cost"]["requests"] > 0
     assert set(cert["alt_test"]) == {base, *finalists}
+    # the certificate is stored, and read back whole
+    stored = json.loads(_cli("certificates", "--db", demo_db, "--judge", "j", "--json"))
+    assert [r["id"] for r in stored] == [cert["certificate_id"]]
+    assert stored[0]["certificate"]["split"] == cert["split"]
+    assert stored[0]["proven_better"] is False
 
 
 def test_align_with_a_null_judge_keeps_the_baseline(demo_db: str) -> None:
