@@ -180,3 +180,21 @@ def test_too_few_held_out_tasks_prove_nothing() -> None:
     assert p.interval.ci_low is not None and p.interval.ci_low > 0  # a clear gain ...
     assert not p.proven_better  # ... but 6 tasks (< 10) prove nothing
     assert p.interval.note is not None and "unreliable" in p.interval.note
+
+
+def test_development_evidence_comes_from_development_tasks_only() -> None:
+    from gradercal.analysis.alignment import consensus_units, development_evidence
+    from gradercal.formats import read_folder
+    from gradercal.frames import frames_from_data
+    from tests.conftest import ROOT
+
+    frames = frames_from_data(read_folder(ROOT / "samples" / "demo"))
+    tasks = frames.tasks.loc[frames.tasks["task_id"].isin(set(consensus_units(frames)["task_id"]))]
+    s = split_tasks(tasks, 0.3, seed=0)
+    ev = development_evidence(frames, "judge-gpt", s)
+    assert len(ev) > 0 and set(ev["task_id"]) <= set(s.development)
+    assert (ev["judge_met"] != ev["consensus_met"]).all()
+    assert ev["criterion_key"].str.contains("/").all()
+    # handing the optimizer one held-out task's evidence fails before anything is read
+    with pytest.raises(HeldOutLeakage, match=s.held_out[0]):
+        development_evidence(frames, "judge-gpt", s, tasks=[*s.development, s.held_out[0]])
