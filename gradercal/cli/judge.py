@@ -1178,11 +1178,19 @@ def _align_candidates(
             http_backend=conn.http,  # type: ignore[arg-type]
         )  # fmt: skip
 
+        cache = store.cache()
+        cache_key = client.cache_key(client.request_body(messages), 0)
+        known = cache.get_many([cache_key])  # a re-run asks the optimizer nothing new
+
         async def ask() -> Any:
             async with client:
-                return await client.sample(messages, check=lambda c: ja.parse_guidance(c, keys))
+                return await client.sample(
+                    messages, 0, known, check=lambda c: ja.parse_guidance(c, keys)
+                )
 
         outcome = asyncio.run(ask())
+        if outcome.cache_value is not None:
+            cache.put_many([(outcome.cache_key, outcome.cache_value)], optimizer_model)
         spent["prompt_tokens"] += outcome.prompt_tokens
         spent["completion_tokens"] += outcome.completion_tokens
         spent["requests"] += outcome.attempts

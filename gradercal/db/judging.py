@@ -801,6 +801,11 @@ class DbCache:
                     out[key] = reply
         return out
 
+    def put_many(self, entries: Sequence[tuple[str, dict[str, Any]]], model: str) -> None:
+        """Keep replies obtained outside a judge run (e.g. the alignment optimizer's)."""
+        with self.db.write() as s:
+            _insert_cache_rows(s, entries, model)
+
     def __len__(self) -> int:
         from sqlalchemy import func
 
@@ -1023,7 +1028,15 @@ def _insert_cache(
 ) -> None:
     if not entries:
         return
-    model = str(batch[0].provenance.get("model", ""))[:200]
+    _insert_cache_rows(s, entries, str(batch[0].provenance.get("model", "")))
+
+
+def _insert_cache_rows(
+    s: Session, entries: Sequence[tuple[str, dict[str, Any]]], model: str
+) -> None:
+    if not entries:
+        return
+    model = model[:200]
     rows: list[dict[str, Any]] = list(
         {k: {"key": k, "model": model, "reply": v} for k, v in entries}.values()
     )

@@ -126,3 +126,21 @@ def test_align_dry_run_sends_nothing(demo_db: str) -> None:
         )
         assert srv.stats.requests == before
     assert out["dry_run"] is True and out["estimate"]["requests"] > 0
+
+
+def test_align_again_asks_the_server_nothing_new(demo_db: str) -> None:
+    """A second run (e.g. after a kill) reuses every reply: the optimizer's and the
+    candidates' come from the reply cache, and the certificate's figures are the same."""
+    with AlignJudgeServer(_answers(demo_db)) as srv:
+        first = _align(demo_db, srv)
+        before = srv.stats.requests
+        conn = ["--model", "m", "--base-url", srv.base_url, "--api-key-env", KEY_ENV]
+        again = json.loads(
+            _cli("align", "--db", demo_db, "--judge", "j", *conn, "--json", "--n-boot", "500")
+        )
+        assert srv.stats.requests == before
+        assert srv.optimizer_calls == 1
+    assert again["heldout"] == first["heldout"]
+    assert [c["prompt_version"] for c in again["candidates"]] == [
+        c["prompt_version"] for c in first["candidates"]
+    ]
