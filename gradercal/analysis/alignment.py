@@ -122,6 +122,7 @@ __all__ = [
     "development_units",
     "evaluate_held_out",
     "holm_levels",
+    "split_from_held_out",
     "split_tasks",
     "verdicts_on",
 ]
@@ -153,6 +154,8 @@ class TaskSplit:
         seed: The seed of the split.
         holdout_share: The share asked for.
         strata: ``{"workflow / domain": [n development, n held out]}``.
+        source: ``"split"`` (drawn by :func:`split_tasks`) or where the held-out tasks
+            came from (e.g. ``"calibration 3"``, :func:`split_from_held_out`).
     """
 
     development: tuple[str, ...]
@@ -160,6 +163,7 @@ class TaskSplit:
     seed: int
     holdout_share: float
     strata: Mapping[str, tuple[int, int]] = field(default_factory=dict)
+    source: str = "split"
 
     def as_json(self) -> dict[str, Any]:
         """``{"development": [...], "held_out": [...], "seed", "holdout_share", "strata"}``."""
@@ -169,6 +173,7 @@ class TaskSplit:
             "seed": self.seed,
             "holdout_share": self.holdout_share,
             "strata": {k: list(v) for k, v in self.strata.items()},
+            "source": self.source,
         }
 
 
@@ -232,6 +237,41 @@ def split_tasks(
         seed=int(seed),
         holdout_share=float(holdout_share),
         strata=counts,
+    )
+
+
+def split_from_held_out(
+    tasks: pd.DataFrame, held_out: Iterable[Any], seed: int = 0, *, source: str = "given"
+) -> TaskSplit:
+    """The split whose held-out tasks are given (e.g. a saved calibration's held-out tasks).
+
+    ``tasks`` (``task_id``, optionally ``workflow``, ``domain``) are the tasks with a
+    consensus; held-out ids not among them are ignored, the others are development tasks.
+
+    Raises:
+        ValueError: No given held-out task is among ``tasks``, or none is left for
+            development.
+    """
+    df = tasks.drop_duplicates("task_id", keep="last")
+    ids = [str(t) for t in df["task_id"]]
+    held = {str(t) for t in held_out} & set(ids)
+    if not held:
+        raise ValueError(f"none of the {source} held-out tasks has an expert consensus")
+    if len(held) == len(ids):
+        raise ValueError(f"the {source} held-out tasks leave no development task")
+    wf = [_level(x) for x in df["workflow"]] if "workflow" in df else [_MISSING] * len(ids)
+    dm = [_level(x) for x in df["domain"]] if "domain" in df else [_MISSING] * len(ids)
+    counts: dict[str, list[int]] = {}
+    for t, w, d in zip(ids, wf, dm, strict=True):
+        c = counts.setdefault(f"{w} / {d}", [0, 0])
+        c[1 if t in held else 0] += 1
+    return TaskSplit(
+        development=tuple(sorted(set(ids) - held)),
+        held_out=tuple(sorted(held)),
+        seed=int(seed),
+        holdout_share=len(held) / len(ids),
+        strata={k: (v[0], v[1]) for k, v in sorted(counts.items())},
+        source=source,
     )
 
 

@@ -948,6 +948,11 @@ def runs(db: str | None, judge_name: str | None, as_json: bool) -> None:
 )
 @click.option("--seed", default=0, show_default=True, type=int, help="Seed of the split.")
 @click.option(
+    "--holdout-from-calibration",
+    is_flag=True,
+    help="Hold out the tasks the judge's active calibration held out (instead of a new split).",
+)
+@click.option(
     "--max-candidates",
     default=1,
     show_default=True,
@@ -967,6 +972,7 @@ def align(
     optimizer_model: str | None,
     holdout_share: float,
     seed: int,
+    holdout_from_calibration: bool,
     max_candidates: int,
     n_boot: int,
     dry_run: bool,
@@ -1001,11 +1007,25 @@ def align(
     baseline = store.load_prompt(info.prompt_hash)
     frames = store.repo.load_frames(benchmark)
     units_all = al.consensus_units(frames)
-    split = al.split_tasks(
-        frames.tasks.loc[frames.tasks["task_id"].isin(set(units_all["task_id"]))],
-        holdout_share,
-        seed,
-    )
+    graded = frames.tasks.loc[frames.tasks["task_id"].isin(set(units_all["task_id"]))]
+    if holdout_from_calibration:
+        from gradercal.db.calibrations import load_calibration
+
+        saved = load_calibration(store.repo, benchmark, judge_name)
+        held = [] if saved is None else list(saved.split.get("held_out") or [])
+        if saved is None or not held:
+            raise GradercalError(
+                f"--holdout-from-calibration: judge {judge_name!r} has no active calibration "
+                "with held-out tasks (run `gradercal calibrate --holdout 0.3 --save` first)"
+            )
+        try:
+            split = al.split_from_held_out(
+                graded, held, int(saved.split.get("seed") or 0), source=f"calibration {saved.id}"
+            )
+        except ValueError as exc:
+            raise GradercalError(f"--holdout-from-calibration: {exc}") from None
+    else:
+        split = al.split_tasks(graded, holdout_share, seed)
     items = store.work_items(benchmark, None, Scope.parse("all"), baseline)
     by_key = {(it.response_id, it.criterion_id): it for it in items}
     dev_units = al.development_units(frames, judge_name, split.development)

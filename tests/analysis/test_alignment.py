@@ -198,3 +198,17 @@ def test_development_evidence_comes_from_development_tasks_only() -> None:
     # handing the optimizer one held-out task's evidence fails before anything is read
     with pytest.raises(HeldOutLeakage, match=s.held_out[0]):
         development_evidence(frames, "judge-gpt", s, tasks=[*s.development, s.held_out[0]])
+
+
+def test_split_from_given_held_out_tasks() -> None:
+    from gradercal.analysis.alignment import split_from_held_out
+
+    tasks = _tasks(12)
+    s = split_from_held_out(tasks, ["t01", "t05", "nope"], 4, source="calibration 7")
+    assert s.held_out == ("t01", "t05") and len(s.development) == 10
+    assert s.as_json()["source"] == "calibration 7" and s.seed == 4
+    assert sum(v[1] for v in s.strata.values()) == 2
+    with pytest.raises(ValueError, match="no development task"):
+        split_from_held_out(tasks, tasks["task_id"])
+    with pytest.raises(ValueError, match="has an expert consensus"):
+        split_from_held_out(tasks, ["nope"])

@@ -144,3 +144,22 @@ def test_align_again_asks_the_server_nothing_new(demo_db: str) -> None:
     assert [c["prompt_version"] for c in again["candidates"]] == [
         c["prompt_version"] for c in first["candidates"]
     ]
+
+
+def test_align_reuses_the_calibration_held_out_tasks(demo_db: str) -> None:
+    from gradercal.cli.analysis import calibrate
+
+    with AlignJudgeServer(_answers(demo_db)) as srv:
+        conn = ["--model", "m", "--base-url", srv.base_url, "--api-key-env", KEY_ENV]
+        _cli("run", "--db", demo_db, "--judge", "j", *conn, "--no-logprobs")
+        args = ["--db", demo_db, "--judge", "j", *conn, "--json", "--dry-run"]
+        missing = CliRunner().invoke(judge, ["align", *args, "--holdout-from-calibration"])
+        assert missing.exit_code == 1 and "no active calibration" in missing.output
+        res = CliRunner().invoke(
+            calibrate, ["--db", demo_db, "--judge", "j", "--holdout", "0.3", "--save", "--json"]
+        )
+        assert res.exit_code == 0, res.output
+        held = json.loads(res.output)["split"]["held_out"]
+        out = json.loads(_cli("align", *args, "--holdout-from-calibration"))
+    assert out["estimate"]["split"]["held_out"] == sorted(held)
+    assert out["estimate"]["split"]["source"].startswith("calibration ")
