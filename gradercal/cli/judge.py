@@ -1025,7 +1025,10 @@ def align(
         except ValueError as exc:
             raise GradercalError(f"--holdout-from-calibration: {exc}") from None
     else:
-        split = al.split_tasks(graded, holdout_share, seed)
+        try:
+            split = al.split_tasks(graded, holdout_share, seed)
+        except ValueError as exc:
+            raise GradercalError(f"--holdout-share: {exc}") from None
     items = store.work_items(benchmark, None, Scope.parse("all"), baseline)
     by_key = {(it.response_id, it.criterion_id): it for it in items}
     dev_units = al.development_units(frames, judge_name, split.development)

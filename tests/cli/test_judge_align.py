@@ -163,3 +163,11 @@ def test_align_reuses_the_calibration_held_out_tasks(demo_db: str) -> None:
         out = json.loads(_cli("align", *args, "--holdout-from-calibration"))
     assert out["estimate"]["split"]["held_out"] == sorted(held)
     assert out["estimate"]["split"]["source"].startswith("calibration ")
+
+
+def test_align_refuses_a_judge_never_run(demo_db: str) -> None:
+    """Bad input: a clear error naming the option, exit status 1, no traceback."""
+    conn = ["--model", "m", "--base-url", "http://127.0.0.1:9/v1", "--dry-run"]
+    res = CliRunner().invoke(judge, ["align", "--db", demo_db, "--judge", "nobody", *conn])
+    assert res.exit_code == 1 and "--judge: no judge 'nobody' has been run" in res.output
+    assert "Traceback" not in res.output
