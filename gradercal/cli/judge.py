@@ -339,6 +339,7 @@ def judge() -> None:
       gradercal judge run --judge gpt41mini --model gpt-4.1-mini --max-cost 5
       gradercal judge run --judge local --model qwen3 --base-url http://localhost:8000/v1
       gradercal judge probe --judge gpt41mini --limit 100
+      gradercal judge align --judge gpt41mini --model gpt-4.1-mini --json
       gradercal judge prompt list
     """
 
