@@ -237,6 +237,57 @@ class JudgeStore:
             ]
 
     # -- judges --------------------------------------------------------------------
+    # -- alignment certificates (0009) -------------------------------------------------
+    def save_certificate(
+        self, judge: JudgeInfo, benchmark: str | None, certificate: Mapping[str, Any]
+    ) -> int:
+        """Store the certificate of ``gradercal judge align``; returns its id.
+
+        Its ``baseline`` and ``chosen`` prompt versions must be stored already.
+        """
+        bench_id = self.repo.benchmark(benchmark).id
+        with self.db.write() as s:
+            ids: dict[str, int] = {}
+            for role in ("baseline", "chosen"):
+                digest = certificate[role]["prompt_version"]
+                found = s.scalar(
+                    select(m.PromptVersion.id).where(m.PromptVersion.content_hash == digest)
+                )
+                if found is None:
+                    raise NotFoundError(f"{role} prompt {str(digest)[:12]} is not stored")
+                ids[role] = found
+            row = m.JudgeCertificate(
+                grader_id=judge.grader_id,
+                benchmark_id=bench_id,
+                baseline_prompt_id=ids["baseline"],
+                chosen_prompt_id=ids["chosen"],
+                proven_better=bool(certificate.get("proven_better", False)),
+                certificate=dict(certificate),
+            )
+            s.add(row)
+            s.flush()
+            return row.id
+
+    def certificates(self, name: str | None = None) -> list[dict[str, Any]]:
+        """Stored alignment certificates, newest first (of judge ``name`` if given):
+        ``{"id", "judge", "proven_better", "created_at", "certificate"}``."""
+        c = m.JudgeCertificate
+        q = select(c, m.Grader.name).join(m.Grader, m.Grader.id == c.grader_id)
+        if name is not None:
+            q = q.where(m.Grader.name == name)
+        with self.db.read() as s:
+            rows = s.execute(q.order_by(c.id.desc())).all()
+            return [
+                {
+                    "id": r.id,
+                    "judge": judge,
+                    "proven_better": r.proven_better,
+                    "created_at": _aware(r.created_at).isoformat(),
+                    "certificate": dict(r.certificate),
+                }
+                for r, judge in rows
+            ]
+
     def judge(self, name: str) -> JudgeInfo | None:
         """The grader called ``name`` if it is a judge; None if there is no such grader."""
         with self.db.read() as s:
@@ -750,6 +801,11 @@ class DbCache:
                     out[key] = reply
         return out
 
+    def put_many(self, entries: Sequence[tuple[str, dict[str, Any]]], model: str) -> None:
+        """Keep replies obtained outside a judge run (e.g. the alignment optimizer's)."""
+        with self.db.write() as s:
+            _insert_cache_rows(s, entries, model)
+
     def __len__(self) -> int:
         from sqlalchemy import func
 
@@ -1027,7 +1083,15 @@ def _insert_cache(
         return
     if model_name is None:
         model_name = str(batch[0].provenance.get("model", ""))
-    model = model_name[:200]
+    _insert_cache_rows(s, entries, model_name)
+
+
+def _insert_cache_rows(
+    s: Session, entries: Sequence[tuple[str, dict[str, Any]]], model: str
+) -> None:
+    if not entries:
+        return
+    model = model[:200]
     rows: list[dict[str, Any]] = list(
         {k: {"key": k, "model": model, "reply": v} for k, v in entries}.values()
     )

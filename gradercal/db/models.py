@@ -234,6 +234,28 @@ class Calibration(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
+class JudgeCertificate(Base):
+    """The outcome of ``gradercal judge align`` (0009): a judge's prompt versions compared.
+
+    ``certificate`` is the command's JSON (docs/cli.md): the split (task ids, seed), every
+    candidate with its provenance, the held-out figures with paired and corrected
+    intervals, the alt-test, how many candidates were evaluated on the held-out tasks,
+    tokens and cost. ``chosen_prompt_id`` is the proven candidate, or the baseline when
+    none is proven (``proven_better`` false).
+    """
+
+    __tablename__ = "judge_certificate"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    grader_id: Mapped[int] = mapped_column(ForeignKey("grader.id", ondelete="CASCADE"))
+    benchmark_id: Mapped[int] = mapped_column(ForeignKey("benchmark.id", ondelete="CASCADE"))
+    baseline_prompt_id: Mapped[int] = mapped_column(ForeignKey("prompt_version.id"))
+    chosen_prompt_id: Mapped[int] = mapped_column(ForeignKey("prompt_version.id"))
+    proven_better: Mapped[bool] = mapped_column(Boolean, default=False)
+    certificate: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
 class Assignment(Base):
     __tablename__ = "assignment"
     __table_args__ = (UniqueConstraint("grader_id", "response_id"),)

@@ -34,7 +34,7 @@ import math
 import os
 import random
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 from urllib.parse import urlsplit, urlunsplit
@@ -639,6 +639,8 @@ class JudgeClient:
         messages: Sequence[Mapping[str, Any]],
         index: int = 0,
         cached: Mapping[str, Mapping[str, Any]] | None = None,
+        *,
+        check: Callable[[str | None], object] | None = None,
     ) -> SampleOutcome:
         """Ask for one verdict, with retries; never raises except :class:`JudgeFatalError`.
 
@@ -647,6 +649,11 @@ class JudgeClient:
                 content is text, or a list of text and image parts).
             index: Sample index (0 … samples−1), part of the cache key.
             cached: Replies already known, by cache key (see :meth:`cache_key`).
+            check: For a request that is not a verdict (e.g. the alignment optimizer's):
+                called with the reply's content instead of :func:`parse_reply`; raising
+                :class:`ReplyParseError` counts as a parse failure (asked again, as a
+                verdict would be); otherwise the outcome is ``ok`` with ``met`` None and
+                the reply in ``raw``.
         """
         start = time.monotonic()
         out = SampleOutcome(status="error", cache_key="")
@@ -693,7 +700,11 @@ class JudgeClient:
             out.server_model = completion.server_model
             out.request_id = completion.request_id
             try:
-                parsed = parse_reply(completion.content)
+                if check is not None:
+                    check(completion.content)
+                    parsed = None
+                else:
+                    parsed = parse_reply(completion.content)
             except ReplyParseError as exc:
                 out.parse_failures += 1
                 out.errors.append(f"parse: {exc} (finish_reason {completion.finish_reason})")
@@ -702,9 +713,10 @@ class JudgeClient:
                     break
                 continue
             out.status = "ok"
-            out.met = parsed.met
-            out.explanation = parsed.explanation
-            out.p_met = completion.p_met
+            if parsed is not None:
+                out.met = parsed.met
+                out.explanation = parsed.explanation
+                out.p_met = completion.p_met
             if not out.cached:
                 out.cache_value = completion.to_json()
             break
