@@ -339,7 +339,14 @@ def test_sigkill_at_random_moments_loses_no_acknowledged_judgment(
     rng = random.Random(int(os.environ.get("GRADERCAL_KILL_SEED", "20240607")))
     acks: list[Ack] = []
     budget_s, started, rounds, killed_mid = 10.0, time.monotonic(), 0, 0
-    while rounds < 10 or (time.monotonic() - started < budget_s and rounds < 200):
+    # At least 10 rounds and 100 acknowledged saves, then more rounds for the rest of the
+    # budget: on a loaded machine it takes more rounds to reach 100, not a failure (it
+    # once saw 51 in its 10 s); 180 s is the hard stop.
+    while (
+        rounds < 10
+        or (len(acks) <= 100 and time.monotonic() - started < 180.0)
+        or (time.monotonic() - started < budget_s and rounds < 200)
+    ):
         rounds += 1
         drv = zygote.spawn(sqlite_db, "durable", 10**7, f"round{rounds}", rng.randrange(400))
         if rng.random() < 0.15:
