@@ -42,10 +42,11 @@ from gradercal.errors import GradercalError
 if TYPE_CHECKING:
     from gradercal.db.judging import JudgeInfo, JudgeStore, OpenRun, Scope
     from gradercal.judge.batch import BatchProgress
-    from gradercal.judge.client import JudgeParams
+    from gradercal.judge.client import JudgeClient, JudgeParams
     from gradercal.judge.pricing import Price
     from gradercal.judge.prompts import PromptTemplate
     from gradercal.judge.runner import RunStats, Verdict, WorkItem
+    from gradercal.judge.secrets import ApiKey
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -233,22 +234,7 @@ def _launch(
     label: str,
 ) -> _Launched:
     """Record a run, judge ``items`` through the server, commit every verdict, close the run."""
-    from gradercal.judge.client import JudgeClient, RetryPolicy
-    from gradercal.judge.secrets import resolve_api_key
-
-    key = resolve_api_key(conn.api_key_env)
-    if key.value is None:
-        click.echo(
-            f"note: no API key in ${conn.api_key_env} or the keyring; sending none", err=True
-        )
-    client = JudgeClient(
-        params,
-        base_url=conn.base_url,
-        api_key=key.value,
-        concurrency=conn.concurrency,
-        retry=RetryPolicy(max_attempts=conn.max_retries, timeout=conn.timeout),
-        http_backend=conn.http,  # type: ignore[arg-type]
-    )
+    client, key = _client(params, conn, online=True)
     run = store.open_run(
         info,
         prompt,
@@ -266,6 +252,32 @@ def _launch(
     )
     stats, interrupted = _execute(run, items, show_progress=show_progress, label=label)
     return _Launched(stats, interrupted, run.run_id, run.writer.saved)
+
+
+def _client(params: JudgeParams, conn: _Connection, *, online: bool) -> tuple[JudgeClient, ApiKey]:
+    """The judge's client for ``conn`` and the API key it was given (a note when none).
+
+    ``online``: requests go out concurrently over ``conn.http``; a batch run's client only
+    builds request bodies and speaks the Batch API through the SDK's defaults."""
+    from gradercal.judge.client import JudgeClient, RetryPolicy
+    from gradercal.judge.secrets import resolve_api_key
+
+    key = resolve_api_key(conn.api_key_env)
+    if key.value is None:
+        click.echo(
+            f"note: no API key in ${conn.api_key_env} or the keyring; sending none", err=True
+        )
+    extra: dict[str, Any] = (
+        {"concurrency": conn.concurrency, "http_backend": conn.http} if online else {}
+    )
+    client = JudgeClient(
+        params,
+        base_url=conn.base_url,
+        api_key=key.value,
+        retry=RetryPolicy(max_attempts=conn.max_retries, timeout=conn.timeout),
+        **extra,
+    )
+    return client, key
 
 
 def _launch_batch(
@@ -289,20 +301,8 @@ def _launch_batch(
     """Record (or resume) a batch run, follow it to the end, store its verdicts."""
     from gradercal.db.judge_batch import DbBatchStore, open_batch_run
     from gradercal.judge.batch import BatchJudge, OpenAIBatchAPI
-    from gradercal.judge.client import JudgeClient, RetryPolicy
-    from gradercal.judge.secrets import resolve_api_key
 
-    key = resolve_api_key(conn.api_key_env)
-    if key.value is None:
-        click.echo(
-            f"note: no API key in ${conn.api_key_env} or the keyring; sending none", err=True
-        )
-    client = JudgeClient(
-        params,
-        base_url=conn.base_url,
-        api_key=key.value,
-        retry=RetryPolicy(max_attempts=conn.max_retries, timeout=conn.timeout),
-    )
+    client, key = _client(params, conn, online=False)
     charged = None if model_price is None else model_price.batch()
     run_id, resumed = open_batch_run(
         store,
