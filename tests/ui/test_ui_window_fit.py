@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gradercal.db import open_database
@@ -22,6 +22,7 @@ pytestmark = pytest.mark.gui
 LAPTOPS = [(0, 0, 1280, 720), (0, 0, 1024, 700), (0, 0, 1366, 768), (1920, 0, 1280, 720)]
 
 
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.tuples(
         st.integers(-3000, 3000), st.integers(-2000, 2000),
