@@ -171,6 +171,10 @@ class QtTasksView(QWidget):
         refresh.setContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
         refresh.activated.connect(self.refresh)
         self._update_buttons()
+        # -- #33: close round, force accept, settings; refusals in words -----------------
+        from gradercal.ui.qt_task_actions import install
+
+        self.acceptance_actions = install(self, top)
 
     # -- data ---------------------------------------------------------------------------
     def refresh(self) -> None:
@@ -303,10 +307,8 @@ class QtTasksView(QWidget):
                 actor=self.actor,
                 source="ui",
             )
-        except GradercalError as exc:
-            self.status.setText(str(exc))
-            self.message.emit(str(exc))
-            return False
+        except GradercalError as exc:  # #33: in words; offers to force what force lifts
+            return self.acceptance_actions.refused(action, task, note, str(exc))
         text = f"{after.task}: {after.status} (round {after.round})"
         self.status.setText(text)
         self.message.emit(text)
