@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (
     QDialogButtonBox,
     QDoubleSpinBox,
     QFormLayout,
+    QHBoxLayout,
     QLabel,
     QMessageBox,
     QPushButton,
@@ -165,7 +166,7 @@ class QtAcceptanceSettingsDialog(QDialog):
 class QtTaskActions(QObject):
     """Close round, force accept and the settings dialog of one Tasks view."""
 
-    def __init__(self, view: QtTasksView, top: QBoxLayout | None = None) -> None:
+    def __init__(self, view: QtTasksView) -> None:
         super().__init__(view)
         self.view = view
         self.settings_dialog: QtAcceptanceSettingsDialog | None = None
@@ -175,17 +176,22 @@ class QtTaskActions(QObject):
             "force_accept": self.force_accept,
             "settings": self.edit_settings,
         }
+        # a second row under the view's buttons: one row of eight would not fit 1024 px
+        row = QHBoxLayout()
+        outer = view.layout()
+        if isinstance(outer, QBoxLayout):
+            outer.insertLayout(1, row)
         for key, label, keys in ACTION_BUTTONS:
             button = QPushButton(label)
             button.setObjectName(f"tasks.{key}")
             button.setToolTip(f"{label.rstrip('…')} ({keys})")
             button.clicked.connect(lambda _=False, h=handlers[key]: h())
             self.buttons[key] = button
-            if top is not None:  # before Refresh, the last button
-                top.insertWidget(top.count() - 1, button)
+            row.addWidget(button)
             shortcut = QShortcut(QKeySequence(keys), view)
             shortcut.setContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
             shortcut.activated.connect(lambda h=handlers[key]: h())
+        row.addStretch(1)
         view.table.itemSelectionChanged.connect(self.update_buttons)
         self.update_buttons()
 
@@ -307,7 +313,7 @@ class QtTaskActions(QObject):
         self.view.refresh()
 
 
-def install(view: QtTasksView, top: QBoxLayout | None = None) -> QtTaskActions:
-    """Add the acceptance actions to ``view`` (keys, refusals in words), their buttons
-    to ``top`` (the view's button row) before its last button (Refresh)."""
-    return QtTaskActions(view, top)
+def install(view: QtTasksView) -> QtTaskActions:
+    """Add the acceptance actions to ``view``: a row of buttons under its own, keys,
+    refusals in words."""
+    return QtTaskActions(view)

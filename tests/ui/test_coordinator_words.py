@@ -36,3 +36,12 @@ def test_flags_in_parentheses_go() -> None:
     assert refusal_text("the answer must not be empty (--text TEXT)") == (
         "the answer must not be empty"
     )
+
+
+def test_the_database_layer_hints_are_worded_for_the_window() -> None:
+    assert refusal_text("no review round yet (tasks open ID starts round 1)") == (
+        "no review round yet (Open round starts round 1)"
+    )
+    assert refusal_text("reject needs a note: say what must change (--note TEXT)") == (
+        "reject needs a note: say what must change"
+    )

@@ -170,7 +170,11 @@ def test_close_force_accept_and_refusals_in_words(
 
 
 def test_acceptance_settings_dialog(qtbot: Any, acc_db: Database, tmp_path: Path) -> None:
-    _window, view = _tasks_window(qtbot, acc_db, tmp_path)
+    window, view = _tasks_window(qtbot, acc_db, tmp_path)
+    # the Tasks view with its added row of buttons needs no more than a laptop screen
+    need = window.minimumSizeHint()
+    for width, height in ((1280, 720), (1024, 700)):
+        assert need.width() + FRAME[0] <= width and need.height() + FRAME[1] <= height, need
     _key(qtbot, view, Qt.Key.Key_S)
     dialog = view.acceptance_actions.settings_dialog
     assert dialog is not None and dialog.isVisible()
