@@ -127,3 +127,18 @@ def test_revise_from_the_history_view_and_read_versions_and_stale_verdicts(
     # the other task: never revised, no stale verdicts
     assert view.select("M2")
     assert view.stale_label.text() == "Stale verdicts of M2: no stale verdicts"
+
+
+def test_gui_screenshot_of_the_inbox_and_the_history(
+    qtbot: Any, db: Database, db_url: str, tmp_path: Path
+) -> None:
+    """`gradercal gui --view clarifications|history --screenshot` (the in-process call)."""
+    from PySide6.QtGui import QImage
+
+    from gradercal.ui.qt_app import screenshot
+
+    for view in ("clarifications", "history"):
+        out = tmp_path / f"{view}.png"
+        assert screenshot(out, db_url, None, None, view, (1280, 720)) == 0
+        image = QImage(str(out))
+        assert (image.width(), image.height()) == (1280, 720), view
