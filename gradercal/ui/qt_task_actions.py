@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QObject, Qt
+from PySide6.QtCore import QObject, Qt, QTimer
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QBoxLayout,
@@ -193,6 +193,8 @@ class QtTaskActions(QObject):
             shortcut.activated.connect(lambda h=handlers[key]: h())
         row.addStretch(1)
         view.table.itemSelectionChanged.connect(self.update_buttons)
+        # after any action of the view (it says so, then reads the tasks again)
+        view.message.connect(lambda _text: QTimer.singleShot(0, self.update_buttons))
         self.update_buttons()
 
     def update_buttons(self) -> None:

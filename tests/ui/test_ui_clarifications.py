@@ -166,3 +166,11 @@ def test_answer_with_recheck_and_close_from_the_inbox(
     view.answer_box.setPlainText("late")
     assert not view.send_answer()
     assert view.status.text() == f"#{threads['c2'].id}: clarification {threads['c2'].id} is closed"
+
+
+def test_a_grader_window_has_no_inbox(qtbot: Any, store: GradingStore, tmp_path: Path) -> None:
+    window = QtMainWindow(store, QtAppSettings(tmp_path / "s.ini"), store.db.display)
+    qtbot.addWidget(window)
+    assert "view.clarifications" not in window.actions_by_id
+    assert "view.rubric_history" not in window.actions_by_id
+    assert window.show_clarifications() is None and window.show_rubric_history() is None

@@ -135,6 +135,7 @@ def test_close_force_accept_and_refusals_in_words(
     _key(qtbot, view, Qt.Key.Key_C)
     assert _rounds(acc_db, "T2") == [(1, True, None)]
     assert view.status.text() == "T2: round closed"
+    qtbot.waitUntil(lambda: not view.acceptance_actions.buttons["close"].isEnabled())
     # T2 is below the bar: Ctrl+Shift+F asks, says why, takes a note, accepts it anyway
     seen: list[str] = []
     _when_modal(QMessageBox, _confirm(seen))
