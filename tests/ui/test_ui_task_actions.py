@@ -1,7 +1,8 @@
 """Task acceptance in the Tasks view without a terminal (#33): close a review round,
 force-accept a task, the acceptance settings dialog, every refusal in words. Driven in a
 real coordinator window (pytest-qt, offscreen) with keys and clicks; the database must
-hold what ``gradercal tasks close|accept --force|settings`` would have written."""
+hold what ``gradercal tasks close|accept --force|settings`` would have written, on SQLite
+and PostgreSQL."""
 
 from __future__ import annotations
 
@@ -30,8 +31,8 @@ pytestmark = pytest.mark.gui
 
 
 @pytest.fixture
-def acc_db(tmp_path: Path) -> Iterator[Database]:
-    db = open_database(tmp_path / "acc.sqlite")
+def acc_db(db_url: str, tmp_path: Path) -> Iterator[Database]:
+    db = open_database(db_url)
     Repository(db).import_data(read_path(write_acceptance_benchmark(tmp_path / "bench")))
     save_settings(db, BENCH, n_boot=0)
     survey(db, "T1", ("ana", "ben", "cleo"), AGREE)
