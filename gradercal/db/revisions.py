@@ -379,6 +379,41 @@ class RevisionStore:
             ).all()
             return {str(n): int(c) for n, c in rows}
 
+    def stale_by_task(self, benchmark: str | None) -> dict[str, dict[str, int]]:
+        """Stale verdicts by task, then by grader name (judges included); tasks without
+        any are left out. Summed over tasks it is :meth:`stale_counts`."""
+        with self.db.read() as s:
+            bench = self._bench(s, benchmark)
+            j = m.Judgment
+            rows = s.execute(
+                select(m.Task.external_id, m.Grader.name, func.count())
+                .select_from(j)
+                .join(m.Criterion, m.Criterion.id == j.criterion_id)
+                .join(m.Task, m.Task.id == m.Criterion.task_id)
+                .join(m.Grader, m.Grader.id == j.grader_id)
+                .where(
+                    m.Task.benchmark_id == bench.id,
+                    j.task_version < m.Criterion.verdict_version,
+                )
+                .group_by(m.Task.external_id, m.Grader.name)
+                .order_by(m.Task.external_id, m.Grader.name)
+            ).all()
+        out: dict[str, dict[str, int]] = {}
+        for task, name, n in rows:
+            out.setdefault(str(task), {})[str(name)] = int(n)
+        return out
+
+    def task_versions(self, benchmark: str | None) -> list[tuple[str, int]]:
+        """Every task of the benchmark with its current version, in the benchmark's order."""
+        with self.db.read() as s:
+            bench = self._bench(s, benchmark)
+            rows = s.execute(
+                select(m.Task.external_id, m.Task.version)
+                .where(m.Task.benchmark_id == bench.id)
+                .order_by(m.Task.position, m.Task.id)
+            ).all()
+        return [(str(t), int(v)) for t, v in rows]
+
     # -- writing -------------------------------------------------------------------
     def revise_tasks(
         self,

@@ -169,7 +169,7 @@ def build_window(
     Raises:
         GradercalError: the database cannot be opened, or the benchmark is unknown.
     """
-    if view in ("dashboard", "progress", "tasks"):
+    if view in ("dashboard", "progress", "tasks", "clarifications", "history"):
         window = build_coordinator_window(
             db, grader, benchmark, settings=settings, compute=view == "dashboard"
         )
@@ -177,6 +177,10 @@ def build_window(
             window.show_progress()
         if view == "tasks":
             window.show_tasks()
+        if view == "clarifications":  # #33
+            window.show_clarifications()
+        if view == "history":  # #33
+            window.show_rubric_history()
         return window
     application()
     preload_pdf_engine()
@@ -309,7 +313,7 @@ def screenshot(
     (``view="dashboard"``: the coordinator dashboard, fully computed)."""
     if view == "dashboard":
         return dashboard_screenshot(out, db, benchmark, size)
-    if view in ("progress", "tasks"):
+    if view in ("progress", "tasks", "clarifications", "history"):
         return progress_screenshot(out, db, benchmark, size, view=view)
     app = application()
     preload_pdf_engine()
@@ -359,7 +363,7 @@ def progress_screenshot(
     view: str = "progress",
 ) -> int:
     """Save a PNG of a coordinator window showing grading progress (or, ``view="tasks"``,
-    task acceptance)."""
+    task acceptance; ``"clarifications"``, the inbox; ``"history"``, the rubric history)."""
     app = application()
     window = build_coordinator_window(
         db, None, benchmark, settings=QtAppSettings(readonly=True), compute=False
@@ -367,6 +371,10 @@ def progress_screenshot(
     window.resize(*size)
     if view == "tasks":
         window.show_tasks()
+    elif view == "clarifications":  # #33
+        window.show_clarifications()
+    elif view == "history":  # #33
+        window.show_rubric_history()
     else:
         window.show_progress()
     for _ in range(5):

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import shiboken6
-from PySide6.QtCore import QEvent, QObject, Qt, Signal
+from PySide6.QtCore import QEvent, QObject, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -36,8 +36,10 @@ from gradercal.ui.window_fit import first_geometry, fitted_geometry, screen_key
 if TYPE_CHECKING:
     from gradercal.ui.dashboard.qt_process import QtDashboardProcess
     from gradercal.ui.dashboard.qt_view import QtCoordinatorView
+    from gradercal.ui.qt_clarifications import QtClarificationsView  # #33
     from gradercal.ui.qt_judge_dialog import QtJudgeDialog
     from gradercal.ui.qt_progress import QtProgressView
+    from gradercal.ui.qt_rubric_history import QtRubricHistoryView  # #33
     from gradercal.ui.qt_tasks import QtTasksView
 
 GRADING_ONLY = {
@@ -67,6 +69,9 @@ COORDINATOR_ONLY = {
     "view.tasks",
     "judge.run",
     "criterion.revise",
+    # #33 review loop: the clarification inbox and the rubric history
+    "view.clarifications",
+    "view.rubric_history",
 }
 #: What to say when the artifact shown cannot do what a key asked.
 CANNOT = {
@@ -197,6 +202,8 @@ class QtMainWindow(QMainWindow):
             self.removeDockWidget(self.queue_dock)
             self.queue_dock.hide()
         self.apply_font(self.settings.font_pt)
+        if coordinator:
+            self._build_review_loop()  # #33: clarification inbox, rubric history
 
     # -- construction -------------------------------------------------------------------------
     def _build_queue_dock(self) -> None:
@@ -815,3 +822,102 @@ class QtMainWindow(QMainWindow):
         dialog.show()
         self.conflicts_dialog = dialog
         return dialog
+
+    # -- #33: the coordinator's review loop in the window ---------------------------------
+    # The clarification inbox (Ctrl+6) and the rubric history (Ctrl+7) are views of the
+    # stack like Progress and Tasks; the status bar counts the open clarifications; Ctrl+E
+    # revises from the history view as it does from the dashboard. Coordinator windows only.
+    def _build_review_loop(self) -> None:
+        self.clarifications_view: QtClarificationsView | None = None
+        self.history_view: QtRubricHistoryView | None = None
+        self.clarify_label = QLabel("")
+        self.clarify_label.setObjectName("clarify.count")
+        self.statusBar().addPermanentWidget(self.clarify_label)
+        for sid, show in (
+            ("view.clarifications", self.show_clarifications),
+            ("view.rubric_history", self.show_rubric_history),
+        ):
+            self.actions_by_id[sid].triggered.connect(lambda _c=False, h=show: self._run(h))
+        self.clarify_timer = QTimer(self)  # the count stays current while the window is open
+        self.clarify_timer.setInterval(30_000)
+        self.clarify_timer.timeout.connect(self.count_clarifications)
+        self.clarify_timer.start()
+        QTimer.singleShot(300, self.count_clarifications)
+        revise = self.actions_by_id["criterion.revise"]
+        revise.triggered.disconnect()
+        revise.triggered.connect(lambda _c=False: self._run(self._revise_here))
+
+    def _revise_here(self) -> QWidget | None:
+        if self.history_view is not None and self.stack.currentWidget() is self.history_view:
+            return self.history_view.revise_selected()
+        return self.revise_current_criterion()
+
+    def count_clarifications(self) -> int | None:
+        """Show the number of open clarification threads in the status bar."""
+        if self.benchmark is None:
+            return None
+        from gradercal.db.clarifications import list_clarifications
+
+        try:
+            n = len(list_clarifications(self.store.db, self.benchmark, status="open"))
+        except Exception as exc:  # a closed database, a network outage: say so, go on
+            self._show_message(f"clarifications: {exc}")
+            return None
+        self._set_clarify_count(n)
+        return n
+
+    def _set_clarify_count(self, n: int) -> None:
+        self.clarify_label.setText(
+            f"{n} open clarification{'s' if n != 1 else ''} (Ctrl+6)" if n else ""
+        )
+
+    def _show_loop_view(self, view: QWidget, mode: str, title: str) -> None:
+        self.mode = mode
+        self.stack.setCurrentWidget(view)
+        self._update_title()
+        self._update_enabled()
+        self.setWindowTitle(
+            self.windowTitle().replace(" — coordinator", f" — {title} — coordinator")
+        )
+
+    def show_clarifications(self) -> QtClarificationsView | None:
+        """The clarification inbox of the current benchmark (coordinator windows)."""
+        if not self.coordinator or self.benchmark is None:
+            return None
+        from gradercal.ui.qt_clarifications import QtClarificationsView
+
+        view = self.clarifications_view
+        if view is None or view.benchmark != self.benchmark:
+            if view is not None:
+                self.stack.removeWidget(view)
+                view.deleteLater()
+            view = QtClarificationsView(self.store.db, self.benchmark, self.grader or "", self)
+            view.message.connect(self._show_message)
+            view.open_count.connect(self._set_clarify_count)
+            self.stack.addWidget(view)
+            self.clarifications_view = view
+        view.refresh()
+        self._show_loop_view(view, "clarifications", "clarifications")
+        view.table.setFocus()
+        return view
+
+    def show_rubric_history(self) -> QtRubricHistoryView | None:
+        """Rubric history and stale verdicts of the current benchmark (coordinator windows)."""
+        if not self.coordinator or self.benchmark is None:
+            return None
+        from gradercal.ui.qt_rubric_history import QtRubricHistoryView
+
+        view = self.history_view
+        if view is None or view.benchmark != self.benchmark:
+            if view is not None:
+                self.stack.removeWidget(view)
+                view.deleteLater()
+            actor = self.grader or "coordinator"
+            view = QtRubricHistoryView(self.store.db, self.benchmark, actor, self)
+            view.message.connect(self._show_message)
+            self.stack.addWidget(view)
+            self.history_view = view
+        view.refresh()
+        self._show_loop_view(view, "history", "rubric history")
+        view.task_table.setFocus()
+        return view

@@ -32,6 +32,7 @@ from gradercal.db.session import Database
 from gradercal.errors import GradercalError
 from gradercal.model import REVIEW_DIMENSIONS
 from gradercal.ops.acceptance import statistic_label
+from gradercal.ui.coordinator_words import refusal_text
 from gradercal.ui.qt_widgets import QtSortItem
 
 #: Row colours by task status (light tints; the text is drawn dark on them).
@@ -91,7 +92,7 @@ def cells(t: TaskAcceptance) -> dict[str, tuple[str, Any]]:
     elif t.proposed:
         why = "proposed"
     else:
-        why = "; ".join(t.reasons)
+        why = refusal_text("; ".join(t.reasons))  # #33: the window's words, not commands
     out: dict[str, tuple[str, Any]] = {
         "task": (t.task, t.task),
         "workflow": (t.workflow or "", t.workflow),
@@ -171,6 +172,10 @@ class QtTasksView(QWidget):
         refresh.setContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
         refresh.activated.connect(self.refresh)
         self._update_buttons()
+        # -- #33: close round, force accept, settings; refusals in words -----------------
+        from gradercal.ui.qt_task_actions import install
+
+        self.acceptance_actions = install(self)
 
     # -- data ---------------------------------------------------------------------------
     def refresh(self) -> None:
@@ -220,7 +225,8 @@ class QtTasksView(QWidget):
                     waiting = task.waiting if task.round is not None else ()
                     bar = task.at_bar
                     figure = [bar.text()] if bar is not None and bar.probability is not None else []
-                    item.setToolTip("\n".join([*task.reasons, *waiting, *figure]) or text)
+                    lines = [*map(refusal_text, task.reasons), *waiting, *figure]  # #33
+                    item.setToolTip("\n".join(lines) or text)
                 elif key == "note" and text:
                     item.setToolTip(text)
                 if colour is not None:
@@ -303,10 +309,8 @@ class QtTasksView(QWidget):
                 actor=self.actor,
                 source="ui",
             )
-        except GradercalError as exc:
-            self.status.setText(str(exc))
-            self.message.emit(str(exc))
-            return False
+        except GradercalError as exc:  # #33: in words; offers to force what force lifts
+            return self.acceptance_actions.refused(action, task, note, str(exc))
         text = f"{after.task}: {after.status} (round {after.round})"
         self.status.setText(text)
         self.message.emit(text)

@@ -112,6 +112,69 @@ SHORTCUTS: tuple[Shortcut, ...] = (
         ("Esc",),
         local=True,
     ),
+    # #33: keys of the coordinator's Tasks, Clarifications and Rubric history views
+    Shortcut(
+        "tasks.close",
+        "Tasks",
+        "Close the selected task's review round",
+        ("Ctrl+Shift+C",),
+        local=True,
+    ),
+    Shortcut(
+        "tasks.force_accept",
+        "Tasks",
+        "Force accept the selected task (asks first)",
+        ("Ctrl+Shift+F",),
+        local=True,
+    ),
+    Shortcut(
+        "tasks.settings",
+        "Tasks",
+        "Acceptance settings (bar, statistic, rule)",
+        ("Ctrl+Shift+S",),
+        local=True,
+    ),
+    Shortcut(
+        "tasks.refresh", "Tasks", "Read the tasks, threads or versions again", ("F5",), local=True
+    ),
+    Shortcut(
+        "clarify.threads", "Clarifications", "Move in the threads", ("Down", "Up"), local=True
+    ),
+    Shortcut(
+        "clarify.write",
+        "Clarifications",
+        "Write the answer (Esc returns to the list)",
+        ("A",),
+        local=True,
+    ),
+    Shortcut(
+        "clarify.send",
+        "Clarifications",
+        "Send the answer",
+        ("Ctrl+Return", "Ctrl+Enter"),
+        local=True,
+    ),
+    Shortcut(
+        "clarify.recheck",
+        "Clarifications",
+        "Tick or untick re-check (reopens finished work judged before the answer)",
+        ("Ctrl+Shift+R",),
+        local=True,
+    ),
+    Shortcut(
+        "clarify.close",
+        "Clarifications",
+        "Close the thread (asks first)",
+        ("Ctrl+Shift+X",),
+        local=True,
+    ),
+    Shortcut(
+        "history.revise",
+        "Rubric history",
+        "Revise the chosen criterion of the task",
+        ("Ctrl+E",),
+        local=True,
+    ),
     # edit and view
     Shortcut("edit.undo", "Edit", "Undo the last judgment change", ("Ctrl+Z",), standard=True),
     Shortcut("edit.redo", "Edit", "Redo", ("Ctrl+Shift+Z", "Ctrl+Y"), standard=True),
@@ -122,6 +185,16 @@ SHORTCUTS: tuple[Shortcut, ...] = (
     ),
     Shortcut("view.progress", "View", "Grading progress (coordinator mode only)", ("Ctrl+4",)),
     Shortcut("view.tasks", "View", "Task acceptance (coordinator mode only)", ("Ctrl+5",)),
+    # #33: the coordinator's review loop in the window (coordinator mode only)
+    Shortcut(
+        "view.clarifications", "View", "Clarification inbox (coordinator mode only)", ("Ctrl+6",)
+    ),
+    Shortcut(
+        "view.rubric_history",
+        "View",
+        "Rubric history and stale verdicts (coordinator mode only)",
+        ("Ctrl+7",),
+    ),
     Shortcut("view.queue", "View", "Show or hide the queue", ("F9",)),
     Shortcut("view.artifacts", "View", "Show or hide the artifacts pane", ("F8",)),
     Shortcut("view.bigger", "View", "Larger text", ("Ctrl++", "Ctrl+=")),
