@@ -17,8 +17,9 @@ experts per item) many times (a parametric bootstrap) and reports the expected f
 * an expert's verdict is the truth flipped with probability ``e_t``, the task's expert
   error, ``logit e_t ~ N(logit e, σ_e²)`` (tasks differ in how clear their rubrics are);
   the experts' verdicts are independent given the truth;
-* the judge says met with probability ``Se`` on a truly met criterion and ``1 − Sp`` on a
-  truly unmet one; it grades every response.
+* the judge says met with probability ``Se_m`` on a truly met criterion and ``1 − Sp_m``
+  on a truly unmet one (per model: a judge may err more on one model's answers); it
+  grades every response.
 
 **Fitting a pilot** (:func:`fit_pilot`, moment estimates on the judgment criteria):
 ``e`` from the expert–expert disagreement ``d`` on items graded twice or more
@@ -149,8 +150,8 @@ class PlanModel:
     task_share: float  # ρ
     expert_error: float  # e
     expert_error_sd: float  # σ_e (logit scale)
-    judge_sensitivity: float
-    judge_specificity: float
+    judge_sensitivity: tuple[float, ...]  # per model
+    judge_specificity: tuple[float, ...]
     pass_threshold: float
     source: str  # "pilot" or "assumed"
     pilot: dict[str, Any] = field(default_factory=dict)  # the pilot's own figures
@@ -168,8 +169,8 @@ class PlanModel:
             "task_share": self.task_share,
             "expert_error": self.expert_error,
             "expert_error_sd": self.expert_error_sd,
-            "judge_sensitivity": self.judge_sensitivity,
-            "judge_specificity": self.judge_specificity,
+            "judge_sensitivity": dict(zip(self.models, self.judge_sensitivity, strict=True)),
+            "judge_specificity": dict(zip(self.models, self.judge_specificity, strict=True)),
             "pass_threshold": self.pass_threshold,
             "pilot": self.pilot,
         }
@@ -230,7 +231,7 @@ def fit_pilot(frames: Frames, judge: str, *, n_tasks: int | None = None) -> Plan
         sd_e = min(math.sqrt(excess) / slope, 2.0) if slope > 0 else 0.0
     else:
         sd_e = 0.0
-    k_pilot = max(int(round(float(agg["k"].median()))), 1)
+    k_pilot = max(round(float(agg["k"].median())), 1)
     e_c = _majority_error(e, k_pilot)
     decided = agg.loc[agg["c"] * 2 != agg["k"]].assign(cons=lambda x: x["c"] * 2 > x["k"])
     both = decided.merge(jj[[*key, "met"]], on=key).merge(
@@ -273,16 +274,20 @@ def fit_pilot(frames: Frames, judge: str, *, n_tasks: int | None = None) -> Plan
             off = cov[~np.eye(len(cov), dtype=bool)].mean()
             tot = max(float(np.mean(np.diag(cov))), 1e-9)
             rho = float(min(max(off / tot, 0.0), 1.0))
-    # judge Se/Sp against the truth, from the judge × consensus table
-    prev = corrected(float(both["cons"].mean())) if len(both) else 0.5
-    p11 = float((both["met"] & both["cons"]).mean()) if len(both) else 0.4
-    p10 = float((both["met"] & ~both["cons"]).mean()) if len(both) else 0.1
-    # p11 = prev·Se·(1−e_c) + (1−prev)·F·e_c ; p10 = prev·Se·e_c + (1−prev)·F·(1−e_c)
-    mat = np.array([[prev * (1 - e_c), (1 - prev) * e_c], [prev * e_c, (1 - prev) * (1 - e_c)]])
-    try:
+    # judge Se/Sp against the truth, per model, from the judge × consensus table
+    sens, spec = [], []
+    for mname in models:
+        bm = both.loc[both["model"] == mname]
+        if len(bm) < 10:
+            bm = both
+        prev = corrected(float(bm["cons"].mean())) if len(bm) else 0.5
+        p11 = float((bm["met"] & bm["cons"]).mean()) if len(bm) else 0.4
+        p10 = float((bm["met"] & ~bm["cons"]).mean()) if len(bm) else 0.1
+        # p11 = prev·Se·(1−e_c) + (1−prev)·F·e_c ; p10 = prev·Se·e_c + (1−prev)·F·(1−e_c)
+        mat = np.array([[prev * (1 - e_c), (1 - prev) * e_c], [prev * e_c, (1 - prev) * (1 - e_c)]])
         se_j, fpr = np.linalg.solve(mat, np.array([p11, p10]))
-    except np.linalg.LinAlgError:  # pragma: no cover - e_c = 1/2 only
-        se_j, fpr = 0.9, 0.1
+        sens.append(float(np.clip(se_j, 0.5, 0.999)))
+        spec.append(float(np.clip(1 - fpr, 0.5, 0.999)))
     rubrics = tuple(
         tuple(int(x) for x in g.to_numpy())
         for _, g in crit.groupby("task_id", sort=True)["points"]
@@ -307,8 +312,8 @@ def fit_pilot(frames: Frames, judge: str, *, n_tasks: int | None = None) -> Plan
         task_share=rho,
         expert_error=e,
         expert_error_sd=sd_e,
-        judge_sensitivity=float(np.clip(se_j, 0.5, 0.999)),
-        judge_specificity=float(np.clip(1 - fpr, 0.5, 0.999)),
+        judge_sensitivity=tuple(sens),
+        judge_specificity=tuple(spec),
         pass_threshold=float(frames.pass_threshold),
         source="pilot",
         pilot=pilot,
@@ -334,9 +339,7 @@ def assumed_model(values: Mapping[str, float]) -> PlanModel:
     """
     unknown = sorted(set(values) - set(ASSUMPTION_KEYS))
     if unknown:
-        raise ValueError(
-            f"unknown assumption {unknown[0]!r} (known: {', '.join(ASSUMPTION_KEYS)})"
-        )
+        raise ValueError(f"unknown assumption {unknown[0]!r} (known: {', '.join(ASSUMPTION_KEYS)})")
     kappa = float(values.get("kappa", 0.6))
     icc = float(values.get("icc", 0.5))
     pass_rate = float(values.get("pass_rate", 0.5))
@@ -386,8 +389,8 @@ def assumed_model(values: Mapping[str, float]) -> PlanModel:
         task_share=0.5,
         expert_error=max(e, 1e-4),
         expert_error_sd=0.0,
-        judge_sensitivity=1 - ej,
-        judge_specificity=1 - ej,
+        judge_sensitivity=(1 - ej,) * n_models,
+        judge_specificity=(1 - ej,) * n_models,
         pass_threshold=thr,
         source="assumed",
         pilot={k: float(v) for k, v in values.items()},
@@ -449,10 +452,11 @@ def ppi_half_widths(
             centre = mid + lam * np.where(N > 0, mu_u, 0.0)
         else:
             m = (D * L).sum(-1) / n
-            a = _FLOOR_WEIGHT / 4
-            var = ((((D - m[..., None]) ** 2) * L).sum(-1) + a * ((corners - m[..., None]) ** 2).sum(-1)) / (
-                n - 1 + _FLOOR_WEIGHT
-            )
+            floor = _FLOOR_WEIGHT / 4
+            var = (
+                (((D - m[..., None]) ** 2) * L).sum(-1)
+                + floor * ((corners - m[..., None]) ** 2).sum(-1)
+            ) / (n - 1 + _FLOOR_WEIGHT)
             var_l = var / n
             centre = m + lam * np.where(N > 0, mu_u, 0.0)
         h = q * np.sqrt(var_l + var_u)
@@ -510,7 +514,9 @@ def _by(p: float, pvals: FloatArray, alpha: float) -> FloatArray:
     ok = order <= ks * alpha / (m * c)
     # the largest k with p_(k) <= bound: reject every p <= p_(k)
     kmax = np.where(ok.any(-1), m - np.argmax(ok[..., ::-1], axis=-1), 0)
-    thresh = np.where(kmax > 0, np.take_along_axis(order, np.maximum(kmax - 1, 0)[..., None], -1)[..., 0], -1.0)
+    thresh = np.where(
+        kmax > 0, np.take_along_axis(order, np.maximum(kmax - 1, 0)[..., None], -1)[..., 0], -1.0
+    )
     out: FloatArray = (pvals <= thresh[..., None]).astype(np.float64)
     return out
 
@@ -567,14 +573,17 @@ def plan(
         pick = rng.integers(0, len(model.rubrics), size=(S, G))
         pts = templates[pick]  # (S, G, C)
         valid = pts != 0
-        pos_total = np.where(pts > 0, pts, 0).sum(-1)  # (S, G)
         u = rng.standard_normal((S, 1, G, 1)) * tau * math.sqrt(rho)
         v = rng.standard_normal((S, M, G, 1)) * tau * math.sqrt(1 - rho)
         eta = np.where(pts[:, None] > 0, a_m, b_m) + u + v  # (S, M, G, C)
         truth = rng.random(eta.shape) < _sigmoid(eta)
         uj = rng.random(eta.shape)
-        judge = np.where(truth, uj < model.judge_sensitivity, uj >= model.judge_specificity)
-        e_t = _sigmoid(_logit(model.expert_error) + model.expert_error_sd * rng.standard_normal((S, Tmax)))
+        sens = np.asarray(model.judge_sensitivity)[None, :, None, None]
+        spec = np.asarray(model.judge_specificity)[None, :, None, None]
+        judge = np.where(truth, uj < sens, uj >= spec)
+        e_t = _sigmoid(
+            _logit(model.expert_error) + model.expert_error_sd * rng.standard_normal((S, Tmax))
+        )
         flips = rng.random((Kmax, S, M, Tmax, cmax)) < e_t[None, :, None, :, None]
         experts_met = truth[None, :, :, :Tmax] ^ flips  # (K, S, M, T, C)
         cum = np.cumsum(experts_met, axis=0, dtype=np.int16)  # met counts of the first k
@@ -672,8 +681,12 @@ def plan(
             for i, name in enumerate(model.models)
         }
         hw = {
-            "pass_rate_half_width": max(v["pass_rate_half_width"] or 0.0 for v in per_model.values()),
-            "mean_score_half_width": max(v["mean_score_half_width"] or 0.0 for v in per_model.values()),
+            "pass_rate_half_width": max(
+                v["pass_rate_half_width"] or 0.0 for v in per_model.values()
+            ),
+            "mean_score_half_width": max(
+                v["mean_score_half_width"] or 0.0 for v in per_model.values()
+            ),
             "kappa_half_width": _nanmean(kp),
         }
         power = {
@@ -695,8 +708,11 @@ def plan(
     recommended = None
     if ok:
         best = min(ok, key=lambda d: (d["expert_items"], d["experts_per_item"]))
-        recommended = {"tasks": best["tasks"], "experts_per_item": best["experts_per_item"],
-                       "expert_items": best["expert_items"]}
+        recommended = {
+            "tasks": best["tasks"],
+            "experts_per_item": best["experts_per_item"],
+            "expert_items": best["expert_items"],
+        }
     notes = []
     if targets and not ok:
         notes.append("no design of the grid meets every target: grade more tasks or relax a target")
@@ -716,7 +732,9 @@ def _nanmean(x: FloatArray) -> float | None:
     return float(x.mean()) if x.size else None
 
 
-def _meets(hw: Mapping[str, float | None], power: Mapping[str, float | None], targets: Mapping[str, float]) -> bool:
+def _meets(
+    hw: Mapping[str, float | None], power: Mapping[str, float | None], targets: Mapping[str, float]
+) -> bool:
     for name, goal in targets.items():
         value = hw.get(name, power.get(name))
         if value is None:
