@@ -7,11 +7,14 @@ simulated at the design: ``T`` tasks graded by ``K`` experts each, the judge on 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
+from gradercal.analysis.agreement import judge_agreement
 from gradercal.analysis.estimate import estimate_report, ppi_mean
 from gradercal.analysis.planning import (
     assumed_model,
@@ -88,22 +91,61 @@ def test_assumptions_are_checked() -> None:
     assert widths[2] < widths[0]  # more tasks, narrower
 
 
+@pytest.fixture(scope="module")
+def held_out(tmp_path_factory: pytest.TempPathFactory) -> Callable[[int, int, int], Frames]:
+    """Synthetic benchmarks by (seed, experts, tasks graded), generated once per module."""
+    root = tmp_path_factory.mktemp("plan")
+    cache: dict[tuple[int, int, int], Frames] = {}
+
+    def get(seed: int, experts: int, graded: int) -> Frames:
+        if (seed, experts, graded) not in cache:
+            cache[(seed, experts, graded)] = _bench(root, seed, experts, graded)
+        return cache[(seed, experts, graded)]
+
+    return get
+
+
+@pytest.fixture(scope="module")
+def predicted(held_out: Callable[[int, int, int], Frames]) -> dict[tuple[int, int], Any]:
+    """The plan fitted to a pilot (seed 1000: 60 tasks graded by 3 experts)."""
+    model = fit_pilot(held_out(1000, 3, 60), "judge")
+    result = plan(model, tasks=[60, 150], experts=[1, 3], n_sims=100, seed=1)
+    return {(d["tasks"], d["experts_per_item"]): d for d in result.designs}
+
+
+DESIGNS = [(60, 3), (150, 1)]
+
+
 @pytest.mark.slow
-def test_predicted_half_widths_match_realised(tmp_path: Path) -> None:
-    pilot = _bench(tmp_path, 1000, 3, 60)  # 60 tasks graded by 3 experts
-    model = fit_pilot(pilot, "judge")
-    designs = [(60, 3), (150, 1)]
-    predicted = plan(model, tasks=[60, 150], experts=[1, 3], n_sims=100, seed=1)
-    by = {(d["tasks"], d["experts_per_item"]): d for d in predicted.designs}
-    for graded, experts in designs:
+def test_predicted_half_widths_match_realised(
+    held_out: Callable[[int, int, int], Frames], predicted: dict[tuple[int, int], Any]
+) -> None:
+    for graded, experts in DESIGNS:
         realised: dict[tuple[str, str], list[float]] = {}
         for seed in range(8):  # held out: not the pilot's seed
-            rep = estimate_report(_bench(tmp_path, seed, experts, graded), "judge")
+            rep = estimate_report(held_out(seed, experts, graded), "judge")
             for row in rep["models"]:
                 for fig in ("pass_rate", "mean_score"):
                     lo, hi = row[fig]["ci"]
                     realised.setdefault((row["model"], fig), []).append((hi - lo) / 2)
         for (model_name, fig), values in realised.items():
             want = float(np.mean(values))
-            got = by[(graded, experts)]["per_model"][model_name][f"{fig}_half_width"]
+            got = predicted[(graded, experts)]["per_model"][model_name][f"{fig}_half_width"]
             assert abs(got / want - 1) <= 0.15, (graded, experts, model_name, fig, got, want)
+
+
+@pytest.mark.slow
+def test_predicted_kappa_half_width_matches_the_task_clustered_bootstrap(
+    held_out: Callable[[int, int, int], Frames], predicted: dict[tuple[int, int], Any]
+) -> None:
+    """The closed-form κ half-width against ``gradercal agreement``'s bootstrap interval."""
+    for graded, experts in DESIGNS:
+        widths = []
+        for seed in range(4):
+            head = judge_agreement(held_out(seed, experts, graded), "judge", n_boot=400).headline
+            kappa = head.metrics["cohen_kappa"]
+            assert kappa.ci_low is not None and kappa.ci_high is not None
+            widths.append((kappa.ci_high - kappa.ci_low) / 2)
+        got = predicted[(graded, experts)]["expected_half_width"]["kappa_half_width"]
+        want = float(np.mean(widths))
+        assert abs(got / want - 1) <= 0.15, (graded, experts, got, want)
