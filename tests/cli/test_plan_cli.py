@@ -13,14 +13,15 @@ from gradercal.cli import main
 from gradercal.synth import SynthConfig, generate
 
 
-@pytest.fixture(scope="module")
-def pilot_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("plan")
-    generate(root / "b", SynthConfig(tasks=30, criteria_per_task=8, artifacts_per_task=0, seed=3))
-    db = root / "plan.sqlite"
-    res = CliRunner().invoke(main, ["import", str(root / "b"), "--db", str(db)])
+@pytest.fixture
+def pilot_db(db_url: str, tmp_path: Path) -> str:
+    """A small synthetic benchmark graded by 3 experts and a judge (SQLite and PostgreSQL)."""
+    generate(
+        tmp_path / "b", SynthConfig(tasks=30, criteria_per_task=8, artifacts_per_task=0, seed=3)
+    )
+    res = CliRunner().invoke(main, ["import", str(tmp_path / "b"), "--db", db_url])
     assert res.exit_code == 0, res.output
-    return db
+    return db_url
 
 
 def test_json_shape_from_assumptions() -> None:
@@ -74,12 +75,12 @@ def test_json_shape_from_assumptions() -> None:
     assert chosen["power"]["alttest_power"] >= 0.8
 
 
-def test_pilot_table_and_chart(pilot_db: Path, tmp_path: Path) -> None:
+def test_pilot_table_and_chart(pilot_db: str, tmp_path: Path) -> None:
     chart = tmp_path / "plan.png"
     args = [
         "plan",
         "--db",
-        str(pilot_db),
+        pilot_db,
         "--judge",
         "judge",
         "--tasks",
