@@ -326,6 +326,27 @@ def _kappa_sym(e: float, p: float) -> float:
     return ((1 - e) - pe) / (1 - pe)
 
 
+def _intercept_for_pass_rate(pass_rate: float, tau: float, n_crit: int, thr: float) -> float:
+    """The logit ``a`` whose true pass rate is ``pass_rate``: a response passes when at
+    least ``⌈thr·C − 1e-9⌉`` of its ``C`` one-point criteria are met, each with probability
+    ``sigmoid(a + τz)``, ``z ~ N(0, 1)`` (Gauss–Hermite quadrature, then bisection)."""
+    from scipy.stats import binom  # type: ignore[import-untyped, unused-ignore]
+
+    nodes, weights = np.polynomial.hermite_e.hermegauss(40)
+    weights = weights / weights.sum()
+    need = math.ceil(thr * n_crit - 1e-9)
+
+    def rate(a: float) -> float:
+        p = _sigmoid(a + tau * nodes)
+        return float(np.sum(weights * binom.sf(need - 1, n_crit, p)))
+
+    lo, hi = -15.0, 15.0
+    for _ in range(80):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if rate(mid) < pass_rate else (lo, mid)
+    return (lo + hi) / 2
+
+
 def assumed_model(values: Mapping[str, float]) -> PlanModel:
     """A model from stated assumptions (see the module docstring; defaults below).
 
@@ -374,10 +395,7 @@ def assumed_model(values: Mapping[str, float]) -> PlanModel:
         mid = (lo_j + hi_j) / 2
         lo_j, hi_j = (mid, hi_j) if _kappa_sym(mid, prev) > kappa else (lo_j, mid)
     ej = lo_j
-    from scipy.stats import norm  # type: ignore[import-untyped, unused-ignore]
-
-    # response met probability sigmoid(a + z τ) ≥ threshold with probability pass_rate
-    a = _logit(thr) - tau * float(norm.ppf(1 - pass_rate)) if tau > 0 else _logit(thr)
+    a = _intercept_for_pass_rate(pass_rate, tau, n_crit, thr)
     names = tuple(f"model-{chr(ord('a') + i)}" if i < 26 else f"model-{i}" for i in range(n_models))
     return PlanModel(
         models=names,

@@ -149,3 +149,16 @@ def test_predicted_kappa_half_width_matches_the_task_clustered_bootstrap(
         got = predicted[(graded, experts)]["expected_half_width"]["kappa_half_width"]
         want = float(np.mean(widths))
         assert abs(got / want - 1) <= 0.15, (graded, experts, got, want)
+
+
+@pytest.mark.parametrize("pass_rate", [0.2, 0.5, 0.8])
+@pytest.mark.parametrize("task_sd", [0.5, 1.0])
+def test_an_assumed_pass_rate_is_the_models_true_pass_rate(
+    pass_rate: float, task_sd: float
+) -> None:
+    model = assumed_model({"pass_rate": pass_rate, "task_sd": task_sd, "criteria": 25})
+    rng = np.random.default_rng(0)
+    eta = model.logit_met[0] + task_sd * rng.standard_normal(40_000)
+    met = rng.random((40_000, 25)) < 1.0 / (1.0 + np.exp(-eta[:, None]))
+    true_rate = float(np.mean(met.mean(axis=1) >= model.pass_threshold - 1e-9))
+    assert true_rate == pytest.approx(pass_rate, abs=0.01)
