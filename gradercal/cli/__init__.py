@@ -77,6 +77,10 @@ class LazyGroup(click.Group):
             "gradercal.cli.ops:assign",
             "Hand out responses to graders: K per response, balanced, seeded.",
         ),
+        "plan": (
+            "gradercal.cli.plan:plan",
+            "How much expert grading stated interval widths and decisions need (simulated).",
+        ),
         "progress": (
             "gradercal.cli.tasks:progress",
             "Grading progress per grader, packet and task: pace, forecast, overdue packets.",

@@ -854,6 +854,11 @@ def _print_calibration(out: dict[str, Any]) -> None:
     is_flag=True,
     help="Estimate the judge's sensitivity/specificity over all models (Rogan–Gladen).",
 )
+@click.option(
+    "--sequential",
+    is_flag=True,
+    help="Add anytime-valid confidence sequences (cs) beside the fixed-sample intervals.",
+)
 @humans_option
 @ci_option
 @version_option
@@ -866,6 +871,7 @@ def estimate(
     judge: str,
     stratify: str | None,
     rg_pooled: bool,
+    sequential: bool,
     humans: str | None,
     ci: float,
     version: Any,
@@ -891,6 +897,8 @@ def estimate(
         pooled=rg_pooled,
         benchmark=name,
     )
+    if sequential:
+        _attach_sequences(repo, name, frames, judge, _humans(frames, humans, judge), ci, rep)
     if as_json:
         _emit(repo, name, version, rep)
         return
@@ -955,7 +963,58 @@ def estimate(
             row["pass_rate"]["note"] or "",
         ]
     console.print(rg)
+    if sequential:
+        _print_sequences(console, rep["sequential"])
     _notes(console, notes)
+
+
+def _attach_sequences(
+    repo: Repository,
+    name: str,
+    frames: Frames,
+    judge: str,
+    humans: list[str],
+    ci: float,
+    rep: dict[str, Any],
+) -> None:
+    """``estimate --sequential``: ``cs`` beside each model's ``ci`` and the report's
+    ``sequential`` section (:mod:`gradercal.analysis.sequential_report`)."""
+    from gradercal.analysis.sequential_report import sequential_report
+    from gradercal.db.completion import consensus_completion_times
+
+    times = consensus_completion_times(repo.db, repo.benchmark(name).id)
+    seq = sequential_report(frames, judge, humans, times=times, alpha=1.0 - ci)
+    for row in rep["models"]:
+        for fig in ("mean_score", "pass_rate"):
+            part = seq["models"].get(row["model"], {}).get(fig) or {}
+            row[fig]["cs"] = part.get("cs")
+            row[fig]["cs_half_width"] = part.get("half_width")
+    rep["sequential"] = seq
+
+
+def _print_sequences(console: Console, seq: dict[str, Any]) -> None:
+    labels = {"mean_score": "mean score", "pass_rate": "pass rate"}
+    for model, figs in seq["models"].items():
+        for fig, label in labels.items():
+            w = figs[fig]["half_width"]
+            if w is not None:
+                console.print(
+                    f"model {model}'s {label} is known to ±{w:.3f} (anytime-valid, "
+                    f"{figs[fig]['n']} expert-graded responses in {seq['order']} order)"
+                )
+    ag = seq["agreement"]
+    if ag.get("half_width") is not None:
+        console.print(
+            f"judge–consensus percent agreement {ag['estimate']:.3f} is known to "
+            f"±{ag['half_width']:.3f} (anytime-valid; a bounded mean, not κ)"
+        )
+    decided = [t for t in seq["tasks"] if t["decided"]]
+    if seq["tasks"]:
+        console.print(
+            f"{len(decided)} of {len(seq['tasks'])} tasks: more grading will not change this "
+            f"task's decision at the bar {seq['bar']:g} (reviewer agreement's sequence entirely "
+            "above or below it)"
+        )
 
 
 # ------------------------------------------------------------------------------- health

@@ -66,6 +66,13 @@ _TITLES = {"graders": "Graders", "packets": "Offline packets", "tasks": "Tasks"}
     default=False,
     help="Print the per-task table too (it is always in --json and --csv).",
 )
+@click.option(
+    "--judge",
+    "-j",
+    metavar="NAME",
+    help="Add the anytime-valid confidence sequences of the headline figures (per model "
+    "mean score and pass rate with this judge, agreement, decisions at the bar).",
+)
 @json_option
 @handle_errors
 def progress(
@@ -74,6 +81,7 @@ def progress(
     window_days: int,
     csv_dir: Path | None,
     show_tasks: bool,
+    judge: str | None,
     as_json: bool,
 ) -> None:
     """Grading progress: per grader assigned / done / skipped, active time, pace and
@@ -93,19 +101,63 @@ def progress(
     from gradercal.ops.progress import records
 
     repo = open_repo(db)
+    seq: dict[str, Any] | None = None
     try:
         report = load_progress(repo.db, benchmark, window_days=window_days)
+        if judge is not None:
+            seq = _sequences(repo, benchmark, judge)
     finally:
         repo.db.dispose()
     tables = records(report)
     if csv_dir is not None:
         _write_csv(csv_dir, tables)
     if as_json:
-        emit_json(report.to_dict())
+        out = report.to_dict()
+        if seq is not None:
+            out["sequential"] = seq
+        emit_json(out)
         return
     _print(tables, show_tasks=show_tasks, window_days=window_days)
+    if seq is not None:
+        _print_sequences(seq)
     if csv_dir is not None:
         click.echo(f"wrote graders.csv, packets.csv and tasks.csv to {csv_dir}")
+
+
+def _sequences(repo: Any, benchmark: str | None, judge: str) -> dict[str, Any]:
+    """The confidence sequences of the headline figures
+    (:func:`gradercal.analysis.sequential_report.sequential_report`)."""
+    from gradercal.analysis.sequential_report import sequential_report
+    from gradercal.db.completion import consensus_completion_times
+
+    bench = repo.benchmark(benchmark)
+    frames = repo.load_frames(bench.name)
+    if judge not in set(frames.judgments["grader"]):
+        raise GradercalError(f"no grader {judge!r} in benchmark {bench.name!r}")
+    times = consensus_completion_times(repo.db, bench.id)
+    return sequential_report(frames, judge, times=times)
+
+
+def _print_sequences(seq: dict[str, Any]) -> None:
+    console = text_console(width=120)
+    labels = {"mean_score": "mean score", "pass_rate": "pass rate"}
+    for model, figs in seq["models"].items():
+        for fig, label in labels.items():
+            w = figs[fig]["half_width"]
+            if w is not None:
+                console.print(f"model {model}'s {label} is known to ±{w:.3f} (anytime-valid)")
+    ag = seq["agreement"]
+    if ag.get("half_width") is not None:
+        console.print(
+            f"judge–consensus percent agreement {ag['estimate']:.3f} is known to "
+            f"±{ag['half_width']:.3f} (anytime-valid; a bounded mean, not κ)"
+        )
+    for t in seq["tasks"]:
+        if t["decided"]:
+            console.print(
+                f"task {t['task_id']}: more grading will not change this task's decision at the "
+                f"bar {seq['bar']:g} (agreement {t['cs'][0]:.3f}–{t['cs'][1]:.3f}, {t['decided']})"
+            )
 
 
 def _write_csv(folder: Path, tables: dict[str, list[dict[str, object]]]) -> None:
