@@ -239,6 +239,18 @@ def build_coordinator_window(
     application()
     preload_pdf_engine()
     store, display = open_store(db)
+    # #33: an empty database opens a coordinator window too, on a page that offers
+    # File ▸ Import a benchmark… (the first step of a round run without the terminal)
+    if benchmark is None and not store.benchmark_names():
+        from gradercal.ui.qt_ops_actions import show_empty_page
+
+        window = QtMainWindow(
+            store, settings or QtAppSettings(), display, track_time=False, coordinator=True
+        )
+        mark(window, store)
+        show_empty_page(window)
+        window.show()
+        return window
     bench = coordinator_benchmark(store, display, benchmark)
     # The dashboard's worker starts first: its start-up (or its answer from the disk)
     # overlaps the window's; a window opened on another view lets it load the frames.

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from PySide6.QtWidgets import QDialog
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QDialog, QLabel
 
 from gradercal.ui.qt_ops_dialog import QtOpsDialog, present
 
@@ -64,14 +65,37 @@ def make_dialog(window: QtMainWindow, shortcut_id: str) -> QDialog:
     raise KeyError(shortcut_id)
 
 
+#: Whether the first import's dashboard computes at once (tests switch it off).
+compute_first = True
+
+
+def show_empty_page(window: QtMainWindow) -> QLabel:
+    """The coordinator window of a database without a benchmark: what to do first."""
+    page = QLabel(
+        "This database holds no benchmark yet.\n\n"
+        "File ▸ Import a benchmark… (Ctrl+Shift+I) brings one in: a benchmark folder, one "
+        "of its files, a judgments table, a HealthBench file or Inspect AI logs."
+    )
+    page.setObjectName("emptyPage")
+    page.setWordWrap(True)
+    page.setAlignment(Qt.AlignmentFlag.AlignCenter)
+    page.setMargin(40)
+    window.stack.addWidget(page)
+    window.stack.setCurrentWidget(page)
+    window.mode = "dashboard"
+    return page
+
+
 def open_operation(window: QtMainWindow, shortcut_id: str) -> QDialog:
     """Make the dialog of ``shortcut_id`` and show it in front of ``window``."""
     dialog = make_dialog(window, shortcut_id)
     if isinstance(dialog, QtOpsDialog) and shortcut_id in CHANGES_DATA:
 
         def changed(outcome: Outcome) -> None:
-            if window.benchmark is None and outcome.data.get("benchmark"):
-                window.benchmark = str(outcome.data["benchmark"])  # the first import
+            if window.coordination is None and outcome.data.get("benchmark"):
+                # the first import into an empty database: its dashboard replaces the page
+                window.open_dashboard(str(outcome.data["benchmark"]), compute=compute_first)
+                return
             if window.coordination is not None:
                 window.coordination.dashboard.offer_refresh(
                     f"{outcome.headline} The numbers shown are from before it."
