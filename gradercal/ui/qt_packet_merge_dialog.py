@@ -20,6 +20,7 @@ from gradercal.ui.qt_ops_dialog import QtOpsDialog, present
 
 if TYPE_CHECKING:
     from gradercal.db.session import Database
+    from gradercal.ui.qt_conflicts import QtConflictsDialog
 
 
 class QtPacketMergeDialog(QtOpsDialog):
@@ -35,7 +36,7 @@ class QtPacketMergeDialog(QtOpsDialog):
         self.conflicts_button.setEnabled(False)
         self.conflicts_button.clicked.connect(self.show_conflicts)
         self.buttons.addButton(self.conflicts_button, QDialogButtonBox.ButtonRole.ActionRole)
-        self.conflicts_dialog: QWidget | None = None
+        self.conflicts_dialog: QtConflictsDialog | None = None
 
     def work(self) -> tuple[Callable[..., Outcome], tuple[Any, ...]] | str:
         if not self.file.text():
@@ -45,7 +46,7 @@ class QtPacketMergeDialog(QtOpsDialog):
     def finished_ok(self, outcome: Outcome) -> None:
         self.conflicts_button.setEnabled(bool(outcome.data.get("conflicts")))
 
-    def show_conflicts(self) -> QWidget:
+    def show_conflicts(self) -> QtConflictsDialog:
         from gradercal.ui.qt_conflicts import QtConflictsDialog
 
         dialog = QtConflictsDialog(self.db, self.actor, self)

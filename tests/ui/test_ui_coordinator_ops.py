@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QApplication, QMessageBox
+from PySide6.QtWidgets import QApplication, QLabel, QMenu, QMessageBox
 from sqlalchemy import func, select
 
 from gradercal.cli import main
@@ -79,7 +79,7 @@ def open_by_key(qtbot: Any, window: QtMainWindow, shortcut_id: str) -> Any:
     assert action.isEnabled() and action.isVisible()
     window.activateWindow()
     qtbot.waitUntil(lambda: QApplication.activeWindow() is window, timeout=5_000)
-    combo = action.shortcut()[0]
+    combo = action.shortcuts()[0][0]  # type: ignore[index]
     handle = window.windowHandle()
     assert handle is not None
     qtbot.keyClick(handle, combo.key(), combo.keyboardModifiers())
@@ -161,6 +161,7 @@ def empty_window(qtbot: Any, db_url: str, tmp_path: Path, opened: list[QtMainWin
     window = coordinator(qtbot, db_url, tmp_path, opened)
     assert window.coordination is None
     page = window.stack.currentWidget()
+    assert isinstance(page, QLabel)
     assert "no benchmark yet" in page.text() and "Ctrl+Shift+I" in page.text()
     return window
 
@@ -336,7 +337,7 @@ def test_packet_export_and_merge_dialogs_round_trip_with_conflicts(
     press(qtbot, merge, Qt.Key.Key_S, Qt.KeyboardModifier.AltModifier)
     conflicts = merge.conflicts_dialog
     assert conflicts is not None and conflicts.isVisible()
-    assert conflicts.table.rowCount() == 1  # type: ignore[attr-defined]
+    assert conflicts.table.rowCount() == 1
 
     assert_in_front(qtbot, merge, conflicts)
     conflicts.close()
@@ -376,9 +377,12 @@ def test_report_dialog_writes_html_and_pdf_with_progress_and_opens_it(
     assert "demo" in html.read_text(encoding="utf-8")
     assert pdf.read_bytes()[:5] == b"%PDF-"
     opened: list[str] = []
-    monkeypatch.setattr(
-        QDesktopServices, "openUrl", lambda u: opened.append(u.toLocalFile()) or True
-    )
+
+    def open_url(url: Any) -> bool:
+        opened.append(url.toLocalFile())
+        return True
+
+    monkeypatch.setattr(QDesktopServices, "openUrl", open_url)
     press(qtbot, dialog, Qt.Key.Key_O, Qt.KeyboardModifier.AltModifier)
     assert opened == [str(html.resolve())]
     # the command writes the same sections
@@ -451,7 +455,8 @@ def test_remove_judge_dialog_states_the_count_asks_and_removes(
     assert dialog.output.toPlainText() == "Nothing removed."
     assert human_judgments(db_url, "judge-gpt") == n
     dialog.start()
-    dialog.confirmation.done(QMessageBox.StandardButton.Yes)  # type: ignore[union-attr]
+    assert dialog.confirmation is not None
+    dialog.confirmation.done(QMessageBox.StandardButton.Yes)
     qtbot.waitUntil(lambda: not dialog.busy and dialog.outcome is not None, timeout=TIMEOUT)
     assert dialog.output.toPlainText().startswith(f"Removed judge-gpt and its {n} verdicts")
     assert human_judgments(db_url, "judge-gpt") == 0
@@ -471,7 +476,7 @@ def test_the_run_judge_dialog_opens_in_front_of_the_window(
     window = coordinator(qtbot, imported(str(tmp_path / "j.sqlite")), tmp_path, windows)
     window.activateWindow()
     window.actions_by_id["judge.run"].trigger()
-    dialog = window.judge_dialog  # type: ignore[attr-defined]
+    dialog = window.judge_dialog
     assert_in_front(qtbot, window, dialog)
     dialog.close()
 
@@ -481,7 +486,8 @@ def test_f1_lists_the_operation_keys_in_a_coordinator_window(
 ) -> None:
     window = coordinator(qtbot, imported(str(tmp_path / "f.sqlite")), tmp_path, windows)
     file_menu = window.menuBar().actions()[0].menu()
-    labels = {a.text() for a in file_menu.actions()}  # type: ignore[union-attr]
+    assert isinstance(file_menu, QMenu)
+    labels = {a.text() for a in file_menu.actions()}
     for sid, key in (
         ("ops.import", "Ctrl+Shift+I"),
         ("ops.assign", "Ctrl+Shift+A"),
