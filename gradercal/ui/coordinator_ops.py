@@ -146,7 +146,11 @@ def assign_preview(db: Database, benchmark: str | None, options: AssignOptions) 
         unit=options.unit,
     )
     summary = design.summary(units)
-    return Outcome(_assign_headline(summary), _grader_lines(summary), summary)
+    return Outcome(
+        "Preview (nothing written yet): " + _assign_headline(summary),
+        _grader_lines(summary),
+        summary,
+    )
 
 
 def _assign_headline(d: dict[str, Any]) -> str:
@@ -345,6 +349,14 @@ def write_report(
         [f"Note: {n}" for n in d.notes],
         written,
     )
+
+
+def file_stem(name: str | None, fallback: str = "benchmark") -> str:
+    """A file name stem from a benchmark's name: letters, digits, dot, dash; at most 60."""
+    import re
+
+    stem = re.sub(r"[^A-Za-z0-9.-]+", "-", name or "").strip("-.")[:60]
+    return stem or fallback
 
 
 def existing_benchmarks(db: Database) -> Sequence[str]:

@@ -16,7 +16,7 @@ from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
     QDoubleSpinBox,
-    QHBoxLayout,
+    QGridLayout,
     QLineEdit,
     QPushButton,
     QSpinBox,
@@ -58,13 +58,13 @@ class QtAssignDialog(QtOpsDialog):
         self.calibration.setDecimals(2)
         self.form.addRow("&Calibration subset (share graded by everyone):", self.calibration)
         strata = QWidget()
-        row = QHBoxLayout(strata)
-        row.setContentsMargins(0, 0, 0, 0)
+        grid = QGridLayout(strata)
+        grid.setContentsMargins(0, 0, 0, 0)
         self.stratify: dict[str, QCheckBox] = {}
-        for key in STRATA:
+        for i, key in enumerate(STRATA):
             box = QCheckBox(key.replace("_", " "))
             self.stratify[key] = box
-            row.addWidget(box)
+            grid.addWidget(box, i // 2, i % 2)
         self.form.addRow("Balance over:", strata)
         self.unit = QComboBox()
         self.unit.addItem("single responses", "response")

@@ -15,7 +15,7 @@ from PySide6.QtCore import QUrl
 from PySide6.QtGui import QDesktopServices
 from PySide6.QtWidgets import QDialogButtonBox, QPushButton, QSpinBox, QWidget
 
-from gradercal.ui.coordinator_ops import Outcome, write_report
+from gradercal.ui.coordinator_ops import Outcome, file_stem, write_report
 from gradercal.ui.qt_file_field import QtFileField
 from gradercal.ui.qt_ops_dialog import QtOpsDialog, hint
 
@@ -29,7 +29,7 @@ class QtReportDialog(QtOpsDialog):
         self.setObjectName("report_dialog")
         self.db = db
         self.benchmark = benchmark
-        base = Path.home() / f"report-{benchmark or 'benchmark'}"
+        base = Path.home() / f"report-{file_stem(benchmark)}"
         self.html = QtFileField("save", "HTML report", "HTML (*.html)")
         self.html.setText(str(base.with_suffix(".html")))
         self.form.addRow("&HTML file:", self.html)
