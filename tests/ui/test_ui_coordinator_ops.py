@@ -476,7 +476,10 @@ def test_the_run_judge_dialog_opens_in_front_of_the_window(
     window = coordinator(qtbot, imported(str(tmp_path / "j.sqlite")), tmp_path, windows)
     window.activateWindow()
     window.actions_by_id["judge.run"].trigger()
-    dialog = window.judge_dialog
+    from gradercal.ui.qt_judge_dialog import QtJudgeDialog
+
+    dialog = window.findChild(QtJudgeDialog)
+    assert dialog is not None
     assert_in_front(qtbot, window, dialog)
     dialog.close()
 
