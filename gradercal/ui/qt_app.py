@@ -402,7 +402,22 @@ def dashboard_screenshot(
     window.resize(*size)
     app.processEvents()
     coordination = window.coordination
-    assert coordination is not None
+    if coordination is None:  # #33: an empty database shows what to do first
+        import time
+
+        from gradercal.ui.qt_workers import pending_jobs
+
+        until = time.monotonic() + 20  # the PDF engine's preload, say, reports back
+        while pending_jobs() and time.monotonic() < until:
+            app.processEvents()
+            time.sleep(0.02)
+        for _ in range(5):
+            app.processEvents()
+        saved = window.grab().save(str(out), "PNG")
+        window.close()
+        if not saved:
+            raise GradercalError(f"cannot write {out}")
+        return 0
     board = coordination.dashboard
     board.recompute()
     ready = _wait(board.result is not None and not board.busy, board.computed, 120_000)
