@@ -572,3 +572,20 @@ def test_a_whole_round_through_the_window(
     # the dashboard was told the data changed (it offers a refresh, never recomputes itself)
     assert window.coordination is not None
     assert window.coordination.dashboard.refresh_bar.isVisibleTo(window.coordination.dashboard)
+
+
+def test_removing_refuses_a_human_grader_and_an_unknown_judge(db_url: str) -> None:
+    from gradercal.db.judge_removal import judge_verdict_count, remove_judge
+    from gradercal.errors import GradercalError, NotFoundError
+
+    imported(db_url)
+    before = counts(db_url)
+    db = open_database(db_url)
+    try:
+        with pytest.raises(GradercalError, match="human grader, not a judge"):
+            remove_judge(db, None, "expert-ana")
+        with pytest.raises(NotFoundError, match="no judge 'judge-none'"):
+            judge_verdict_count(db, None, "judge-none")
+    finally:
+        db.dispose()
+    assert counts(db_url) == before
