@@ -243,6 +243,18 @@ def build_coordinator_window(
     application()
     preload_pdf_engine()
     store, display = open_store(db)
+    # #33: an empty database opens a coordinator window too, on a page that offers
+    # File ▸ Import a benchmark… (the first step of a round run without the terminal)
+    if benchmark is None and not store.benchmark_names():
+        from gradercal.ui.qt_ops_actions import show_empty_page
+
+        window = QtMainWindow(
+            store, settings or QtAppSettings(), display, track_time=False, coordinator=True
+        )
+        mark(window, store)
+        show_empty_page(window)
+        window.show()
+        return window
     bench = coordinator_benchmark(store, display, benchmark)
     # The dashboard's worker starts first: its start-up (or its answer from the disk)
     # overlaps the window's; a window opened on another view lets it load the frames.
@@ -398,7 +410,22 @@ def dashboard_screenshot(
     window.resize(*size)
     app.processEvents()
     coordination = window.coordination
-    assert coordination is not None
+    if coordination is None:  # #33: an empty database shows what to do first
+        import time
+
+        from gradercal.ui.qt_workers import pending_jobs
+
+        until = time.monotonic() + 20  # the PDF engine's preload, say, reports back
+        while pending_jobs() and time.monotonic() < until:
+            app.processEvents()
+            time.sleep(0.02)
+        for _ in range(5):
+            app.processEvents()
+        saved = window.grab().save(str(out), "PNG")
+        window.close()
+        if not saved:
+            raise GradercalError(f"cannot write {out}")
+        return 0
     board = coordination.dashboard
     board.recompute()
     ready = _wait(board.result is not None and not board.busy, board.computed, 120_000)

@@ -73,6 +73,8 @@ COORDINATOR_ONLY = {
     "view.clarifications",
     "view.rubric_history",
 }
+# coordinator operations (#33): File ▸ Import, Assign, packets, report, calibrate, remove judge
+COORDINATOR_ONLY |= {s.id for s in SHORTCUTS if s.id.startswith("ops.")}
 #: What to say when the artifact shown cannot do what a key asked.
 CANNOT = {
     "step_page": "The artifact shown has no pages (Ctrl+PgDown shows the next one).",
@@ -376,6 +378,8 @@ class QtMainWindow(QMainWindow):
             "help.shortcuts": self.show_shortcuts,
             "session.switch": self.switch_grader,
             "app.quit": self.close,
+            # coordinator operations (#33): each opens its dialog (gradercal/ui/qt_ops_actions.py)
+            **{s.id: self._operation(s.id) for s in SHORTCUTS if s.id.startswith("ops.")},
         }
 
     def _artifact(self, ability: str, *args: int) -> Callable[[], object]:
@@ -571,11 +575,29 @@ class QtMainWindow(QMainWindow):
         if not self.coordinator:
             return None
         from gradercal.ui.qt_judge_dialog import QtJudgeDialog
+        from gradercal.ui.qt_ops_dialog import present
 
         dialog = QtJudgeDialog(self.store.db, self.benchmark, parent=self)
         dialog.run_finished.connect(self._judge_run_finished)
-        dialog.show()
+        present(dialog)  # #33: in front of this window (it opened behind it)
+        self.judge_dialog = dialog
         return dialog
+
+    # -- coordinator operations (#33): one dialog each, in front of this window ---------------
+    def open_operation(self, shortcut_id: str) -> QWidget | None:
+        """File ▸ Import / Assign / packets / report / calibrate / remove a judge
+        (coordinator windows only): the dialog of ``shortcut_id``, shown in front, window-modal.
+        A finished operation that changed the data offers the dashboard a refresh."""
+        if not self.coordinator:
+            return None
+        from gradercal.ui.qt_ops_actions import open_operation
+
+        dialog = open_operation(self, shortcut_id)
+        self.operation_dialog = dialog
+        return dialog
+
+    def _operation(self, shortcut_id: str) -> Callable[[], object]:
+        return lambda: self.open_operation(shortcut_id)
 
     def _judge_run_finished(self, stats: dict[str, object]) -> None:
         """A run from the dialog ended: the dashboard offers to refresh (it does not

@@ -208,6 +208,41 @@ SHORTCUTS: tuple[Shortcut, ...] = (
         "Revise the selected or adjudicated criterion… (coordinator mode only)",
         ("Ctrl+E",),
     ),
+    # coordinator operations (#33, gradercal/ui/qt_ops_actions.py): one dialog each
+    Shortcut(
+        "ops.import", "File", "Import a benchmark… (coordinator mode only)", ("Ctrl+Shift+I",)
+    ),
+    Shortcut("ops.assign", "File", "Assign work… (coordinator mode only)", ("Ctrl+Shift+A",)),
+    Shortcut(
+        "ops.packet_export",
+        "File",
+        "Export a grader's packet… (coordinator mode only)",
+        ("Ctrl+Shift+E",),
+    ),
+    Shortcut(
+        "ops.packet_merge",
+        "File",
+        "Merge a returned packet… (coordinator mode only)",
+        ("Ctrl+Shift+M",),
+    ),
+    Shortcut(
+        "ops.report",
+        "File",
+        "Write the report (HTML, PDF)… (coordinator mode only)",
+        ("Ctrl+Shift+R",),
+    ),
+    Shortcut(
+        "ops.calibrate",
+        "File",
+        "Calibrate the judge, export its prompt package… (coordinator mode only)",
+        ("Ctrl+Shift+C",),
+    ),
+    Shortcut(
+        "ops.remove_judge",
+        "File",
+        "Remove a judge and its verdicts… (coordinator mode only)",
+        ("Ctrl+Shift+Delete",),
+    ),
     Shortcut("session.switch", "File", "Switch grader (back to the start page)", ("Ctrl+Shift+G",)),
     Shortcut("app.quit", "File", "Quit (everything is already saved)", ("Ctrl+Q",)),
 )
