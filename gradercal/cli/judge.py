@@ -1364,7 +1364,7 @@ def align(
     spent = {"usd": 0.0, "prompt_tokens": 0, "completion_tokens": 0, "requests": 0}
     candidates = _align_candidates(
         store, frames, judge_name, split, dev_units, by_key, baseline,
-        optimizer_model or model, conn, spent,
+        optimizer_model or model, conn, spent, benchmark,
     )  # fmt: skip
 
     def judged(
@@ -1455,6 +1455,7 @@ def _align_candidates(
     optimizer_model: str,
     conn: _Connection,
     spent: dict[str, Any],
+    benchmark: str | None = None,
 ) -> list[dict[str, Any]]:
     """The candidates built from the development tasks, each with its checked provenance."""
     from gradercal.analysis import alignment as al
@@ -1463,7 +1464,9 @@ def _align_candidates(
     from gradercal.judge.parse import ReplyParseError
     from gradercal.judge.secrets import resolve_api_key
 
-    evidence = al.development_evidence(frames, judge_name, split)
+    evidence = al.development_evidence(
+        frames, judge_name, split, clarifications=_dev_clarifications(store, benchmark, split)
+    )
     records: list[dict[str, Any]] = [
         {
             **{str(k): v for k, v in rec.items()},
@@ -1553,6 +1556,22 @@ def _align_candidates(
             al.assert_no_leakage(both.task_ids, split)
             out.append({"prompt": ja.examples_prompt(guided, shots), "provenance": both})
     return out
+
+
+def _dev_clarifications(store: JudgeStore, benchmark: str | None, split: Any) -> Any:
+    """The answered clarifications of the development tasks (``task_id``, ``criterion_id``,
+    ``answer``); those of held-out tasks are never read into the evidence."""
+    import pandas as pd
+
+    from gradercal.db.clarifications import list_clarifications
+
+    dev = set(split.development)
+    rows = [
+        {"task_id": c.task, "criterion_id": c.criterion, "answer": c.answer}
+        for c in list_clarifications(store.db, benchmark)
+        if c.answer and c.task in dev
+    ]
+    return pd.DataFrame(rows, columns=["task_id", "criterion_id", "answer"])
 
 
 def _align_certificate(

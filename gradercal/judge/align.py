@@ -20,8 +20,9 @@ to it as plain records, into candidate prompt versions:
 * **Combination**: :func:`examples_prompt` applied to a guidance candidate.
 
 Evidence records (mappings) carry ``criterion_key`` (``task/criterion``), ``criterion_text``,
-``response_text``, ``judge_met``, ``consensus_met``, ``rationales`` (list of text) and
-``notes`` (adjudication notes, answered clarifications). Nothing here knows which tasks are
+``response_text``, ``judge_met``, ``consensus_met``, ``rationales`` (list of text),
+``notes`` (adjudication notes) and ``clarifications`` (the coordinators' answers to
+clarification questions on the criterion). Nothing here knows which tasks are
 held out: the caller checks the provenance before and after (``assert_no_leakage``).
 """
 
@@ -108,6 +109,11 @@ def _evidence_text(rec: Mapping[str, Any]) -> str:
         lines.append("response (excerpt): " + response[:600])
     lines += [f"expert rationale: {r}" for r in rec.get("rationales", ()) if r]
     lines += [f"expert note: {n}" for n in rec.get("notes", ()) if n]
+    lines += [
+        f"coordinator's answer to a clarification question: {a}"
+        for a in rec.get("clarifications", ())
+        if a
+    ]
     return "\n".join(lines)
 
 

@@ -45,6 +45,7 @@ class AlignJudgeServer(JudgeServer):
         self.answers = answers
         self.null = null
         self.optimizer_calls = 0
+        self.optimizer_prompts: list[str] = []  # the user message of every optimizer call
 
     async def _reply(
         self, body: dict[str, Any], auth: str
@@ -55,6 +56,7 @@ class AlignJudgeServer(JudgeServer):
         user = user_msgs[-1] if user_msgs else ""
         if OPTIMIZER_MARK in system:
             self.optimizer_calls += 1
+            self.optimizer_prompts.append(user)
             content = "Here is my proposal.\n" + json.dumps(_guidance(user)) + "\nDone."
         else:
             response, criterion = split_prompt(user)
