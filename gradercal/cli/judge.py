@@ -18,6 +18,7 @@ import asyncio
 import dataclasses
 import functools
 import json
+import os
 import sys
 import zlib
 from collections.abc import Callable, Iterator
@@ -52,6 +53,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 EXIT_INCOMPLETE = 3
 EXIT_NO_VERDICTS = 4
 EXIT_INTERRUPTED = 130
+#: ``jsonl``: progress as JSON lines on stderr (see :func:`progress_bar`).
+PROGRESS_ENV = "GRADERCAL_PROGRESS"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -138,7 +141,23 @@ def _connection_options(fn: F) -> F:
 # -- progress ----------------------------------------------------------------------------
 @contextmanager
 def progress_bar(enabled: bool, total: int, label: str) -> Iterator[Callable[[RunStats], None]]:
-    """A rich progress bar (rate, ETA, cost) on stderr when it is a terminal."""
+    """A rich progress bar (rate, ETA, cost) on stderr when it is a terminal.
+
+    With the environment variable :data:`PROGRESS_ENV` set to ``jsonl`` (a window running
+    the command as a child process, gradercal.ui.qt_judge_align), one JSON line per
+    update instead, whatever ``enabled`` says: ``{"progress": label, "done", "total",
+    "cost_usd"}``.
+    """
+    if os.environ.get(PROGRESS_ENV) == "jsonl":
+
+        def emit(stats: RunStats) -> None:
+            line = {"progress": label, "done": stats.done, "total": total,
+                    "cost_usd": round(stats.cost_usd, 6)}  # fmt: skip
+            sys.stderr.write(json.dumps(line) + "\n")
+            sys.stderr.flush()
+
+        yield emit
+        return
     if not enabled or not sys.stderr.isatty():
         yield lambda _stats: None
         return
