@@ -54,7 +54,7 @@ from PySide6.QtWidgets import (
 )
 
 from gradercal.db.judging import JudgeStore
-from gradercal.db.session import Database
+from gradercal.db.session import ENV_VAR, Database
 from gradercal.errors import GradercalError
 from gradercal.judge.secrets import DEFAULT_KEY_ENV
 
@@ -127,9 +127,10 @@ class _AlignWorker(QObject):
     failed = Signal(str)
     cancelled = Signal()
 
-    def __init__(self, argv: list[str]) -> None:
+    def __init__(self, argv: list[str], env: dict[str, str]) -> None:
         super().__init__()
         self.argv = argv
+        self.env = env
         self._proc: subprocess.Popen[str] | None = None
         self._cancel = threading.Event()
         self._lock = threading.Lock()
@@ -143,7 +144,7 @@ class _AlignWorker(QObject):
 
     @Slot()
     def work(self) -> None:
-        env = {**os.environ, _PROGRESS_ENV: "jsonl"}
+        env = {**os.environ, **self.env, _PROGRESS_ENV: "jsonl"}
         try:
             with self._lock:
                 if self._cancel.is_set():
@@ -307,7 +308,7 @@ class QtJudgeAlignDialog(QDialog):
     def argv(self) -> list[str]:
         """The ``gradercal judge align`` command line the form describes."""
         args = [
-            sys.executable, "-m", "gradercal", "judge", "align", "--db", _url_arg(self.db),
+            sys.executable, "-m", "gradercal", "judge", "align",
             "--judge", self.judge.currentText(), "--model", self.model.text().strip(),
             "--api-key-env", self.key_env.text().strip() or DEFAULT_KEY_ENV,
             "--holdout-share", f"{self.holdout.value():g}", "--seed", str(self.seed.value()),
@@ -332,7 +333,9 @@ class QtJudgeAlignDialog(QDialog):
         if not self.judge.currentText() or not self.model.text().strip():
             self.status.setText("Choose a judge and give the model.")
             return
-        self._worker = _AlignWorker(self.argv())
+        # the database reaches the child as $GRADERCAL_DB, never on its command line (a
+        # PostgreSQL password there would show in the process list)
+        self._worker = _AlignWorker(self.argv(), {ENV_VAR: _url_arg(self.db)})
         self._thread = QThread(self)
         self._worker.moveToThread(self._thread)
         self._thread.started.connect(self._worker.work)

@@ -72,6 +72,7 @@ def _dialog(qtbot: Any, db: Database, srv: AlignJudgeServer) -> QtJudgeAlignDial
     dialog.key_env.setText(KEY_ENV)
     dialog.n_boot.setValue(300)
     dialog.max_candidates.setValue(2)
+    assert "--db" not in dialog.argv()  # the database goes by $GRADERCAL_DB, not argv
     return dialog
 
 
