@@ -845,6 +845,7 @@ def development_evidence(
     split: TaskSplit,
     *,
     tasks: Iterable[Any] | None = None,
+    clarifications: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """The evidence an optimizer may see: the judge's disagreements on development tasks.
 
@@ -853,17 +854,40 @@ def development_evidence(
     :func:`assert_no_leakage` *before* anything is read, so a held-out task raises
     :class:`HeldOutLeakage`.
 
+    ``clarifications`` (``task_id``, ``criterion_id``, ``answer``: the coordinators'
+    answers to clarification questions, the caller keeps the development tasks' only) are
+    checked the same way — one from a held-out task raises :class:`HeldOutLeakage`, it is
+    never silently dropped — and each answer joins the evidence rows of its criterion
+    (``clarifications`` column; a criterion the judge never got wrong has no row, so its
+    answer is not used).
+
     Returns:
         ``task_id``, ``response_id``, ``criterion_id``, ``criterion_key``
         (``task/criterion``), ``criterion_text``, ``points``, ``judge_met``,
         ``consensus_met``, ``rationales`` (the humans' rationales, list), ``notes`` (the
-        adjudication note, list); sorted by task, response, criterion.
+        adjudication note, list), ``clarifications`` (answers on the criterion, list);
+        sorted by task, response, criterion.
     """
     source = list(split.development if tasks is None else tasks)
     assert_no_leakage(source, split, what="optimizer evidence")
+    answers: dict[tuple[str, str], list[str]] = {}
+    if clarifications is not None and len(clarifications):
+        assert_no_leakage(clarifications["task_id"], split, what="clarification evidence")
+        for t, c, a in zip(
+            clarifications["task_id"],
+            clarifications["criterion_id"],
+            clarifications["answer"],
+            strict=True,
+        ):
+            if a is not None and str(a).strip():
+                answers.setdefault((str(t), str(c)), []).append(str(a).strip())
     dev = development_units(frames, judge, source)
-    wrong = dev.loc[dev["judge_met"] != dev["consensus_met"]]
-    return wrong.reset_index(drop=True)
+    wrong = dev.loc[dev["judge_met"] != dev["consensus_met"]].reset_index(drop=True)
+    wrong["clarifications"] = [
+        list(answers.get((str(t), str(c)), []))
+        for t, c in zip(wrong["task_id"], wrong["criterion_id"], strict=True)
+    ]
+    return wrong
 
 
 def development_units(frames: Frames, judge: str, tasks: Iterable[Any]) -> pd.DataFrame:

@@ -18,6 +18,7 @@ import asyncio
 import dataclasses
 import functools
 import json
+import os
 import sys
 import zlib
 from collections.abc import Callable, Iterator
@@ -53,6 +54,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 EXIT_INCOMPLETE = 3
 EXIT_NO_VERDICTS = 4
 EXIT_INTERRUPTED = 130
+#: ``jsonl``: progress as JSON lines on stderr (see :func:`progress_bar`).
+PROGRESS_ENV = "GRADERCAL_PROGRESS"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -139,7 +142,23 @@ def _connection_options(fn: F) -> F:
 # -- progress ----------------------------------------------------------------------------
 @contextmanager
 def progress_bar(enabled: bool, total: int, label: str) -> Iterator[Callable[[RunStats], None]]:
-    """A rich progress bar (rate, ETA, cost) on stderr when it is a terminal."""
+    """A rich progress bar (rate, ETA, cost) on stderr when it is a terminal.
+
+    With the environment variable :data:`PROGRESS_ENV` set to ``jsonl`` (a window running
+    the command as a child process, gradercal.ui.qt_judge_align), one JSON line per
+    update instead, whatever ``enabled`` says: ``{"progress": label, "done", "total",
+    "cost_usd"}``.
+    """
+    if os.environ.get(PROGRESS_ENV) == "jsonl":
+
+        def emit(stats: RunStats) -> None:
+            line = {"progress": label, "done": stats.done, "total": total,
+                    "cost_usd": round(stats.cost_usd, 6)}  # fmt: skip
+            sys.stderr.write(json.dumps(line) + "\n")
+            sys.stderr.flush()
+
+        yield emit
+        return
     if not enabled or not sys.stderr.isatty():
         yield lambda _stats: None
         return
@@ -1246,6 +1265,16 @@ def runs(db: str | None, judge_name: str | None, as_json: bool) -> None:
     help="Finalists evaluated on the held-out tasks (the correction covers all of them).",
 )
 @click.option("--n-boot", default=2000, show_default=True, type=click.IntRange(100))
+@click.option(
+    "--vision",
+    is_flag=True,
+    help="Candidates that see figures (as `judge run --vision`): each is derived from the "
+    "judge's prompt with the vision option. Run the judge with --vision first so that the "
+    "baseline sees them too.",
+)
+@click.option("--vision-dpi", type=click.IntRange(36, 600), metavar="N", help="As judge run.")
+@click.option("--vision-pages", type=click.IntRange(0, 100), metavar="N", help="As judge run.")
+@click.option("--vision-images", type=click.IntRange(0, 100), metavar="N", help="As judge run.")
 @click.option("--dry-run", is_flag=True, help="Only estimate requests, tokens and cost.")
 @json_option
 @handle_errors
@@ -1261,6 +1290,10 @@ def align(
     holdout_from_calibration: bool,
     max_candidates: int,
     n_boot: int,
+    vision: bool,
+    vision_dpi: int | None,
+    vision_pages: int | None,
+    vision_images: int | None,
     dry_run: bool,
     as_json: bool,
 ) -> None:
@@ -1276,7 +1309,10 @@ def align(
     the same resamples for both) with a Holm correction over the finalists. A candidate
     is proven better only when its corrected lower bound is above zero; otherwise the
     baseline is kept. Every candidate is stored as a prompt version; the judge's own
-    prompt is not changed. See docs/alignment.md.
+    prompt is not changed. With --vision the candidates send each task's figures (the
+    prompt's vision option, as `judge run --vision`). --max-cost caps everything the
+    command pays for: the optimizer's call (its completion limit is lowered, or the call
+    not made, so that its worst case fits) and every candidate run. See docs/alignment.md.
     """
     from gradercal.analysis import alignment as al
     from gradercal.db.judging import Scope
@@ -1291,6 +1327,8 @@ def align(
             f"run `gradercal judge run --judge {judge_name}` first"
         )
     baseline = store.load_prompt(info.prompt_hash)
+    # the candidates derive from this one: the judge's prompt, with --vision seeing figures
+    source = _with_vision(baseline, vision, vision_dpi, vision_pages, vision_images)
     frames = store.repo.load_frames(benchmark)
     units_all = al.consensus_units(frames)
     graded = frames.tasks.loc[frames.tasks["task_id"].isin(set(units_all["task_id"]))]
@@ -1315,7 +1353,7 @@ def align(
             split = al.split_tasks(graded, holdout_share, seed)
         except ValueError as exc:
             raise GradercalError(f"--holdout-share: {exc}") from None
-    items = store.work_items(benchmark, None, Scope.parse("all"), baseline)
+    items = store.work_items(benchmark, None, Scope.parse("all"), source)
     by_key = {(it.response_id, it.criterion_id): it for it in items}
     dev_units = al.development_units(frames, judge_name, split.development)
     held_frame = al.consensus_units(frames, split.held_out)
@@ -1333,8 +1371,8 @@ def align(
     model_price = _checked_price(model, conn)
     if dry_run:
         per_candidate = [
-            estimate_run(dev_items, baseline, max_tokens=params.max_tokens, price=model_price),
-            estimate_run(held_items, baseline, max_tokens=params.max_tokens, price=model_price),
+            estimate_run(dev_items, source, max_tokens=params.max_tokens, price=model_price),
+            estimate_run(held_items, source, max_tokens=params.max_tokens, price=model_price),
         ]
         n_dev_runs, n_held_runs = 3, max_candidates  # guidance, examples, both
         est = {
@@ -1362,9 +1400,11 @@ def align(
     _check_server(conn)
     _note_interrupted(store)
     spent = {"usd": 0.0, "prompt_tokens": 0, "completion_tokens": 0, "requests": 0}
+    if source is not baseline:
+        store.save_prompt(source)
     candidates = _align_candidates(
-        store, frames, judge_name, split, dev_units, by_key, baseline,
-        optimizer_model or model, conn, spent,
+        store, frames, judge_name, split, dev_units, by_key, source,
+        optimizer_model or model, conn, spent, benchmark,
     )  # fmt: skip
 
     def judged(
@@ -1377,6 +1417,10 @@ def align(
                 got[(v.item.response_id, v.item.criterion_id)] = bool(v.met)
 
         budget = None if conn.max_cost is None else max(conn.max_cost - spent["usd"], 0.0)
+        if budget is not None and budget <= 0.0:
+            # the runner always sends a first request to learn its cost: not with nothing left
+            click.echo(f"note: --max-cost reached; {label} is not run", err=True)
+            return got
         done = _launch(
             store, info, prompt, params, work, dataclasses.replace(conn, max_cost=budget),
             model_price=model_price,
@@ -1421,6 +1465,7 @@ def align(
         frames, judge_name, split, baseline, candidates, finalists, held_frame, base_arr,
         held_verdicts, n_boot, seed, spent,
     )  # fmt: skip
+    certificate["vision"] = None if source.vision is None else source.vision.to_dict()
     certificate["certificate_id"] = store.save_certificate(info, benchmark, certificate)
     if as_json:
         emit_json(certificate)
@@ -1455,6 +1500,7 @@ def _align_candidates(
     optimizer_model: str,
     conn: _Connection,
     spent: dict[str, Any],
+    benchmark: str | None = None,
 ) -> list[dict[str, Any]]:
     """The candidates built from the development tasks, each with its checked provenance."""
     from gradercal.analysis import alignment as al
@@ -1463,7 +1509,9 @@ def _align_candidates(
     from gradercal.judge.parse import ReplyParseError
     from gradercal.judge.secrets import resolve_api_key
 
-    evidence = al.development_evidence(frames, judge_name, split)
+    evidence = al.development_evidence(
+        frames, judge_name, split, clarifications=_dev_clarifications(store, benchmark, split)
+    )
     records: list[dict[str, Any]] = [
         {
             **{str(k): v for k, v in rec.items()},
@@ -1476,10 +1524,31 @@ def _align_candidates(
     texts = dict(zip(dev_units["criterion_key"], dev_units["criterion_text"], strict=True))
     out: list[dict[str, Any]] = []
     guided: PromptTemplate | None = None
+    cap: int | None = None
     if records:
         messages, keys = ja.optimizer_messages(records)
         store.save_prompt(ja.OPTIMIZER_PROMPT)
-        params = JudgeParams(model=optimizer_model, max_tokens=2048, logprobs=False)
+        price = _price(optimizer_model, conn.price)
+        if conn.max_cost is not None and price is None:
+            raise GradercalError(
+                f"no price known for the optimizer model {optimizer_model!r}, so --max-cost "
+                "cannot be enforced: add it to the price table or pass --price IN,OUT"
+            )
+        cap = ja.optimizer_token_cap(
+            messages,
+            0.0 if price is None else price.input,
+            0.0 if price is None else price.output,
+            None if conn.max_cost is None else conn.max_cost - spent["usd"],
+        )
+    if records and cap is None:
+        click.echo(
+            "note: the optimizer's call could exceed --max-cost: it is not made, so there is "
+            "no guidance candidate",
+            err=True,
+        )
+    elif records:
+        assert cap is not None
+        params = JudgeParams(model=optimizer_model, max_tokens=cap, logprobs=False)
         key = resolve_api_key(conn.api_key_env)
         client = JudgeClient(
             params, base_url=conn.base_url, api_key=key.value, concurrency=1,
@@ -1503,7 +1572,6 @@ def _align_candidates(
         spent["prompt_tokens"] += outcome.prompt_tokens
         spent["completion_tokens"] += outcome.completion_tokens
         spent["requests"] += outcome.attempts
-        price = _price(optimizer_model, conn.price)
         if price is not None:
             spent["usd"] += price.cost(outcome.prompt_tokens, outcome.completion_tokens)
         if outcome.status == "ok":
@@ -1521,6 +1589,7 @@ def _align_candidates(
                     {
                         "optimizer_prompt": ja.OPTIMIZER_PROMPT.content_hash,
                         "model": optimizer_model,
+                        "max_tokens": cap,
                     },
                 )
                 al.assert_no_leakage(prov.task_ids, split)
@@ -1553,6 +1622,22 @@ def _align_candidates(
             al.assert_no_leakage(both.task_ids, split)
             out.append({"prompt": ja.examples_prompt(guided, shots), "provenance": both})
     return out
+
+
+def _dev_clarifications(store: JudgeStore, benchmark: str | None, split: Any) -> Any:
+    """The answered clarifications of the development tasks (``task_id``, ``criterion_id``,
+    ``answer``); those of held-out tasks are never read into the evidence."""
+    import pandas as pd
+
+    from gradercal.db.clarifications import list_clarifications
+
+    dev = set(split.development)
+    rows = [
+        {"task_id": c.task, "criterion_id": c.criterion, "answer": c.answer}
+        for c in list_clarifications(store.db, benchmark)
+        if c.answer and c.task in dev
+    ]
+    return pd.DataFrame(rows, columns=["task_id", "criterion_id", "answer"])
 
 
 def _align_certificate(

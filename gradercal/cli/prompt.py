@@ -170,6 +170,21 @@ def export_prompt(
                 name=name,
             )
             update("examples", 3, 3)
+            # the judge's newest alignment certificate on this benchmark travels with it
+            from dataclasses import replace as _replace
+
+            from gradercal.db.judging import JudgeStore
+
+            cert = next(
+                (
+                    r
+                    for r in JudgeStore(database).certificates(judge)
+                    if r["benchmark"] == src.benchmark
+                ),
+                None,
+            )
+            if cert is not None:
+                package = _replace(package, certificate=cert)
             samples = None
             if samples_path is not None or fmt in MULTI_FILE_FORMATS:
                 from gradercal.db.prompt_sources import export_samples
@@ -212,6 +227,7 @@ def export_prompt(
         "examples_met": sum(1 for e in package.examples if e["criteria_met"]),
         "guidance_criteria": len(package.guidance.get("criteria", [])),
         "warnings": list(package.warnings),
+        "certificate": None if package.certificate is None else package.certificate["id"],
     }
     if as_json:
         if str(output) != "-":

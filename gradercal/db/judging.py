@@ -270,9 +270,13 @@ class JudgeStore:
 
     def certificates(self, name: str | None = None) -> list[dict[str, Any]]:
         """Stored alignment certificates, newest first (of judge ``name`` if given):
-        ``{"id", "judge", "proven_better", "created_at", "certificate"}``."""
+        ``{"id", "judge", "benchmark", "proven_better", "created_at", "certificate"}``."""
         c = m.JudgeCertificate
-        q = select(c, m.Grader.name).join(m.Grader, m.Grader.id == c.grader_id)
+        q = (
+            select(c, m.Grader.name, m.Benchmark.name)
+            .join(m.Grader, m.Grader.id == c.grader_id)
+            .join(m.Benchmark, m.Benchmark.id == c.benchmark_id)
+        )
         if name is not None:
             q = q.where(m.Grader.name == name)
         with self.db.read() as s:
@@ -281,11 +285,12 @@ class JudgeStore:
                 {
                     "id": r.id,
                     "judge": judge,
+                    "benchmark": bench,
                     "proven_better": r.proven_better,
                     "created_at": _aware(r.created_at).isoformat(),
                     "certificate": dict(r.certificate),
                 }
-                for r, judge in rows
+                for r, judge, bench in rows
             ]
 
     def judge(self, name: str) -> JudgeInfo | None:

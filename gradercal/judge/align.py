@@ -20,14 +20,16 @@ to it as plain records, into candidate prompt versions:
 * **Combination**: :func:`examples_prompt` applied to a guidance candidate.
 
 Evidence records (mappings) carry ``criterion_key`` (``task/criterion``), ``criterion_text``,
-``response_text``, ``judge_met``, ``consensus_met``, ``rationales`` (list of text) and
-``notes`` (adjudication notes, answered clarifications). Nothing here knows which tasks are
+``response_text``, ``judge_met``, ``consensus_met``, ``rationales`` (list of text),
+``notes`` (adjudication notes) and ``clarifications`` (the coordinators' answers to
+clarification questions on the criterion). Nothing here knows which tasks are
 held out: the caller checks the provenance before and after (``assert_no_leakage``).
 """
 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -43,11 +45,17 @@ __all__ = [
     "examples_prompt",
     "guidance_prompt",
     "optimizer_messages",
+    "optimizer_token_cap",
     "parse_guidance",
 ]
 
 #: Evidence records sent to the optimizer at most (the most frequent criteria first).
 MAX_EVIDENCE = 40
+#: The optimizer's completion limit, and the least worth asking for under a budget.
+OPTIMIZER_MAX_TOKENS = 2048
+OPTIMIZER_MIN_TOKENS = 256
+#: Margin on the optimizer prompt's estimated tokens (characters / 4) under a budget.
+PROMPT_TOKEN_MARGIN = 1.25
 #: The block added to a user template without ``{{guidance}}``.
 GUIDANCE_BLOCK = (
     "<guidance>\nGuidance from the expert graders (follow it where it applies):\n"
@@ -108,6 +116,11 @@ def _evidence_text(rec: Mapping[str, Any]) -> str:
         lines.append("response (excerpt): " + response[:600])
     lines += [f"expert rationale: {r}" for r in rec.get("rationales", ()) if r]
     lines += [f"expert note: {n}" for n in rec.get("notes", ()) if n]
+    lines += [
+        f"coordinator's answer to a clarification question: {a}"
+        for a in rec.get("clarifications", ())
+        if a
+    ]
     return "\n".join(lines)
 
 
@@ -133,6 +146,34 @@ def optimizer_messages(
         criterion="\n".join(f"- {k}: {texts[k]}" for k in keys),
     )
     return OPTIMIZER_PROMPT.render(ctx), keys
+
+
+def optimizer_token_cap(
+    messages: Sequence[Mapping[str, Any]],
+    input_usd_per_m: float,
+    output_usd_per_m: float,
+    budget_usd: float | None,
+    max_tokens: int = OPTIMIZER_MAX_TOKENS,
+    min_tokens: int = OPTIMIZER_MIN_TOKENS,
+) -> int | None:
+    """The optimizer call's completion limit under ``--max-cost``: None when not even
+    ``min_tokens`` fit in what is left of the budget (then it must not be called).
+
+    The call's worst case is its prompt (estimated at characters / 4, times
+    :data:`PROMPT_TOKEN_MARGIN`, at the input price) plus the whole completion limit (at
+    the output price); the limit is ``max_tokens`` or, when that would exceed
+    ``budget_usd``, the largest that does not. Without a budget, ``max_tokens``.
+    """
+    if budget_usd is None:
+        return max_tokens
+    chars = sum(len(str(m.get("content") or "")) for m in messages)
+    prompt_cost = math.ceil(chars / 4) * PROMPT_TOKEN_MARGIN * input_usd_per_m / 1e6
+    room = budget_usd - prompt_cost
+    if room <= 0:
+        return None
+    fits = max_tokens if output_usd_per_m <= 0 else int(room * 1e6 / output_usd_per_m)
+    cap = min(max_tokens, fits)
+    return cap if cap >= min_tokens else None
 
 
 def _outer_object(content: str) -> dict[str, Any]:

@@ -76,6 +76,12 @@ class PromptPackage:
         card: :func:`agreement_card` (plus ``prompt_version``).
         warnings: What the exporter wants the reader to know.
         created_at: ISO time of the export.
+        certificate: The judge's newest stored certificate of ``gradercal judge align``
+            for this benchmark (``{"id", "judge", "proven_better", "created_at",
+            "certificate"}``, as ``JudgeStore.certificates`` reads it), or None. It is a
+            record of what was proven, not part of the prompt: the exported judges grade
+            the same with or without it. The key is absent from the JSON when None (so a
+            package written before it existed keeps its hash).
         format_version: :data:`FORMAT_VERSION`.
     """
 
@@ -90,6 +96,7 @@ class PromptPackage:
     warnings: Sequence[str] = ()
     created_at: str = ""
     format_version: int = FORMAT_VERSION
+    certificate: Mapping[str, Any] | None = None
 
     @property
     def prompt_version(self) -> str:
@@ -120,6 +127,7 @@ class PromptPackage:
                 "decision": dict(self.decision),
                 "card": dict(self.card),
                 "warnings": list(self.warnings),
+                **({} if self.certificate is None else {"certificate": dict(self.certificate)}),
             },
             iso_datetimes=True,
         )
@@ -323,6 +331,7 @@ def package_from_dict(obj: Any, *, source: str = "package") -> PromptPackage:
         warnings=obj.get("warnings", []),
         created_at=obj["created_at"],
         format_version=obj["format_version"],
+        certificate=obj.get("certificate"),
     )
 
 

@@ -1,7 +1,9 @@
 """The package as a Markdown document, for people (:func:`to_markdown`).
 
 The agreement card with its figure tables, the decision rule, the guidance, the
-few-shot examples and the templates.
+few-shot examples, the templates and, when the judge has one, its alignment certificate
+(``gradercal judge align``: prompt versions compared on held-out tasks). Every text the
+package did not write itself goes through :func:`_md` (or :func:`_code`).
 """
 
 from __future__ import annotations
@@ -266,6 +268,7 @@ def to_markdown(package: PromptPackage) -> str:
             f"— {_md(shot.get('explanation', ''))}"
         )
     out.append("")
+    out += _certificate_markdown(package)
     out += ["## System template", "", _fence(p.system), "", "## User template", ""]
     out += [_fence(p.user), ""]
     vision = p.vision
@@ -281,6 +284,74 @@ def to_markdown(package: PromptPackage) -> str:
             "",
         ]
     return "\n".join(out)
+
+
+def _interval(ci: Any) -> str:
+    if not isinstance(ci, list | tuple) or len(ci) != 2:
+        return "—"
+    return f"[{_num(ci[0])}, {_num(ci[1])}]"
+
+
+def _certificate_markdown(package: PromptPackage) -> list[str]:
+    """The judge's alignment certificate (``gradercal judge align``), every text escaped."""
+    row = package.certificate
+    if row is None:
+        return []
+    cert = row.get("certificate") or {}
+    split = cert.get("split") or {}
+    base = (cert.get("baseline") or {}).get("prompt_version")
+    chosen = (cert.get("chosen") or {}).get("prompt_version")
+    cands = list(cert.get("candidates") or [])
+    n_held = sum(1 for c in cands if c.get("evaluated_on_held_out"))
+    out = [
+        "## Alignment certificate",
+        "",
+        f"Certificate {_md(row.get('id'))} of judge {_md(row.get('judge'))}, "
+        f"{_md(row.get('created_at'))} (`gradercal judge align`). It compares the judge's "
+        "prompt versions on held-out tasks; it is a record, not part of this package's "
+        "prompt (whose version is above).",
+        "",
+        f"- **Split**: {_md(len(split.get('development') or []))} development and "
+        f"{_md(len(split.get('held_out') or []))} held-out tasks (seed {_md(split.get('seed'))}); "
+        f"held out: {_md(', '.join(str(t) for t in split.get('held_out') or []) or '—')}",
+        f"- **Baseline**: {_code(base)}",
+        f"- **Chosen**: {_code(chosen)} — "
+        + (
+            "**proven better** on the held-out tasks"
+            if cert.get("proven_better")
+            else "no candidate proven better; the baseline is kept"
+        ),
+        f"- **Candidates**: {_md(len(cands))}, {_md(n_held)} evaluated on the held-out tasks "
+        "(the correction covers all of them)",
+    ]
+    cost = cert.get("cost") or {}
+    out.append(
+        f"- **Cost**: {_md(cost.get('requests'))} requests, "
+        f"{_md(cost.get('prompt_tokens'))} + {_md(cost.get('completion_tokens'))} tokens, "
+        f"USD {_num(cost.get('usd'), 4)}"
+    )
+    if cert.get("note"):
+        out.append(f"- **Note**: {_md(cert['note'])}")
+    out += [
+        "",
+        "| prompt version | role | kappa | balanced accuracy | Δ kappa | 95% CI | corrected CI "
+        "| proven better | alt-test |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    alt = cert.get("alt_test") or {}
+    for version, h in (cert.get("heldout") or {}).items():
+        k = ((h.get("paired") or {}).get("kappa")) or {}
+        a = alt.get(version) or {}
+        passed = a.get("passed")
+        out.append(
+            f"| {_code(str(version)[:12])} | {_md(h.get('role'))} | {_num(h.get('kappa'))} "
+            f"| {_num(h.get('balanced_accuracy'))} | {_num(k.get('estimate'))} "
+            f"| {_interval(k.get('ci'))} | {_interval(k.get('ci_corrected'))} "
+            f"| {_num(h.get('proven_better')) if 'proven_better' in h else '—'} "
+            f"| {'refused' if passed is None else _num(bool(passed))} |"
+        )
+    out.append("")
+    return out
 
 
 def _label(key: Any) -> str:

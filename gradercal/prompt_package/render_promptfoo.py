@@ -14,6 +14,9 @@
   returns gradercal's calibrated rubric score as the test's score and gradercal's
   pass/fail as its result (no test ``threshold``: promptfoo's own comparison has no
   slack for rounding, gradercal's has 1e-9);
+  When the judge has an alignment certificate (``gradercal judge align``) it is carried
+  in the configuration's top-level ``metadata.gradercal_certificate`` (and embedded in
+  the assertion beside the prompt); nothing reads it to grade;
 * ``STEM_tests.json`` — one test per response; everything it needs is inside the one
   ``sample`` variable (an object), so promptfoo's template rendering never touches the
   texts (a criterion or response containing ``{{ }}`` or ``{% %}`` arrives as written).
@@ -97,6 +100,10 @@ def to_promptfoo(
         },
         "tests": f"file://{stem}_tests.json",
     }
+    body = package.to_dict()
+    if "certificate" in body:
+        # promptfoo's top-level ``metadata``: carried, never rendered or graded
+        config["metadata"] = {"gradercal_certificate": body["certificate"]}
     tests = [
         {
             "description": _plain(

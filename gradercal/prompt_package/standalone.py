@@ -197,8 +197,9 @@ def _literal(text: str, indent: str = "    ") -> str:
 def exported_judge(package: PromptPackage, glue: str, header: str) -> str:
     """The whole exported file: ``header`` (a docstring), the kernel, then glue module
     ``glue`` of :mod:`gradercal.prompt_package.exported` with the package's prompt
-    version, prompt, decision and judge settings embedded in place of its
-    ``PACKAGE_JSON = "{}"`` placeholder."""
+    version, prompt, decision and judge settings (and, when the package has one, the
+    judge's alignment certificate under ``"certificate"``, which the glue never reads)
+    embedded in place of its ``PACKAGE_JSON = "{}"`` placeholder."""
     import json
 
     require_text_only(package.prompt, f"the exported {_TOOLS.get(glue, glue)} judge")
@@ -213,6 +214,8 @@ def exported_judge(package: PromptPackage, glue: str, header: str) -> str:
                 "model": package.judge.get("model"),
                 "parameters": dict(package.judge.get("parameters") or {}),
             },
+            # a record only: the glue never reads it, so the judge grades as without it
+            **({} if "certificate" not in body else {"certificate": body["certificate"]}),
         },
         sort_keys=True,
         ensure_ascii=False,

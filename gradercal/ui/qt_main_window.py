@@ -294,6 +294,12 @@ class QtMainWindow(QMainWindow):
             self.conflicts_action = conflicts
             for key, menu in menus.items():  # no grading here: File, View and Help only
                 menu.menuAction().setVisible(key in ("File", "View", "Help"))
+        # -- Judges view (#34): prompt versions compared by the alignment certificate, and
+        # `judge align` started from the window with progress (gradercal/ui/qt_judge_align.py)
+        if self.coordinator:
+            from gradercal.ui.qt_judge_align import add_judge_align_action
+
+            self.judge_align_action = add_judge_align_action(self, menus["File"])
         self._update_enabled()
 
     def _run(self, handler: Callable[[], object]) -> None:

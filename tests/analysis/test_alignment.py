@@ -212,3 +212,35 @@ def test_split_from_given_held_out_tasks() -> None:
         split_from_held_out(tasks, tasks["task_id"])
     with pytest.raises(ValueError, match="has an expert consensus"):
         split_from_held_out(tasks, ["nope"])
+
+
+def test_answered_clarifications_join_the_evidence_from_development_tasks_only() -> None:
+    """A clarification answer of a development task joins its criterion's evidence rows;
+    one of a held-out task handed in raises (never silently used, never dropped)."""
+    import pandas as pd
+
+    from gradercal.analysis.alignment import consensus_units, development_evidence
+    from gradercal.formats import read_folder
+    from gradercal.frames import frames_from_data
+    from tests.conftest import ROOT
+
+    frames = frames_from_data(read_folder(ROOT / "samples" / "demo"))
+    tasks = frames.tasks.loc[frames.tasks["task_id"].isin(set(consensus_units(frames)["task_id"]))]
+    s = split_tasks(tasks, 0.3, seed=0)
+    ev = development_evidence(frames, "judge-gpt", s)
+    t, c = str(ev.at[0, "task_id"]), str(ev.at[0, "criterion_id"])
+    dev_answer = pd.DataFrame(
+        {"task_id": [t], "criterion_id": [c], "answer": ["count partial credit as met"]}
+    )
+    got = development_evidence(frames, "judge-gpt", s, clarifications=dev_answer)
+    on_crit = (got["task_id"] == t) & (got["criterion_id"] == c)
+    assert all(x == ["count partial credit as met"] for x in got.loc[on_crit, "clarifications"])
+    assert all(x == [] for x in got.loc[~on_crit, "clarifications"])
+    held_crit = frames.criteria.loc[frames.criteria["task_id"] == s.held_out[0], "criterion_id"]
+    held_answer = pd.DataFrame(
+        {"task_id": [s.held_out[0]], "criterion_id": [held_crit.iloc[0]], "answer": ["leak"]}
+    )
+    with pytest.raises(HeldOutLeakage, match=s.held_out[0]):
+        development_evidence(
+            frames, "judge-gpt", s, clarifications=pd.concat([dev_answer, held_answer])
+        )

@@ -171,3 +171,63 @@ def test_align_refuses_a_judge_never_run(demo_db: str) -> None:
     res = CliRunner().invoke(judge, ["align", "--db", demo_db, "--judge", "nobody", *conn])
     assert res.exit_code == 1 and "--judge: no judge 'nobody' has been run" in res.output
     assert "Traceback" not in res.output
+
+
+def test_align_uses_answered_clarifications_of_development_tasks_only(demo_db: str) -> None:
+    """Answered clarifications join the optimizer's evidence (#34) — those of development
+    tasks only: a held-out task's answer never reaches the optimizer."""
+    from gradercal.db.clarifications import answer, ask
+
+    with AlignJudgeServer(_answers(demo_db)) as srv:
+        conn = ["--model", "m", "--base-url", srv.base_url, "--api-key-env", KEY_ENV]
+        _cli("run", "--db", demo_db, "--judge", "j", *conn, "--no-logprobs")
+        plan = json.loads(
+            _cli("align", "--db", demo_db, "--judge", "j", *conn, "--json", "--dry-run")
+        )
+        split = plan["estimate"]["split"]
+        db = open_database(demo_db)
+        try:
+            crit = Repository(db).load_frames(None).criteria
+            negative = crit.loc[crit["points"] < 0].drop_duplicates("task_id")
+            for t, c in zip(negative["task_id"], negative["criterion_id"], strict=True):
+                thread = ask(db, None, str(t), str(c), "does this count?", actor="ann")
+                answer(db, thread.id, f"ANSWER-FOR-{t}", actor="coord")
+        finally:
+            db.dispose()
+        asked = set(negative["task_id"].astype(str))
+        assert asked & set(split["development"]) and asked & set(split["held_out"])
+        out = _cli("align", "--db", demo_db, "--judge", "j", *conn, "--json", "--n-boot", "200")
+    cert = json.loads(out)
+    assert cert["split"] == split
+    (prompt,) = srv.optimizer_prompts
+    assert "coordinator's answer to a clarification question: ANSWER-FOR-" in prompt
+    for t in split["held_out"]:
+        assert f"ANSWER-FOR-{t}" not in prompt
+    assert any(f"ANSWER-FOR-{t}" in prompt for t in split["development"])
+
+
+def test_align_max_cost_caps_the_optimizer_call(demo_db: str) -> None:
+    """--max-cost covers the optimizer's call: lowered to fit, or not made at all."""
+    with AlignJudgeServer(_answers(demo_db)) as srv:
+        conn = ["--model", "m", "--base-url", srv.base_url, "--api-key-env", KEY_ENV]
+        _cli("run", "--db", demo_db, "--judge", "j", *conn, "--no-logprobs")
+        # input free, output $100 per million tokens: $0.2 leaves 2,000 completion tokens
+        priced = [*conn, "--price", "0,100", "--json", "--n-boot", "200"]
+        res = CliRunner().invoke(
+            judge, ["align", "--db", demo_db, "--judge", "j", *priced, "--max-cost", "0.2"],
+            env={KEY_ENV: "k"},
+        )  # fmt: skip
+        assert srv.optimizer_limits == [2000], res.output
+        # the candidate runs get what is left; each may overrun by one request ($0.0013)
+        assert json.loads(res.stdout)["cost"]["usd"] <= 0.2 + 3 * 0.0015
+        # output $1,000 per million: $0.1 leaves 100 tokens, below the least worth asking
+        # for: no call, no guidance candidate
+        priced = [*conn, "--price", "0,1000", "--json", "--n-boot", "200"]
+        res = CliRunner().invoke(
+            judge, ["align", "--db", demo_db, "--judge", "j", *priced, "--max-cost", "0.1"],
+            env={KEY_ENV: "k"},
+        )  # fmt: skip
+        assert srv.optimizer_calls == 1, res.output
+        assert "could exceed --max-cost" in res.stderr
+        cert = json.loads(res.stdout)
+        assert all("guidance" not in c["built_from"] for c in cert["candidates"])

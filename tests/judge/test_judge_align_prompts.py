@@ -70,3 +70,20 @@ def test_guidance_and_examples_candidates_derive_from_the_baseline() -> None:
     both = examples_prompt(cand, [pair])
     assert len(both.few_shot) == 2 and both.guidance == cand.guidance
     assert [s["criteria_met"] for s in both.few_shot] == [False, True]
+
+
+def test_optimizer_token_cap_keeps_the_call_within_the_budget() -> None:
+    from gradercal.judge.align import PROMPT_TOKEN_MARGIN, optimizer_token_cap
+
+    msgs = [{"role": "system", "content": "x" * 400}, {"role": "user", "content": "y" * 3600}]
+    prompt_tokens = 1000 * PROMPT_TOKEN_MARGIN  # 4,000 characters
+    assert optimizer_token_cap(msgs, 1.0, 10.0, None) == 2048  # no budget: the default
+    assert optimizer_token_cap(msgs, 1.0, 10.0, 1.0) == 2048  # ample
+    budget = (prompt_tokens * 1.0 + 1000 * 10.0) / 1e6
+    cap = optimizer_token_cap(msgs, 1.0, 10.0, budget)
+    assert cap is not None and 999 <= cap <= 1000
+    # the worst case of the capped call fits the budget
+    assert (prompt_tokens * 1.0 + cap * 10.0) / 1e6 <= budget + 1e-12
+    # not even the minimum fits: the call must not be made
+    assert optimizer_token_cap(msgs, 1.0, 10.0, (prompt_tokens + 2550) / 1e6) is None
+    assert optimizer_token_cap(msgs, 1.0, 10.0, 0.0) is None

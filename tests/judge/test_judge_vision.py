@@ -506,3 +506,39 @@ def test_exported_judges_refuse_a_prompt_that_sends_figures(
         with pytest.raises(GradercalError, match=f"which the exported {tool} judge cannot do"):
             exported_judge(SimpleNamespace(prompt=stored), glue, "")  # type: ignore[arg-type]
     require_text_only(DEFAULT_PROMPT, "the exported Inspect AI judge")  # text only: fine
+
+
+def test_judge_align_vision_candidates_see_the_figures(demo_db: str) -> None:
+    """`judge align --vision`: the candidates derive from the judge's prompt with the
+    vision option and their requests carry the tasks' figures (#34)."""
+    from tests.cli.test_judge_align import _answers
+    from tests.support.align_judge import AlignJudgeServer
+
+    env = {KEY_ENV: "sk-test-vision"}
+    with AlignJudgeServer(_answers(demo_db)) as srv:
+        conn = ["--model", "gpt-4o", "--base-url", srv.base_url, "--api-key-env", KEY_ENV]
+        run = CliRunner().invoke(
+            main, ["judge", "run", "--db", demo_db, "--judge", "ja", *conn, "--no-logprobs"],
+            env=env,
+        )  # fmt: skip
+        assert run.exit_code == 0, run.output
+        assert srv.image_requests == 0
+        res = CliRunner().invoke(
+            main,
+            ["judge", "align", "--db", demo_db, "--judge", "ja", *conn, "--json",
+             "--n-boot", "200", "--vision", "--vision-pages", "1", "--vision-dpi", "40"],
+            env=env,
+        )  # fmt: skip
+        assert res.exit_code == 0, res.output
+    cert = json.loads(res.stdout)
+    assert cert["vision"] == {"dpi": 40, "max_pages": 1, "max_images": 4}
+    assert srv.image_requests > 0
+    db = open_database(demo_db)
+    try:
+        store = JudgeStore(db)
+        for c in cert["candidates"]:
+            p = store.load_prompt(c["prompt_version"])
+            assert p.vision is not None and p.vision.dpi == 40
+        assert store.load_prompt(cert["baseline"]["prompt_version"]) == DEFAULT_PROMPT
+    finally:
+        db.dispose()

@@ -45,6 +45,9 @@ class AlignJudgeServer(JudgeServer):
         self.answers = answers
         self.null = null
         self.optimizer_calls = 0
+        self.optimizer_prompts: list[str] = []  # the user message of every optimizer call
+        self.optimizer_limits: list[int | None] = []  # their completion limits
+        self.image_requests = 0  # verdict requests carrying image parts
 
     async def _reply(
         self, body: dict[str, Any], auth: str
@@ -55,8 +58,15 @@ class AlignJudgeServer(JudgeServer):
         user = user_msgs[-1] if user_msgs else ""
         if OPTIMIZER_MARK in system:
             self.optimizer_calls += 1
+            self.optimizer_prompts.append(user)
+            self.optimizer_limits.append(body.get("max_tokens", body.get("max_completion_tokens")))
             content = "Here is my proposal.\n" + json.dumps(_guidance(user)) + "\nDone."
         else:
+            self.image_requests += any(
+                isinstance(m["content"], list)
+                and any(p.get("type") == "image_url" for p in m["content"])
+                for m in msgs
+            )
             response, criterion = split_prompt(user)
             m = _POINTS.search(user)
             points = int(m.group(1)) if m else 0
