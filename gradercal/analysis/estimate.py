@@ -114,6 +114,7 @@ from gradercal.frames import Frames
 __all__ = [
     "PpiResult",
     "RoganGladenResult",
+    "active_ppi_mean",
     "estimate_report",
     "estimate_table",
     "ppi_mean",
@@ -421,6 +422,124 @@ def ppi_mean(
         n_eff,
         classical,
         classical_ci,
+        judge_only,
+        note=_join(notes),
+        method=method,
+        classical_method=classical_method,
+    )
+
+
+def active_ppi_mean(
+    y: npt.ArrayLike,
+    yhat: npt.ArrayLike,
+    prob: npt.ArrayLike,
+    yhat_all: npt.ArrayLike,
+    *,
+    ci: float = 0.95,
+    binary: bool | None = None,
+) -> PpiResult:
+    """PPI++ under an active design: the actively drawn responses weighted by ``1/π_i``.
+
+    Active inference (Zrnic & Candès 2024) in two batches. ``prob`` holds each labelled
+    response's inclusion probability ``π_i``, or NaN for a response labelled outside the
+    active draw (the *pilot*: earlier uniform assignments, assumed a random sample as
+    :func:`ppi_mean` assumes). The active draw samples only responses outside the pilot.
+    With ``D_i = Y_i − λ f_i`` (``λ`` PPI++'s power tuning on the labelled pairs):
+
+    * the active batch's Hájek estimate of the population mean of ``D``:
+      ``D̄₂ = (Σ_pilot D + Σ_active D/π)/(n₀ + Σ_active 1/π)`` with the Poisson-sampling
+      variance ``V₂ = Σ_active (1 − π)/π² (D − D̄₂)²/N²`` (the pilot counts with certainty);
+    * the pilot's own mean ``D̄₁`` with ``V₁ = (1 − n₀/N) s²_D/n₀``;
+    * combined with the batch shares ``α = n₀/n``: ``D̄ = αD̄₁ + (1 − α)D̄₂``,
+      ``V = α²V₁ + (1 − α)²V₂`` (the two are uncorrelated: ``D̄₂`` is conditionally
+      unbiased given the pilot). The pilot's labels therefore count as a uniform batch
+      instead of being spent on themselves only, and a draw that came out uniform gives
+      the variance of a uniform sample of ``n``.
+
+    ``θ̂ = λ mean_all(f) + D̄``, ``se² = V + Var(λ f_all)/N`` (the population term of
+    :func:`ppi_mean`), interval ``θ̂ ± t_{n−1} se`` clipped to [0, 1]. ``classical`` is
+    the same estimator with ``λ = 0`` (experts only, weighted). Without pilot, ``α = 0``.
+    """
+    if not 0.0 < ci < 1.0:
+        raise ValueError("ci must be between 0 and 1")
+    Y = np.asarray(y, np.float64)
+    F = np.asarray(yhat, np.float64)
+    P = np.asarray(prob, np.float64)
+    A = np.asarray(yhat_all, np.float64)
+    if not (Y.shape == F.shape == P.shape):
+        raise ValueError("y, yhat and prob must have the same length")
+    drawn = np.isfinite(P)
+    if np.any(P[drawn] <= 0.0) or np.any(P[drawn] > 1.0):
+        raise ValueError("inclusion probabilities must lie in (0, 1]")
+    n, N = len(Y), len(A)
+    method = "active ppi++ hajek (t, n-1 df)"
+    classical_method = "active hajek (t, n-1 df)"
+    judge_only = float(np.mean(A)) if N else None
+    if n < 2 or N == 0:
+        return PpiResult(
+            None,
+            None,
+            None,
+            None,
+            None,
+            n,
+            N - n,
+            None,
+            None,
+            None,
+            judge_only,
+            note=f"needs at least two human-graded responses (found {n})",
+            method=method,
+            classical_method=classical_method,
+        )
+    cov = float(np.mean((Y - Y.mean()) * (F - F.mean())))
+    var_all = float(np.var(A, ddof=1)) if N > 1 else 0.0
+    lam = 0.0 if var_all <= 0 else float(np.clip(cov / ((1.0 + n / N) * var_all), 0.0, 1.0))
+    q = _t(ci, n - 1.0)
+
+    def combine(lam_v: float) -> tuple[float, float]:
+        D = Y - lam_v * F
+        pilot = ~drawn
+        n0 = int(pilot.sum())
+        act = D[drawn]
+        pa = P[drawn]
+        alpha = n0 / n if len(act) else 1.0
+        d1 = v1 = 0.0
+        if n0:
+            d1 = float(D[pilot].mean())
+            v1 = (1.0 - n0 / N) * float(np.var(D[pilot], ddof=1)) / n0 if n0 > 1 else 0.0
+        d2 = v2 = 0.0
+        if len(act):
+            w_sum = n0 + float(np.sum(1.0 / pa))
+            d2 = (float(D[pilot].sum()) + float(np.sum(act / pa))) / w_sum
+            v2 = float(np.sum((1.0 - pa) / pa**2 * (act - d2) ** 2)) / (N * N)
+        d = alpha * d1 + (1.0 - alpha) * d2
+        var = alpha**2 * v1 + (1.0 - alpha) ** 2 * v2
+        est = lam_v * float(np.mean(A)) + d
+        var += float(np.var(lam_v * A)) / N
+        return est, var
+
+    est, var = combine(lam)
+    cl, cvar = combine(0.0)
+    se = math.sqrt(var)
+    lo, hi = _clip01(est - q * se), _clip01(est + q * se)
+    csd = math.sqrt(cvar)
+    n_eff = n * cvar / var if var > 0 and cvar > 0 else None
+    notes = [
+        None if _clip01(est) == est else f"θ̂ = {est:.4g} lies outside [0, 1] and was clipped",
+        _small_note(n),
+    ]
+    return PpiResult(
+        _clip01(est),
+        lo,
+        hi,
+        se,
+        lam,
+        n,
+        N - n,
+        n_eff,
+        _clip01(cl),
+        (_clip01(cl - q * csd), _clip01(cl + q * csd)),
         judge_only,
         note=_join(notes),
         method=method,
