@@ -98,7 +98,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -444,7 +444,10 @@ def active_ppi_mean(
     response's inclusion probability ``π_i``, or NaN for a response labelled outside the
     active draw (the *pilot*: earlier uniform assignments, assumed a random sample as
     :func:`ppi_mean` assumes). The active draw samples only responses outside the pilot.
-    With ``D_i = Y_i − λ f_i`` (``λ`` PPI++'s power tuning on the labelled pairs):
+    With ``D_i = Y_i − λ f_i`` (``λ`` power-tuned for this design: the slope of ``Y`` on
+    ``f`` over the labelled responses weighted by their coefficients in the variance
+    below, i.e. the ``λ`` that minimises the estimated variance, clipped to [0, 1]; equal
+    coefficients give PPI++'s ``Cov/Var`` up to its ``(1 + n/N)`` factor):
 
     * the active batch's Hájek estimate of the population mean of ``D``:
       ``D̄₂ = (Σ_pilot D + Σ_active D/π)/(n₀ + Σ_active 1/π)`` with the Poisson-sampling
@@ -492,10 +495,29 @@ def active_ppi_mean(
             method=method,
             classical_method=classical_method,
         )
-    cov = float(np.mean((Y - Y.mean()) * (F - F.mean())))
-    var_all = float(np.var(A, ddof=1)) if N > 1 else 0.0
-    lam = 0.0 if var_all <= 0 else float(np.clip(cov / ((1.0 + n / N) * var_all), 0.0, 1.0))
     q = _t(ci, n - 1.0)
+    pilot_mask = ~drawn
+    n0_all = int(pilot_mask.sum())
+    alpha_all = n0_all / n if bool(drawn.any()) else 1.0
+    # each labelled response's coefficient in V (the variance below): λ minimises
+    # Σ c_i (Y_i − λ f_i − centre)² + λ² Var(f_all)/N, a weighted regression slope
+    c = np.where(
+        pilot_mask,
+        alpha_all**2 * (1.0 - n0_all / N) / max(n0_all * (n0_all - 1), 1),
+        (1.0 - alpha_all) ** 2
+        * (1.0 - np.where(drawn, P, 1.0))
+        / np.where(drawn, P, 1.0) ** 2
+        / (N * N),
+    )
+    csum = float(c.sum())
+    if csum > 0:
+        fc = float(np.sum(c * F)) / csum
+        yc = float(np.sum(c * Y)) / csum
+        sxy = float(np.sum(c * (F - fc) * (Y - yc)))
+        sxx = float(np.sum(c * (F - fc) ** 2)) + float(np.var(A)) / N
+        lam = 0.0 if sxx <= 0 else float(np.clip(sxy / sxx, 0.0, 1.0))
+    else:
+        lam = 1.0
 
     def combine(lam_v: float) -> tuple[float, float]:
         D = Y - lam_v * F
@@ -944,8 +966,15 @@ def estimate_report(
     pooled: bool = False,
     benchmark: str | None = None,
     context: AnalysisContext | None = None,
+    inclusion: Mapping[str, float] | None = None,
 ) -> dict[str, Any]:
     """Everything ``gradercal estimate --json`` prints (shape in ``docs/agreement.md``).
+
+    ``inclusion``: response id → the probability it was drawn with by an active design
+    (``assign --strategy active``). Empty or None: ``design: "uniform"`` and the uniform
+    estimators, exactly as before. Otherwise ``design: "active"`` and the mean score and
+    pass rate are :func:`active_ppi_mean` (responses labelled without a probability form
+    the uniform pilot batch); ``stratify`` is then refused with a note.
 
     Per model: PPI++ (stratified when asked) estimates of the mean score and the pass
     rate, the classical human-only and the raw judge figures beside them, and the
@@ -962,6 +991,12 @@ def estimate_report(
         context: See :func:`estimate_table`.
     """
     t = estimate_table(frames, judge, humans, context=context)
+    active = bool(inclusion)
+    probs = (
+        t["response_id"].map(dict(inclusion or {})).to_numpy(np.float64)
+        if active
+        else np.full(len(t), np.nan)
+    )
     cut = float(frames.pass_threshold) - PASS_EPSILON
     lab = t["human_score"].notna().to_numpy(bool)
     jpass = t["judge_score"].to_numpy(np.float64) >= cut
@@ -990,7 +1025,9 @@ def estimate_report(
             ("pass_rate", hpass.astype(np.float64), jpass.astype(np.float64)),
         ):
             binary = True if fig == "pass_rate" else None
-            if stratify is None:
+            if active:
+                res = active_ppi_mean(yv[lm], yh[lm], probs[lm], yh[sel], ci=ci, binary=binary)
+            elif stratify is None:
                 res = ppi_mean(yv[lm], yh[lm], yh[um], ci=ci, binary=binary)
             else:
                 s = t[stratify].map(lambda x: "(none)" if x is None else str(x)).to_numpy(object)
@@ -1012,6 +1049,16 @@ def estimate_report(
         notes.append(
             f"{n_no_judge} responses without a complete judge score are left out of every estimate"
         )
+    if active and stratify is not None:
+        notes.append(
+            "active design: the estimates are weighted by the sampling probabilities; "
+            f"stratification by {stratify} is not combined with them and was not applied"
+        )
+    if active:
+        notes.append(
+            "Rogan–Gladen sensitivity/specificity are unweighted: under the active design "
+            "the expert-graded responses over-represent the judge's uncertain ones"
+        )
     if n_inc:
         notes.append(
             f"{n_inc} human-graded responses lack a complete consensus score (ties or "
@@ -1022,7 +1069,8 @@ def estimate_report(
         "judge": judge,
         "pass_threshold": float(frames.pass_threshold),
         "ci": ci,
-        "stratify": stratify,
+        "stratify": None if active else stratify,
+        "design": "active" if active else "uniform",
         "rogan_gladen_pooled": pooled,
         "n_responses": len(t),
         "n_human_graded": int(lab.sum()),

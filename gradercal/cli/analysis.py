@@ -882,6 +882,8 @@ def estimate(
 
     repo, frames, name = _load(db, benchmark, version)
     _check_judge(frames, judge)
+    from gradercal.db.assignments import inclusion_probabilities
+
     rep = estimate_report(
         frames,
         judge,
@@ -890,6 +892,7 @@ def estimate(
         ci=ci,
         pooled=rg_pooled,
         benchmark=name,
+        inclusion=inclusion_probabilities(repo.db, name),
     )
     if as_json:
         _emit(repo, name, version, rep)

@@ -275,6 +275,9 @@ class Assignment(Base):
         DateTime(timezone=True), default=utcnow, onupdate=utcnow
     )
     submitted_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    inclusion_probability: Mapped[float | None] = mapped_column(Float)
+    """Probability the response was drawn with (``assign --strategy active``); null:
+    uniform. Never shown to graders; in team mode their role cannot read it."""
 
 
 class Judgment(Base):

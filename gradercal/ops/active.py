@@ -21,9 +21,11 @@ the judge's error, ``π_i ∝ √E[(Y − f)² | U_i]``. Without expert grades y
 ``E[(Y − f)² | U] ∝ U`` (the confidences are taken at face value). With a *pilot* (expert
 grades already present, each with its judge uncertainty and squared judge error), the
 error model is fitted there — ``E[(Y − f)² | U] = a + bU`` by least squares — and ``b``
-is replaced by its one-sided 95% lower confidence bound (clipped at 0): a judge whose
-confidence does not rank its errors gives ``b = 0`` and a uniform design, so an
-uninformative judge costs (almost) nothing. The scores ``s_i = √(a + bU_i)`` are scaled
+is kept only when a one-sided test at 5% says it is positive (else ``b = 0``, ``a`` the
+mean squared error): a judge whose confidence does not rank its errors gives a uniform
+design in 95% of pilots, so an uninformative judge costs (almost) nothing. The pilot's
+expert-graded responses count in the estimate as a uniform batch
+(:func:`gradercal.analysis.estimate.active_ppi_mean`). The scores ``s_i = √(a + bU_i)`` are scaled
 so that the expected number sampled is exactly the budget: ``π_i = min(1, max(π_min,
 c·s_i))`` with ``c`` found by bisection (``Σ π_i = budget``), the **floor** ``π_min``
 (default a quarter of the uniform rate ``budget/n``) keeping every response's
@@ -142,7 +144,8 @@ def fit_error_model(pilot: Pilot | None) -> tuple[float, float, str]:
     a = mean_e - b * float(u.mean())
     resid = e - a - b * u
     se_b = math.sqrt(float(np.sum(resid**2)) / max(n - 2, 1) / su)
-    b_low = max(b - 1.6448536269514722 * se_b, 0.0)
+    # a one-sided test at 5%: the confidences are used only when they rank the errors
+    b_low = b if b - 1.6448536269514722 * se_b > 0.0 else 0.0
     a_low = mean_e - b_low * float(u.mean())
     # keep the floor of the error model positive: every response has some error variance
     a_low = max(a_low, 0.05 * max(mean_e, 1e-12))
@@ -244,10 +247,7 @@ def draw_active(
     known = [v for v in uncertainty.values() if v is not None and math.isfinite(v)]
     fill = float(np.mean(known)) if known else 0.0
     u = np.array(
-        [
-            fill if (v := uncertainty[r]) is None or not math.isfinite(v) else float(v)
-            for r in ids
-        ],
+        [fill if (v := uncertainty[r]) is None or not math.isfinite(v) else float(v) for r in ids],
         np.float64,
     )
     a, b, source = fit_error_model(pilot)
