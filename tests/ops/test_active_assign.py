@@ -120,14 +120,11 @@ def test_active_assign_stores_probabilities_that_estimate_uses(db_url: str, tmp_
         ]
     )  # fmt: skip
     _run(["import", str(bench), "--db", db_url])
-    out = json.loads(
-        _run(
-            [
-                "assign", "--db", db_url, "--strategy", "active", "--budget", "50",
-                "--graders", "ana,ben", "--overlap", "1", "--seed", "11", "--json",
-            ]
-        )  # fmt: skip
-    )
+    args = [
+        "assign", "--db", db_url, "--strategy", "active", "--budget", "50",
+        "--graders", "ana,ben", "--overlap", "1", "--seed", "11", "--json",
+    ]  # fmt: skip
+    out = json.loads(_run(args))
     assert out["strategy"] == "active" and out["sampling"] == "poisson"
     assigned = {a["response_id"]: a for a in out["assigned"]}
     assert len(assigned) == out["n_assigned"] > 10
@@ -174,7 +171,9 @@ def test_active_assign_stores_probabilities_that_estimate_uses(db_url: str, tmp_
         sel = (t["model"] == row["model"]).to_numpy(bool)
         y = t["human_score"].to_numpy(np.float64)
         f = t["judge_score"].to_numpy(np.float64)
-        mine = active_ppi_mean(y[sel & lab], f[sel & lab], prob.to_numpy(np.float64)[sel & lab], f[sel])
+        mine = active_ppi_mean(
+            y[sel & lab], f[sel & lab], prob.to_numpy(np.float64)[sel & lab], f[sel]
+        )
         assert row["mean_score"]["estimate"] == pytest.approx(mine.estimate, rel=1e-12)
         assert row["mean_score"]["ci"] == pytest.approx([mine.ci_low, mine.ci_high], rel=1e-12)
         assert row["mean_score"]["method"].startswith("active")
