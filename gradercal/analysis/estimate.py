@@ -437,31 +437,34 @@ def active_ppi_mean(
     *,
     ci: float = 0.95,
     binary: bool | None = None,
+    rounds: npt.ArrayLike | None = None,
 ) -> PpiResult:
     """PPI++ under an active design: the actively drawn responses weighted by ``1/π_i``.
 
-    Active inference (Zrnic & Candès 2024) in two batches. ``prob`` holds each labelled
+    Active inference (Zrnic & Candès 2024) in batches. ``prob`` holds each labelled
     response's inclusion probability ``π_i``, or NaN for a response labelled outside the
-    active draw (the *pilot*: earlier uniform assignments, assumed a random sample as
-    :func:`ppi_mean` assumes). The active draw samples only responses outside the pilot.
-    With ``D_i = Y_i − λ f_i`` (``λ`` power-tuned for this design: the slope of ``Y`` on
-    ``f`` over the labelled responses weighted by their coefficients in the variance
-    below, i.e. the ``λ`` that minimises the estimated variance, clipped to [0, 1]; equal
-    coefficients give PPI++'s ``Cov/Var`` up to its ``(1 + n/N)`` factor):
+    active draws (the *pilot*: earlier uniform assignments, assumed a random sample as
+    :func:`ppi_mean` assumes). ``rounds`` (default: one round) numbers the active draws;
+    round ``r`` sampled, with its probabilities, only responses labelled in neither the
+    pilot nor an earlier round. With ``D_i = Y_i − λ f_i``:
 
-    * the active batch's Hájek estimate of the population mean of ``D``:
-      ``D̄₂ = (Σ_pilot D + Σ_active D/π)/(n₀ + Σ_active 1/π)`` with the Poisson-sampling
-      variance ``V₂ = Σ_active (1 − π)/π² (D − D̄₂)²/N²`` (the pilot counts with certainty);
-    * the pilot's own mean ``D̄₁`` with ``V₁ = (1 − n₀/N) s²_D/n₀``;
-    * combined with the batch shares ``α = n₀/n``: ``D̄ = αD̄₁ + (1 − α)D̄₂``,
-      ``V = α²V₁ + (1 − α)²V₂`` (the two are uncorrelated: ``D̄₂`` is conditionally
-      unbiased given the pilot). The pilot's labels therefore count as a uniform batch
-      instead of being spent on themselves only, and a draw that came out uniform gives
-      the variance of a uniform sample of ``n``.
+    * each round's Hájek estimate of the population mean of ``D``, counting the responses
+      labelled before it with certainty:
+      ``D̄_r = (Σ_before D + Σ_r D/π)/(n_before + Σ_r 1/π)``, with the Poisson-sampling
+      variance ``V_r = Σ_r (1 − π)/π² (D − D̄_r)²/N²``;
+    * the pilot's own mean ``D̄₀`` with ``V₀ = (1 − n₀/N) s²_D/n₀``;
+    * combined with the batch shares ``α_k = n_k/n``: ``D̄ = Σ α_k D̄_k``,
+      ``V = Σ α_k² V_k`` (uncorrelated: each ``D̄_r`` is conditionally unbiased given
+      what came before). The pilot's labels therefore count as a uniform batch instead
+      of being spent on themselves only, and a draw that came out uniform gives the
+      variance of a uniform sample of ``n``.
 
-    ``θ̂ = λ mean_all(f) + D̄``, ``se² = V + Var(λ f_all)/N`` (the population term of
-    :func:`ppi_mean`), interval ``θ̂ ± t_{n−1} se`` clipped to [0, 1]. ``classical`` is
-    the same estimator with ``λ = 0`` (experts only, weighted). Without pilot, ``α = 0``.
+    ``λ`` is power-tuned for this design: the slope of ``Y`` on ``f`` over the labelled
+    responses weighted by their coefficients in ``V`` (the ``λ`` that minimises the
+    estimated variance), clipped to [0, 1]. ``θ̂ = λ mean_all(f) + D̄``,
+    ``se² = V + Var(λ f_all)/N`` (the population term of :func:`ppi_mean`), interval
+    ``θ̂ ± t_{n−1} se`` clipped to [0, 1]. ``classical`` is the same estimator with
+    ``λ = 0`` (experts only, weighted); ``n_effective = n · se_classical²/se²``.
     """
     if not 0.0 < ci < 1.0:
         raise ValueError("ci must be between 0 and 1")
@@ -474,6 +477,9 @@ def active_ppi_mean(
     drawn = np.isfinite(P)
     if np.any(P[drawn] <= 0.0) or np.any(P[drawn] > 1.0):
         raise ValueError("inclusion probabilities must lie in (0, 1]")
+    rnd = np.ones(len(P), np.int64) if rounds is None else np.asarray(rounds, np.int64)
+    if rnd.shape != P.shape:
+        raise ValueError("rounds must have the length of prob")
     n, N = len(Y), len(A)
     method = "active ppi++ hajek (t, n-1 df)"
     classical_method = "active hajek (t, n-1 df)"
@@ -496,19 +502,18 @@ def active_ppi_mean(
             classical_method=classical_method,
         )
     q = _t(ci, n - 1.0)
-    pilot_mask = ~drawn
-    n0_all = int(pilot_mask.sum())
-    alpha_all = n0_all / n if bool(drawn.any()) else 1.0
-    # each labelled response's coefficient in V (the variance below): λ minimises
+    pilot = ~drawn
+    n0 = int(pilot.sum())
+    batches = [pilot] + [drawn & (rnd == k) for k in sorted(set(rnd[drawn].tolist()))]
+    alphas = [float(b.sum()) / n for b in batches]
+    safe_p = np.where(drawn, P, 1.0)
+    # each labelled response's coefficient in V: λ minimises
     # Σ c_i (Y_i − λ f_i − centre)² + λ² Var(f_all)/N, a weighted regression slope
-    c = np.where(
-        pilot_mask,
-        alpha_all**2 * (1.0 - n0_all / N) / max(n0_all * (n0_all - 1), 1),
-        (1.0 - alpha_all) ** 2
-        * (1.0 - np.where(drawn, P, 1.0))
-        / np.where(drawn, P, 1.0) ** 2
-        / (N * N),
-    )
+    c = np.zeros(n)
+    if n0 > 1:
+        c[pilot] = alphas[0] ** 2 * (1.0 - n0 / N) / (n0 * (n0 - 1))
+    for b, alpha in zip(batches[1:], alphas[1:], strict=True):
+        c[b] = alpha**2 * (1.0 - safe_p[b]) / safe_p[b] ** 2 / (N * N)
     csum = float(c.sum())
     if csum > 0:
         fc = float(np.sum(c * F)) / csum
@@ -521,25 +526,21 @@ def active_ppi_mean(
 
     def combine(lam_v: float) -> tuple[float, float]:
         D = Y - lam_v * F
-        pilot = ~drawn
-        n0 = int(pilot.sum())
-        act = D[drawn]
-        pa = P[drawn]
-        alpha = n0 / n if len(act) else 1.0
-        d1 = v1 = 0.0
+        d = var = 0.0
         if n0:
-            d1 = float(D[pilot].mean())
-            v1 = (1.0 - n0 / N) * float(np.var(D[pilot], ddof=1)) / n0 if n0 > 1 else 0.0
-        d2 = v2 = 0.0
-        if len(act):
-            w_sum = n0 + float(np.sum(1.0 / pa))
-            d2 = (float(D[pilot].sum()) + float(np.sum(act / pa))) / w_sum
-            v2 = float(np.sum((1.0 - pa) / pa**2 * (act - d2) ** 2)) / (N * N)
-        d = alpha * d1 + (1.0 - alpha) * d2
-        var = alpha**2 * v1 + (1.0 - alpha) ** 2 * v2
-        est = lam_v * float(np.mean(A)) + d
-        var += float(np.var(lam_v * A)) / N
-        return est, var
+            d += alphas[0] * float(D[pilot].mean())
+            if n0 > 1:
+                var += alphas[0] ** 2 * (1.0 - n0 / N) * float(np.var(D[pilot], ddof=1)) / n0
+        before = pilot.copy()
+        for b, alpha in zip(batches[1:], alphas[1:], strict=True):
+            act, pa = D[b], P[b]
+            w_sum = float(before.sum()) + float(np.sum(1.0 / pa))
+            d_r = (float(D[before].sum()) + float(np.sum(act / pa))) / w_sum
+            v_r = float(np.sum((1.0 - pa) / pa**2 * (act - d_r) ** 2)) / (N * N)
+            d += alpha * d_r
+            var += alpha**2 * v_r
+            before |= b
+        return lam_v * float(np.mean(A)) + d, var + float(np.var(lam_v * A)) / N
 
     est, var = combine(lam)
     cl, cvar = combine(0.0)
@@ -967,6 +968,7 @@ def estimate_report(
     benchmark: str | None = None,
     context: AnalysisContext | None = None,
     inclusion: Mapping[str, float] | None = None,
+    rounds: Mapping[str, int] | None = None,
 ) -> dict[str, Any]:
     """Everything ``gradercal estimate --json`` prints (shape in ``docs/agreement.md``).
 
@@ -997,6 +999,11 @@ def estimate_report(
         if active
         else np.full(len(t), np.nan)
     )
+    draw_round = (
+        t["response_id"].map(dict(rounds or {})).fillna(1).to_numpy(np.int64)
+        if active
+        else np.ones(len(t), np.int64)
+    )
     cut = float(frames.pass_threshold) - PASS_EPSILON
     lab = t["human_score"].notna().to_numpy(bool)
     jpass = t["judge_score"].to_numpy(np.float64) >= cut
@@ -1026,7 +1033,9 @@ def estimate_report(
         ):
             binary = True if fig == "pass_rate" else None
             if active:
-                res = active_ppi_mean(yv[lm], yh[lm], probs[lm], yh[sel], ci=ci, binary=binary)
+                res = active_ppi_mean(
+                    yv[lm], yh[lm], probs[lm], yh[sel], ci=ci, binary=binary, rounds=draw_round[lm]
+                )
             elif stratify is None:
                 res = ppi_mean(yv[lm], yh[lm], yh[um], ci=ci, binary=binary)
             else:

@@ -882,8 +882,9 @@ def estimate(
 
     repo, frames, name = _load(db, benchmark, version)
     _check_judge(frames, judge)
-    from gradercal.db.assignments import inclusion_probabilities
+    from gradercal.db.assignments import active_design
 
+    probabilities, rounds = active_design(repo.db, name)
     rep = estimate_report(
         frames,
         judge,
@@ -892,7 +893,8 @@ def estimate(
         ci=ci,
         pooled=rg_pooled,
         benchmark=name,
-        inclusion=inclusion_probabilities(repo.db, name),
+        inclusion=probabilities,
+        rounds=rounds,
     )
     if as_json:
         _emit(repo, name, version, rep)

@@ -24,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+import numpy as np
 from sqlalchemy import func, insert, select
 from sqlalchemy.exc import IntegrityError
 
@@ -32,10 +33,12 @@ from gradercal.db.repo import Repository
 from gradercal.db.session import Database
 from gradercal.errors import ConflictError, Problem, ValidationError
 from gradercal.model import AssignmentStatus, GraderKind
+from gradercal.ops.active import Pilot
 from gradercal.ops.assign import Design, ResponseUnit, Unit, design_assignments
 
 __all__ = [
     "ApplyReport",
+    "active_design",
     "apply_design",
     "assign",
     "assign_active",
@@ -152,6 +155,7 @@ def apply_design(
     design: Design,
     benchmark: str | None = None,
     probabilities: Mapping[str, float] | None = None,
+    sampling_round: int | None = None,
 ) -> ApplyReport:
     """Write a design: create new graders and the missing assignments, in one transaction.
 
@@ -160,7 +164,7 @@ def apply_design(
     bench = Repository(db).benchmark(benchmark)
     for attempt in (1, 2):
         try:
-            return _apply(db, design, bench.id, bench.name, probabilities or {})
+            return _apply(db, design, bench.id, bench.name, probabilities or {}, sampling_round)
         except IntegrityError:
             if attempt == 2:
                 raise
@@ -173,6 +177,7 @@ def _apply(
     bench_id: int,
     bench_name: str,
     probabilities: Mapping[str, float],
+    sampling_round: int | None = None,
 ) -> ApplyReport:
     report = ApplyReport(benchmark=bench_name, design=design.parameters())
     with db.write() as s:
@@ -259,6 +264,9 @@ def _apply(
                         "time_spent_s": 0.0,
                         "calibration": planned.calibration,
                         "inclusion_probability": probabilities.get(planned.response_id),
+                        "sampling_round": sampling_round
+                        if planned.response_id in probabilities
+                        else None,
                         "created_at": now,
                         "updated_at": now,
                     }
@@ -349,6 +357,34 @@ def _judge_uncertainty(db: Database, bench_id: int) -> dict[str, float | None]:
     return out
 
 
+def _pilot(db: Database, bench_name: str, unc: dict[str, float | None]) -> Pilot | None:
+    """The expert-graded responses so far as a pilot: the judge's uncertainty and its
+    squared error on the score plus on the pass (the judge with most verdicts; None
+    without a judge or human consensus)."""
+    from gradercal.analysis.estimate import estimate_table
+    from gradercal.analysis.scoring import PASS_EPSILON
+    from gradercal.analysis.verdicts import human_graders, judge_graders
+    from gradercal.ops.active import MIN_PILOT
+
+    frames = Repository(db).load_frames(bench_name)
+    judges = judge_graders(frames)
+    if not judges or not human_graders(frames):
+        return None
+    counts = frames.judgments["grader"].value_counts()
+    judge = max(judges, key=lambda j: (int(counts.get(j, 0)), j))
+    t = estimate_table(frames, judge)
+    t = t.loc[t["human_score"].notna()]
+    t = t.loc[[unc.get(str(r)) is not None for r in t["response_id"]]]
+    if len(t) < MIN_PILOT:
+        return None
+    cut = float(frames.pass_threshold) - PASS_EPSILON
+    hs = t["human_score"].to_numpy(np.float64)
+    js = t["judge_score"].to_numpy(np.float64)
+    err = (hs - js) ** 2 + ((hs >= cut).astype(np.float64) - (js >= cut)) ** 2
+    u = np.array([unc[str(r)] for r in t["response_id"]], np.float64)
+    return Pilot(u, err)
+
+
 def assign_active(
     db: Database,
     graders: Sequence[str],
@@ -362,8 +398,10 @@ def assign_active(
     """Draw responses for experts where the judge is least sure, and assign them.
 
     The candidates are the responses without any assignment yet; their probabilities
-    and the Poisson draw come from :func:`gradercal.ops.active.draw_active` (confidences
-    taken at face value), the drawn responses are assigned to ``overlap`` of the graders
+    and the Poisson draw come from :func:`gradercal.ops.active.draw_active`, with the
+    error model fitted on the expert-graded responses so far (:func:`_pilot`; at least
+    :data:`gradercal.ops.active.MIN_PILOT` of them, else the confidences are taken at
+    face value), the drawn responses are assigned to ``overlap`` of the graders
     each (:func:`gradercal.ops.assign.design_assignments`, load-balanced) and every new
     assignment stores its response's probability. Returns the apply report and the
     draw's summary (``assigned``: each drawn response with its probability).
@@ -374,6 +412,11 @@ def assign_active(
     bench = Repository(db).benchmark(benchmark)
     units = load_units(db, benchmark)
     with db.read() as s:
+        last_round = s.scalar(
+            select(func.max(m.Assignment.sampling_round))
+            .join(m.Response, m.Response.id == m.Assignment.response_id)
+            .where(m.Response.benchmark_id == bench.id)
+        )
         taken = set(
             s.scalars(
                 select(m.Response.external_id)
@@ -383,11 +426,13 @@ def assign_active(
         )
     candidates = [u for u in units if u.response_id not in taken]
     unc = _judge_uncertainty(db, bench.id)
+    pilot = _pilot(db, bench.name, unc) if taken else None
     draw = draw_active(
         {u.response_id: unc.get(u.response_id) for u in candidates},
         budget,
         floor=floor,
         seed=seed,
+        pilot=pilot,
     )
     chosen = draw.chosen()
     picked = [u for u in candidates if u.response_id in chosen]
@@ -396,12 +441,14 @@ def assign_active(
             [Problem("assign", None, "budget", "the draw selected no response; raise the budget")]
         )
     design = design_assignments(picked, clean, overlap, seed=f"{seed}:active")
-    report = apply_design(db, design, benchmark, chosen)
+    this_round = int(last_round or 0) + 1
+    report = apply_design(db, design, benchmark, chosen, this_round)
     report.design = design.summary(picked)
     by_task = {u.response_id: u.task_id for u in picked}
     summary: dict[str, Any] = {
         "strategy": "active",
         "sampling": "poisson",
+        "round": this_round,
         "budget": budget,
         "floor": draw.floor,
         "seed": str(seed),
@@ -431,10 +478,21 @@ def inclusion_probabilities(db: Database, benchmark: str | None = None) -> dict[
     Empty when the benchmark was assigned uniformly only (the estimates then use the
     uniform formulas). A response assigned several times keeps its first probability.
     """
+    return active_design(db, benchmark)[0]
+
+
+def active_design(
+    db: Database, benchmark: str | None = None
+) -> tuple[dict[str, float], dict[str, int]]:
+    """The active draws: response id → its probability, and → the draw (round) that took it."""
     bench = Repository(db).benchmark(benchmark)
     with db.read() as s:
         rows = s.execute(
-            select(m.Response.external_id, m.Assignment.inclusion_probability)
+            select(
+                m.Response.external_id,
+                m.Assignment.inclusion_probability,
+                m.Assignment.sampling_round,
+            )
             .join(m.Response, m.Response.id == m.Assignment.response_id)
             .where(
                 m.Response.benchmark_id == bench.id,
@@ -443,7 +501,9 @@ def inclusion_probabilities(db: Database, benchmark: str | None = None) -> dict[
             .order_by(m.Assignment.id)
         ).all()
     out: dict[str, float] = {}
-    for rid, p in rows:
-        if p is not None:
-            out.setdefault(rid, float(p))
-    return out
+    rounds: dict[str, int] = {}
+    for rid, p, r in rows:
+        if p is not None and rid not in out:
+            out[rid] = float(p)
+            rounds[rid] = int(r) if r is not None else 1
+    return out, rounds

@@ -153,6 +153,13 @@ def test_active_assign_stores_probabilities_that_estimate_uses(db_url: str, tmp_
     human = tmp_path / "human.jsonl"
     human.write_text("\n".join(rows) + "\n", "utf-8")
     _run(["import", str(human), "--db", db_url])
+    # a second draw: the error model is now fitted on the experts' grades so far
+    args2 = [*args[:-2], "12", "--json"]
+    second = json.loads(_run(args2))
+    assert second["round"] == 2 and out["round"] == 1
+    assert second["error_model_source"] == "pilot"
+    assert not set(second_ids := {a["response_id"] for a in second["assigned"]}) & set(assigned)
+    assert second_ids
     est = json.loads(_run(["estimate", "--db", db_url, "--judge", "judge", "--json"]))
     assert est["design"] == "active"
     # the same figures from the probabilities the assign command printed

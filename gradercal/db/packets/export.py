@@ -213,7 +213,7 @@ def _copy_share(
     assignments = s.execute(
         select(m.Assignment, m.Response.task_id)
         # the active design's probability travels with the packet (never shown in the window)
-        .options(undefer(m.Assignment.inclusion_probability))
+        .options(undefer(m.Assignment.inclusion_probability), undefer(m.Assignment.sampling_round))
         .join(m.Response, m.Response.id == m.Assignment.response_id)
         .where(m.Assignment.grader_id == g.id, m.Response.benchmark_id == bench.id)
         .order_by(m.Assignment.position, m.Assignment.id)
@@ -373,6 +373,7 @@ def _copy_share(
                 "updated_at": a.updated_at,
                 "submitted_at": a.submitted_at,
                 "inclusion_probability": a.inclusion_probability,
+                "sampling_round": a.sampling_round,
             }
         )
         record_assignments.append(
