@@ -49,6 +49,16 @@ def test_equal_uncertainty_gives_the_uniform_rate_and_caps_at_one() -> None:
     assert p.sum() == pytest.approx(20)
 
 
+def test_cli_refuses_active_without_budget_and_budget_without_active(tmp_path: Path) -> None:
+    db = str(tmp_path / "x.sqlite")
+    base = ["assign", "--db", db, "--graders", "a", "--overlap", "1", "--seed", "1"]
+    res = CliRunner().invoke(main, [*base, "--strategy", "active"])
+    assert res.exit_code == 2 and "needs --budget" in res.output
+    res = CliRunner().invoke(main, [*base, "--budget", "3"])
+    assert res.exit_code == 2 and "--strategy active only" in res.output
+    assert "Traceback" not in res.output
+
+
 def test_bad_budget_or_floor_is_refused_with_the_field() -> None:
     with pytest.raises(ValidationError, match="budget"):
         active_probabilities(np.ones(10), 11)
@@ -162,6 +172,7 @@ def test_active_assign_stores_probabilities_that_estimate_uses(db_url: str, tmp_
     assert second_ids
     est = json.loads(_run(["estimate", "--db", db_url, "--judge", "judge", "--json"]))
     assert est["design"] == "active"
+    assert "active ppi++ hajek" in _run(["estimate", "--db", db_url, "--judge", "judge"])
     # the same figures from the probabilities the assign command printed
     from gradercal.db.repo import Repository
     from gradercal.db.session import open_database
