@@ -163,6 +163,27 @@ def test_active_assign_stores_probabilities_that_estimate_uses(db_url: str, tmp_
     human = tmp_path / "human.jsonl"
     human.write_text("\n".join(rows) + "\n", "utf-8")
     _run(["import", str(human), "--db", db_url])
+    # the offline packet carries the probabilities of the grader's assignments
+    pkt = tmp_path / "ana.gcpkg"
+    _run(["packet", "export", "--db", db_url, "--grader", "ana", "-o", str(pkt)])
+    import sqlite3
+    import zipfile
+
+    with zipfile.ZipFile(pkt) as z:
+        (tmp_path / "pkt").mkdir()
+        z.extract("packet.sqlite", tmp_path / "pkt")
+    con = sqlite3.connect(tmp_path / "pkt" / "packet.sqlite")
+    try:
+        carried = sorted(
+            p
+            for (p,) in con.execute(
+                "SELECT inclusion_probability FROM assignment WHERE sampling_round = 1"
+            )
+        )
+    finally:
+        con.close()
+    mine = sorted(a["probability"] for a in assigned.values() if a["graders"] == ["ana"])
+    assert carried == pytest.approx(mine, rel=1e-12) and mine
     # a second draw: the error model is now fitted on the experts' grades so far
     args2 = [*args[:-2], "12", "--json"]
     second = json.loads(_run(args2))
