@@ -210,10 +210,10 @@ def test_active_assign_stores_probabilities_that_estimate_uses(db_url: str, tmp_
         sel = (t["model"] == row["model"]).to_numpy(bool)
         y = t["human_score"].to_numpy(np.float64)
         f = t["judge_score"].to_numpy(np.float64)
-        mine = active_ppi_mean(
+        res = active_ppi_mean(
             y[sel & lab], f[sel & lab], prob.to_numpy(np.float64)[sel & lab], f[sel]
         )
-        assert row["mean_score"]["estimate"] == pytest.approx(mine.estimate, rel=1e-12)
-        assert row["mean_score"]["ci"] == pytest.approx([mine.ci_low, mine.ci_high], rel=1e-12)
+        assert row["mean_score"]["estimate"] == pytest.approx(res.estimate, rel=1e-12)
+        assert row["mean_score"]["ci"] == pytest.approx([res.ci_low, res.ci_high], rel=1e-12)
         assert row["mean_score"]["method"].startswith("active")
         assert row["n_human_graded"] == int((sel & lab).sum()) > 2
