@@ -98,7 +98,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -114,6 +114,7 @@ from gradercal.frames import Frames
 __all__ = [
     "PpiResult",
     "RoganGladenResult",
+    "active_ppi_mean",
     "estimate_report",
     "estimate_table",
     "ppi_mean",
@@ -421,6 +422,147 @@ def ppi_mean(
         n_eff,
         classical,
         classical_ci,
+        judge_only,
+        note=_join(notes),
+        method=method,
+        classical_method=classical_method,
+    )
+
+
+def active_ppi_mean(
+    y: npt.ArrayLike,
+    yhat: npt.ArrayLike,
+    prob: npt.ArrayLike,
+    yhat_all: npt.ArrayLike,
+    *,
+    ci: float = 0.95,
+    binary: bool | None = None,
+    rounds: npt.ArrayLike | None = None,
+) -> PpiResult:
+    """PPI++ under an active design: the actively drawn responses weighted by ``1/π_i``.
+
+    Active inference (Zrnic & Candès 2024) in batches. ``prob`` holds each labelled
+    response's inclusion probability ``π_i``, or NaN for a response labelled outside the
+    active draws (the *pilot*: earlier uniform assignments, assumed a random sample as
+    :func:`ppi_mean` assumes). ``rounds`` (default: one round) numbers the active draws;
+    round ``r`` sampled, with its probabilities, only responses labelled in neither the
+    pilot nor an earlier round. With ``D_i = Y_i − λ f_i``:
+
+    * each round's Hájek estimate of the population mean of ``D``, counting the responses
+      labelled before it with certainty:
+      ``D̄_r = (Σ_before D + Σ_r D/π)/(n_before + Σ_r 1/π)``, with the Poisson-sampling
+      variance ``V_r = Σ_r (1 − π)/π² (D − D̄_r)²/N²``;
+    * the pilot's own mean ``D̄₀`` with ``V₀ = (1 − n₀/N) s²_D/n₀``;
+    * combined with the batch shares ``α_k = n_k/n``: ``D̄ = Σ α_k D̄_k``,
+      ``V = Σ α_k² V_k`` (uncorrelated: each ``D̄_r`` is conditionally unbiased given
+      what came before). The pilot's labels therefore count as a uniform batch instead
+      of being spent on themselves only, and a draw that came out uniform gives the
+      variance of a uniform sample of ``n``.
+
+    ``λ`` is power-tuned for this design: the slope of ``Y`` on ``f`` over the labelled
+    responses weighted by their coefficients in ``V`` (the ``λ`` that minimises the
+    estimated variance), clipped to [0, 1]. ``θ̂ = λ mean_all(f) + D̄``,
+    ``se² = V + Var(λ f_all)/N`` (the population term of :func:`ppi_mean`), interval
+    ``θ̂ ± t_{n−1} se`` clipped to [0, 1]. ``classical`` is the same estimator with
+    ``λ = 0`` (experts only, weighted); ``n_effective = n · se_classical²/se²``.
+    """
+    if not 0.0 < ci < 1.0:
+        raise ValueError("ci must be between 0 and 1")
+    Y = np.asarray(y, np.float64)
+    F = np.asarray(yhat, np.float64)
+    P = np.asarray(prob, np.float64)
+    A = np.asarray(yhat_all, np.float64)
+    if not (Y.shape == F.shape == P.shape):
+        raise ValueError("y, yhat and prob must have the same length")
+    drawn = np.isfinite(P)
+    if np.any(P[drawn] <= 0.0) or np.any(P[drawn] > 1.0):
+        raise ValueError("inclusion probabilities must lie in (0, 1]")
+    rnd = np.ones(len(P), np.int64) if rounds is None else np.asarray(rounds, np.int64)
+    if rnd.shape != P.shape:
+        raise ValueError("rounds must have the length of prob")
+    n, N = len(Y), len(A)
+    method = "active ppi++ hajek (t, n-1 df)"
+    classical_method = "active hajek (t, n-1 df)"
+    judge_only = float(np.mean(A)) if N else None
+    if n < 2 or N == 0:
+        return PpiResult(
+            None,
+            None,
+            None,
+            None,
+            None,
+            n,
+            N - n,
+            None,
+            None,
+            None,
+            judge_only,
+            note=f"needs at least two human-graded responses (found {n})",
+            method=method,
+            classical_method=classical_method,
+        )
+    q = _t(ci, n - 1.0)
+    pilot = ~drawn
+    n0 = int(pilot.sum())
+    batches = [pilot] + [drawn & (rnd == k) for k in sorted(set(rnd[drawn].tolist()))]
+    alphas = [float(b.sum()) / n for b in batches]
+    safe_p = np.where(drawn, P, 1.0)
+    # each labelled response's coefficient in V: λ minimises
+    # Σ c_i (Y_i − λ f_i − centre)² + λ² Var(f_all)/N, a weighted regression slope
+    c = np.zeros(n)
+    if n0 > 1:
+        c[pilot] = alphas[0] ** 2 * (1.0 - n0 / N) / (n0 * (n0 - 1))
+    for b, alpha in zip(batches[1:], alphas[1:], strict=True):
+        c[b] = alpha**2 * (1.0 - safe_p[b]) / safe_p[b] ** 2 / (N * N)
+    csum = float(c.sum())
+    if csum > 0:
+        fc = float(np.sum(c * F)) / csum
+        yc = float(np.sum(c * Y)) / csum
+        sxy = float(np.sum(c * (F - fc) * (Y - yc)))
+        sxx = float(np.sum(c * (F - fc) ** 2)) + float(np.var(A)) / N
+        lam = 0.0 if sxx <= 0 else float(np.clip(sxy / sxx, 0.0, 1.0))
+    else:
+        lam = 1.0
+
+    def combine(lam_v: float) -> tuple[float, float]:
+        D = Y - lam_v * F
+        d = var = 0.0
+        if n0:
+            d += alphas[0] * float(D[pilot].mean())
+            if n0 > 1:
+                var += alphas[0] ** 2 * (1.0 - n0 / N) * float(np.var(D[pilot], ddof=1)) / n0
+        before = pilot.copy()
+        for b, alpha in zip(batches[1:], alphas[1:], strict=True):
+            act, pa = D[b], P[b]
+            w_sum = float(before.sum()) + float(np.sum(1.0 / pa))
+            d_r = (float(D[before].sum()) + float(np.sum(act / pa))) / w_sum
+            v_r = float(np.sum((1.0 - pa) / pa**2 * (act - d_r) ** 2)) / (N * N)
+            d += alpha * d_r
+            var += alpha**2 * v_r
+            before |= b
+        return lam_v * float(np.mean(A)) + d, var + float(np.var(lam_v * A)) / N
+
+    est, var = combine(lam)
+    cl, cvar = combine(0.0)
+    se = math.sqrt(var)
+    lo, hi = _clip01(est - q * se), _clip01(est + q * se)
+    csd = math.sqrt(cvar)
+    n_eff = n * cvar / var if var > 0 and cvar > 0 else None
+    notes = [
+        None if _clip01(est) == est else f"θ̂ = {est:.4g} lies outside [0, 1] and was clipped",
+        _small_note(n),
+    ]
+    return PpiResult(
+        _clip01(est),
+        lo,
+        hi,
+        se,
+        lam,
+        n,
+        N - n,
+        n_eff,
+        _clip01(cl),
+        (_clip01(cl - q * csd), _clip01(cl + q * csd)),
         judge_only,
         note=_join(notes),
         method=method,
@@ -825,8 +967,16 @@ def estimate_report(
     pooled: bool = False,
     benchmark: str | None = None,
     context: AnalysisContext | None = None,
+    inclusion: Mapping[str, float] | None = None,
+    rounds: Mapping[str, int] | None = None,
 ) -> dict[str, Any]:
     """Everything ``gradercal estimate --json`` prints (shape in ``docs/agreement.md``).
+
+    ``inclusion``: response id → the probability it was drawn with by an active design
+    (``assign --strategy active``). Empty or None: ``design: "uniform"`` and the uniform
+    estimators, exactly as before. Otherwise ``design: "active"`` and the mean score and
+    pass rate are :func:`active_ppi_mean` (responses labelled without a probability form
+    the uniform pilot batch); ``stratify`` is then refused with a note.
 
     Per model: PPI++ (stratified when asked) estimates of the mean score and the pass
     rate, the classical human-only and the raw judge figures beside them, and the
@@ -843,6 +993,17 @@ def estimate_report(
         context: See :func:`estimate_table`.
     """
     t = estimate_table(frames, judge, humans, context=context)
+    active = bool(inclusion)
+    probs = (
+        t["response_id"].map(dict(inclusion or {})).to_numpy(np.float64)
+        if active
+        else np.full(len(t), np.nan)
+    )
+    draw_round = (
+        t["response_id"].map(dict(rounds or {})).fillna(1).to_numpy(np.int64)
+        if active
+        else np.ones(len(t), np.int64)
+    )
     cut = float(frames.pass_threshold) - PASS_EPSILON
     lab = t["human_score"].notna().to_numpy(bool)
     jpass = t["judge_score"].to_numpy(np.float64) >= cut
@@ -871,7 +1032,11 @@ def estimate_report(
             ("pass_rate", hpass.astype(np.float64), jpass.astype(np.float64)),
         ):
             binary = True if fig == "pass_rate" else None
-            if stratify is None:
+            if active:
+                res = active_ppi_mean(
+                    yv[lm], yh[lm], probs[lm], yh[sel], ci=ci, binary=binary, rounds=draw_round[lm]
+                )
+            elif stratify is None:
                 res = ppi_mean(yv[lm], yh[lm], yh[um], ci=ci, binary=binary)
             else:
                 s = t[stratify].map(lambda x: "(none)" if x is None else str(x)).to_numpy(object)
@@ -893,6 +1058,16 @@ def estimate_report(
         notes.append(
             f"{n_no_judge} responses without a complete judge score are left out of every estimate"
         )
+    if active and stratify is not None:
+        notes.append(
+            "active design: the estimates are weighted by the sampling probabilities; "
+            f"stratification by {stratify} is not combined with them and was not applied"
+        )
+    if active:
+        notes.append(
+            "Rogan–Gladen sensitivity/specificity are unweighted: under the active design "
+            "the expert-graded responses over-represent the judge's uncertain ones"
+        )
     if n_inc:
         notes.append(
             f"{n_inc} human-graded responses lack a complete consensus score (ties or "
@@ -903,7 +1078,8 @@ def estimate_report(
         "judge": judge,
         "pass_threshold": float(frames.pass_threshold),
         "ci": ci,
-        "stratify": stratify,
+        "stratify": None if active else stratify,
+        "design": "active" if active else "uniform",
         "rogan_gladen_pooled": pooled,
         "n_responses": len(t),
         "n_human_graded": int(lab.sum()),

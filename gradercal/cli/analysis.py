@@ -888,6 +888,9 @@ def estimate(
 
     repo, frames, name = _load(db, benchmark, version)
     _check_judge(frames, judge)
+    from gradercal.db.assignments import active_design
+
+    probabilities, rounds = active_design(repo.db, name)
     rep = estimate_report(
         frames,
         judge,
@@ -896,6 +899,8 @@ def estimate(
         ci=ci,
         pooled=rg_pooled,
         benchmark=name,
+        inclusion=probabilities,
+        rounds=rounds,
     )
     if sequential:
         _attach_sequences(repo, name, frames, judge, _humans(frames, humans, judge), ci, rep)

@@ -56,6 +56,26 @@ def _split(text: str) -> list[str]:
     help="Graders per response (outside the calibration subset).",
 )
 @click.option(
+    "--strategy",
+    type=click.Choice(["uniform", "active"]),
+    default="uniform",
+    show_default=True,
+    help="uniform: every response; active: draw --budget responses where the judge is "
+    "least sure (Poisson sampling, probabilities stored for the estimates).",
+)
+@click.option(
+    "--budget",
+    type=click.IntRange(1),
+    metavar="N",
+    help="Active: expected number of responses drawn among those without an assignment.",
+)
+@click.option(
+    "--floor",
+    type=click.FloatRange(0.0, 1.0),
+    metavar="PI_MIN",
+    help="Active: every candidate's least probability (default: a quarter of budget/n).",
+)
+@click.option(
     "--calibration-fraction",
     default=0.0,
     show_default=True,
@@ -87,6 +107,9 @@ def assign(
     benchmark: str | None,
     graders: str,
     overlap: int,
+    strategy: str,
+    budget: int | None,
+    floor: float | None,
     calibration_fraction: float,
     stratify: str,
     unit: str,
@@ -106,6 +129,11 @@ def assign(
     """
     from gradercal.db.assignments import assign as run_assign
 
+    if strategy == "active":
+        _assign_active(db, benchmark, graders, overlap, budget, floor, seed, as_json)
+        return
+    if budget is not None or floor is not None:
+        raise click.UsageError("--budget and --floor apply to --strategy active only")
     database = _open(db)
     try:
         report = run_assign(
@@ -149,6 +177,49 @@ def assign(
             f"note: {report.assignments_differing} existing assignments differ from this "
             "design (position or calibration) and were left as they are"
         )
+
+
+def _assign_active(
+    db: str | None,
+    benchmark: str | None,
+    graders: str,
+    overlap: int,
+    budget: int | None,
+    floor: float | None,
+    seed: str,
+    as_json: bool,
+) -> None:
+    from gradercal.db.assignments import assign_active
+
+    if budget is None:
+        raise click.UsageError(
+            "--strategy active needs --budget N (the expected number of responses drawn)"
+        )
+    database = _open(db)
+    try:
+        report, summary = assign_active(
+            database,
+            _split(graders),
+            overlap,
+            budget,
+            floor=floor,
+            seed=seed,
+            benchmark=benchmark,
+        )
+    finally:
+        database.dispose()
+    if as_json:
+        emit_json({**report.to_dict(), **summary})
+        return
+    click.echo(
+        f"benchmark {report.benchmark!r}: drew {summary['n_assigned']} of "
+        f"{summary['n_candidates']} unassigned responses (expected {summary['budget']}, "
+        f"Poisson sampling, floor {summary['floor']:.4g}), overlap {overlap}, seed {seed!r}; "
+        f"created {report.assignments_created} assignments"
+    )
+    click.echo(
+        "the sampling probabilities are stored with the assignments (graders never see them)"
+    )
 
 
 # -- packets -----------------------------------------------------------------------------------

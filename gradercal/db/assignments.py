@@ -20,10 +20,11 @@ for anyone who wants to reproduce it.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+import numpy as np
 from sqlalchemy import func, insert, select
 from sqlalchemy.exc import IntegrityError
 
@@ -32,9 +33,20 @@ from gradercal.db.repo import Repository
 from gradercal.db.session import Database
 from gradercal.errors import ConflictError, Problem, ValidationError
 from gradercal.model import AssignmentStatus, GraderKind
+from gradercal.ops.active import Pilot
 from gradercal.ops.assign import Design, ResponseUnit, Unit, design_assignments
 
-__all__ = ["ApplyReport", "apply_design", "assign", "design_key", "load_units", "recorded_designs"]
+__all__ = [
+    "ApplyReport",
+    "active_design",
+    "apply_design",
+    "assign",
+    "assign_active",
+    "design_key",
+    "inclusion_probabilities",
+    "load_units",
+    "recorded_designs",
+]
 
 
 def design_key(benchmark_id: int) -> str:
@@ -138,7 +150,13 @@ def _clean_name(name: str) -> str:
     return clean
 
 
-def apply_design(db: Database, design: Design, benchmark: str | None = None) -> ApplyReport:
+def apply_design(
+    db: Database,
+    design: Design,
+    benchmark: str | None = None,
+    probabilities: Mapping[str, float] | None = None,
+    sampling_round: int | None = None,
+) -> ApplyReport:
     """Write a design: create new graders and the missing assignments, in one transaction.
 
     Retried once when another client created the same rows at the same moment.
@@ -146,14 +164,21 @@ def apply_design(db: Database, design: Design, benchmark: str | None = None) -> 
     bench = Repository(db).benchmark(benchmark)
     for attempt in (1, 2):
         try:
-            return _apply(db, design, bench.id, bench.name)
+            return _apply(db, design, bench.id, bench.name, probabilities or {}, sampling_round)
         except IntegrityError:
             if attempt == 2:
                 raise
     raise AssertionError("unreachable")
 
 
-def _apply(db: Database, design: Design, bench_id: int, bench_name: str) -> ApplyReport:
+def _apply(
+    db: Database,
+    design: Design,
+    bench_id: int,
+    bench_name: str,
+    probabilities: Mapping[str, float],
+    sampling_round: int | None = None,
+) -> ApplyReport:
     report = ApplyReport(benchmark=bench_name, design=design.parameters())
     with db.write() as s:
         responses = dict(
@@ -238,6 +263,10 @@ def _apply(db: Database, design: Design, bench_id: int, bench_name: str) -> Appl
                         "position": position,
                         "time_spent_s": 0.0,
                         "calibration": planned.calibration,
+                        "inclusion_probability": probabilities.get(planned.response_id),
+                        "sampling_round": sampling_round
+                        if planned.response_id in probabilities
+                        else None,
                         "created_at": now,
                         "updated_at": now,
                     }
@@ -283,3 +312,198 @@ def recorded_designs(db: Database, benchmark: str | None = None) -> list[dict[st
         except ValueError:
             return []
     return [d for d in loaded if isinstance(d, dict)] if isinstance(loaded, list) else []
+
+
+# -- active assignment -------------------------------------------------------------------------
+def _judge_uncertainty(db: Database, bench_id: int) -> dict[str, float | None]:
+    """Response id → the judges' uncertainty ``U`` (:func:`gradercal.ops.active.response_uncertainty`).
+
+    Every non-human grader's verdicts count: a criterion's confidence is the mean of the
+    judges' stated confidences; where none is stated, the share of judges (runs) saying met.
+    """
+    from gradercal.ops.active import response_uncertainty
+
+    with db.read() as s:
+        rows = s.execute(
+            select(
+                m.Response.external_id,
+                m.Judgment.criterion_id,
+                m.Judgment.met,
+                m.Judgment.confidence,
+            )
+            .join(m.Response, m.Response.id == m.Judgment.response_id)
+            .join(m.Grader, m.Grader.id == m.Judgment.grader_id)
+            .where(
+                m.Response.benchmark_id == bench_id,
+                m.Grader.kind != GraderKind.HUMAN.value,
+                m.Judgment.met.is_not(None),
+            )
+        ).all()
+    per: dict[str, dict[int, list[tuple[bool, float | None]]]] = {}
+    for rid, cid, met, conf in rows:
+        per.setdefault(rid, {}).setdefault(cid, []).append((bool(met), conf))
+    out: dict[str, float | None] = {}
+    for rid, crits in per.items():
+        confs: list[float | None] = []
+        shares: list[float | None] = []
+        for verdicts in crits.values():
+            stated = [c for _m, c in verdicts if c is not None]
+            # the confidence is the probability of the verdict: p(1-p) is the same either way
+            confs.append(sum(stated) / len(stated) if stated else None)
+            shares.append(
+                sum(1.0 for mt, _c in verdicts if mt) / len(verdicts) if len(verdicts) > 1 else None
+            )
+        out[rid] = response_uncertainty(confs, shares)
+    return out
+
+
+def _pilot(db: Database, bench_name: str, unc: dict[str, float | None]) -> Pilot | None:
+    """The expert-graded responses so far as a pilot: the judge's uncertainty and its
+    squared error on the score plus on the pass (the judge with most verdicts; None
+    without a judge or human consensus)."""
+    from gradercal.analysis.estimate import estimate_table
+    from gradercal.analysis.scoring import PASS_EPSILON
+    from gradercal.analysis.verdicts import human_graders, judge_graders
+    from gradercal.ops.active import MIN_PILOT
+
+    frames = Repository(db).load_frames(bench_name)
+    judges = judge_graders(frames)
+    if not judges or not human_graders(frames):
+        return None
+    counts = frames.judgments["grader"].value_counts()
+    judge = max(judges, key=lambda j: (int(counts.get(j, 0)), j))
+    t = estimate_table(frames, judge)
+    t = t.loc[t["human_score"].notna()]
+    t = t.loc[[unc.get(str(r)) is not None for r in t["response_id"]]]
+    if len(t) < MIN_PILOT:
+        return None
+    cut = float(frames.pass_threshold) - PASS_EPSILON
+    hs = t["human_score"].to_numpy(np.float64)
+    js = t["judge_score"].to_numpy(np.float64)
+    err = (hs - js) ** 2 + ((hs >= cut).astype(np.float64) - (js >= cut)) ** 2
+    u = np.array([unc[str(r)] for r in t["response_id"]], np.float64)
+    return Pilot(u, err)
+
+
+def assign_active(
+    db: Database,
+    graders: Sequence[str],
+    overlap: int,
+    budget: int,
+    *,
+    floor: float | None = None,
+    seed: str | int = 0,
+    benchmark: str | None = None,
+) -> tuple[ApplyReport, dict[str, Any]]:
+    """Draw responses for experts where the judge is least sure, and assign them.
+
+    The candidates are the responses without any assignment yet; their probabilities
+    and the Poisson draw come from :func:`gradercal.ops.active.draw_active`, with the
+    error model fitted on the expert-graded responses so far (:func:`_pilot`; at least
+    :data:`gradercal.ops.active.MIN_PILOT` of them, else the confidences are taken at
+    face value), the drawn responses are assigned to ``overlap`` of the graders
+    each (:func:`gradercal.ops.assign.design_assignments`, load-balanced) and every new
+    assignment stores its response's probability. Returns the apply report and the
+    draw's summary (``assigned``: each drawn response with its probability).
+    """
+    from gradercal.ops.active import draw_active
+
+    clean = [_clean_name(g) for g in graders]
+    bench = Repository(db).benchmark(benchmark)
+    units = load_units(db, benchmark)
+    with db.read() as s:
+        last_round = s.scalar(
+            select(func.max(m.Assignment.sampling_round))
+            .join(m.Response, m.Response.id == m.Assignment.response_id)
+            .where(m.Response.benchmark_id == bench.id)
+        )
+        taken = set(
+            s.scalars(
+                select(m.Response.external_id)
+                .join(m.Assignment, m.Assignment.response_id == m.Response.id)
+                .where(m.Response.benchmark_id == bench.id)
+            )
+        )
+    candidates = [u for u in units if u.response_id not in taken]
+    unc = _judge_uncertainty(db, bench.id)
+    pilot = _pilot(db, bench.name, unc) if taken else None
+    draw = draw_active(
+        {u.response_id: unc.get(u.response_id) for u in candidates},
+        budget,
+        floor=floor,
+        seed=seed,
+        pilot=pilot,
+    )
+    chosen = draw.chosen()
+    picked = [u for u in candidates if u.response_id in chosen]
+    if not picked:
+        raise ValidationError(
+            [Problem("assign", None, "budget", "the draw selected no response; raise the budget")]
+        )
+    design = design_assignments(picked, clean, overlap, seed=f"{seed}:active")
+    this_round = int(last_round or 0) + 1
+    report = apply_design(db, design, benchmark, chosen, this_round)
+    report.design = design.summary(picked)
+    by_task = {u.response_id: u.task_id for u in picked}
+    summary: dict[str, Any] = {
+        "strategy": "active",
+        "sampling": "poisson",
+        "round": this_round,
+        "budget": budget,
+        "floor": draw.floor,
+        "seed": str(seed),
+        "n_candidates": len(candidates),
+        "n_assigned": len(chosen),
+        "expected_assigned": float(draw.probabilities.sum()),
+        "assigned_sd": draw.expected_size_sd,
+        "error_model": {"a": draw.error_model[0], "b": draw.error_model[1]},
+        "error_model_source": draw.error_model_source,
+        "n_without_judge_uncertainty": sum(1 for u in candidates if unc.get(u.response_id) is None),
+        "assigned": [
+            {
+                "response_id": rid,
+                "task_id": by_task[rid],
+                "probability": p,
+                "graders": sorted(a.grader for a in design.assignments if a.response_id == rid),
+            }
+            for rid, p in sorted(chosen.items())
+        ],
+    }
+    return report, summary
+
+
+def inclusion_probabilities(db: Database, benchmark: str | None = None) -> dict[str, float]:
+    """Response id → the probability it was drawn with, for actively assigned responses.
+
+    Empty when the benchmark was assigned uniformly only (the estimates then use the
+    uniform formulas). A response assigned several times keeps its first probability.
+    """
+    return active_design(db, benchmark)[0]
+
+
+def active_design(
+    db: Database, benchmark: str | None = None
+) -> tuple[dict[str, float], dict[str, int]]:
+    """The active draws: response id → its probability, and → the draw (round) that took it."""
+    bench = Repository(db).benchmark(benchmark)
+    with db.read() as s:
+        rows = s.execute(
+            select(
+                m.Response.external_id,
+                m.Assignment.inclusion_probability,
+                m.Assignment.sampling_round,
+            )
+            .join(m.Response, m.Response.id == m.Assignment.response_id)
+            .where(
+                m.Response.benchmark_id == bench.id,
+                m.Assignment.inclusion_probability.is_not(None),
+            )
+            .order_by(m.Assignment.id)
+        ).all()
+    out: dict[str, float] = {}
+    rounds: dict[str, int] = {}
+    for rid, p, r in rows:
+        if p is not None and rid not in out:
+            out[rid] = float(p)
+            rounds[rid] = int(r) if r is not None else 1
+    return out, rounds

@@ -275,6 +275,12 @@ class Assignment(Base):
         DateTime(timezone=True), default=utcnow, onupdate=utcnow
     )
     submitted_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    inclusion_probability: Mapped[float | None] = mapped_column(Float, deferred=True)
+    """Probability the response was drawn with (``assign --strategy active``); null:
+    uniform. Never shown to graders; in team mode their role cannot read it, so it is
+    deferred: loading an ``Assignment`` (the grading view's queries) never selects it."""
+    sampling_round: Mapped[int | None] = mapped_column(Integer, deferred=True)
+    """Which active draw of the benchmark took the response (1, 2, …); null: uniform."""
 
 
 class Judgment(Base):

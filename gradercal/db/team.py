@@ -27,7 +27,8 @@ What a **grader** sees (everything else is invisible or refused):
 * ``response``: only the responses assigned to them, and only ``id``, ``benchmark_id``,
   ``task_id``, ``text``, ``answer`` (never ``model``, ``external_id`` or the content
   hash); the tasks, criteria, artifacts and blobs of those responses; the benchmarks.
-* their own ``grader`` row, assignments, judgments, task reviews and the history of
+* their own ``grader`` row, assignments (never their ``inclusion_probability``, the
+  sampling probability of an active design), judgments, task reviews and the history of
   those; ``database_info`` only for the database id (never the packet key).
 * nothing of ``adjudication``, ``calibration``, ``judge_run``, ``judge_cache``,
   ``prompt_version`` or ``task_round`` (the acceptance rounds: the coordinator's
@@ -304,7 +305,21 @@ _GRADER_GRANTS: dict[str, dict[str, tuple[str, ...] | None]] = {
     "benchmark": {"SELECT": None},
     "grader": {"SELECT": None},
     "assignment": {
-        "SELECT": None,
+        # every column but ``inclusion_probability`` (the active design's sampling
+        # probability: it would tell a grader how unsure the judge was)
+        "SELECT": (
+            "id",
+            "grader_id",
+            "response_id",
+            "status",
+            "position",
+            "time_spent_s",
+            "calibration",
+            "skip_reason",
+            "created_at",
+            "updated_at",
+            "submitted_at",
+        ),
         "UPDATE": ("status", "time_spent_s", "skip_reason", "updated_at", "submitted_at"),
     },
     "response": {"SELECT": ("id", "benchmark_id", "task_id", "text", "answer", "created_at")},

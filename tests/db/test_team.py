@@ -151,7 +151,9 @@ def test_the_grader_view_holds_no_model_name(crew: Team) -> None:
         "criterion": "*",
         "artifact": "*",
         "grader": "*",
-        "assignment": "*",
+        # every column but the active design's inclusion_probability (refused: see below)
+        "assignment": "id, grader_id, response_id, status, position, time_spent_s, "
+        "calibration, skip_reason, created_at, updated_at, submitted_at",
         "judgment": "*",
         "revision": "*",
         "task_review": "*",
@@ -515,3 +517,44 @@ def test_team_init_in_a_fresh_process_sets_the_policies_and_a_grader_gets_one_li
     assert done.returncode == 1
     assert done.stderr.strip().startswith("error: your database login may not do this")
     assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
+
+
+def test_a_grader_cannot_read_the_sampling_probability_but_grades_as_before(crew: Team) -> None:
+    """Active assignment's probabilities: stored per assignment, refused to the grader's
+    own login over plain SQL, while the grader's normal work goes on; the coordinator
+    reads them."""
+    admin = create_engine(crew.admin)
+    try:
+        with admin.begin() as conn:
+            conn.execute(text("UPDATE assignment SET inclusion_probability = 0.125"))
+    finally:
+        admin.dispose()
+    ana = crew.engine(crew.ana)
+    try:
+        for sql in (
+            "SELECT inclusion_probability FROM assignment",
+            "SELECT * FROM assignment",
+            "SELECT count(*) FROM assignment WHERE inclusion_probability > 0.1",
+        ):
+            _denied(ana, sql)
+        assert _scalar(ana, "SELECT count(*) FROM assignment") == 9
+    finally:
+        ana.dispose()
+    db = open_database(crew.url(crew.ana))
+    try:
+        store = GradingStore(db)
+        queue = store.ensure_queue(crew.ana, BENCH)
+        assert len(queue) == 9
+        first = queue[0].assignment_id
+        store.load_item(crew.ana, first)
+        saved = store.save_judgment(first, "c1", JudgmentValue(met=True))
+        assert saved.revision == 1
+        store.add_time(first, 3.0)
+        assert store.resume_point(crew.ana, BENCH) is not None
+    finally:
+        db.dispose()
+    dan = crew.engine(crew.dan)  # the coordinator
+    try:
+        assert _scalar(dan, "SELECT min(inclusion_probability) FROM assignment") == 0.125
+    finally:
+        dan.dispose()

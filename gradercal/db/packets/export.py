@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import insert, select
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, undefer
 
 from gradercal import __version__
 from gradercal._util.scratch import scratch_dir
@@ -212,6 +212,8 @@ def _copy_share(
         raise NotFoundError(f"no human grader named {grader!r}")
     assignments = s.execute(
         select(m.Assignment, m.Response.task_id)
+        # the active design's probability travels with the packet (never shown in the window)
+        .options(undefer(m.Assignment.inclusion_probability), undefer(m.Assignment.sampling_round))
         .join(m.Response, m.Response.id == m.Assignment.response_id)
         .where(m.Assignment.grader_id == g.id, m.Response.benchmark_id == bench.id)
         .order_by(m.Assignment.position, m.Assignment.id)
@@ -370,6 +372,8 @@ def _copy_share(
                 "created_at": a.created_at,
                 "updated_at": a.updated_at,
                 "submitted_at": a.submitted_at,
+                "inclusion_probability": a.inclusion_probability,
+                "sampling_round": a.sampling_round,
             }
         )
         record_assignments.append(
