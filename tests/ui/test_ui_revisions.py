@@ -422,3 +422,15 @@ def test_in_team_mode_a_grader_sees_the_diff_and_a_coordinator_revises(
     qt_workers_idle()
     window.close()
     window.store.db.dispose()
+
+
+def test_diff_html_keeps_a_space_between_a_struck_and_an_added_word() -> None:
+    """Issue #33: "Notes" → "Names" read "NotesNames"; the words stay apart, nothing else moves."""
+    import re
+
+    out = diff_html("Notes the stop", "Names the stop")
+    visible = re.sub(r"<[^>]+>", "", out)
+    assert visible == "Notes Names the stop"
+    assert re.sub(r"<[^>]+>", "", diff_html("a b c", "a x c")) == "a b x c"
+    # a space already there is not doubled
+    assert re.sub(r"<[^>]+>", "", diff_html("the stop", "the stop codon")) == "the stop codon"
