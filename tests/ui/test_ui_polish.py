@@ -14,6 +14,8 @@ from sqlalchemy import select
 from gradercal.db import models as m
 from gradercal.db.session import open_database
 from gradercal.ui.qt_grading_view import TIME_FLUSH_MS
+from gradercal.ui.qt_shortcuts_dialog import QtShortcutsDialog
+from gradercal.ui.shortcuts import BY_ID, COORDINATOR_IDS, SHORTCUTS, window_shortcuts
 from tests.ui import test_ui_grading as grading
 from tests.ui.test_ui_grading import Opener, go_to_task, judgments, press, response_of
 
@@ -92,3 +94,53 @@ def test_time_on_task_is_saved_with_each_verdict_as_a_sigkill_would_find_it(
     clock[0] += 9
     g._time_timer.timeout.emit()
     assert _time_in_database(db_path, aid) - before == pytest.approx(41.0)
+
+
+def _f1_rows(dialog: QtShortcutsDialog) -> list[tuple[str, str]]:
+    tree = dialog.tree
+    rows = []
+    for g in range(tree.topLevelItemCount()):
+        group = tree.topLevelItem(g)
+        assert group is not None
+        for c in range(group.childCount()):
+            child = group.child(c)
+            assert child is not None
+            rows.append((child.text(0), child.text(1)))
+    return rows
+
+
+def _assert_keys_column_whole(qtbot: Any, dialog: QtShortcutsDialog) -> None:
+    qtbot.waitExposed(dialog)
+    tree = dialog.tree
+    fm = tree.fontMetrics()
+    assert tree.columnWidth(0) + tree.columnWidth(1) <= tree.viewport().width()
+    for _label, keys_text in _f1_rows(dialog):
+        assert fm.horizontalAdvance(keys_text) <= tree.columnWidth(1), keys_text
+
+
+def test_f1_shows_whole_keys_and_only_the_keys_of_the_graders_window(
+    qtbot: Any, open_window: Opener
+) -> None:
+    window = open_window()
+    press(qtbot, window, "F1")
+    dialog = window.findChild(QtShortcutsDialog)
+    assert dialog is not None and dialog.isVisible()
+    _assert_keys_column_whole(qtbot, dialog)
+    labels = {label for label, _keys in _f1_rows(dialog)}
+    coordinators = {
+        s.label for s in SHORTCUTS if s.id in COORDINATOR_IDS or s.group == "Adjudication"
+    }
+    assert coordinators and not labels & coordinators
+    assert {s.label for s in window_shortcuts(coordinator=False)} == labels
+    assert BY_ID["criterion.rationale"].label in labels
+
+
+def test_f1_of_a_coordinator_window_lists_its_keys_whole(qtbot: Any) -> None:
+    dialog = QtShortcutsDialog(coordinator=True)
+    qtbot.addWidget(dialog)
+    dialog.show()
+    _assert_keys_column_whole(qtbot, dialog)
+    labels = {label for label, _keys in _f1_rows(dialog)}
+    assert BY_ID["adjudication.save_next"].label in labels
+    assert BY_ID["judge.run"].label in labels
+    assert BY_ID["criterion.rationale"].label not in labels  # a coordinator grades nothing
