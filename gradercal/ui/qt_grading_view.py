@@ -561,6 +561,7 @@ class QtGradingView(QWidget):
             self.rubric.focus_table()
 
     def _advance(self) -> None:
+        self._answered_moved = None  # a verdict on the current row: R is for this row
         if self.state is None or not self.settings.auto_advance:
             return
         row = self.current_row()
