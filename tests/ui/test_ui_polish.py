@@ -50,10 +50,20 @@ def test_r_after_a_verdict_writes_the_rationale_of_the_criterion_answered(
     assert g.current_row() == 1
     qtbot.keyClicks(g.rubric.rationale, "no dye mentioned")
     press(qtbot, window, "Escape")
+    # a verdict on the last criterion does not move on: R is for it, not the one before
+    press(qtbot, window, "J")
+    press(qtbot, window, "N")  # c3: not met, moves on to c4 (the last)
+    press(qtbot, window, "P")  # c4: partial, nothing to move on to
+    assert g.current_row() == 3
+    press(qtbot, window, "R")
+    assert g.current_row() == 3
+    qtbot.keyClicks(g.rubric.rationale, "half the test")
+    press(qtbot, window, "Escape")
     rid = response_of(db_path, aid)
     got = {c: j.rationale for (r, c), j in judgments(db_path).items() if r == rid}
     assert got["c1"] == "the claim rests on one blot"
     assert got["c2"] == "no dye mentioned"
+    assert got["c4"] == "half the test" and got["c3"] is None
 
 
 def _time_in_database(db_path: str, assignment_id: int) -> float:
