@@ -184,6 +184,22 @@ def _text_color(rgba: Sequence[float]) -> str:
 # ---------------------------------------------------------------------------------------
 
 
+def _fit_cell_texts(fig: Figure, ax: Any, texts: list[Any], n: int) -> None:
+    """Size the numbers of an n × n heatmap to its cells, now and whenever the canvas is
+    resized (a window at 1280×720 shrinks the figure, not its fonts): "0.00" takes at most
+    85% of a cell's width and half its height, between 4 and 10 pt."""
+
+    def fit(_event: Any = None) -> None:
+        box = ax.get_window_extent()
+        cell_pt = min(box.width, box.height) / max(n, 1) * 72.0 / fig.dpi
+        size = max(4.0, min(10.0, 0.34 * cell_pt))
+        for t in texts:
+            t.set_fontsize(size)
+
+    fit()
+    fig.canvas.mpl_connect("resize_event", fit)
+
+
 def pairwise_heatmap(d: Dashboard, statistic: str = "cohen_kappa", *, dark: bool = False) -> Figure:
     """Grader × grader heatmap (experts then judges) of Cohen's kappa or percent agreement.
 
@@ -208,24 +224,33 @@ def pairwise_heatmap(d: Dashboard, statistic: str = "cohen_kappa", *, dark: bool
     im = ax.imshow(np.ma.masked_invalid(values), cmap=cmap, vmin=lo, vmax=1.0)
     names = [str(x) for x in mat.index]
     judges = set(d.overview.get("judges", []))
-    ax.set_xticks(range(n), [f"{x} (judge)" if x in judges else x for x in names])
-    ax.set_yticks(range(n), [f"{x} (judge)" if x in judges else x for x in names])
+    counts = d.overview.get("n_verdicts") or {}
+
+    def tick(x: str) -> str:  # every rater with its count, however few verdicts it gave
+        name = f"{x} (judge)" if x in judges else x
+        return f"{name}\nn = {int(counts.get(x) or 0):,}"
+
+    ax.set_xticks(range(n), [tick(x) for x in names])
+    ax.set_yticks(range(n), [tick(x) for x in names])
     ax.tick_params(axis="x", labelrotation=35)
     for lab in ax.get_xticklabels():
         lab.set_horizontalalignment("right")
+    cells = []
     for i in range(n):
         for j in range(n):
             v = values[i, j]
             if math.isfinite(v):
-                ax.text(
-                    j,
-                    i,
-                    f"{v:.2f}",
-                    ha="center",
-                    va="center",
-                    color=_text_color(cmap((v - lo) / (1.0 - lo) if lo < 1 else 1.0)),
-                    fontsize="small",
+                cells.append(
+                    ax.text(
+                        j,
+                        i,
+                        f"{v:.2f}",
+                        ha="center",
+                        va="center",
+                        color=_text_color(cmap((v - lo) / (1.0 - lo) if lo < 1 else 1.0)),
+                    )
                 )
+    _fit_cell_texts(fig, ax, cells, n)
     _style(ax, st, grid_axis=None)
     ax.set_title(title)
     cb = fig.colorbar(im, ax=ax, shrink=0.8)

@@ -25,6 +25,7 @@ import functools
 import html
 import io
 import math
+import re
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -98,7 +99,7 @@ body { font-family: sans-serif; font-size: 8pt; }
 h1 { font-size: 15pt; } h2 { font-size: 12pt; } h3 { font-size: 9.5pt; }
 table { border-collapse: collapse; }
 th, td { border: 0.5px solid #999; padding: 1px 3px; font-size: 7pt; }
-th { background-color: #eeeeee; }
+th { font-weight: bold; }
 p.meta, p.cut { color: #555555; font-size: 7pt; }
 """
 
@@ -576,7 +577,7 @@ def _alt(d: Dashboard) -> str:
         [
             _t(x.get("human")),
             _n(_e(x.get("n_items"))),
-            _t(x.get("test") if x.get("tested", True) else f"not tested: {x.get('note')}"),
+            _t(x.get("test") if x.get("tested", True) else _not_tested(x.get("note"))),
             _n(_num(x.get("rho_judge"))),
             _n(_num(x.get("rho_human"))),
             _n(_num(x.get("p_adjusted"))),
@@ -587,6 +588,13 @@ def _alt(d: Dashboard) -> str:
     return head + _table(
         ["left-out expert", "items", "test", "ρ judge", "ρ expert", "p (BY)", "judge wins"], rows
     )
+
+
+def _not_tested(note: Any) -> str:
+    """An annotator left out of the test: its note, said once ("not tested: …"; the
+    analysis's notes already begin so)."""
+    text = str(note or "").strip()
+    return text if text.lower().startswith("not tested") else f"not tested: {text}".rstrip(": ")
 
 
 def _table_section(table: TableSection, d: Dashboard, max_rows: int) -> str:
@@ -802,6 +810,83 @@ def write_html(d: Dashboard, path: str | Path, **kwargs: Any) -> Path:
     return p
 
 
+_SECTION_HEADING = re.compile(r"<(h[23])([ >])")
+
+
+def _numbered_headings(doc: str) -> tuple[str, int]:
+    """Every section heading (h2, h3) marked ``data-k="k"``, k counting from 0 (for the PDF
+    layout to find them); returns the document and the number of headings."""
+    count = 0
+
+    def mark(m: re.Match[str]) -> str:
+        nonlocal count
+        count += 1
+        return f'<{m.group(1)} data-k="{count - 1}"{m.group(2)}'
+
+    return _SECTION_HEADING.sub(mark, doc), count
+
+
+def _with_breaks(doc: str, breaks: set[int]) -> str:
+    """``doc`` with a page break before each heading numbered in ``breaks``."""
+    for k in breaks:
+        doc = doc.replace(f'data-k="{k}"', f'data-k="{k}" style="page-break-before: always"', 1)
+    return doc
+
+
+def _render(story: Any, page: Any, where: Any) -> tuple[bytes, list[tuple[int, float, float]]]:
+    """Draw ``story`` page by page into PDF bytes; also where each section heading (h2, h3)
+    landed, in document order: (page, top, bottom)."""
+    from gradercal._util.pdf import import_pymupdf
+
+    pymupdf = import_pymupdf()
+
+    placed: list[tuple[int, float, float]] = []
+
+    def record(pos: Any) -> None:
+        if getattr(pos, "heading", 0) in (2, 3) and getattr(pos, "open_close", 0) & 1:
+            placed.append((int(pos.page_num), float(pos.rect[1]), float(pos.rect[3])))
+
+    buf = io.BytesIO()
+    writer = pymupdf.DocumentWriter(buf, "compress")
+    more, n = True, 0
+    while more:
+        device = writer.begin_page(page)
+        more, _ = story.place(where)
+        story.element_positions(record, {"page_num": n})
+        story.draw(device)
+        writer.end_page()
+        n += 1
+    writer.close()
+    return buf.getvalue(), placed
+
+
+def headings_alone(pdf: bytes, placed: Sequence[tuple[int, float, float]]) -> set[int]:
+    """The headings (numbered as in ``placed``) left as the last block of a page, where
+    keep-with-next is broken; of a run of headings with nothing between them (a section
+    and its first subsection), the first of the run, which is where the break belongs."""
+    from gradercal._util.pdf import import_pymupdf
+
+    pymupdf = import_pymupdf()
+
+    with pymupdf.open(stream=pdf, filetype="pdf") as doc:
+        bottoms = [
+            max((float(b["bbox"][3]) for b in p.get_text("dict")["blocks"]), default=0.0)
+            for p in doc
+        ]
+    alone: set[int] = set()
+    for k, (pg, _top, bottom) in enumerate(placed):
+        if pg < len(bottoms) - 1 and bottoms[pg] <= bottom + 1.0:
+            first = k  # walk back over the headings directly above it
+            while (
+                first > 0
+                and placed[first - 1][0] == pg
+                and placed[first][1] - placed[first - 1][2] < 24.0
+            ):
+                first -= 1
+            alone.add(first)
+    return alone
+
+
 def write_pdf(
     d: Dashboard,
     path: str | Path,
@@ -839,16 +924,15 @@ def write_pdf(
         if progress:
             progress(i + 1, len(figs), "charts")
     doc = _document(d, images, title=title, css="", max_rows=max_rows, generated_at=generated_at)
-    story = pymupdf.Story(html=doc, user_css=_PDF_CSS, archive=archive)
-    buf = io.BytesIO()
-    writer = pymupdf.DocumentWriter(buf, "compress")
-    more = True
-    while more:
-        device = writer.begin_page(page)
-        more, _ = story.place(where)
-        story.draw(device)
-        writer.end_page()
-    writer.close()
+    doc, _count = _numbered_headings(doc)
+    breaks: set[int] = set()
+    for _attempt in range(8):  # each pass moves at least one heading; a few suffice
+        story = pymupdf.Story(html=_with_breaks(doc, breaks), user_css=_PDF_CSS, archive=archive)
+        pdf, placed = _render(story, page, where)
+        alone = headings_alone(pdf, placed) - breaks
+        if not alone:
+            break
+        breaks |= alone
     p = Path(path)
-    p.write_bytes(buf.getvalue())
+    p.write_bytes(pdf)
     return p

@@ -161,7 +161,8 @@ class QtAdjudicationView(QWidget):
         texts.setSizes([400, 600])
         self.splitter.addWidget(texts)
         self.artifacts = QtArtifactPanel(self.store.repo.read_blob)
-        self.splitter.addWidget(_titled("Artifacts", self.artifacts)[0])
+        self.artifacts_box = _titled("Artifacts", self.artifacts)[0]
+        self.splitter.addWidget(self.artifacts_box)
         self.splitter.addWidget(self._build_decision())
         self.splitter.setSizes([3000, 3200, 3800])
         self.pages.addWidget(self.splitter)
@@ -263,12 +264,14 @@ class QtAdjudicationView(QWidget):
         self.note.setTabChangesFocus(True)
         self.note.textChanged.connect(self._touched)
         layout.addWidget(self.note, 1)
-        bottom = QHBoxLayout()
+        # the refusal gets a whole row (beside the buttons it wrapped one word per line)
         self.error = QLabel("")
         self.error.setObjectName("adjudicationError")
         self.error.setWordWrap(True)
         self.error.setTextFormat(Qt.TextFormat.PlainText)
-        bottom.addWidget(self.error, 1)
+        layout.addWidget(self.error)
+        bottom = QHBoxLayout()
+        bottom.addStretch(1)
         self.save_button = QPushButton(f"Save ({keys('adjudication.save')[0]})")
         self.save_button.setObjectName("saveAdjudication")
         self.save_button.setToolTip("Save the adjudication and stay on it")
@@ -373,6 +376,9 @@ class QtAdjudicationView(QWidget):
         self.response_title.setText(f"Response {case.response_id} · {case.model}")
         self.response_view.set_markdown(response_markdown(case))
         self.artifacts.set_task((case.benchmark, t.id), t.artifacts)
+        self.artifacts_box.setVisible(bool(t.artifacts))  # no empty "no artifacts" column
+        for view in (self.prompt_view, self.response_view):  # each case opens at its top
+            view.verticalScrollBar().setValue(0)
         self.criterion_label.setText(f"{c.id}. {to_plain(c.text)}")
         scale = "met / partial / not met" if case.allows_partial else "met / not met"
         tags = ", ".join(c.tags) if c.tags else "no tags"
@@ -461,8 +467,12 @@ class QtAdjudicationView(QWidget):
         self.error.setText("")
 
     def _show_verdict(self) -> None:
+        # an exclusive group never unchecks its last button: with no verdict chosen (the next
+        # case), the previous case's button would stay pressed
+        self.verdict_group.setExclusive(False)
         for v, b in self.verdict_buttons.items():
             b.setChecked(v == self.verdict)
+        self.verdict_group.setExclusive(True)
 
     def _touched(self) -> None:
         self._dirty = True

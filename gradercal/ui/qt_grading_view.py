@@ -67,7 +67,9 @@ from gradercal.ui.viewers.qt_artifact_panel import QtArtifactPanel
 log = logging.getLogger(__name__)
 
 TEXT_SAVE_DELAY_MS = 600
-TIME_FLUSH_MS = 30_000
+#: Time on task is saved with every saved judgment and at least this often while reading, so a
+#: crash or SIGKILL loses at most this much of it (issue #33).
+TIME_FLUSH_MS = 10_000
 #: Pause after an item is shown before the next task's PDF is prepared in the background.
 PREFETCH_DELAY_MS = 250
 
@@ -141,6 +143,9 @@ class QtGradingView(QWidget):
         self._text_criterion: str | None = None
         self._text_dirty = False
         self._ready_pending = False
+        #: After a verdict moved the cursor on: (row answered, row moved to). ``R`` writes the
+        #: rationale of the row answered while the cursor still stands where the verdict left it.
+        self._answered_moved: tuple[int, int] | None = None
         #: Earlier versions of tasks read for "what changed", by (task id, version).
         self._earlier_tasks: dict[tuple[str, int], Task] = {}
         #: What this view last saw of each judgment of the open item (optimistic writes).
@@ -324,6 +329,7 @@ class QtGradingView(QWidget):
         self.versions = {(q.assignment_id, c): v for c, v in item.versions.items()}
         self.undo_stack.clear()
         self.tracker.reset()
+        self._answered_moved = None
         self._ready_pending = True
         self._show_item(row)
         self.artifacts.set_task((self.benchmark, item.task.id), item.task.artifacts)
@@ -452,6 +458,8 @@ class QtGradingView(QWidget):
         return self.rubric.current_row()
 
     def _row_changed(self, row: int) -> None:
+        if self._answered_moved is not None and self._answered_moved[1] != row:
+            self._answered_moved = None  # the grader moved on: R is for the row shown
         if self.state is None or not (0 <= row < len(self.state)):
             return
         if self._text_criterion is not None:
@@ -553,12 +561,14 @@ class QtGradingView(QWidget):
             self.rubric.focus_table()
 
     def _advance(self) -> None:
+        self._answered_moved = None  # a verdict on the current row: R is for this row
         if self.state is None or not self.settings.auto_advance:
             return
         row = self.current_row()
         for nxt in range(row + 1, len(self.state)):
             if not self.state.rows[nxt].is_auto:
                 self.rubric.set_current_row(nxt)
+                self._answered_moved = (row, nxt)
                 return
         if not self.state.missing():
             self.rubric.show_message("Every criterion is answered. Submit with Ctrl+Enter.")
@@ -643,6 +653,8 @@ class QtGradingView(QWidget):
             self._show_status()
             if status != q.status:
                 self.queue_changed.emit()
+            # time on task is kept as the verdicts are: saved with each of them
+            self.flush_time(final=True)
             if seen is not None and saved.task_version > seen:
                 # saved (its wording had not changed), but the task was revised since
                 # this window read it: show it as it is now
@@ -906,6 +918,13 @@ class QtGradingView(QWidget):
         self.rubric.focus_table()
 
     def focus_rationale(self) -> None:
+        """``R``: the rationale of the criterion just answered. A verdict moves the cursor on
+        (auto-advance); until the grader moves it again, ``R`` goes back to the criterion that
+        verdict was given to, which is the one a rationale explains. Otherwise the current one."""
+        moved = self._answered_moved
+        if moved is not None and moved[1] == self.current_row():
+            self.rubric.set_current_row(moved[0])
+        self._answered_moved = None
         if self._editable_row() is not None:
             self.rubric.focus_rationale()
 

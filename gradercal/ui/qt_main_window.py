@@ -783,7 +783,7 @@ class QtMainWindow(QMainWindow):
             self.grading.rubric.fit_columns()
 
     def show_shortcuts(self) -> QtShortcutsDialog:
-        dialog = QtShortcutsDialog(self)
+        dialog = QtShortcutsDialog(self, coordinator=self.coordinator)
         dialog.setModal(False)
         dialog.show()
         self.shortcuts_dialog = dialog

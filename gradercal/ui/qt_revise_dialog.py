@@ -192,6 +192,11 @@ class QtReviseDialog(QDialog):
         self.error.setPalette(palette)
         layout.addWidget(self.error)
         layout.addStretch(0)
+        # Fixed heights for what changes while typing (the changed fields, the preview, the
+        # refusal): nothing below them moves, so a click aimed at Reason lands there.
+        for label, n in ((self.fields, 2), (self.headline, 2), (self.detail, 4), (self.error, 2)):
+            label.setFixedHeight(label.fontMetrics().lineSpacing() * n + 4)
+            label.setAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop)
 
         self.buttons = QDialogButtonBox()
         self.save_button = QPushButton("Save revision")

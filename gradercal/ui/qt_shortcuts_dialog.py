@@ -1,4 +1,5 @@
-"""F1: every keyboard shortcut, from the same table the window's actions are made of."""
+"""F1: the keyboard shortcuts of the window it is opened from, from the same table the
+window's actions are made of; both columns sized to their text (long actions wrap)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from PySide6.QtGui import QKeySequence
 from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
+    QHeaderView,
     QLabel,
     QTreeWidget,
     QTreeWidgetItem,
@@ -14,7 +16,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from gradercal.ui.shortcuts import SHORTCUTS
+from gradercal.ui.shortcuts import window_shortcuts
 
 
 def key_text(key: str) -> str:
@@ -26,10 +28,11 @@ def key_text(key: str) -> str:
 
 
 class QtShortcutsDialog(QDialog):
-    def __init__(self, parent: QWidget | None = None) -> None:
+    def __init__(self, parent: QWidget | None = None, *, coordinator: bool = False) -> None:
         super().__init__(parent)
-        self.setWindowTitle("Keyboard shortcuts")
-        self.resize(560, 640)
+        self.setWindowTitle(
+            "Keyboard shortcuts · coordinator window" if coordinator else "Keyboard shortcuts"
+        )
         layout = QVBoxLayout(self)
         layout.addWidget(
             QLabel(
@@ -41,7 +44,9 @@ class QtShortcutsDialog(QDialog):
         self.tree.setHeaderLabels(["Action", "Keys"])
         self.tree.setRootIsDecorated(False)
         groups: dict[str, QTreeWidgetItem] = {}
-        for s in SHORTCUTS:
+        self.tree.setWordWrap(True)
+        self.tree.setUniformRowHeights(False)
+        for s in window_shortcuts(coordinator=coordinator):
             group = groups.get(s.group)
             if group is None:
                 group = QTreeWidgetItem([s.group, ""])
@@ -53,8 +58,15 @@ class QtShortcutsDialog(QDialog):
                 groups[s.group] = group
             group.addChild(QTreeWidgetItem([s.label, "   or   ".join(key_text(k) for k in s.keys)]))
         self.tree.expandAll()
-        self.tree.resizeColumnToContents(0)
+        header = self.tree.header()
+        header.setStretchLastSection(False)
+        # the keys column always shows its keys whole; the actions take the rest and wrap
+        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        header.setSectionResizeMode(1, QHeaderView.ResizeMode.ResizeToContents)
         layout.addWidget(self.tree, 1)
+        keys_w = self.tree.sizeHintForColumn(1)
+        actions_w = min(self.tree.sizeHintForColumn(0), 440)
+        self.resize(keys_w + actions_w + 80, 640)
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
         buttons.rejected.connect(self.reject)
         buttons.accepted.connect(self.accept)

@@ -31,11 +31,22 @@ _COLOURS = {False: ("#b3261e", "#1b7f3b"), True: ("#ff8a80", "#6fd08c")}
 
 def diff_html(before: str, after: str, *, dark: bool = False) -> str:
     """``before`` → ``after`` word by word as HTML: removed words struck through in red,
-    added words underlined in green, the rest as it is (every text escaped)."""
+    added words underlined in green, the rest as it is (every text escaped). A word replaced
+    by another reads "old new": a space is shown between the struck and the added word when
+    neither brings its own."""
     removed, added = _COLOURS[dark]
     parts = []
+    previous = ("", "")
     for kind, text in word_diff(before, after):
         escaped = html.escape(text).replace("\n", "<br>")
+        if (
+            previous[0] == "removed"
+            and kind == "added"
+            and not previous[1][-1:].isspace()
+            and not text[:1].isspace()
+        ):
+            parts.append(" ")
+        previous = (kind, text)
         if kind == "removed":
             parts.append(
                 f'<span style="color:{removed}; text-decoration:line-through">{escaped}</span>'

@@ -249,6 +249,25 @@ SHORTCUTS: tuple[Shortcut, ...] = (
 
 BY_ID: dict[str, Shortcut] = {s.id: s for s in SHORTCUTS}
 
+#: Keys of a coordinator window only (a grader's window neither has nor lists them).
+COORDINATOR_IDS = frozenset(
+    {"view.dashboard", "view.progress", "view.tasks", "judge.run", "criterion.revise"}
+)
+#: Groups of a coordinator window only (the adjudication view is the coordinator's).
+COORDINATOR_GROUPS = frozenset({"Adjudication"})
+#: Groups of a grader's window only: a coordinator window grades nothing.
+GRADER_GROUPS = frozenset({"Rubric", "Responses", "Task review"})
+
+
+def window_shortcuts(*, coordinator: bool) -> tuple[Shortcut, ...]:
+    """The keys of one kind of window, in table order: what F1 lists there. A grader's
+    window has no coordinator keys; a coordinator window no rubric, response or review keys."""
+    if coordinator:
+        return tuple(s for s in SHORTCUTS if s.group not in GRADER_GROUPS)
+    return tuple(
+        s for s in SHORTCUTS if s.id not in COORDINATOR_IDS and s.group not in COORDINATOR_GROUPS
+    )
+
 
 def keys(shortcut_id: str) -> tuple[str, ...]:
     return BY_ID[shortcut_id].keys

@@ -195,3 +195,48 @@ def test_every_registered_chart_has_a_place_in_the_report_and_the_window() -> No
         assert f'_charts(images, "{chart.section}"' in source, chart.key
         assert chart.tab in tabs, chart.key
         assert any(n == chart.tab or n.startswith(f"{chart.tab}:") for n in CHART_NAMES)
+
+
+def test_heatmap_numbers_fit_their_cells_with_seven_raters_and_every_rater_has_a_count() -> None:
+    """Issue #33: at 1280×720 with 6–7 raters the numbers overlapped, and a barely-active
+    grader had no count. The figure is drawn at the size the dashboard gives it there."""
+    from types import SimpleNamespace
+
+    import pandas as pd
+
+    from gradercal.dashboard.charts import pairwise_heatmap
+
+    names = ["expert-ana", "expert-ben", "expert-chloe", "expert-dev", "expert-eli", "j1", "j2"]
+    rng = np.random.default_rng(7)
+    vals = rng.uniform(-0.2, 1.0, (7, 7))
+    vals = (vals + vals.T) / 2
+    np.fill_diagonal(vals, 1.0)
+    mat = pd.DataFrame(vals, index=names, columns=names)
+    counts = dict.fromkeys(names, 384) | {"expert-eli": 3}
+    d: Any = SimpleNamespace(
+        pairwise_matrix=lambda _stat: mat,
+        overview={"judges": ["j1", "j2"], "humans": names[:5], "n_verdicts": counts},
+    )
+    from matplotlib.backend_bases import ResizeEvent
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    fig = pairwise_heatmap(d)
+    canvas = FigureCanvasAgg(fig)
+    fig.set_size_inches(4.4, 3.4)  # about what the dashboard gives the chart at 1280×720
+    canvas.callbacks.process("resize_event", ResizeEvent("resize_event", canvas))
+    canvas.draw()
+    ax = fig.axes[0]
+    renderer = canvas.get_renderer()
+    texts = [t for t in ax.texts if t.get_text()]
+    assert len(texts) == 49
+    box = ax.get_window_extent(renderer)
+    cell_w = box.width / 7
+    boxes = [t.get_window_extent(renderer) for t in texts]
+    for b in boxes:
+        assert b.width <= 0.95 * cell_w, (b.width, cell_w)
+    for a_i, a in enumerate(boxes):
+        for b in boxes[a_i + 1 :]:
+            assert not a.overlaps(b)
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    assert any("expert-eli" in x and "n = 3" in x for x in labels)
+    assert all("n = " in x for x in labels)

@@ -8,6 +8,7 @@ import json
 import re
 from html.parser import HTMLParser
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -125,6 +126,63 @@ def test_pdf_opens_with_text_and_images(evil_dash: Dashboard, tmp_path: Path) ->
     assert "Criterion health" in text and "judge-gpt" in text
     assert '<script>alert("x")</script>' in text  # escaped in HTML, printed as text
     assert sum(len(page.get_images()) for page in doc) == 7
+
+
+def _pdf_blocks(page: Any) -> list[tuple[float, float, str, float]]:
+    """(top, bottom, text, largest font size) of every text or image block of a page."""
+    out = []
+    for b in page.get_text("dict")["blocks"]:
+        spans = [s for line in b.get("lines", []) for s in line["spans"]]
+        text = "".join(s["text"] for s in spans).strip()
+        size = max((s["size"] for s in spans), default=0.0)
+        out.append((b["bbox"][1], b["bbox"][3], text, size))
+    return out
+
+
+@pytest.mark.parametrize("max_rows", [50])
+def test_pdf_keeps_each_heading_with_what_follows_and_draws_no_stray_rules(
+    evil_dash: Dashboard, tmp_path: Path, max_rows: int
+) -> None:
+    """Issue #33: "By tag", "By domain", "Per-model scores" ended pages alone, and table
+    header backgrounds were drawn as grey rules beside the charts."""
+    import pymupdf
+
+    doc = pymupdf.open(write_pdf(evil_dash, tmp_path / "r.pdf", max_rows=max_rows))
+    headings = {h for _, h in REPORT_SECTIONS} | {"Overall", "By tag", "By domain"}
+    seen = set()
+    for number, page in enumerate(doc):
+        blocks = sorted(_pdf_blocks(page))
+        big = [text for _top, _bottom, text, size in blocks if size >= 9.4]
+        seen.update(big)
+        if number < doc.page_count - 1:
+            last = max(blocks, key=lambda b: b[1])
+            assert last[3] < 9.4, f"page {number + 1} ends with the heading {last[2]!r}"
+        for drawing in page.get_drawings():
+            r, fill = drawing["rect"], drawing.get("fill")
+            thin_grey = fill is not None and r.height < 3 and r.width > 10 and min(fill) > 0.8
+            assert not thin_grey, f"page {number + 1}: a stray grey rule at {r}"
+    assert {"Overall", "By tag", "Per-model scores"} <= seen & headings
+
+
+def test_a_left_out_expert_is_said_not_tested_once() -> None:
+    """Issue #33: the alternative annotator test's note already says "not tested"."""
+    from types import SimpleNamespace
+
+    from gradercal.dashboard.report import _alt
+
+    note = "not tested: items in only 2 tasks; the task-clustered test needs at least 5"
+    d: Any = SimpleNamespace(
+        alt_test={
+            "judge": "j",
+            "annotators": [
+                {"human": "ana", "tested": False, "note": note},
+                {"human": "ben", "tested": False, "note": "too few items"},
+            ],
+        }
+    )
+    out = _alt(d)
+    assert "not tested: not tested" not in out
+    assert note in out and "not tested: too few items" in out
 
 
 # ------------------------------------------------------------------------------- CLI

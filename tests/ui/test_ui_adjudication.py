@@ -181,7 +181,7 @@ def test_save_and_next_is_listed_in_f1_and_on_its_button(
     button says them; the key saves the case and asks for the next one."""
     from gradercal.ui.qt_shortcuts_dialog import QtShortcutsDialog
 
-    dialog = QtShortcutsDialog()
+    dialog = QtShortcutsDialog(coordinator=True)  # adjudicating is the coordinator's
     qtbot.addWidget(dialog)
     rows = []
     it = QTreeWidgetItemIterator(dialog.tree)
@@ -243,3 +243,36 @@ def test_a_decision_stored_meanwhile_is_shown_not_replaced(
     stored = store.case(None, "T01-atlas", "c2").current
     assert stored is not None and (stored.adjudicator, stored.revision) == ("zoe", 2)
     qtbot.waitUntil(lambda: qt_workers.pending_jobs() == 0, timeout=30_000)
+
+
+def test_the_view_opens_at_the_top_without_an_empty_artifacts_column_and_nothing_pressed(
+    qtbot: Any, store: AdjudicationStore
+) -> None:
+    """Issue #33: opened scrolled to the middle with an empty "no artifacts" column; after
+    Save and next "Not met" looked pressed though nothing was chosen; the refusal wrapped
+    one word per line. At 1280×720."""
+    view = QtAdjudicationView(store, "zoe")
+    qtbot.addWidget(view)
+    view.resize(1280, 720)
+    view.show()
+    qtbot.waitExposed(view)
+    view.open_case_now(None, "T01-atlas", "c2")  # T01 has an artifact
+    assert view.artifacts_box.isVisible()
+    view.set_verdict("not_met")
+    assert view.verdict_buttons["not_met"].isChecked()
+    view.note.setPlainText("No evidence given.")
+    assert view.save()
+    bar = view.response_view.verticalScrollBar()
+    bar.setValue(bar.maximum() // 2)
+    view.open_case_now(None, "T04-atlas", "c1")  # the next case: T04 has no artifacts
+    assert view.verdict is None
+    assert not any(b.isChecked() for b in view.verdict_buttons.values())
+    assert not view.artifacts_box.isVisible()
+    assert view.response_view.verticalScrollBar().value() == 0
+    assert view.prompt_view.verticalScrollBar().value() == 0
+    view.note.setPlainText("")
+    assert not view.save()  # refused: no verdict, no note
+    text = view.error.text()
+    assert len(text.split()) >= 4
+    lines = view.error.height() / view.error.fontMetrics().lineSpacing()
+    assert view.error.width() >= 400 and lines <= 3, (view.error.width(), lines)

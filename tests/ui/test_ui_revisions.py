@@ -422,3 +422,45 @@ def test_in_team_mode_a_grader_sees_the_diff_and_a_coordinator_revises(
     qt_workers_idle()
     window.close()
     window.store.db.dispose()
+
+
+def test_diff_html_keeps_a_space_between_a_struck_and_an_added_word() -> None:
+    """Issue #33: "Notes" → "Names" read "NotesNames"; the words stay apart, nothing else moves."""
+    import re
+
+    out = diff_html("Notes the stop", "Names the stop")
+    visible = re.sub(r"<[^>]+>", "", out)
+    assert visible == "Notes Names the stop"
+    assert re.sub(r"<[^>]+>", "", diff_html("a b c", "a x c")) == "a b x c"
+    # a space already there is not doubled
+    assert re.sub(r"<[^>]+>", "", diff_html("the stop", "the stop codon")) == "the stop codon"
+
+
+def test_the_dialog_does_not_move_while_typing(qtbot: Any, db: Database) -> None:
+    """Issue #33: the preview and the changed fields grew and shrank with the text, so a
+    click aimed at Reason landed in Text. Every field stays where it was."""
+    dialog = open_dialog(qtbot, db)
+    dialog.resize(640, 620)
+    qtbot.waitExposed(dialog)
+
+    def places() -> list[int]:
+        return [
+            w.mapTo(dialog, w.rect().topLeft()).y()
+            for w in (dialog.reason, dialog.text, dialog.save_button, dialog.diff)
+        ]
+
+    qtbot.wait(50)
+    before = places()
+    for text in (
+        "Names the stop codon",
+        "Names the premature stop codon, its position in the reading frame and why the "
+        "protein is truncated; says which exon carries it and what that means for decay",
+        "X",
+    ):
+        dialog.text.setPlainText(text)
+        dialog.points.setValue(dialog.points.value() + 1)
+        dialog.tags.setText("a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p, q, r")
+        dialog.refresh_preview()
+        qtbot.waitUntil(lambda: not dialog.headline.text().startswith("Working"), timeout=10_000)
+        qtbot.wait(50)
+        assert places() == before, text
