@@ -133,9 +133,9 @@ def make_engine(url: URL, **kwargs: Any) -> Engine:
 
     if url.get_backend_name() not in ("sqlite", "postgresql"):
         raise DatabaseError(
-            f"{display_url(url)}: gradercal stores its data in SQLite or PostgreSQL, not "
-            f"{url.get_backend_name()!r}: use a file path, sqlite:///PATH or "
-            "postgresql+psycopg://USER@HOST/DB"
+            f"unknown database URL scheme {url.drivername!r} in {display_url(url)}: "
+            "gradercal stores its data in SQLite or PostgreSQL: use a file path, "
+            "sqlite:///PATH or postgresql+psycopg://USER@HOST/DB"
         )
     try:
         return _make_engine(url, **kwargs)
