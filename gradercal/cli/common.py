@@ -154,6 +154,16 @@ db_option = click.option(
     help="SQLite file or database URL (postgresql+psycopg://…). "
     "Default: $GRADERCAL_DB, else gradercal.sqlite in the user data directory.",
 )
+#: ``--db`` on a command that uses no database (``judge prices``, ``samples``, ``stats``): taken
+#: and ignored, so every command accepts ``--db`` as the README promises and a script that
+#: passes it to every call works.
+db_option_unused = click.option(
+    "--db",
+    "db",
+    metavar="PATH|URL",
+    expose_value=False,
+    help="Accepted as by every command; ignored: this command uses no database.",
+)
 benchmark_option = click.option(
     "--benchmark",
     "-b",

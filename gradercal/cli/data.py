@@ -23,6 +23,7 @@ from gradercal.cli.common import (
     attach_calibrated,
     benchmark_option,
     db_option,
+    db_option_unused,
     emit_json,
     handle_errors,
     json_option,
@@ -792,6 +793,7 @@ def samples() -> None:
     type=click.Path(path_type=Path, file_okay=False),
     help="Folder to write (new, or empty).",
 )
+@db_option_unused
 @json_option
 @handle_errors
 def demo(output: Path, as_json: bool) -> None:
@@ -842,6 +844,7 @@ def _copy_tree(source: Path, target: Path) -> list[int]:
 @click.option("--artifacts-per-task", default=1.33, show_default=True, type=click.FloatRange(0))
 @click.option("--overlap", type=click.IntRange(1), help="Humans per response (default: all).")
 @click.option("--seed", default=0, show_default=True, type=int)
+@db_option_unused
 @json_option
 @handle_errors
 def generate(

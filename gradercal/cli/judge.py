@@ -32,6 +32,7 @@ from gradercal.cli.common import (
     benchmark_option,
     calibrated_summary,
     db_option,
+    db_option_unused,
     emit_json,
     handle_errors,
     json_option,
@@ -1172,6 +1173,7 @@ def prompt_add(
 
 @judge.command()
 @click.option("--init", "init_file", is_flag=True, help="Write the shipped prices to the file.")
+@db_option_unused
 @json_option
 @handle_errors
 def prices(init_file: bool, as_json: bool) -> None:

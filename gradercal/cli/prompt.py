@@ -85,6 +85,14 @@ def _warn(message: str) -> None:
     "task prompt, response, structured answer, attachment text, whole rubric), for "
     "`inspect eval FILE@gradercal_grading -T samples=…` or the promptfoo tests.",
 )
+@click.option(
+    "--model",
+    "model",
+    metavar="M",
+    help="promptfoo: the judge model its requests name, as your server knows it (default: "
+    "the judge's recorded model; needed for a judge imported without one). Inspect AI "
+    "takes the model from `inspect eval --model openai/M` instead.",
+)
 @json_option
 @handle_errors
 def export_prompt(
@@ -98,6 +106,7 @@ def export_prompt(
     name: str | None,
     output: Path,
     samples_path: Path | None,
+    model: str | None,
     as_json: bool,
 ) -> None:
     """Export the judge's calibrated prompt package.
@@ -111,6 +120,11 @@ def export_prompt(
     calibration without held-out tasks gives out-of-fold figures and a warning that
     the examples may come from the same tasks. Without a calibration the package is
     still written, without threshold or held-out figures, and says so.
+
+    The promptfoo judge names its model in every request: for a judge recorded without a
+    model (imported judgments name none) it is refused unless --model gives one. The
+    Inspect AI judge grades with the model of `inspect eval --model openai/M`; for a judge
+    without a recorded model the export warns that this choice is the user's.
 
     \b
     Examples:
@@ -131,6 +145,15 @@ def export_prompt(
 
     if fmt not in get_args(PackageFormat):  # pragma: no cover - click checks
         raise GradercalError(f"unknown format {fmt!r}")
+    if model is not None and fmt != "promptfoo":
+        raise GradercalError(
+            "--model sets the promptfoo judge's model; "
+            + (
+                "the Inspect AI judge takes it from `inspect eval --model openai/M`"
+                if fmt == "inspect"
+                else f"--format {fmt} sends no requests"
+            )
+        )
     if fmt in MULTI_FILE_FORMATS and str(output) == "-":
         raise GradercalError(
             f"--format {fmt} writes three files (configuration, assertion, tests): give "
@@ -141,6 +164,7 @@ def export_prompt(
         with progress_bar(not as_json) as update:
             update("reading", 0, 3)
             src = gather(database, benchmark, judge)
+            model_warnings = _check_model(fmt, judge, model or src.judge.model)
             # the exported judges send text only: refuse before any work, never drop figures
             if fmt in _JUDGE_FORMATS:
                 require_text_only(src.base_prompt, f"the exported {_JUDGE_FORMATS[fmt]} judge")
@@ -192,12 +216,12 @@ def export_prompt(
                 samples = export_samples(database, src.benchmark, src.frames, package.prompt)
     finally:
         database.dispose()
-    warnings = [*src.warnings, *package.warnings]
+    warnings = [*src.warnings, *model_warnings, *package.warnings]
     if warnings != list(package.warnings):
         from dataclasses import replace
 
         package = replace(package, warnings=warnings)
-    files = render_files(package, fmt, output.name, samples or [])  # type: ignore[arg-type]
+    files = render_files(package, fmt, output.name, samples or [], model=model)  # type: ignore[arg-type]
     if str(output) == "-":
         click.echo(files[output.name], nl=False)
     else:
@@ -242,6 +266,26 @@ def export_prompt(
             f"({summary['examples_met']} met), guidance for "
             f"{summary['guidance_criteria']} criteria, rule {summary['rule']}"
         )
+
+
+def _check_model(fmt: str, judge: str, model: str | None) -> list[str]:
+    """Refuse a promptfoo judge without a model (every request of it would fail); the
+    warning for an Inspect AI judge without a recorded model; nothing otherwise."""
+    if model:
+        return []
+    if fmt == "promptfoo":
+        raise GradercalError(
+            f"judge {judge!r} has no model recorded (it was imported without one), and the "
+            "promptfoo judge names its model in every request: give --model M, the judge "
+            "model as your server knows it"
+        )
+    if fmt == "inspect":
+        return [
+            f"judge {judge!r} has no model recorded (it was imported without one): the "
+            "exported Inspect AI judge grades with the model you give `inspect eval --model "
+            "openai/M`; name the model the judge was calibrated with"
+        ]
+    return []
 
 
 def _write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:

@@ -28,7 +28,7 @@ import click
 import pandas as pd
 from click.core import ParameterSource
 
-from gradercal.cli.common import emit_json, fail, text_console
+from gradercal.cli.common import db_option_unused, emit_json, fail, text_console
 from gradercal.errors import Problem, ValidationError
 from gradercal.stats.bootstrap import (
     BootResult,
@@ -469,6 +469,7 @@ def _fmt(x: float | None) -> str:
     "bias-corrected and accelerated (needs --bootstrap).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+@db_option_unused
 def stats(
     ratings: Path,
     level: Level,

@@ -11,7 +11,10 @@ as it does.
   ``seed``, or ``max_tokens`` for models that want ``max_completion_tokens``) a
   server's HTTP 400 message refuses, among those the request carried;
 * :func:`drop_feature` — the body without it (the client instead changes its settings
-  once for the rest of the run: :meth:`gradercal.judge.client.JudgeClient.request_body`).
+  once for the rest of the run: :meth:`gradercal.judge.client.JudgeClient.request_body`);
+* :func:`combine_samples` — one verdict from the ``samples`` replies of one (response,
+  criterion): majority, and the confidence from log-probabilities or self-consistency
+  (the runner's :func:`gradercal.judge.runner.aggregate` and the exported judges use it).
 """
 
 from __future__ import annotations
@@ -105,3 +108,28 @@ def drop_feature(body: Mapping[str, Any], feature: str) -> dict[str, Any]:
         else:
             out[key] = value
     return out
+
+
+def combine_samples(
+    samples: Sequence[tuple[bool | None, float | None]],
+) -> tuple[bool | None, float | None, str | None]:
+    """``(met, p_met, source)`` of one (response, criterion) from its samples' ``(met,
+    p_met)`` (``met`` None: the sample gave no verdict).
+
+    ``met`` is the majority of the samples with a verdict (a tie goes to the first such
+    sample's verdict; None when none has one). ``p_met`` is the mean P(met) from
+    log-probabilities when every such sample has one (``source`` ``"logprobs"``), else,
+    with two samples or more, the share of them that say met (self-consistency,
+    ``"samples"``), else None: nothing was measured (``source`` None).
+    """
+    good = [(met, p) for met, p in samples if met is not None]
+    if not good:
+        return None, None, None
+    share = sum(1 for met, _p in good if met) / len(good)
+    verdict = good[0][0] if share == 0.5 else share > 0.5
+    measured = [p for _m, p in good if p is not None]
+    if len(measured) == len(good):
+        return verdict, sum(measured) / len(measured), "logprobs"
+    if len(good) > 1:
+        return verdict, share, "samples"
+    return verdict, None, None

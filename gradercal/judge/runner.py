@@ -41,6 +41,7 @@ from typing import Any, Literal, Protocol
 from gradercal.judge.client import JudgeClient, JudgeFatalError, SampleOutcome
 from gradercal.judge.pricing import Price
 from gradercal.judge.prompts import PromptContext, PromptTemplate
+from gradercal.judge.request import combine_samples
 from gradercal.judge.vision import ImageSet, with_images
 
 VerdictStatus = Literal["ok", "parse_failure", "error"]
@@ -173,16 +174,7 @@ def aggregate(
     status: VerdictStatus
     if good:
         status = "ok"
-        votes = sum(1 for o in good if o.met)
-        share = votes / len(good)
-        met = good[0].met if share == 0.5 else share > 0.5
-        lps = [o.p_met for o in good]
-        if all(p is not None for p in lps):
-            p_met = sum(p for p in lps if p is not None) / len(lps)
-            source = "logprobs"
-        elif len(good) > 1:
-            p_met = share
-            source = "samples"
+        met, p_met, source = combine_samples([(o.met, o.p_met) for o in good])
     else:
         status = "parse_failure" if any(o.status == "parse_failure" for o in outcomes) else "error"
     confidence = None if p_met is None or met is None else (p_met if met else 1.0 - p_met)

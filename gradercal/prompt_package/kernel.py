@@ -46,7 +46,13 @@ from gradercal.judge.parse import (
     tokens_from,
 )
 from gradercal.judge.prompts import PromptContext, render_messages
-from gradercal.judge.request import ADAPTATIONS, chat_request_body, drop_feature, refused_feature
+from gradercal.judge.request import (
+    ADAPTATIONS,
+    chat_request_body,
+    combine_samples,
+    drop_feature,
+    refused_feature,
+)
 from gradercal.model import AutoRule, Criterion, stable_hash
 from gradercal.rubric import PASS_EPSILON, evaluate_auto, rubric_score
 
@@ -55,6 +61,7 @@ __all__ = [
     "UNTAGGED_GROUP",
     "build_messages",
     "check_prompt",
+    "combine_samples",
     "criteria_of",
     "decide",
     "drop_feature",

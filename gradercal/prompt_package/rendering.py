@@ -43,11 +43,14 @@ def render_files(
     fmt: PackageFormat,
     name: str,
     samples: Sequence[Mapping[str, Any]] = (),
+    *,
+    model: str | None = None,
 ) -> dict[str, str]:
     """The files of the package in ``fmt``, by file name; ``name`` is the output's file
-    name (its stem names the promptfoo files)."""
+    name (its stem names the promptfoo files); ``model`` is the promptfoo judge's model
+    (default: the judge's recorded one)."""
     if fmt == "promptfoo":
         stem = name.rsplit(".", 1)[0] if "." in name else name
-        files = to_promptfoo(package, samples, stem=stem)
+        files = to_promptfoo(package, samples, stem=stem, model=model)
         return {name if n == f"{stem}.yaml" else n: text for n, text in files.items()}
     return {name: render(package, fmt)}

@@ -623,7 +623,7 @@ def test_promptfoo_export_is_a_config_an_assertion_and_tests(
     calibrated_db: str, tmp_path: Path
 ) -> None:
     out = tmp_path / "promptfooconfig.yaml"
-    export(calibrated_db, out, "--format", "promptfoo", "--examples", "2")
+    export(calibrated_db, out, "--format", "promptfoo", "--examples", "2", "--model", "m")
     config = yaml.safe_load(out.read_text("utf-8"))
     assert config["prompts"] == ["{{ sample.response }}"] and config["providers"] == ["echo"]
     (check,) = config["defaultTest"]["assert"]

@@ -6,7 +6,10 @@ Each request is gradercal's (:func:`request_body` from the judge's recorded para
 JSON mode as ``extra_body``, log-probabilities, seed, token limit). A feature the
 server refuses with HTTP 400 naming it is left out from then on and the request sent
 again, as gradercal's client does; a reply without a verdict is asked again (three
-replies at most, gradercal's default).
+replies at most, gradercal's default). A judge run with ``--samples K`` asks K times
+per criterion and combines the replies as gradercal's runner does (:func:`combine_samples`:
+majority verdict; confidence from log-probabilities, else the share of samples that say
+met).
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from gradercal.prompt_package.kernel import (
     ADAPTATIONS,
     build_messages,
     check_prompt,
+    combine_samples,
     criteria_of,
     decide,
     drop_feature,
@@ -49,8 +53,10 @@ PROMPT_VERSION: str = str(PACKAGE.get("prompt_version", ""))
 _PROMPT: dict[str, Any] = PACKAGE.get("prompt", {})
 _DECISION: dict[str, Any] = PACKAGE.get("decision", {})
 _JUDGE: dict[str, Any] = PACKAGE.get("judge", {})
-#: Replies asked for per criterion before it is left without a verdict.
+#: Replies asked for per sample before it is left without a verdict.
 _PARSE_ATTEMPTS = 3
+#: Samples per criterion: the judge's ``--samples K`` (gradercal's ``JudgeParams.samples``).
+_SAMPLES = max(1, int((_JUDGE.get("parameters") or {}).get("samples") or 1))
 #: Optional features the server refused: left out of every later request.
 _REFUSED: set[str] = set()
 
@@ -193,6 +199,9 @@ def gradercal_judge(
         model: The grader model (default: the model being evaluated).
         pass_threshold: Pass mark of the rubric score (default: the package's).
         concurrency: Requests in flight per sample.
+
+    Each judgment criterion is asked ``samples`` times (the judge's ``--samples K``) and
+    its verdict and confidence combined as gradercal's runner combines them.
     """
 
     async def score(state: TaskState, target: Target) -> Score:
@@ -205,14 +214,20 @@ def gradercal_judge(
         artifacts = str(meta.get("artifacts", ""))
         gate = asyncio.Semaphore(max(1, int(concurrency)))
 
-        async def ask(c: Any) -> tuple[str, bool | None, float | None, str]:
-            msgs = messages(task_prompt, response, c.text, c.points, list(c.tags), artifacts)
+        async def one(msgs: list[ChatMessage]) -> tuple[bool | None, float | None, str]:
             for _ in range(_PARSE_ATTEMPTS):
                 async with gate:
                     out = await _generate(grader, msgs)
                 met, p_met, why = read_reply(out.completion, _logprobs(out))
                 if met is not None:
                     break
+            return met, p_met, why
+
+        async def ask(c: Any) -> tuple[str, bool | None, float | None, str]:
+            msgs = messages(task_prompt, response, c.text, c.points, list(c.tags), artifacts)
+            got = await asyncio.gather(*(one(msgs) for _ in range(_SAMPLES)))
+            met, p_met, _source = combine_samples([(m, p) for m, p, _w in got])
+            why = next((w for m, _p, w in got if m is not None and m == met), got[0][2])
             return c.id, met, p_met, why
 
         replies = await asyncio.gather(*(ask(c) for c in criteria if c.auto is None))
@@ -246,6 +261,7 @@ def gradercal_judge(
                 "without_confidence": sum(
                     1 for _c, m, p, _w in replies if m is not None and p is None
                 ),
+                "samples": _SAMPLES,
             },
         )
 

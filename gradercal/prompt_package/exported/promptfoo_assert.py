@@ -3,6 +3,10 @@
 promptfoo runs :func:`get_assert` once per test, in a fresh Python process, with the
 test's output and context. ``PACKAGE_JSON`` is replaced by the package's prompt,
 decision and judge settings when exported. Standard library only.
+
+A judge run with ``--samples K`` asks K times per criterion and combines the replies as
+gradercal's runner does (:func:`combine_samples`: majority verdict; confidence from
+log-probabilities, else the share of samples that say met).
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from gradercal.prompt_package.kernel import (
     ADAPTATIONS,
     build_messages,
     check_prompt,
+    combine_samples,
     criteria_of,
     decide,
     drop_feature,
@@ -34,6 +39,8 @@ PROMPT_VERSION: str = str(PACKAGE.get("prompt_version", ""))
 _PROMPT: dict[str, Any] = PACKAGE.get("prompt", {})
 _DECISION: dict[str, Any] = PACKAGE.get("decision", {})
 _JUDGE: dict[str, Any] = PACKAGE.get("judge", {})
+#: Samples per criterion: the judge's ``--samples K`` (gradercal's ``JudgeParams.samples``).
+_SAMPLES = max(1, int((_JUDGE.get("parameters") or {}).get("samples") or 1))
 #: HTTP statuses worth another attempt.
 _RETRY = {408, 409, 429, 500, 502, 503, 504}
 #: Replies asked for per criterion before it is left without a verdict (gradercal's
@@ -142,14 +149,19 @@ def grade(output: str, sample: dict[str, Any], config: dict[str, Any]) -> dict[s
             tags=list(c.tags),
             artifacts=str(sample.get("artifacts", "")),
         )
-        for _ in range(_PARSE_ATTEMPTS):
-            reply = _post(url, request_body(model, msgs, params), key, timeout)
-            choice = (reply.get("choices") or [{}])[0]
-            content = (choice.get("message") or {}).get("content")
-            logprobs = (choice.get("logprobs") or {}).get("content")
-            met, p_met, why = read_reply(content, logprobs)
-            if met is not None:
-                break
+        got = []
+        for _sample in range(_SAMPLES):
+            for _ in range(_PARSE_ATTEMPTS):
+                reply = _post(url, request_body(model, msgs, params), key, timeout)
+                choice = (reply.get("choices") or [{}])[0]
+                content = (choice.get("message") or {}).get("content")
+                logprobs = (choice.get("logprobs") or {}).get("content")
+                met, p_met, why = read_reply(content, logprobs)
+                if met is not None:
+                    break
+            got.append((met, p_met, why))
+        met, p_met, _source = combine_samples([(m, p) for m, p, _w in got])
+        why = next((w for m, _p, w in got if m is not None and m == met), got[0][2])
         return c.id, met, p_met, why
 
     judged = [c for c in criteria if c.auto is None]
@@ -169,6 +181,7 @@ def grade(output: str, sample: dict[str, Any], config: dict[str, Any]) -> dict[s
         entry["explanation"] = why.get(entry["id"], "")
     result["adaptations"] = [ADAPTATIONS[f] for f in ADAPTATIONS if f in _REFUSED]
     result["without_confidence"] = sum(1 for _c, m, p, _w in replies if m is not None and p is None)
+    result["samples"] = _SAMPLES
     return result
 
 
@@ -228,5 +241,6 @@ def get_assert(output: str, context: dict[str, Any]) -> dict[str, Any]:
             "criteria": result["criteria"],
             "adaptations": result["adaptations"],
             "without_confidence": result["without_confidence"],
+            "samples": result["samples"],
         },
     }
