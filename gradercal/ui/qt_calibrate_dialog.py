@@ -1,4 +1,4 @@
-"""File ▸ Calibrate the judge… (Ctrl+Shift+C): ``gradercal calibrate`` and
+"""File ▸ Calibrate the judge… (Ctrl+Shift+K): ``gradercal calibrate`` and
 ``gradercal export-prompt`` in the window.
 
 Choose the judge and the method (threshold, leniency, isotonic, Platt) and Calibrate

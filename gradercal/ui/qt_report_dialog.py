@@ -1,4 +1,4 @@
-"""File ▸ Write the report… (Ctrl+Shift+R): ``gradercal report`` in the window.
+"""File ▸ Write the report… (Ctrl+Shift+P): ``gradercal report`` in the window.
 
 The agreement report of the current verdicts as a self-contained HTML file and/or a PDF
 (choose each file), with progress (reading, computing, drawing the charts); then "Open

@@ -229,13 +229,13 @@ SHORTCUTS: tuple[Shortcut, ...] = (
         "ops.report",
         "File",
         "Write the report (HTML, PDF)… (coordinator mode only)",
-        ("Ctrl+Shift+R",),
+        ("Ctrl+Shift+P",),
     ),
     Shortcut(
         "ops.calibrate",
         "File",
         "Calibrate the judge, export its prompt package… (coordinator mode only)",
-        ("Ctrl+Shift+C",),
+        ("Ctrl+Shift+K",),
     ),
     Shortcut(
         "ops.remove_judge",

@@ -496,8 +496,8 @@ def test_f1_lists_the_operation_keys_in_a_coordinator_window(
         ("ops.assign", "Ctrl+Shift+A"),
         ("ops.packet_export", "Ctrl+Shift+E"),
         ("ops.packet_merge", "Ctrl+Shift+M"),
-        ("ops.report", "Ctrl+Shift+R"),
-        ("ops.calibrate", "Ctrl+Shift+C"),
+        ("ops.report", "Ctrl+Shift+P"),
+        ("ops.calibrate", "Ctrl+Shift+K"),
         ("ops.remove_judge", "Ctrl+Shift+Del"),
     ):
         action = window.actions_by_id[sid]
