@@ -761,24 +761,10 @@ def calibrate(
     _print_calibration(out)
 
 
-_CAL_LABELS = {
-    "cohen_kappa": "Cohen's kappa",
-    "balanced_f1": "balanced F1",
-    "percent_agreement": "agreement",
-    "leniency_bias": "leniency bias",
-    "brier": "Brier score",
-    "ece": "expected calibration error",
-    "mean_score_bias": "mean score bias",
-    "mae": "mean absolute error",
-    "rmse": "RMSE",
-    "pass_rate_bias": "pass-rate bias",
-    "pass_kappa": "pass/fail kappa",
-    "pass_agreement": "pass/fail agreement",
-}
-
-
 def _print_calibration(out: dict[str, Any]) -> None:
     from rich.table import Table
+
+    from gradercal.analysis.calibration import FIGURE_LABELS
 
     console = _console()
     m = out["metrics"]
@@ -822,7 +808,7 @@ def _print_calibration(out: dict[str, Any]) -> None:
                 t.add_column(col, justify="left" if col == "figure" else "right")
             for key, fig in block["before"].items():
                 t.add_row(
-                    _CAL_LABELS.get(key, key),
+                    FIGURE_LABELS.get(key, key),
                     _cell(fig),
                     _cell(block["after"][key]),
                     _cell(block["change"][key]),

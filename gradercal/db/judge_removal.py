@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from sqlalchemy import delete, func, select, text
 
 from gradercal.db import models as m
-from gradercal.db.repo import judgment_snapshot
+from gradercal.db.repo import deleted_judgment_revision
 from gradercal.db.session import Database
 from gradercal.errors import GradercalError, NotFoundError
 from gradercal.model import GraderKind
@@ -96,23 +96,8 @@ def remove_judge(
         rows = list(s.scalars(select(m.Judgment).where(*_verdicts(bench.id, grader.id))))
         if not by_trigger:
             for j in rows:
-                data = judgment_snapshot(j)
-                data.update(
-                    grader_id=j.grader_id,
-                    response_id=j.response_id,
-                    criterion_id=j.criterion_id,
-                    task_version=j.task_version,
-                )
                 s.add(
-                    m.Revision(
-                        entity="judgment_deleted",
-                        entity_id=j.id,
-                        revision=j.revision,
-                        data=data,
-                        actor=actor,
-                        source="remove-judge",
-                        changed_at=now,
-                    )
+                    deleted_judgment_revision(j, actor=actor, source="remove-judge", changed_at=now)
                 )
             s.flush()
         ids = [j.id for j in rows]

@@ -74,6 +74,29 @@ def judgment_snapshot(row: Any, *extra: str) -> dict[str, Any]:
     return snapshot
 
 
+def deleted_judgment_revision(
+    row: m.Judgment, *, actor: str | None, source: str, changed_at: datetime
+) -> m.Revision:
+    """The ``judgment_deleted`` history row that keeps a judgment about to be deleted
+    (its value and whose verdict on what it was), as the team trigger writes it in SQL."""
+    data = judgment_snapshot(row)
+    data.update(
+        grader_id=row.grader_id,
+        response_id=row.response_id,
+        criterion_id=row.criterion_id,
+        task_version=row.task_version,
+    )
+    return m.Revision(
+        entity="judgment_deleted",
+        entity_id=row.id,
+        revision=row.revision,
+        data=data,
+        actor=actor,
+        source=source,
+        changed_at=changed_at,
+    )
+
+
 @dataclass(frozen=True)
 class BenchmarkInfo:
     id: int

@@ -40,7 +40,7 @@ from gradercal.db.repo import (
     _task_from_row,
     adjudication_snapshot,
     criterion_values,
-    judgment_snapshot,
+    deleted_judgment_revision,
 )
 from gradercal.db.session import Database
 from gradercal.errors import ConflictError, NotFoundError, Problem, ValidationError
@@ -717,24 +717,7 @@ def _keep_removed(s: Session, criterion_pk: int, actor: str | None, now: Any) ->
         n += 1
         if by_trigger:
             continue
-        data = judgment_snapshot(j)
-        data.update(
-            grader_id=j.grader_id,
-            response_id=j.response_id,
-            criterion_id=j.criterion_id,
-            task_version=j.task_version,
-        )
-        s.add(
-            m.Revision(
-                entity="judgment_deleted",
-                entity_id=j.id,
-                revision=j.revision,
-                data=data,
-                actor=actor,
-                source="revise",
-                changed_at=now,
-            )
-        )
+        s.add(deleted_judgment_revision(j, actor=actor, source="revise", changed_at=now))
     for a in s.scalars(select(m.Adjudication).where(m.Adjudication.criterion_id == criterion_pk)):
         n += 1
         if by_trigger:

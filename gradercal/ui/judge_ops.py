@@ -20,20 +20,6 @@ if TYPE_CHECKING:
 METHODS = ("threshold", "leniency", "isotonic", "platt")
 #: The share of human-graded tasks held out, as ``gradercal calibrate`` holds out.
 DEFAULT_HOLDOUT = 0.25
-LABELS = {
-    "cohen_kappa": "Cohen's kappa",
-    "balanced_f1": "balanced F1",
-    "percent_agreement": "agreement",
-    "leniency_bias": "leniency bias",
-    "brier": "Brier score",
-    "ece": "expected calibration error",
-    "mean_score_bias": "mean score bias",
-    "mae": "mean absolute error",
-    "rmse": "RMSE",
-    "pass_rate_bias": "pass-rate bias",
-    "pass_kappa": "pass/fail kappa",
-    "pass_agreement": "pass/fail agreement",
-}
 
 
 def judges(db: Database, benchmark: str | None) -> list[str]:
@@ -57,6 +43,8 @@ def _figure(fig: dict[str, Any] | None) -> str:
 
 def figure_lines(metrics: dict[str, Any], title: str) -> list[str]:
     """``metrics``' before → after figures at each level, one line each."""
+    from gradercal.analysis.calibration import FIGURE_LABELS
+
     out: list[str] = []
     for level in ("criterion", "response"):
         block = metrics.get(level)
@@ -66,7 +54,7 @@ def figure_lines(metrics: dict[str, Any], title: str) -> list[str]:
         for key, before in block["before"].items():
             after = block["after"].get(key)
             out.append(
-                f"  {LABELS.get(key, key)}: raw {_figure(before)} → calibrated {_figure(after)}"
+                f"  {FIGURE_LABELS.get(key, key)}: raw {_figure(before)} → calibrated {_figure(after)}"
             )
     return out
 

@@ -42,6 +42,7 @@ from __future__ import annotations
 
 from gradercal.analysis.calibration._types import (
     CRITERION_METHODS,
+    FIGURE_LABELS,
     METHODS,
     RESPONSE_METHODS,
     Method,
@@ -81,6 +82,7 @@ from gradercal.analysis.calibration.tables import (
 
 __all__ = [
     "CRITERION_METHODS",
+    "FIGURE_LABELS",
     "METHODS",
     "MIN_HOLDOUT_TASKS",
     "N_BINS",

@@ -34,3 +34,21 @@ def _level(method: str) -> Literal["criterion", "response"]:
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, not {method!r}")
     return "criterion" if method in CRITERION_METHODS else "response"
+
+
+#: How each figure of a calibration report is named to people (the command's table, the
+#: window's calibrate dialog); a figure without an entry is shown by its key.
+FIGURE_LABELS: dict[str, str] = {
+    "cohen_kappa": "Cohen's kappa",
+    "balanced_f1": "balanced F1",
+    "percent_agreement": "agreement",
+    "leniency_bias": "leniency bias",
+    "brier": "Brier score",
+    "ece": "expected calibration error",
+    "mean_score_bias": "mean score bias",
+    "mae": "mean absolute error",
+    "rmse": "RMSE",
+    "pass_rate_bias": "pass-rate bias",
+    "pass_kappa": "pass/fail kappa",
+    "pass_agreement": "pass/fail agreement",
+}
