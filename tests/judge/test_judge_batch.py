@@ -369,7 +369,11 @@ class _Forked:
     """The same command in a forked child of this process (modules already imported, so
     it starts at once): the child runs the CLI and leaves with its exit status."""
 
-    def __init__(self, db: str, srv: JudgeServer, out: Path, name: str = "k") -> None:
+    def __init__(
+        self, db: str, srv: JudgeServer, out: Path, name: str = "k", *, hold_store: bool = False
+    ) -> None:
+        """``hold_store``: the child stops for a minute after committing its first chunk of
+        verdicts, so a kill during the store lands there however loaded the machine is."""
         args = batch_args(db, srv, "--json", "--batch-store-chunk", "10", name=name)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)  # a forked threaded process
@@ -380,6 +384,8 @@ class _Forked:
                 fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
                 os.dup2(fd, 1)
                 os.dup2(fd, 2)
+                if hold_store:
+                    _hold_after_first_store_chunk()
                 judge.main(args, prog_name="gradercal judge", standalone_mode=True)
                 code = 0
             except SystemExit as exc:
@@ -401,6 +407,20 @@ class _Forked:
             os.kill(self.pid, signal.SIGKILL)
             _pid, status = os.waitpid(self.pid, 0)
             self.returncode = os.waitstatus_to_exitcode(status)
+
+
+def _hold_after_first_store_chunk() -> None:  # pragma: no cover - runs in the child
+    from gradercal.judge import batch as batch_module
+
+    plain = batch_module._chunks
+
+    def held(it: Any, size: int) -> Any:
+        for i, chunk in enumerate(plain(it, size)):
+            if i == 1 and size == 10:  # the store's second chunk: the first is committed
+                time.sleep(60)
+            yield chunk
+
+    batch_module._chunks = held
 
 
 def _kill(proc: subprocess.Popen[str]) -> None:
@@ -453,7 +473,7 @@ def test_killed_at_every_stage_resumes_without_duplicates(db_url: str, tmp_path:
             assert srv.stats.batches_created <= 1 and _count(db) == 0
         assert srv.stats.uploads == 1  # the file uploaded and not recorded was found again
         # kill while storing: the store commits the verdicts of 10 items at a time
-        proc = _Forked(db, srv, log)
+        proc = _Forked(db, srv, log, hold_store=True)
         _wait(lambda: _count(db) > 0 or proc.poll() is not None)
         proc.kill()
         assert 0 < _count(db) < expected, log.read_text()
