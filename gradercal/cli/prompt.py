@@ -132,15 +132,9 @@ def export_prompt(
       gradercal export-prompt --judge judge-gpt --format markdown -o judge.md
       gradercal export-prompt --judge judge-gpt --format inspect -o judge_scorer.py
     """
-    from gradercal.db.prompt_sources import gather
+    from gradercal.db.prompt_sources import gather, package_from
     from gradercal.db.session import open_database
-    from gradercal.prompt_package import (
-        MULTI_FILE_FORMATS,
-        PackageFormat,
-        agreement_card,
-        build_package,
-        render_files,
-    )
+    from gradercal.prompt_package import MULTI_FILE_FORMATS, PackageFormat, render_files
     from gradercal.prompt_package.standalone import require_text_only
 
     if fmt not in get_args(PackageFormat):  # pragma: no cover - click checks
@@ -170,45 +164,16 @@ def export_prompt(
                 require_text_only(src.base_prompt, f"the exported {_JUDGE_FORMATS[fmt]} judge")
             if samples_path is not None:
                 require_text_only(src.base_prompt, "the exported judges' samples (--samples)")
-            update("agreement card", 1, 3)
-            card = agreement_card(
-                src.frames,
-                judge,
-                src.calibration,
-                provenance=src.provenance,
-                n_boot=n_boot,
-                seed=seed,
-            )
-            update("examples", 2, 3)
-            package = build_package(
-                judge=src.judge_dict(),
-                base_prompt=src.base_prompt,
-                benchmark=src.benchmark,
-                notes=src.notes,
-                adjudicated=src.adjudicated,
-                calibration=src.calibration,
-                card=card,
-                pass_threshold=src.pass_threshold,
+            package = package_from(
+                database,
+                src,
                 n_examples=n_examples,
                 seed=seed,
+                n_boot=n_boot,
                 name=name,
+                progress=update,
             )
             update("examples", 3, 3)
-            # the judge's newest alignment certificate on this benchmark travels with it
-            from dataclasses import replace as _replace
-
-            from gradercal.db.judging import JudgeStore
-
-            cert = next(
-                (
-                    r
-                    for r in JudgeStore(database).certificates(judge)
-                    if r["benchmark"] == src.benchmark
-                ),
-                None,
-            )
-            if cert is not None:
-                package = _replace(package, certificate=cert)
             samples = None
             if samples_path is not None or fmt in MULTI_FILE_FORMATS:
                 from gradercal.db.prompt_sources import export_samples

@@ -32,7 +32,14 @@ from gradercal.frames import Frames
 from gradercal.judge.prompts import DEFAULT_PROMPT, PromptTemplate
 from gradercal.prompt_package import AdjudicatedItem, ExpertNote, PromptPackage
 
-__all__ = ["ImportedPrompt", "PromptSources", "export_samples", "gather", "import_package"]
+__all__ = [
+    "ImportedPrompt",
+    "PromptSources",
+    "export_samples",
+    "gather",
+    "import_package",
+    "package_from",
+]
 
 
 @dataclass
@@ -135,6 +142,58 @@ def gather(db: Database, benchmark: str | None, judge: str) -> PromptSources:
         tasks=tasks,
         warnings=warnings,
     )
+
+
+def package_from(
+    db: Database,
+    src: PromptSources,
+    *,
+    n_examples: int,
+    seed: int,
+    n_boot: int,
+    name: str | None = None,
+    progress: Any = None,
+) -> PromptPackage:
+    """The judge's prompt package from ``src`` (:func:`gather`): its agreement card, the
+    examples, and the judge's newest alignment certificate on the benchmark. One path for
+    ``gradercal export-prompt`` and the window's export dialog, so they write the same file.
+
+    ``progress(stage, done, total)`` hears "agreement card" (1 of 3) and "examples" (2 of 3).
+    """
+    from dataclasses import replace
+
+    from gradercal.prompt_package import agreement_card, build_package
+
+    if progress is not None:
+        progress("agreement card", 1, 3)
+    card = agreement_card(
+        src.frames,
+        src.judge.name,
+        src.calibration,
+        provenance=src.provenance,
+        n_boot=n_boot,
+        seed=seed,
+    )
+    if progress is not None:
+        progress("examples", 2, 3)
+    package = build_package(
+        judge=src.judge_dict(),
+        base_prompt=src.base_prompt,
+        benchmark=src.benchmark,
+        notes=src.notes,
+        adjudicated=src.adjudicated,
+        calibration=src.calibration,
+        card=card,
+        pass_threshold=src.pass_threshold,
+        n_examples=n_examples,
+        seed=seed,
+        name=name,
+    )
+    certificate = next(
+        (r for r in JudgeStore(db).certificates(src.judge.name) if r["benchmark"] == src.benchmark),
+        None,
+    )
+    return package if certificate is None else replace(package, certificate=certificate)
 
 
 def export_samples(

@@ -156,14 +156,8 @@ def export_prompt(
     """
     from dataclasses import replace
 
-    from gradercal.db.prompt_sources import export_samples, gather
-    from gradercal.prompt_package import (
-        MULTI_FILE_FORMATS,
-        PackageFormat,
-        agreement_card,
-        build_package,
-        render_files,
-    )
+    from gradercal.db.prompt_sources import export_samples, gather, package_from
+    from gradercal.prompt_package import MULTI_FILE_FORMATS, PackageFormat, render_files
     from gradercal.prompt_package.standalone import require_text_only
 
     if fmt not in get_args(PackageFormat):
@@ -176,23 +170,8 @@ def export_prompt(
     src = gather(db, benchmark, judge)
     if fmt in ("inspect", "promptfoo"):
         require_text_only(src.base_prompt, f"the exported {fmt} judge")
-    notify("agreement card", 1, 3)
-    card = agreement_card(
-        src.frames, judge, src.calibration, provenance=src.provenance, n_boot=n_boot, seed=seed
-    )
-    notify("examples", 2, 3)
-    package = build_package(
-        judge=src.judge_dict(),
-        base_prompt=src.base_prompt,
-        benchmark=src.benchmark,
-        notes=src.notes,
-        adjudicated=src.adjudicated,
-        calibration=src.calibration,
-        card=card,
-        pass_threshold=src.pass_threshold,
-        n_examples=n_examples,
-        seed=seed,
-        name=None,
+    package = package_from(
+        db, src, n_examples=n_examples, seed=seed, n_boot=n_boot, progress=notify
     )
     samples = None
     if fmt in MULTI_FILE_FORMATS:

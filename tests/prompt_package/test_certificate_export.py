@@ -60,10 +60,22 @@ def aligned(db_url: str) -> tuple[str, dict[str, Any]]:
     return demo_db, rows[0]
 
 
-def _export(db: str, fmt: str, out: Path) -> dict[str, str]:
+def _export(db: str, fmt: str, out: Path, *more: str) -> dict[str, str]:
     res = CliRunner().invoke(
         main,
-        ["export-prompt", "--db", db, "--judge", "j", "--format", fmt, "-o", str(out), "--json"],
+        [
+            "export-prompt",
+            "--db",
+            db,
+            "--judge",
+            "j",
+            "--format",
+            fmt,
+            "-o",
+            str(out),
+            "--json",
+            *more,
+        ],
     )
     assert res.exit_code == 0, res.output
     summary = json.loads(res.stdout)
@@ -173,3 +185,26 @@ def test_the_markdown_certificate_escapes_every_text(
     assert "<script>" not in section and "&lt;script&gt;" in section
     assert "\\*bold\\*" in section and "\\[l\\](http://e)" in section and "\\|" in section
     assert "\nnew line" not in section
+
+
+def test_the_window_exports_the_same_package_as_the_command(
+    aligned: tuple[str, dict[str, Any]], tmp_path: Path
+) -> None:
+    """The calibrate dialog's export (``ui.judge_ops.export_prompt``) and ``export-prompt``
+    build through one function: the window's JSON package is the command's, certificate
+    included (the window's own copy of the steps left the certificate out)."""
+    from gradercal.ui.judge_ops import export_prompt
+
+    db_url, row = aligned
+    cli_files = _export(db_url, "json", tmp_path / "cli.json", "--n-boot", "200")
+    db = open_database(db_url)
+    try:
+        export_prompt(db, None, "j", "json", tmp_path / "window.json", n_boot=200)
+    finally:
+        db.dispose()
+    window = json.loads((tmp_path / "window.json").read_text("utf-8"))
+    assert window["certificate"] == json.loads(json.dumps(row, default=str))
+    command = json.loads(cli_files["cli.json"])
+    for stamped in ("created_at", "integrity"):  # the time of writing, and the hash over it
+        window.pop(stamped), command.pop(stamped)
+    assert window == command
