@@ -113,7 +113,7 @@ def graded_so_far(frames: Frames) -> tuple[int, int]:
     task_of = dict(zip(frames.responses["response_id"], frames.responses["task_id"], strict=True))
     tasks = {task_of.get(r) for r in h["response_id"]} - {None}
     per_item = h.groupby(["response_id", "criterion_id"]).size()
-    return len(tasks), max(int(round(float(per_item.median()))), 1)
+    return len(tasks), max(round(float(per_item.median())), 1)
 
 
 def fit_model(

@@ -238,6 +238,8 @@ class QtGradeNextView(QWidget):
         header = self.table.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        header.setSectionResizeMode(len(BATCH_COLUMNS) - 1, QHeaderView.ResizeMode.Fixed)
+        self.table.setColumnWidth(len(BATCH_COLUMNS) - 1, 130)
         self.table.activated.connect(lambda index: self.assign_row(index.row()))
         self.models_table = QTableWidget(0, 5)
         self.models_table.setObjectName("gradeNextModels")
@@ -367,11 +369,12 @@ class QtGradeNextView(QWidget):
     def _computed(self, result: GradeNext) -> None:
         self.runner.stop()
         self.compute_button.setEnabled(True)
+        if self.result is None:  # the first result proposes as many experts as now
+            self.overlap.setValue(min(max(result.experts_now, 1), self.overlap.maximum()))
         self.result = result
         self.refusal = " ".join(r.text for r in result.refusals)
         self.refusal_label.setText(self.refusal)
         self.refusal_label.setVisible(bool(self.refusal))
-        self.overlap.setValue(min(max(result.experts_now, 1), self.overlap.maximum()))
         source = (
             f"fitted to the judgments so far (judge {result.judge})"
             if result.source == "pilot"
@@ -406,6 +409,7 @@ class QtGradeNextView(QWidget):
     def _fill_rows(self, result: GradeNext) -> None:
         rows = result.rows
         now = rows[0]
+        self.table.setRowCount(0)  # drops the last result's buttons
         self.table.setRowCount(len(rows))
         for i, row in enumerate(rows):
             self.table.setItem(i, 0, _item(row_label(row, result.batch)))
@@ -419,7 +423,6 @@ class QtGradeNextView(QWidget):
                 self.table.setItem(i, j, _item(change_text(row, now, key), right=True))
             col = len(BATCH_COLUMNS) - 1
             if row["kind"] == "now":
-                self.table.setCellWidget(i, col, None)
                 self.table.setItem(i, col, _item(""))
                 continue
             if row["kind"] == "active" and not result.active_allowed:
@@ -537,7 +540,7 @@ class QtGradeNextView(QWidget):
         self.status.setText(text)
 
     # -- the plan tab ----------------------------------------------------------------------
-    def _grid(self, text: str, what: str) -> list[int] | None | str:
+    def _grid(self, text: str, what: str) -> list[int] | str | None:
         text = text.strip()
         if not text:
             return None
