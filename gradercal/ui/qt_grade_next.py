@@ -248,9 +248,7 @@ class QtGradeNextView(QWidget):
         self.models_table.horizontalHeader().setSectionResizeMode(
             QHeaderView.ResizeMode.ResizeToContents
         )
-        self.models_table.horizontalHeader().setSectionResizeMode(
-            0, QHeaderView.ResizeMode.Stretch
-        )
+        self.models_table.horizontalHeader().setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
         self.notes = _label()
         self.notes.setEnabled(False)
         layout = QVBoxLayout(page)
