@@ -293,7 +293,7 @@ def plan_figure(result: PlanResult, *, width: float = 12.6, height: float = 3.6)
     targets as dashed lines: one panel per headline figure (``gradercal plan --chart``)."""
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(width, height))
+    fig = Figure(figsize=(width, height), layout="constrained")  # laid out at each size
     axes = fig.subplots(1, len(FIGURE_LABELS), squeeze=False)[0]
     titles = {
         "pass_rate_half_width": "pass rate (widest model)",
@@ -319,7 +319,6 @@ def plan_figure(result: PlanResult, *, width: float = 12.6, height: float = 3.6)
         ax.set_title(titles[key], fontsize=10)
         ax.grid(alpha=0.3)
     axes[0].legend(title="experts", fontsize=8)
-    fig.tight_layout()
     return fig
 
 

@@ -41,6 +41,7 @@ from PySide6.QtWidgets import (
     QProgressBar,
     QPushButton,
     QSpinBox,
+    QSplitter,
     QTableWidget,
     QTableWidgetItem,
     QTabWidget,
@@ -289,9 +290,13 @@ class QtGradeNextView(QWidget):
         self.plan_status = _label()
         self.plan_status.setObjectName("planStatus")
         side.addRow(self.plan_status)
-        top = QHBoxLayout()
-        top.addWidget(targets)
-        top.addLayout(side, 1)
+        left = QVBoxLayout()
+        left.addWidget(targets)
+        left.addLayout(side)
+        left.addStretch(1)
+        holder = QWidget()
+        holder.setLayout(left)
+        holder.setMaximumWidth(340)
         self.plan_table = QTableWidget(0, len(PLAN_COLUMNS))
         self.plan_table.setObjectName("planTable")
         self.plan_table.setHorizontalHeaderLabels(list(PLAN_COLUMNS))
@@ -304,12 +309,13 @@ class QtGradeNextView(QWidget):
 
         self.chart = QtChart("Expected half-width against tasks graded", "plan")
         self.chart.message.connect(self.message)
-        body = QHBoxLayout()
-        body.addWidget(self.plan_table, 1)
-        body.addWidget(self.chart, 1)
-        layout = QVBoxLayout(page)
-        layout.addLayout(top)
-        layout.addLayout(body, 1)
+        right = QSplitter(Qt.Orientation.Vertical)
+        right.addWidget(self.plan_table)
+        right.addWidget(self.chart)
+        right.setSizes([220, 330])
+        layout = QHBoxLayout(page)
+        layout.addWidget(holder)
+        layout.addWidget(right, 1)
         return page
 
     # -- what the forms say ----------------------------------------------------------------
