@@ -201,8 +201,9 @@ def grade_next(
         "Figures are the plan's simulation (docs/planning.md): a batch is graded by as many "
         f"experts per item as now ({experts_now}); 95% intervals, widest model for the pass "
         "rate and the mean score.",
-        "Active: the plan simulates uniform draws, so its figures are an upper bound; the "
-        "weighted estimate is narrower when the judge's confidence ranks its errors.",
+        "Active (≤): the plan simulates uniform draws, so these are the uniform figures; "
+        "active assignment is narrower when the judge's confidence ranks its errors (17% in "
+        "docs/planning.md's simulation) and within 2% of uniform when it does not.",
     ]
     if tasks_now < 2:
         notes.append("Fewer than two tasks graded so far: no interval yet.")
