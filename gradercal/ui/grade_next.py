@@ -41,7 +41,7 @@ NO_JUDGE = (
 #: Why the plan needs assumptions (no pilot to fit).
 NEEDS_ASSUMPTIONS = (
     "The plan needs assumptions: {reason}. Give the judge's kappa, the experts' ICC and the "
-    "pass rate below, then Compute."
+    "pass rate above, then Compute."
 )
 
 #: The batches' words, by kind of :func:`gradercal.analysis.planning.next_batches`' rows.

@@ -217,6 +217,7 @@ class QtGradeNextView(QWidget):
         self.assumptions = QGroupBox("Assumptions (no pilot to fit)")
         self.assumptions.setObjectName("gradeNextAssumptions")
         aform = QFormLayout(self.assumptions)
+        aform.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.FieldsStayAtSizeHint)
         self.assume_kappa = _spin(0.0, 0.99, 0.6)
         self.assume_icc = _spin(0.01, 0.99, 0.5)
         self.assume_pass = _spin(0.01, 0.99, 0.5)
@@ -244,6 +245,9 @@ class QtGradeNextView(QWidget):
         self.table.activated.connect(lambda index: self.assign_row(index.row()))
         self.models_table = QTableWidget(0, 5)
         self.models_table.setObjectName("gradeNextModels")
+        self.models_table.setHorizontalHeaderLabels(
+            ["model", "pass rate ± now", "after", "mean score ± now", "after"]
+        )
         self.models_table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.models_table.verticalHeader().hide()
         self.models_table.horizontalHeader().setSectionResizeMode(
