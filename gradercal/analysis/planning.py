@@ -84,6 +84,7 @@ __all__ = [
     "PlanResult",
     "assumed_model",
     "fit_pilot",
+    "next_batches",
     "plan",
     "ppi_half_widths",
 ]
@@ -765,3 +766,109 @@ def _meets(
         if TARGETS[name][1] == "above" and value < goal:
             return False
     return True
+
+
+# --------------------------------------------------------------------------- the next batch
+
+#: The headline figures of :func:`next_batches` (the widest model's for the first two).
+HEADLINE = ("pass_rate_half_width", "mean_score_half_width", "kappa_half_width")
+
+
+def next_batches(
+    model: PlanModel,
+    *,
+    tasks_now: int,
+    experts_now: int,
+    batch_responses: int,
+    extra_experts: int = 1,
+    n_sims: int = 200,
+    seed: int = 0,
+    progress: Callable[[str, int, int], None] | None = None,
+) -> list[dict[str, Any]]:
+    """The expected half-widths now and after each kind of next batch (the window's
+    "Where to grade next", docs/planning.md).
+
+    One :func:`plan` of the designs ``{T, T + ⌈N/M⌉} × {K, K + extra}`` (shared draws, so
+    the differences are not simulation noise), ``T = tasks_now`` tasks graded by
+    ``K = experts_now`` experts each, ``N = batch_responses`` more responses over ``M``
+    models (a task's responses come ``M`` at a time in the plan's model). Rows, in order:
+
+    * ``"now"``: the design ``(T, K)`` (figures ``None`` when ``T < 2``);
+    * ``"uniform"``: ``N`` more responses drawn uniformly, ``(T + ⌈N/M⌉, K)``;
+    * ``"active"``: ``N`` more drawn where the judge is least sure. The plan simulates
+      uniform draws only: the figures are the uniform row's (``"bound": "at most"``),
+      which the weighted estimate matched or beat in the simulation of docs/planning.md
+      (17% narrower from the design with an informative judge, within 2% either way with
+      an uninformative one); the plan does not simulate the active design itself;
+    * ``"experts"``: ``extra`` more experts on each item already graded, ``(T, K + extra)``
+      (absent when ``T < 2``).
+
+    Each row: ``kind``, ``tasks``, ``experts_per_item``, ``added_responses`` (responses to
+    grade, each by every expert of the design: ``added_items`` counts expert-graded items),
+    ``expected_half_width`` (the widest model's for the pass rate and mean score),
+    ``per_model`` and ``shrink`` (``now − after`` per headline figure, ``None`` without a
+    figure now).
+
+    Raises:
+        ValueError: a batch below one response, or a design outside the benchmark (as
+            :func:`plan`).
+    """
+    if batch_responses < 1:
+        raise ValueError("the batch must hold at least one response")
+    if experts_now < 1 or extra_experts < 1:
+        raise ValueError("experts per item must be at least 1")
+    m = len(model.models)
+    t_now = max(0, min(int(tasks_now), model.n_tasks))
+    t_after = min(t_now + math.ceil(batch_responses / m), model.n_tasks)
+    t_after = max(t_after, 2)
+    k_now, k_more = int(experts_now), int(experts_now) + int(extra_experts)
+    grid_t = sorted({t for t in (t_now, t_after) if t >= 2})
+    grid_k = [k_now, k_more] if t_now >= 2 else [k_now]
+    result = plan(model, tasks=grid_t, experts=grid_k, n_sims=n_sims, seed=seed, progress=progress)
+    found = {(d["tasks"], d["experts_per_item"]): d for d in result.designs}
+    empty = {
+        "expected_half_width": dict.fromkeys(HEADLINE),
+        "per_model": {
+            name: {"pass_rate_half_width": None, "mean_score_half_width": None}
+            for name in model.models
+        },
+    }
+    now = found.get((t_now, k_now), empty)
+
+    def row(kind: str, t: int, k: int, added: int, items: int) -> dict[str, Any]:
+        d = found[(t, k)]
+        hw = {key: d["expected_half_width"][key] for key in HEADLINE}
+        before = now["expected_half_width"]
+        return {
+            "kind": kind,
+            "tasks": t,
+            "experts_per_item": k,
+            "added_responses": added,
+            "added_items": items,
+            "expected_half_width": hw,
+            "per_model": d["per_model"],
+            "shrink": {
+                key: None if before[key] is None or hw[key] is None else before[key] - hw[key]
+                for key in HEADLINE
+            },
+        }
+
+    added = (t_after - t_now) * m
+    rows = [
+        {
+            "kind": "now",
+            "tasks": t_now,
+            "experts_per_item": k_now,
+            "added_responses": 0,
+            "added_items": 0,
+            "expected_half_width": dict(now["expected_half_width"]),
+            "per_model": now["per_model"],
+            "shrink": dict.fromkeys(HEADLINE, 0.0 if t_now >= 2 else None),
+        },
+        row("uniform", t_after, k_now, added, added * k_now),
+        {**row("active", t_after, k_now, added, added * k_now), "bound": "at most"},
+    ]
+    if t_now >= 2:
+        more = row("experts", t_now, k_more, 0, t_now * m * (k_more - k_now))
+        rows.append({**more, "added_experts": k_more - k_now})
+    return rows

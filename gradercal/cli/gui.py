@@ -29,7 +29,7 @@ def _check_packet_args(
         raise click.BadParameter(f"{packet} is not a grading packet (.gcpkg){hint}")
     if grader is not None or benchmark is not None:
         raise click.UsageError("a packet's grader and benchmark are fixed: drop --grader/-b")
-    if view in ("dashboard", "progress", "tasks", "clarifications", "history"):
+    if view in ("dashboard", "progress", "tasks", "clarifications", "history", "next"):
         raise click.UsageError(f"a packet holds one grader's work: no {view} view")
     if screenshot is not None:
         raise click.UsageError("--screenshot works on a database (--db), not a packet")
@@ -157,7 +157,7 @@ def _size(text: str) -> tuple[int, int]:
 @click.option(
     "--view",
     type=click.Choice(
-        ["grading", "review", "dashboard", "progress", "tasks", "clarifications", "history"]
+        ["grading", "review", "dashboard", "progress", "tasks", "clarifications", "history", "next"]
     ),
     default="grading",
     show_default=True,
@@ -165,7 +165,8 @@ def _size(text: str) -> tuple[int, int]:
     "window with the agreement dashboard and adjudication; a grading window never shows "
     "the dashboard. progress opens the coordinator window on grading progress, tasks on "
     "task acceptance (Ctrl+5), clarifications on the clarification inbox (Ctrl+6), history "
-    "on the rubric history and stale verdicts (Ctrl+7). With "
+    "on the rubric history and stale verdicts (Ctrl+7), next on where to grade next and the "
+    "grading plan (Ctrl+8). With "
     "dashboard, --grader names the adjudicator.",
 )
 @click.option(

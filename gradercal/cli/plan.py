@@ -62,40 +62,10 @@ def _ints(text: str | None, what: str) -> list[int] | None:
 
 
 def _chart(result: Any, path: Path) -> None:
-    import matplotlib
+    """The chart the window's Plan tab shows (:func:`gradercal.ui.grade_next.plan_figure`)."""
+    from gradercal.ui.grade_next import plan_figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    figs = [
-        ("pass_rate_half_width", "pass rate (widest model)"),
-        ("mean_score_half_width", "mean score (widest model)"),
-        ("kappa_half_width", "judge–consensus κ"),
-    ]
-    fig, axes = plt.subplots(1, len(figs), figsize=(4.2 * len(figs), 3.6), squeeze=False)
-    ks = sorted({d["experts_per_item"] for d in result.designs})
-    for ax, (key, label) in zip(axes[0], figs, strict=True):
-        for k in ks:
-            rows = [d for d in result.designs if d["experts_per_item"] == k]
-            xs = [d["tasks"] for d in rows]
-            ys = [d["expected_half_width"][key] for d in rows]
-            ax.plot(
-                xs,
-                [float("nan") if y is None else y for y in ys],
-                marker="o",
-                label=f"{k} per item",
-            )
-        goal = result.targets.get(key)
-        if goal is not None:
-            ax.axhline(goal, color="grey", linestyle="--", linewidth=1)
-        ax.set_xlabel("tasks graded")
-        ax.set_ylabel("expected half-width")
-        ax.set_title(label, fontsize=10)
-        ax.grid(alpha=0.3)
-    axes[0][0].legend(title="experts", fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    plan_figure(result).savefig(path, dpi=110)
 
 
 def _fmt(v: Any, digits: int = 3) -> str:

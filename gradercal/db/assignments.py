@@ -394,8 +394,14 @@ def assign_active(
     floor: float | None = None,
     seed: str | int = 0,
     benchmark: str | None = None,
+    uniform: bool = False,
 ) -> tuple[ApplyReport, dict[str, Any]]:
     """Draw responses for experts where the judge is least sure, and assign them.
+
+    ``uniform=True`` draws a uniform batch of ``budget`` instead (the window's "Where to
+    grade next"): the same Poisson draw and stored probabilities, every candidate with the
+    same probability ``budget / n`` (no judge needed; the estimate's weights are then
+    equal, its design "active" with one round per batch).
 
     The candidates are the responses without any assignment yet; their probabilities
     and the Poisson draw come from :func:`gradercal.ops.active.draw_active`, with the
@@ -425,8 +431,12 @@ def assign_active(
             )
         )
     candidates = [u for u in units if u.response_id not in taken]
-    unc = _judge_uncertainty(db, bench.id)
-    pilot = _pilot(db, bench.name, unc) if taken else None
+    if uniform:
+        unc: dict[str, float | None] = {u.response_id: 1.0 for u in candidates}
+        pilot = None
+    else:
+        unc = _judge_uncertainty(db, bench.id)
+        pilot = _pilot(db, bench.name, unc) if taken else None
     draw = draw_active(
         {u.response_id: unc.get(u.response_id) for u in candidates},
         budget,
@@ -446,7 +456,7 @@ def assign_active(
     report.design = design.summary(picked)
     by_task = {u.response_id: u.task_id for u in picked}
     summary: dict[str, Any] = {
-        "strategy": "active",
+        "strategy": "uniform" if uniform else "active",
         "sampling": "poisson",
         "round": this_round,
         "budget": budget,

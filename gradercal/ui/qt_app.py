@@ -169,7 +169,7 @@ def build_window(
     Raises:
         GradercalError: the database cannot be opened, or the benchmark is unknown.
     """
-    if view in ("dashboard", "progress", "tasks", "clarifications", "history"):
+    if view in ("dashboard", "progress", "tasks", "clarifications", "history", "next"):
         window = build_coordinator_window(
             db, grader, benchmark, settings=settings, compute=view == "dashboard"
         )
@@ -181,6 +181,8 @@ def build_window(
             window.show_clarifications()
         if view == "history":  # #33
             window.show_rubric_history()
+        if view == "next":  # #35
+            window.show_grade_next()
         return window
     application()
     preload_pdf_engine()
@@ -325,7 +327,7 @@ def screenshot(
     (``view="dashboard"``: the coordinator dashboard, fully computed)."""
     if view == "dashboard":
         return dashboard_screenshot(out, db, benchmark, size)
-    if view in ("progress", "tasks", "clarifications", "history"):
+    if view in ("progress", "tasks", "clarifications", "history", "next"):
         return progress_screenshot(out, db, benchmark, size, view=view)
     app = application()
     preload_pdf_engine()
@@ -387,6 +389,10 @@ def progress_screenshot(
         window.show_clarifications()
     elif view == "history":  # #33
         window.show_rubric_history()
+    elif view == "next":  # #35: wait for the computation
+        shown = window.show_grade_next()
+        if shown is not None:
+            _wait(not shown.busy, shown.computed, 300_000)
     else:
         window.show_progress()
     for _ in range(5):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import shiboken6
 from PySide6.QtCore import QEvent, QObject, Qt, QTimer, Signal
@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from gradercal.ui.dashboard.qt_process import QtDashboardProcess
     from gradercal.ui.dashboard.qt_view import QtCoordinatorView
     from gradercal.ui.qt_clarifications import QtClarificationsView  # #33
+    from gradercal.ui.qt_grade_next import QtGradeNextView  # #35
     from gradercal.ui.qt_judge_dialog import QtJudgeDialog
     from gradercal.ui.qt_progress import QtProgressView
     from gradercal.ui.qt_rubric_history import QtRubricHistoryView  # #33
@@ -72,6 +73,8 @@ COORDINATOR_ONLY = {
     # #33 review loop: the clarification inbox and the rubric history
     "view.clarifications",
     "view.rubric_history",
+    # #35: where to grade next, and the grading plan
+    "view.grade_next",
 }
 # coordinator operations (#33): File ▸ Import, Assign, packets, report, calibrate, remove judge
 COORDINATOR_ONLY |= {s.id for s in SHORTCUTS if s.id.startswith("ops.")}
@@ -169,6 +172,7 @@ class QtMainWindow(QMainWindow):
         self.coordination: QtCoordinatorView | None = None
         self.progress_view: QtProgressView | None = None
         self.tasks_view: QtTasksView | None = None
+        self.grade_next_view: QtGradeNextView | None = None  # #35
         self.store = store
         self.settings = settings
         self.database = database
@@ -373,6 +377,7 @@ class QtMainWindow(QMainWindow):
             "view.dashboard": self.show_dashboard,
             "view.progress": self.show_progress,
             "view.tasks": self.show_tasks,
+            "view.grade_next": self.show_grade_next,  # #35
             "judge.run": self.show_judge_dialog,
             "criterion.revise": self.revise_current_criterion,
             "view.queue": lambda: self.show_queue(not self.queue_dock.isVisible()),
@@ -949,3 +954,48 @@ class QtMainWindow(QMainWindow):
         self._show_loop_view(view, "history", "rubric history")
         view.task_table.setFocus()
         return view
+
+    # -- #35: where to grade next, and the grading plan -----------------------------------
+    def show_grade_next(self) -> QtGradeNextView | None:
+        """View ▸ Where to grade next (Ctrl+8, coordinator windows): the expected interval
+        shrinkage of each kind of next batch, its Assign buttons, and the plan's table and
+        chart (gradercal/ui/qt_grade_next.py). Computes on first showing."""
+        if not self.coordinator or self.benchmark is None:
+            return None
+        from gradercal.ui.qt_grade_next import QtGradeNextView
+
+        view = self.grade_next_view
+        first = view is None or view.benchmark != self.benchmark
+        if view is None or first:
+            if view is not None:
+                self.stack.removeWidget(view)
+                view.deleteLater()
+            from gradercal.ui.coordinator_ops import human_graders
+
+            try:
+                graders = human_graders(self.store.db)
+            except Exception:  # a closed database: the field stays empty, the view says more
+                graders = []
+            view = QtGradeNextView(self.store.db, self.benchmark, graders, self)
+            view.message.connect(self._show_message)
+            view.assigned.connect(self._batch_assigned)
+            view.assign_dialog_requested.connect(self._assign_with_overlap)
+            self.stack.addWidget(view)
+            self.grade_next_view = view
+        self._show_loop_view(view, "grade_next", "where to grade next")
+        if first:
+            view.compute()
+        view.batch.setFocus()
+        return view
+
+    def _batch_assigned(self, outcome: Any) -> None:
+        if self.coordination is not None:
+            self.coordination.dashboard.offer_refresh(
+                f"{outcome.headline} The numbers shown are from before it."
+            )
+
+    def _assign_with_overlap(self, overlap: int) -> None:
+        dialog = self.open_operation("ops.assign")
+        spin = getattr(dialog, "overlap", None)
+        if spin is not None:
+            spin.setValue(overlap)

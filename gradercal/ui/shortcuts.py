@@ -195,6 +195,13 @@ SHORTCUTS: tuple[Shortcut, ...] = (
         "Rubric history and stale verdicts (coordinator mode only)",
         ("Ctrl+7",),
     ),
+    # #35: planning in the window (gradercal/ui/qt_grade_next.py)
+    Shortcut(
+        "view.grade_next",
+        "View",
+        "Where to grade next, and the grading plan (coordinator mode only)",
+        ("Ctrl+8",),
+    ),
     Shortcut("view.queue", "View", "Show or hide the queue", ("F9",)),
     Shortcut("view.artifacts", "View", "Show or hide the artifacts pane", ("F8",)),
     Shortcut("view.bigger", "View", "Larger text", ("Ctrl++", "Ctrl+=")),
@@ -251,7 +258,14 @@ BY_ID: dict[str, Shortcut] = {s.id: s for s in SHORTCUTS}
 
 #: Keys of a coordinator window only (a grader's window neither has nor lists them).
 COORDINATOR_IDS = frozenset(
-    {"view.dashboard", "view.progress", "view.tasks", "judge.run", "criterion.revise"}
+    {
+        "view.dashboard",
+        "view.progress",
+        "view.tasks",
+        "judge.run",
+        "criterion.revise",
+        "view.grade_next",
+    }
 )
 #: Groups of a coordinator window only (the adjudication view is the coordinator's).
 COORDINATOR_GROUPS = frozenset({"Adjudication"})
