@@ -71,6 +71,8 @@ __all__ = ["QtGradeNextView"]
 #: Simulations per design (tests lower it).
 DEFAULT_SIMS = 200
 
+NOTHING_LEFT = "every response is graded or assigned"
+
 BATCH_COLUMNS = ("batch", "responses to grade", *FIGURE_LABELS.values(), "")
 PLAN_COLUMNS = (
     "tasks",
@@ -436,6 +438,9 @@ class QtGradeNextView(QWidget):
             if row["kind"] == "active" and not result.active_allowed:
                 self.table.setItem(i, col, _item("needs a judge run: assign uniformly"))
                 continue
+            if row["kind"] != "experts" and not row["added_responses"]:
+                self.table.setItem(i, col, _item(NOTHING_LEFT))
+                continue
             button = QPushButton("Assign…" if row["kind"] != "experts" else "Assign work…")
             button.setObjectName(f"gradeNextAssign.{row['kind']}")
             button.clicked.connect(lambda _c=False, r=i: self.assign_row(r))
@@ -486,6 +491,9 @@ class QtGradeNextView(QWidget):
         if kind == "active" and not self.result.active_allowed:
             self.refusal_label.setText(NO_JUDGE)
             self.refusal_label.show()
+            return None
+        if not self.result.rows[row]["added_responses"]:
+            self._say(f"Not done: {NOTHING_LEFT}.")
             return None
         graders = self.graders_list()
         if not graders:

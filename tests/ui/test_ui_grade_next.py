@@ -387,3 +387,25 @@ def test_gui_view_next_opens_the_view(tmp_path: Path, benches: Path, qtbot: Any)
         qtbot.waitUntil(lambda: qt_workers.pending_jobs() == 0, timeout=TIMEOUT)
         window.close()
         window.store.db.dispose()
+
+
+def test_with_every_response_graded_no_batch_is_offered(
+    qtbot: Any, tmp_path: Path, windows: list[QtMainWindow]
+) -> None:
+    """The demo: every response is graded, so a uniform or active batch would draw
+    nothing; the rows say so in words instead of offering an Assign button."""
+    from tests.conftest import ROOT
+
+    db = _db(str(tmp_path / "demo.sqlite"), ROOT / "samples" / "demo")
+    window = coordinator(qtbot, db, tmp_path, windows)
+    view = open_by_key(qtbot, window)
+    assert view.result is not None
+    col = len(qt_grade_next.BATCH_COLUMNS) - 1
+    for row in (1, 2):
+        assert view.result.rows[row]["added_responses"] == 0
+        assert view.table.cellWidget(row, col) is None
+        assert view.table.item(row, col).text() == qt_grade_next.NOTHING_LEFT  # type: ignore[union-attr]
+        view.graders.setText("u-ana")
+        assert view.assign_row(row) is None
+        assert qt_grade_next.NOTHING_LEFT in view.status.text()
+    assert _assignments(db) == []
