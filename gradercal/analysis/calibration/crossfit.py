@@ -25,9 +25,14 @@ import pandas as pd
 from sklearn.base import BaseEstimator  # type: ignore[import-untyped, unused-ignore]
 
 from gradercal._util.distinct import map_distinct
-from gradercal.analysis.calibration._types import FloatArray, Method, ThresholdMetric, _level
-from gradercal.analysis.calibration.bootstrap import _add_responses, _Design, _make_design
-from gradercal.analysis.calibration.calibrators import _make
+from gradercal.analysis.calibration._types import (
+    FloatArray,
+    Method,
+    ThresholdMetric,
+    calibration_level,
+)
+from gradercal.analysis.calibration.bootstrap import RefitDesign, add_responses, make_design
+from gradercal.analysis.calibration.calibrators import make_calibrator
 from gradercal.analysis.calibration.tables import (
     calibrated_response_scores,
     item_table,
@@ -39,7 +44,8 @@ from gradercal.frames import Frames
 __all__ = ["MIN_HOLDOUT_TASKS", "CrossFit", "cross_fit", "holdout_tasks"]
 
 
-def _item_X(items: pd.DataFrame, method: Method, codes: dict[str, int]) -> FloatArray:
+def item_features(items: pd.DataFrame, method: Method, codes: dict[str, int]) -> FloatArray:
+    """The calibrators' input for items: the judge's score and the group's code (-1: unseen)."""
     first = items["judge_score"].to_numpy(np.float64)
     # One lookup per distinct group (missing groups one by one: str(None) != str(nan)).
     gvals = items["group"].to_numpy(object)
@@ -52,7 +58,8 @@ def _item_X(items: pd.DataFrame, method: Method, codes: dict[str, int]) -> Float
     return np.column_stack([first, g])
 
 
-def _item_p(est: BaseEstimator, X: FloatArray) -> FloatArray:
+def item_probabilities(est: BaseEstimator, X: FloatArray) -> FloatArray:
+    """A fitted calibrator's probability of "met" (a one-class fit predicts its class)."""
     proba = est.predict_proba(X)
     if proba.shape[1] == 1:
         return np.full(len(X), 1.0 if est.classes_[0] == 1 else 0.0)
@@ -93,7 +100,7 @@ class CrossFit:
     held_out: list[str] = field(default_factory=list)
     estimator: BaseEstimator | None = None
     n_train: int = 0
-    design: _Design | None = field(default=None, repr=False)
+    design: RefitDesign | None = field(default=None, repr=False)
 
 
 #: Fewest labelled tasks that allow a held-out split (at least one held out and two
@@ -101,7 +108,7 @@ class CrossFit:
 MIN_HOLDOUT_TASKS = 4
 
 
-class _HoldoutRefused(ValueError):
+class HoldoutRefused(ValueError):
     """Too few tasks for the held-out split asked for."""
 
 
@@ -132,13 +139,13 @@ def holdout_tasks(tasks: Sequence[Any], holdout: float, seed: int = 0) -> list[s
     if holdout == 0.0:
         return []
     if n < MIN_HOLDOUT_TASKS:
-        raise _HoldoutRefused(
+        raise HoldoutRefused(
             f"a held-out split needs human-graded data on at least {MIN_HOLDOUT_TASKS} tasks; "
             f"found {n} (calibrate without one: holdout 0)"
         )
     k = max(1, math.ceil(holdout * n - 1e-9))
     if n - k < 2:
-        raise _HoldoutRefused(
+        raise HoldoutRefused(
             f"holdout {holdout:g} reserves {k} of the {n} human-graded tasks and leaves "
             f"{n - k} to calibrate on; at least 2 are needed (use a smaller share)"
         )
@@ -190,7 +197,7 @@ def cross_fit(
     """
     from sklearn.model_selection import GroupKFold  # type: ignore[import-untyped, unused-ignore]
 
-    level = _level(method)
+    level = calibration_level(method)
     pg = (method == "leniency") if per_group is None else per_group
     resp = response_table(frames, judge, humans, context=context)
     if level == "criterion":
@@ -199,7 +206,7 @@ def cross_fit(
         gna = pd.isna(gvals)
         groups = sorted({str(g) for g in pd.unique(gvals[~gna])} | {str(g) for g in gvals[gna]})
         codes = {g: k for k, g in enumerate(groups)}
-        X = _item_X(items, method, codes)
+        X = item_features(items, method, codes)
         labelled = np.isfinite(items["human_met"].to_numpy(np.float64))
         tasks = items["task_id"].to_numpy(object)
     else:
@@ -237,11 +244,11 @@ def cross_fit(
         """Fit on the ``train`` rows; write predictions of the ``test`` rows ``into``."""
         if level == "response":
             test = test & np.isfinite(X[:, 0])
-        est = _make(method, pg, metric)
+        est = make_calibrator(method, pg, metric)
         if level == "criterion":
             est.fit(X[train], y[train].astype(np.int64))
             if test.any():
-                into[test] = _item_p(est, X[test])
+                into[test] = item_probabilities(est, X[test])
         else:
             est.fit(X[train], y[train])
             if test.any():
@@ -266,7 +273,7 @@ def cross_fit(
         )
     else:
         resp = resp.assign(oof=oof, test=test_p)
-    design = _make_design(
+    design = make_design(
         method,
         pg,
         metric,
@@ -277,7 +284,7 @@ def cross_fit(
         calib,
         items["judge_met"].to_numpy(bool) if items is not None else None,
     )
-    _add_responses(design, frames, items, resp, context)
+    add_responses(design, frames, items, resp, context)
     return CrossFit(
         method, level, folds, items, resp, groups, held, final, int(calib.sum()), design
     )

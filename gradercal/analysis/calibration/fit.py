@@ -33,27 +33,27 @@ from gradercal.analysis.calibration._types import (
 from gradercal.analysis.calibration.bootstrap import (
     OOF_INTERVALS,
     OofInterval,
-    _criterion_figures,
-    _evaluate,
-    _features_criterion,
-    _features_response,
-    _make_design,
-    _refit_oof,
-    _refit_replicates,
-    _response_figures,
+    criterion_features,
+    criterion_figures,
+    evaluate_replicates,
+    make_design,
+    refit_oof,
+    refit_replicates,
+    response_features,
+    response_figures,
 )
 from gradercal.analysis.calibration.calibrators import (
     LeniencyCalibrator,
     ScoreCalibrator,
+    ThresholdBase,
     ThresholdCalibrator,
-    _ThresholdBase,
 )
 from gradercal.analysis.calibration.crossfit import (
     CrossFit,
-    _HoldoutRefused,
-    _item_p,
-    _item_X,
+    HoldoutRefused,
     cross_fit,
+    item_features,
+    item_probabilities,
 )
 from gradercal.analysis.calibration.reliability import reliability_table
 from gradercal.analysis.calibration.tables import (
@@ -123,7 +123,7 @@ def _params(est: BaseEstimator, method: Method, groups: list[str]) -> dict[str, 
         "groups": list(groups),
     }
     p["classes"] = [int(c) for c in est.classes_] if hasattr(est, "classes_") else None
-    if isinstance(est, _ThresholdBase):
+    if isinstance(est, ThresholdBase):
         p["threshold"] = est.threshold_
         p["train_score"] = est.score_
         p["group_thresholds"] = {
@@ -158,7 +158,7 @@ def calibrator_from_params(params: dict[str, Any]) -> BaseEstimator:
     sk = dict(params.get("sklearn_params") or {})
     est: BaseEstimator
     if method in CRITERION_METHODS:
-        t: _ThresholdBase = (
+        t: ThresholdBase = (
             ThresholdCalibrator(**sk) if method == "threshold" else LeniencyCalibrator(**sk)
         )
         t.threshold_ = float(params["threshold"])
@@ -210,20 +210,20 @@ def _figures(
     tasks) and the test figures (``test``, the held-out tasks). The intervals of the
     test figures resample the held-out tasks under the one final calibrator; those of
     the out-of-fold figures redo the whole cross-fit on every resample of the
-    calibration tasks with ``interval="refit"`` (:func:`_refit_replicates`).
+    calibration tasks with ``interval="refit"`` (:func:`refit_replicates`).
     """
     out: dict[str, Any] = {}
     crit_reps: FloatArray | None = None
     resp_reps: FloatArray | None = None
     clusters: int | None = None
     if column == "oof" and interval == "refit" and cf.design is not None and n_boot > 0:
-        crit_reps, resp_reps = _refit_replicates(cf.design, n_boot, seed)
+        crit_reps, resp_reps = refit_replicates(cf.design, n_boot, seed)
         clusters = cf.design.n_tasks
     if cf.items is not None:
         items = cf.items.assign(oof=cf.items[column])
-        t, f = _features_criterion(items)
-        out["criterion"] = _evaluate(
-            t, f, _criterion_figures, n_boot, seed, ci, crit_reps, clusters
+        t, f = criterion_features(items)
+        out["criterion"] = evaluate_replicates(
+            t, f, criterion_figures, n_boot, seed, ci, crit_reps, clusters
         )
         sel = np.isfinite(items["oof"]) & np.isfinite(items["human_met"])
         it = items.loc[sel]
@@ -233,8 +233,10 @@ def _figures(
             "after": reliability_table(it["oof"], it["human_met"]),
         }
     resp = cf.responses.assign(oof=cf.responses[column])
-    t, f = _features_response(resp, frames.pass_threshold)
-    out["response"] = _evaluate(t, f, _response_figures, n_boot, seed, ci, resp_reps, clusters)
+    t, f = response_features(resp, frames.pass_threshold)
+    out["response"] = evaluate_replicates(
+        t, f, response_figures, n_boot, seed, ci, resp_reps, clusters
+    )
     rsel = (
         np.isfinite(resp["oof"])
         & np.isfinite(resp["human_score"])
@@ -361,7 +363,7 @@ def fit_calibration(
     warnings: list[str] = []
     try:
         cf = cross_fit(frames, judge, method, names, holdout=holdout, **options)
-    except _HoldoutRefused as exc:
+    except HoldoutRefused as exc:
         if strict_holdout:
             raise
         warnings.append(f"nothing held out: {exc}")
@@ -455,7 +457,7 @@ def criterion_cross_fit(
     g = np.asarray(groups, np.float64) if groups is not None else np.full(len(s), -1.0)
     if oof_interval not in OOF_INTERVALS:
         raise ValueError(f"oof_interval must be one of {OOF_INTERVALS}, not {oof_interval!r}")
-    d = _make_design(
+    d = make_design(
         method,
         per_group,
         metric,
@@ -468,16 +470,16 @@ def criterion_cross_fit(
     )
     if d.n_tasks < 2:
         raise ValueError("needs labelled items on at least two tasks")
-    fit = _refit_oof(d, np.ones(d.n_tasks))
+    fit = refit_oof(d, np.ones(d.n_tasks))
     assert fit is not None
     items = pd.DataFrame(
         {"task_id": tk, "oof": fit[0], "human_met": yy, "judge_met": s >= 0.5, "judge_score": s}
     )
-    t, f = _features_criterion(items)
+    t, f = criterion_features(items)
     if oof_interval == "fixed":
-        return _evaluate(t, f, _criterion_figures, n_boot, seed, ci)
-    reps, _ = _refit_replicates(d, n_boot, seed)
-    return _evaluate(t, f, _criterion_figures, n_boot, seed, ci, reps, d.n_tasks)
+        return evaluate_replicates(t, f, criterion_figures, n_boot, seed, ci)
+    reps, _ = refit_replicates(d, n_boot, seed)
+    return evaluate_replicates(t, f, criterion_figures, n_boot, seed, ci, reps, d.n_tasks)
 
 
 def apply_calibration(
@@ -501,7 +503,11 @@ def apply_calibration(
     if method in CRITERION_METHODS:
         items = item_table(frames, judge, humans, tag_prefix=params.get("tag_prefix"))
         codes = {g: k for k, g in enumerate(params.get("groups") or [])}
-        p = _item_p(est, _item_X(items, method, codes)) if len(items) else np.zeros(0)
+        p = (
+            item_probabilities(est, item_features(items, method, codes))
+            if len(items)
+            else np.zeros(0)
+        )
         scored = calibrated_response_scores(frames, items, p)
         out = scored.merge(
             resp.loc[:, ["response_id", "judge_score"]], on="response_id", how="left"

@@ -194,7 +194,7 @@ def calibrated_response_scores(
         docstring for the formula).
     """
     p = np.asarray(probability, dtype=np.float64)
-    resp, auto_credit, need, pos = _credit_parts(frames, context)
+    resp, auto_credit, need, pos = credit_parts(frames, context)
     credit = items["points"].to_numpy(np.float64) * (
         p + (1.0 - p) * items["judge_partial"].to_numpy(np.float64)
     )
@@ -216,7 +216,7 @@ def calibrated_response_scores(
     )
 
 
-def _credit_parts(
+def credit_parts(
     frames: Frames, context: AnalysisContext | None = None
 ) -> tuple[pd.DataFrame, FloatArray, FloatArray, FloatArray]:
     """The parts of a response score that do not depend on the judged criteria.
