@@ -550,25 +550,20 @@ def _check_tie_policy(tie_policy: str) -> None:
         raise ValueError(f"tie_policy must be one of {get_args(TiePolicy)}, not {tie_policy!r}")
 
 
-def _scores(
+def _grader_levels(
     frames: Frames,
     grid: pd.DataFrame,
     grader: str,
     tie_policy: TiePolicy,
     humans: Sequence[str] | None,
-    include_ungraded: bool | None,
-    context: AnalysisContext | None = None,
-) -> pd.DataFrame:
-    """:func:`response_scores` on a precomputed :func:`_grid`."""
-    is_consensus = grader == CONSENSUS
-    if include_ungraded is None:
-        include_ungraded = is_consensus
+    context: AnalysisContext | None,
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.bool_], set[Any]]:
+    """Level (0 … top) of every criterion of ``grid`` according to the grader (NaN where
+    none; ties of the consensus resolved by ``tie_policy``), which rows are consensus ties,
+    and the ids of the responses the grader graded."""
     keys = ["response_id", "criterion_id"]
-    is_auto = grid["is_auto"].to_numpy(dtype=bool)
-
-    # Level (0 … top) of every judgment criterion according to the grader.
     ties = np.zeros(len(grid), dtype=bool)
-    if is_consensus:
+    if grader == CONSENSUS:
         cons = _consensus_full(frames, humans, grid, context)
         merged = grid.loc[:, keys].merge(cons, on=keys, how="left")
         eff = merged["level"].to_numpy(dtype="float64", na_value=np.nan)
@@ -584,6 +579,25 @@ def _scores(
         j = j.drop_duplicates(keys, keep="last").loc[:, [*keys, "met", "level"]]
         merged = grid.loc[:, [*keys, "top"]].merge(j, on=keys, how="left")
         eff = effective_level(merged["met"], merged["level"], merged["top"])
+    return eff, ties, graded_ids
+
+
+def _scores(
+    frames: Frames,
+    grid: pd.DataFrame,
+    grader: str,
+    tie_policy: TiePolicy,
+    humans: Sequence[str] | None,
+    include_ungraded: bool | None,
+    context: AnalysisContext | None = None,
+) -> pd.DataFrame:
+    """:func:`response_scores` on a precomputed :func:`_grid`."""
+    is_consensus = grader == CONSENSUS
+    if include_ungraded is None:
+        include_ungraded = is_consensus
+    is_auto = grid["is_auto"].to_numpy(dtype=bool)
+
+    eff, ties, graded_ids = _grader_levels(frames, grid, grader, tie_policy, humans, context)
 
     # Auto criteria always come from the answer.
     eff = np.where(is_auto, grid["auto_met"].to_numpy(dtype="float64"), eff)

@@ -353,23 +353,42 @@ def fit_calibration(
         h for h in (list(humans) if humans is not None else human_graders(frames)) if h != judge
     ]
     pg = (method == "leniency") if per_group is None else per_group
-    options: dict[str, Any] = {
-        "n_splits": n_splits,
-        "per_group": pg,
-        "metric": metric,
-        "tag_prefix": tag_prefix,
-        "seed": seed,
-    }
+    options: dict[str, Any] = {"n_splits": n_splits, "per_group": pg, "metric": metric}
+    options |= {"tag_prefix": tag_prefix, "seed": seed}
     warnings: list[str] = []
+    cf = _holding_out(frames, judge, method, names, holdout, strict_holdout, warnings, options)
+    if oof_interval not in OOF_INTERVALS:
+        raise ValueError(f"oof_interval must be one of {OOF_INTERVALS}, not {oof_interval!r}")
+    metrics = _metrics(frames, cf, n_boot, seed, ci, oof_interval)
+    return _result(frames, cf, judge, names, benchmark, holdout, options, metrics, warnings)
+
+
+def _holding_out(
+    frames: Frames,
+    judge: str,
+    method: Method,
+    names: list[str],
+    holdout: float,
+    strict_holdout: bool,
+    warnings: list[str],
+    options: dict[str, Any],
+) -> CrossFit:
+    """:func:`cross_fit` with ``holdout``; when the held-out split is refused, raise
+    (``strict_holdout``) or cross-fit again holding nothing out and add a warning."""
     try:
-        cf = cross_fit(frames, judge, method, names, holdout=holdout, **options)
+        return cross_fit(frames, judge, method, names, holdout=holdout, **options)
     except HoldoutRefused as exc:
         if strict_holdout:
             raise
         warnings.append(f"nothing held out: {exc}")
-        cf = cross_fit(frames, judge, method, names, holdout=0.0, **options)
-    if oof_interval not in OOF_INTERVALS:
-        raise ValueError(f"oof_interval must be one of {OOF_INTERVALS}, not {oof_interval!r}")
+        return cross_fit(frames, judge, method, names, holdout=0.0, **options)
+
+
+def _metrics(
+    frames: Frames, cf: CrossFit, n_boot: int, seed: int, ci: float, oof_interval: OofInterval
+) -> dict[str, Any]:
+    """The result's ``metrics``: the out-of-fold figures, the bootstrap's settings and
+    the held-out test figures (None without held-out tasks)."""
     metrics: dict[str, Any] = {"level": cf.level}
     metrics |= _figures(frames, cf, "oof", n_boot, seed, ci, oof_interval)
     metrics["n_tasks"] = len(cf.folds)
@@ -390,10 +409,30 @@ def fit_calibration(
         if cf.held_out
         else None
     )
-    est = cf.estimator
-    assert est is not None
+    return metrics
+
+
+def _result(
+    frames: Frames,
+    cf: CrossFit,
+    judge: str,
+    names: list[str],
+    benchmark: str | None,
+    holdout: float,
+    options: dict[str, Any],
+    metrics: dict[str, Any],
+    warnings: list[str],
+) -> CalibrationResult:
+    """The :class:`CalibrationResult` of a cross-fit (``options``: those of
+    :func:`cross_fit`): the final calibrator, its parameters, the figures, the split and
+    the provenance."""
     from gradercal import __version__
 
+    method, seed = cf.method, options["seed"]
+    tag_prefix, metric = options["tag_prefix"], options["metric"]
+
+    est = cf.estimator
+    assert est is not None
     return CalibrationResult(
         judge=judge,
         method=method,
