@@ -699,13 +699,7 @@ def evaluate_held_out(
         ValueError: Shapes disagree, fewer than two held-out tasks, or no candidate.
     """
     n_tasks = len(units.task_ids)
-    if n_tasks < 2:
-        raise ValueError("the held-out evaluation needs at least two held-out tasks")
-    for name, v in {"baseline": baseline, **candidates}.items():
-        if np.shape(v) != (units.n,):
-            raise ValueError(f"{name}: {np.shape(v)} verdicts for {units.n} units")
-    if not candidates:
-        raise ValueError("no candidate to evaluate")
+    _check_verdicts(units, baseline, candidates)
     w = (
         resampling_weights(n_tasks, n_boot, seed).astype(np.float64)
         if weights is None
@@ -745,6 +739,20 @@ def evaluate_held_out(
         for i, name in enumerate(names)
     )
     return HeldOutEvaluation(base_fig, evals, m, n_tasks, n_boot, seed, ci, method)
+
+
+def _check_verdicts(
+    units: HeldOutUnits, baseline: FloatArray, candidates: Mapping[str, FloatArray]
+) -> None:
+    """Raise the :class:`ValueError` of :func:`evaluate_held_out` for fewer than two
+    held-out tasks, verdicts of the wrong shape, or no candidate."""
+    if len(units.task_ids) < 2:
+        raise ValueError("the held-out evaluation needs at least two held-out tasks")
+    for name, v in {"baseline": baseline, **candidates}.items():
+        if np.shape(v) != (units.n,):
+            raise ValueError(f"{name}: {np.shape(v)} verdicts for {units.n} units")
+    if not candidates:
+        raise ValueError("no candidate to evaluate")
 
 
 def _sorted_quantiles(

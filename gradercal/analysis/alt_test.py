@@ -492,6 +492,55 @@ def alt_test(
         ValueError: Bad ``epsilon``/``alpha``/``cluster``, duplicate annotations, or
             ``cluster="task"`` without ``clusters``.
     """
+    _check_arguments(humans, epsilon, alpha, clusters, cluster, min_clusters)
+    jmap = dict(judge.items())
+    h = _shared_annotations(humans, jmap)
+    annotator, annotators = pd.factorize(h["annotator"].to_numpy(object), sort=False)
+    names = _annotator_names(h, np.asarray(annotator), annotators, judge_name)
+    warnings = _few_annotators(names)
+    items, wide, jv = _wide_codes(h, jmap, names, np.asarray(annotator), annotators)
+    present = wide >= 0
+    item_cluster = _item_clusters(items, clusters)
+    clustered = _is_clustered(cluster, item_cluster)
+    by_cluster = item_cluster if clustered else None
+    rows = [
+        _annotator_row(j, name, wide, present, jv, by_cluster, epsilon, min_clusters, seed)
+        for j, name in enumerate(names)
+    ]
+    tests = _corrected_tests([r for r in rows if r is not None], alpha)
+    skipped = [t.human for t in tests if not t.tested]
+    if skipped:
+        warnings.append(
+            f"not tested: {', '.join(skipped)} (items in fewer than {min_clusters} tasks); "
+            "the winning rate counts the tested graders only"
+        )
+    done = [t for t in tests if t.tested]
+    omega = float(np.mean([t.rejected for t in done]))
+    rho = float(np.mean([t.rho_judge for t in done]))
+    return AltTestResult(
+        judge=judge_name,
+        epsilon=float(epsilon),
+        alpha=float(alpha),
+        n_items=len(items),
+        annotators=tests,
+        winning_rate=omega,
+        advantage_probability=rho,
+        passed=omega >= PASS_WINNING_RATE,
+        clustering="task" if clustered else "none",
+        n_clusters=None if not clustered or item_cluster is None else len(np.unique(item_cluster)),
+        warnings=warnings,
+    )
+
+
+def _check_arguments(
+    humans: pd.DataFrame,
+    epsilon: float,
+    alpha: float,
+    clusters: Mapping[Any, Any] | pd.Series | None,
+    cluster: Clustering,
+    min_clusters: int,
+) -> None:
+    """Raise the :class:`ValueError` of :func:`alt_test` for a bad argument."""
     if not 0.0 <= epsilon < 1.0:
         raise ValueError("epsilon must be in [0, 1)")
     if not 0.0 < alpha < 1.0:
@@ -505,10 +554,18 @@ def alt_test(
     missing = [c for c in ("item", "annotator", "value") if c not in humans.columns]
     if missing:
         raise ValueError(f"human annotations lack columns: {', '.join(missing)}")
+
+
+def _shared_annotations(humans: pd.DataFrame, jmap: Mapping[Any, Any]) -> pd.DataFrame:
+    """The human annotations (``item``, ``annotator``, ``value``) of items the judge
+    annotated and at least two humans did.
+
+    Raises:
+        ValueError: An annotator annotated an item more than once.
+    """
     h = humans.loc[humans["value"].notna(), ["item", "annotator", "value"]]
     if h.duplicated(["item", "annotator"]).any():
         raise ValueError("an annotator annotated an item more than once")
-    jmap = dict(judge.items())
     if pd.api.types.is_integer_dtype(h["item"].dtype) and all(
         map(isinstance, jmap, itertools.repeat(int | np.integer))
     ):
@@ -523,23 +580,61 @@ def alt_test(
     else:
         h = h.loc[h["item"].map(lambda i: i in jmap and not _missing(jmap[i]))]
     per_item = h.groupby("item")["annotator"].transform("size")
-    h = h.loc[per_item >= 2]
-    annotator, annotators = pd.factorize(h["annotator"].to_numpy(object), sort=False)
+    return h.loc[per_item >= 2]
+
+
+def _few_annotators(names: list[str]) -> list[str]:
+    """The warning that two annotators are fewer than the method's authors recommend."""
+    if len(names) < 3:
+        return [
+            "only two human graders: each is compared with a single other person; the "
+            "alt-test's authors recommend at least three"
+        ]
+    return []
+
+
+def _is_clustered(cluster: Clustering, item_cluster: npt.NDArray[np.int64] | None) -> bool:
+    """Whether the task-clustered test runs: asked for, or ``"auto"`` with some cluster
+    holding more than one item."""
+    return cluster == "task" or (
+        cluster == "auto"
+        and item_cluster is not None
+        and len(np.unique(item_cluster)) < len(item_cluster)
+    )
+
+
+def _annotator_names(
+    h: pd.DataFrame, annotator: npt.NDArray[np.intp], annotators: Any, judge_name: str
+) -> list[str]:
+    """The annotators' names, sorted (``annotator``/``annotators``: ``h["annotator"]``
+    factorized).
+
+    Raises:
+        AltTestRefused: Fewer than two.
+    """
     names = sorted({str(a) for a in annotators})
-    if (np.asarray(annotator) < 0).any():  # a missing annotator counts as str(a) too
+    if (annotator < 0).any():  # a missing annotator counts as str(a) too
         names = sorted({str(a) for a in h["annotator"]})
     if len(names) < 2:
         raise AltTestRefused(
             f"the alt-test needs at least two human graders who annotated the same items as "
             f"another human and the judge {judge_name!r}; found {len(names)}"
         )
-    warnings: list[str] = []
-    if len(names) < 3:
-        warnings.append(
-            "only two human graders: each is compared with a single other person; the "
-            "alt-test's authors recommend at least three"
-        )
-    # Wide matrix items × annotators of value codes (-1 where missing); the judge's codes.
+    return names
+
+
+def _wide_codes(
+    h: pd.DataFrame,
+    jmap: Mapping[Any, Any],
+    names: list[str],
+    annotator: npt.NDArray[np.intp],
+    annotators: Any,
+) -> tuple[Any, npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """The items, the ``items × names`` matrix of value codes (-1 where missing) and
+    the judge's codes (values coded together, so equal values have equal codes).
+
+    ``annotator``/``annotators`` are the factorized ``h["annotator"]``.
+    """
     codes, items = pd.factorize(h["item"], sort=False)
     jraw = list(map(jmap.__getitem__, items))
     vcodes, _ = pd.factorize(pd.Series([*h["value"].tolist(), *jraw], dtype=object))
@@ -551,65 +646,78 @@ def alt_test(
     else:
         where = np.asarray([col[str(a)] for a in annotators], dtype=np.intp)[annotator]
     wide[np.asarray(codes), where] = vcodes[: len(h)]
-    jv = vcodes[len(h) :]
-    present = wide >= 0
-    item_cluster = _item_clusters(items, clusters)
-    clustered = cluster == "task" or (
-        cluster == "auto"
-        and item_cluster is not None
-        and len(np.unique(item_cluster)) < len(item_cluster)
-    )
-    rows: list[dict[str, Any]] = []
-    for j, name in enumerate(names):
-        others = present.copy()
-        others[:, j] = False
-        k_other = others.sum(axis=1)
-        sel = present[:, j] & (k_other > 0)
-        n = int(sel.sum())
-        if n == 0:
-            continue
-        hw = wide[sel]
-        oth = others[sel]
-        kk = k_other[sel].astype(np.float64)
-        same_h = (hw == hw[:, [j]]) & oth
-        same_f = (hw == jv[sel][:, None]) & oth
-        s_h = same_h.sum(axis=1) / kk
-        s_f = same_f.sum(axis=1) / kk
-        w_f = (s_f >= s_h).astype(np.float64)
-        w_h = (s_h >= s_f).astype(np.float64)
-        d = w_h - w_f
-        row: dict[str, Any] = {
-            "human": name,
-            "n_items": n,
-            "n_clusters": None,
-            "rho_judge": float(np.mean(w_f)),
-            "rho_human": float(np.mean(w_h)),
-            "mean_difference": float(np.mean(d)),
-            "statistic": None,
-            "p_value": None,
-            "note": None,
-        }
-        if clustered:
-            assert item_cluster is not None
-            cc, cu = pd.factorize(item_cluster[sel], sort=False)
-            row["n_clusters"] = g = len(cu)
-            if g < min_clusters:
-                row["test"] = "not tested"
-                row["note"] = (
-                    f"not tested: items in only {g} task{'s' if g != 1 else ''}; the "
-                    f"task-clustered test needs at least {min_clusters}"
-                )
-            else:
-                row["test"] = "clustered"
-                stat, p, note = clustered_p_value(d, np.asarray(cc, np.intp), epsilon, seed=seed)
-                row.update(statistic=stat, p_value=p, note=note)
+    return items, wide, vcodes[len(h) :]
+
+
+def _annotator_row(
+    j: int,
+    name: str,
+    wide: npt.NDArray[np.int64],
+    present: npt.NDArray[np.bool_],
+    jv: npt.NDArray[np.int64],
+    item_cluster: npt.NDArray[Any] | None,
+    epsilon: float,
+    min_clusters: int,
+    seed: int,
+) -> dict[str, Any] | None:
+    """Human ``j``'s leave-one-out comparison with the judge and its test (clustered when
+    ``item_cluster`` is given, else exact); None when no item is shared with another."""
+    others = present.copy()
+    others[:, j] = False
+    k_other = others.sum(axis=1)
+    sel = present[:, j] & (k_other > 0)
+    n = int(sel.sum())
+    if n == 0:
+        return None
+    hw = wide[sel]
+    oth = others[sel]
+    kk = k_other[sel].astype(np.float64)
+    same_h = (hw == hw[:, [j]]) & oth
+    same_f = (hw == jv[sel][:, None]) & oth
+    s_h = same_h.sum(axis=1) / kk
+    s_f = same_f.sum(axis=1) / kk
+    w_f = (s_f >= s_h).astype(np.float64)
+    w_h = (s_h >= s_f).astype(np.float64)
+    d = w_h - w_f
+    row: dict[str, Any] = {
+        "human": name,
+        "n_items": n,
+        "n_clusters": None,
+        "rho_judge": float(np.mean(w_f)),
+        "rho_human": float(np.mean(w_h)),
+        "mean_difference": float(np.mean(d)),
+        "statistic": None,
+        "p_value": None,
+        "note": None,
+    }
+    if item_cluster is not None:
+        cc, cu = pd.factorize(item_cluster[sel], sort=False)
+        row["n_clusters"] = g = len(cu)
+        if g < min_clusters:
+            row["test"] = "not tested"
+            row["note"] = (
+                f"not tested: items in only {g} task{'s' if g != 1 else ''}; the "
+                f"task-clustered test needs at least {min_clusters}"
+            )
         else:
-            row["test"] = "exact"
-            n_plus = int(np.sum(d > 0))
-            n_minus = int(np.sum(d < 0))
-            z, p = exact_p_value(n_plus, n_minus, n, epsilon)
-            row.update(statistic=z, p_value=p)
-        rows.append(row)
+            row["test"] = "clustered"
+            stat, p, note = clustered_p_value(d, np.asarray(cc, np.intp), epsilon, seed=seed)
+            row.update(statistic=stat, p_value=p, note=note)
+    else:
+        row["test"] = "exact"
+        n_plus = int(np.sum(d > 0))
+        n_minus = int(np.sum(d < 0))
+        z, p = exact_p_value(n_plus, n_minus, n, epsilon)
+        row.update(statistic=z, p_value=p)
+    return row
+
+
+def _corrected_tests(rows: list[dict[str, Any]], alpha: float) -> list[AnnotatorTest]:
+    """Every annotator's test, the tested ones corrected together (Benjamini–Yekutieli).
+
+    Raises:
+        AltTestRefused: Fewer than two annotators, or fewer than two that were tested.
+    """
     if len(rows) < 2:
         raise AltTestRefused(
             f"the alt-test needs at least two human graders with shared items; found {len(rows)}"
@@ -644,28 +752,7 @@ def alt_test(
                 note=r["note"],
             )
         )
-    skipped = [t.human for t in tests if not t.tested]
-    if skipped:
-        warnings.append(
-            f"not tested: {', '.join(skipped)} (items in fewer than {min_clusters} tasks); "
-            "the winning rate counts the tested graders only"
-        )
-    done = [t for t in tests if t.tested]
-    omega = float(np.mean([t.rejected for t in done]))
-    rho = float(np.mean([t.rho_judge for t in done]))
-    return AltTestResult(
-        judge=judge_name,
-        epsilon=float(epsilon),
-        alpha=float(alpha),
-        n_items=len(items),
-        annotators=tests,
-        winning_rate=omega,
-        advantage_probability=rho,
-        passed=omega >= PASS_WINNING_RATE,
-        clustering="task" if clustered else "none",
-        n_clusters=None if not clustered or item_cluster is None else len(np.unique(item_cluster)),
-        warnings=warnings,
-    )
+    return tests
 
 
 def _item_clusters(

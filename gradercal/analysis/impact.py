@@ -328,14 +328,7 @@ def impact_report(
     t, n_unpaired = paired_scores(frames, judge, humans, calibrated, context=context)
     graders = ["consensus", "judge"] + (["calibrated"] if calibrated is not None else [])
     threshold = float(frames.pass_threshold)
-    codes, task_labels = pd.factorize(t["task_id"], sort=False)
-    task_codes = np.asarray(codes, dtype=np.intp)
-    n_tasks = len(task_labels)
-    w = (
-        resampling_weights(n_tasks, n_boot, seed).astype(np.float64)
-        if n_boot > 0 and n_tasks >= 2
-        else None
-    )
+    task_codes, n_tasks, w = _task_resampling(t, n_boot, seed)
     total = 2 + len(breakdowns)
     models = _summaries(t, ["model"], graders, threshold, task_codes, n_tasks, w, n_boot, ci)
     overall = _summaries(
@@ -351,6 +344,60 @@ def impact_report(
         )
         if progress:
             progress("impact", 2 + i, total)
+    flips = _flips(t, graders, threshold)
+    if progress:
+        progress("impact", total, total)
+    overall_row = overall[0] if overall else None
+    if overall_row is not None:
+        overall_row.pop("all", None)
+    return {
+        "benchmark": benchmark,
+        "judge": judge,
+        "pass_threshold": threshold,
+        "partial_credit_min": PARTIAL_CREDIT,
+        "graders": graders,
+        "calibration": calibration,
+        "n_paired": len(t),
+        "n_unpaired": n_unpaired,
+        "bootstrap": _bootstrap_settings(n_boot, ci, seed) if w is not None else None,
+        "overall": overall_row,
+        "models": models,
+        "breakdowns": by,
+        "flips": flips,
+        "n_flips": {g: sum(1 for f in flips if f["grader"] == g) for g in graders[1:]},
+    }
+
+
+def _bootstrap_settings(n_boot: int, ci: float, seed: int) -> dict[str, Any]:
+    """The report's ``bootstrap`` entry: task-clustered expanded percentile intervals."""
+    return {
+        "n_boot": n_boot,
+        "ci": ci,
+        "seed": seed,
+        "cluster": "task",
+        "method": "expanded_percentile",
+    }
+
+
+def _task_resampling(
+    t: pd.DataFrame, n_boot: int, seed: int
+) -> tuple[npt.NDArray[np.intp], int, npt.NDArray[np.float64] | None]:
+    """Each paired response's task code, the number of tasks, and the task-resampling
+    weights (``n_boot × n_tasks``; None without a bootstrap or with fewer than two tasks)."""
+    codes, task_labels = pd.factorize(t["task_id"], sort=False)
+    task_codes = np.asarray(codes, dtype=np.intp)
+    n_tasks = len(task_labels)
+    w = (
+        resampling_weights(n_tasks, n_boot, seed).astype(np.float64)
+        if n_boot > 0 and n_tasks >= 2
+        else None
+    )
+    return task_codes, n_tasks, w
+
+
+def _flips(t: pd.DataFrame, graders: list[str], threshold: float) -> list[dict[str, Any]]:
+    """The responses whose pass/fail under each non-consensus grader differs from the
+    consensus's, sorted by grader, model, task and response."""
     cut = threshold - PASS_EPSILON
     flips: list[dict[str, Any]] = []
     for g in graders[1:]:
@@ -370,34 +417,4 @@ def impact_report(
                 }
             )
     flips.sort(key=lambda f: (f["grader"], f["model"], f["task_id"], f["response_id"]))
-    if progress:
-        progress("impact", total, total)
-    overall_row = overall[0] if overall else None
-    if overall_row is not None:
-        overall_row.pop("all", None)
-    return {
-        "benchmark": benchmark,
-        "judge": judge,
-        "pass_threshold": threshold,
-        "partial_credit_min": PARTIAL_CREDIT,
-        "graders": graders,
-        "calibration": calibration,
-        "n_paired": len(t),
-        "n_unpaired": n_unpaired,
-        "bootstrap": (
-            {
-                "n_boot": n_boot,
-                "ci": ci,
-                "seed": seed,
-                "cluster": "task",
-                "method": "expanded_percentile",
-            }
-            if w is not None
-            else None
-        ),
-        "overall": overall_row,
-        "models": models,
-        "breakdowns": by,
-        "flips": flips,
-        "n_flips": {g: sum(1 for f in flips if f["grader"] == g) for g in graders[1:]},
-    }
+    return flips

@@ -216,7 +216,7 @@ def _to_float(s: pd.Series) -> npt.NDArray[np.float64]:
     return np.asarray(s.astype("Float64").to_numpy(dtype="float64", na_value=np.nan), np.float64)
 
 
-def _effective_level(met: pd.Series, level: pd.Series, top: pd.Series) -> npt.NDArray[np.float64]:
+def effective_level(met: pd.Series, level: pd.Series, top: pd.Series) -> npt.NDArray[np.float64]:
     """Level 0 … top of each verdict (NaN when neither level nor met is given)."""
     lvl = _to_float(level)
     m = _to_float(met)
@@ -241,7 +241,7 @@ def _consensus_full(
         key = None if humans is None else tuple(humans)
 
         def build() -> pd.DataFrame:
-            base = _human_levels(frames, ctx) if humans is not None else None
+            base = human_levels(frames, ctx) if humans is not None else None
             if base is None:
                 return _consensus_full(frames, humans, _grid(frames, ctx))
             return _consensus_from_levels(base, humans or ())
@@ -263,7 +263,7 @@ def _consensus_full(
         on=["response_id", "criterion_id"],
         how="inner",
     )
-    eff = _effective_level(hj["met"], hj["level"], hj["top"])
+    eff = effective_level(hj["met"], hj["level"], hj["top"])
     hj = hj.assign(eff=eff, is_met=eff == hj["top"].to_numpy(dtype="float64"))
     hj = hj.loc[~np.isnan(eff)]
     keys = ["response_id", "criterion_id"]
@@ -279,7 +279,7 @@ def _consensus_full(
 
     adj = frames.adjudications.drop_duplicates(keys, keep="last")
     adj = grid.merge(adj.loc[:, [*keys, "met", "level"]], on=keys, how="inner")
-    adj = adj.assign(adj=_effective_level(adj["met"], adj["level"], adj["top"]))
+    adj = adj.assign(adj=effective_level(adj["met"], adj["level"], adj["top"]))
 
     out = grid.merge(agg, on=keys, how="left").merge(
         adj.loc[:, [*keys, "adj"]], on=keys, how="left"
@@ -338,7 +338,7 @@ def _consensus_table(
     )
 
 
-def _human_levels(frames: Frames, context: AnalysisContext) -> HumanLevels | None:
+def human_levels(frames: Frames, context: AnalysisContext) -> HumanLevels | None:
     """Every grader's effective level on every judgment unit, for the consensus (context).
 
     Built once per context: the judgment units of the grid (``units``: ``response_id``,
@@ -358,13 +358,13 @@ def _human_levels(frames: Frames, context: AnalysisContext) -> HumanLevels | Non
         rows = units.assign(_row=np.arange(len(units), dtype=np.intp))
         j = frames.judgments.drop_duplicates([*keys, "grader"], keep="last")
         hj = rows.merge(j.loc[:, [*keys, "grader", "met", "level"]], on=keys, how="inner")
-        eff = _effective_level(hj["met"], hj["level"], hj["top"])
+        eff = effective_level(hj["met"], hj["level"], hj["top"])
         keep = ~np.isnan(eff)
         codes, names = pd.factorize(hj["grader"].to_numpy(object)[keep], sort=False)
         adj = frames.adjudications.drop_duplicates(keys, keep="last")
         adj = rows.merge(adj.loc[:, [*keys, "met", "level"]], on=keys, how="inner")
         adj_level = np.full(len(units), np.nan)
-        adj_level[adj["_row"].to_numpy(np.intp)] = _effective_level(
+        adj_level[adj["_row"].to_numpy(np.intp)] = effective_level(
             adj["met"], adj["level"], adj["top"]
         )
         return HumanLevels(
@@ -383,7 +383,7 @@ def _human_levels(frames: Frames, context: AnalysisContext) -> HumanLevels | Non
 
 
 def _consensus_from_levels(base: HumanLevels, humans: Sequence[str]) -> pd.DataFrame:
-    """:func:`_consensus_full` of ``humans`` from :func:`_human_levels` (no merge).
+    """:func:`_consensus_full` of ``humans`` from :func:`human_levels` (no merge).
 
     The lower and upper medians of each unit's levels are the sorted levels at positions
     ``(r − 1) // 2`` and ``r // 2`` — what ``quantile(0.5, interpolation="lower" /
@@ -550,25 +550,20 @@ def _check_tie_policy(tie_policy: str) -> None:
         raise ValueError(f"tie_policy must be one of {get_args(TiePolicy)}, not {tie_policy!r}")
 
 
-def _scores(
+def _grader_levels(
     frames: Frames,
     grid: pd.DataFrame,
     grader: str,
     tie_policy: TiePolicy,
     humans: Sequence[str] | None,
-    include_ungraded: bool | None,
-    context: AnalysisContext | None = None,
-) -> pd.DataFrame:
-    """:func:`response_scores` on a precomputed :func:`_grid`."""
-    is_consensus = grader == CONSENSUS
-    if include_ungraded is None:
-        include_ungraded = is_consensus
+    context: AnalysisContext | None,
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.bool_], set[Any]]:
+    """Level (0 … top) of every criterion of ``grid`` according to the grader (NaN where
+    none; ties of the consensus resolved by ``tie_policy``), which rows are consensus ties,
+    and the ids of the responses the grader graded."""
     keys = ["response_id", "criterion_id"]
-    is_auto = grid["is_auto"].to_numpy(dtype=bool)
-
-    # Level (0 … top) of every judgment criterion according to the grader.
     ties = np.zeros(len(grid), dtype=bool)
-    if is_consensus:
+    if grader == CONSENSUS:
         cons = _consensus_full(frames, humans, grid, context)
         merged = grid.loc[:, keys].merge(cons, on=keys, how="left")
         eff = merged["level"].to_numpy(dtype="float64", na_value=np.nan)
@@ -583,7 +578,26 @@ def _scores(
         graded_ids = set(j["response_id"])
         j = j.drop_duplicates(keys, keep="last").loc[:, [*keys, "met", "level"]]
         merged = grid.loc[:, [*keys, "top"]].merge(j, on=keys, how="left")
-        eff = _effective_level(merged["met"], merged["level"], merged["top"])
+        eff = effective_level(merged["met"], merged["level"], merged["top"])
+    return eff, ties, graded_ids
+
+
+def _scores(
+    frames: Frames,
+    grid: pd.DataFrame,
+    grader: str,
+    tie_policy: TiePolicy,
+    humans: Sequence[str] | None,
+    include_ungraded: bool | None,
+    context: AnalysisContext | None = None,
+) -> pd.DataFrame:
+    """:func:`response_scores` on a precomputed :func:`_grid`."""
+    is_consensus = grader == CONSENSUS
+    if include_ungraded is None:
+        include_ungraded = is_consensus
+    is_auto = grid["is_auto"].to_numpy(dtype=bool)
+
+    eff, ties, graded_ids = _grader_levels(frames, grid, grader, tie_policy, humans, context)
 
     # Auto criteria always come from the answer.
     eff = np.where(is_auto, grid["auto_met"].to_numpy(dtype="float64"), eff)

@@ -113,73 +113,7 @@ def survey_summary(
     """
     df = _check(reviews)
     dims = list(dimensions) if dimensions is not None else list(pd.unique(df["dimension"]))
-    out_dims = []
-    for dim in dims:
-        d = df.loc[df["dimension"] == dim]
-        codes, tasks = pd.factorize(d["task_id"], sort=False)
-        n_tasks = len(tasks)
-        counts = np.zeros((n_tasks, 7))
-        a = d["answer"].to_numpy(np.int64)
-        tc = np.asarray(codes, dtype=np.intp)
-        np.add.at(counts[:, 0], tc, 1.0)
-        for k in LIKERT_SCALE:
-            np.add.at(counts[:, k], tc, (a == k).astype(np.float64))
-        np.add.at(counts[:, 6], tc, a.astype(np.float64))
-        point = _shares(counts.sum(axis=0))
-        reps: dict[str, Any] = {}
-        if n_boot > 0 and n_tasks >= 2:
-            w = resampling_weights(n_tasks, n_boot, seed).astype(np.float64)
-            reps = _shares(w @ counts)
-        row: dict[str, Any] = {
-            "dimension": dim,
-            "n_answers": len(d),
-            "n_tasks": n_tasks,
-            "n_reviewers": int(d["reviewer"].nunique()),
-            "counts": {str(k): int((a == k).sum()) for k in LIKERT_SCALE},
-        }
-        for name in ("mean", "share_strongly_agree", "share_agree_or_strongly_agree"):
-            value = float(point[name])
-            row[name] = boot_json(
-                percentile_interval(
-                    None if np.isnan(value) else value,
-                    reps.get(name, np.zeros(0)),
-                    n_boot=n_boot if reps else 0,
-                    n_clusters=n_tasks,
-                    ci=ci,
-                    note="no answers",
-                )
-            )
-        ratings = pd.DataFrame(
-            {
-                "unit": d["task_id"].to_numpy(object),
-                "rater": d["reviewer"].to_numpy(object),
-                "value": a.astype(np.float64),
-            }
-        )
-        if n_boot > 0 and len(ratings):
-            res = clustered_bootstrap(
-                ratings,
-                None,
-                ["krippendorff_alpha"],
-                n_boot=n_boot,
-                ci=ci,
-                seed=seed,
-                level="ordinal",
-                categories=list(LIKERT_SCALE),
-            )["krippendorff_alpha"]
-            row["krippendorff_alpha"] = boot_json(res)
-        else:
-            s = (
-                krippendorff_alpha(ratings, level="ordinal", categories=list(LIKERT_SCALE))
-                if len(ratings)
-                else None
-            )
-            row["krippendorff_alpha"] = (
-                {"value": None, "ci": None, "note": "no answers"}
-                if s is None
-                else {"value": s.value, "ci": None, "note": s.note}
-            )
-        out_dims.append(row)
+    out_dims = [_dimension_summary(df, dim, n_boot=n_boot, seed=seed, ci=ci) for dim in dims]
     return {
         "n_tasks": int(df["task_id"].nunique()),
         "n_reviewers": int(df["reviewer"].nunique()),
@@ -196,3 +130,75 @@ def survey_summary(
         ),
         "dimensions": out_dims,
     }
+
+
+def _dimension_summary(
+    df: pd.DataFrame, dim: str, *, n_boot: int, seed: int, ci: float
+) -> dict[str, Any]:
+    """One dimension's entry of :func:`survey_summary` (answers already checked)."""
+    d = df.loc[df["dimension"] == dim]
+    codes, tasks = pd.factorize(d["task_id"], sort=False)
+    n_tasks = len(tasks)
+    counts = np.zeros((n_tasks, 7))
+    a = d["answer"].to_numpy(np.int64)
+    tc = np.asarray(codes, dtype=np.intp)
+    np.add.at(counts[:, 0], tc, 1.0)
+    for k in LIKERT_SCALE:
+        np.add.at(counts[:, k], tc, (a == k).astype(np.float64))
+    np.add.at(counts[:, 6], tc, a.astype(np.float64))
+    point = _shares(counts.sum(axis=0))
+    reps: dict[str, Any] = {}
+    if n_boot > 0 and n_tasks >= 2:
+        w = resampling_weights(n_tasks, n_boot, seed).astype(np.float64)
+        reps = _shares(w @ counts)
+    row: dict[str, Any] = {
+        "dimension": dim,
+        "n_answers": len(d),
+        "n_tasks": n_tasks,
+        "n_reviewers": int(d["reviewer"].nunique()),
+        "counts": {str(k): int((a == k).sum()) for k in LIKERT_SCALE},
+    }
+    for name in ("mean", "share_strongly_agree", "share_agree_or_strongly_agree"):
+        value = float(point[name])
+        row[name] = boot_json(
+            percentile_interval(
+                None if np.isnan(value) else value,
+                reps.get(name, np.zeros(0)),
+                n_boot=n_boot if reps else 0,
+                n_clusters=n_tasks,
+                ci=ci,
+                note="no answers",
+            )
+        )
+    row["krippendorff_alpha"] = _ordinal_alpha(d, a, n_boot=n_boot, seed=seed, ci=ci)
+    return row
+
+
+def _ordinal_alpha(
+    d: pd.DataFrame, a: np.ndarray[Any, np.dtype[np.int64]], *, n_boot: int, seed: int, ci: float
+) -> dict[str, Any]:
+    """Krippendorff's ordinal alpha of one dimension's answers ``a`` (rows of ``d``), tasks
+    as units, with a task-bootstrap interval when ``n_boot`` > 0."""
+    ratings = pd.DataFrame(
+        {
+            "unit": d["task_id"].to_numpy(object),
+            "rater": d["reviewer"].to_numpy(object),
+            "value": a.astype(np.float64),
+        }
+    )
+    if n_boot > 0 and len(ratings):
+        res = clustered_bootstrap(
+            ratings,
+            None,
+            ["krippendorff_alpha"],
+            n_boot=n_boot,
+            ci=ci,
+            seed=seed,
+            level="ordinal",
+            categories=list(LIKERT_SCALE),
+        )["krippendorff_alpha"]
+        return boot_json(res)
+    if not len(ratings):
+        return {"value": None, "ci": None, "note": "no answers"}
+    stat = krippendorff_alpha(ratings, level="ordinal", categories=list(LIKERT_SCALE))
+    return {"value": stat.value, "ci": None, "note": stat.note}

@@ -30,7 +30,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from gradercal.analysis.context import AnalysisContext, UnitIndex
-from gradercal.analysis.scoring import _effective_level, _human_levels, consensus
+from gradercal.analysis.scoring import consensus, effective_level, human_levels
 from gradercal.frames import Frames
 
 __all__ = [
@@ -94,7 +94,7 @@ def verdicts(
     grid = _judgment_grid(frames)
     out = j.merge(grid, on=["response_id", "criterion_id"], how="inner")
     top = np.clip(out["levels"].to_numpy(dtype=np.float64), 2.0, None) - 1.0
-    eff = _effective_level(out["met"], out["level"], pd.Series(top, copy=False))
+    eff = effective_level(out["met"], out["level"], pd.Series(top, copy=False))
     keep = ~np.isnan(eff)
     out = out.loc[keep].copy()
     out["met"] = (eff[keep] == top[keep]).astype(bool)
@@ -158,7 +158,7 @@ def consensus_verdicts(
         if key not in context.consensus:
             c = consensus(frames, humans, context=context)
             table = context.consensus[key] = _consensus_verdicts(c)
-            base = _human_levels(frames, context)
+            base = human_levels(frames, context)
             if base is not None and len(c) == len(base.units):
                 # The consensus rows are the judgment units in order: keep the positions.
                 context.register(table, np.flatnonzero(_decided(c)), len(c))
@@ -240,7 +240,7 @@ def _verdict_units(
     frames: Frames, v: pd.DataFrame, context: AnalysisContext
 ) -> tuple[npt.NDArray[np.intp] | None, int]:
     """Unit position of every row of the verdict table ``v`` (None: not available)."""
-    base = _human_levels(frames, context)
+    base = human_levels(frames, context)
     if base is None:
         return None, 0
     units = base.units

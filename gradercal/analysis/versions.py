@@ -261,20 +261,7 @@ def agreement_by_version(
     crit = frames.criteria
     keys = pd.MultiIndex.from_arrays([crit["task_id"], crit["criterion_id"]])
     revised = replace(frames, criteria=crit.loc[keys.isin(order)].reset_index(drop=True))
-    # Per era: its verdicts (and consensus) split by criterion, once.
-    per_era: dict[int, tuple[dict[Any, pd.DataFrame], dict[Any, pd.DataFrame]]] = {}
-    for era in sorted({v for marks in eras.revised.values() for v in marks}):
-        sub = _era_frames(revised, eras, era)
-        v = verdicts(sub, graders)
-        by_crit = dict(tuple(v.groupby(["task_id", "criterion_id"], sort=False)))
-        cons_by: dict[Any, pd.DataFrame] = {}
-        if judge is not None and names:
-            cons = consensus_verdicts(sub, names)
-            cons = cons.merge(
-                sub.responses.loc[:, ["response_id", "task_id"]], on="response_id", how="inner"
-            )
-            cons_by = dict(tuple(cons.groupby(["task_id", "criterion_id"], sort=False)))
-        per_era[era] = (by_crit, cons_by)
+    per_era = _per_era(revised, eras, graders, names, judge)
     empty_v = verdicts(replace(revised, judgments=revised.judgments.iloc[:0]), graders)
     out: list[VersionAgreement] = []
     for task_id, crit_id in order:
@@ -303,6 +290,31 @@ def agreement_by_version(
                 row = _with_judge(row, mine, cons, judge, names, n_boot, seed, ci)
             out.append(row)
     return out
+
+
+def _per_era(
+    revised: Frames,
+    eras: VerdictEras,
+    graders: list[str],
+    names: list[str],
+    judge: str | None,
+) -> dict[int, tuple[dict[Any, pd.DataFrame], dict[Any, pd.DataFrame]]]:
+    """Per era: its verdicts of ``graders`` and (with a judge) the consensus of ``names``,
+    each split by ``(task_id, criterion_id)`` once."""
+    per_era: dict[int, tuple[dict[Any, pd.DataFrame], dict[Any, pd.DataFrame]]] = {}
+    for era in sorted({v for marks in eras.revised.values() for v in marks}):
+        sub = _era_frames(revised, eras, era)
+        v = verdicts(sub, graders)
+        by_crit = dict(tuple(v.groupby(["task_id", "criterion_id"], sort=False)))
+        cons_by: dict[Any, pd.DataFrame] = {}
+        if judge is not None and names:
+            cons = consensus_verdicts(sub, names)
+            cons = cons.merge(
+                sub.responses.loc[:, ["response_id", "task_id"]], on="response_id", how="inner"
+            )
+            cons_by = dict(tuple(cons.groupby(["task_id", "criterion_id"], sort=False)))
+        per_era[era] = (by_crit, cons_by)
+    return per_era
 
 
 def _with_judge(

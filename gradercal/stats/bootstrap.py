@@ -70,6 +70,13 @@ from gradercal.stats.coefficients import (
     Stat,
     WeightScheme,
 )
+from gradercal.stats.coefficients.alpha import check_level, check_level_values, coincidence_pairs
+from gradercal.stats.coefficients.ratings import (
+    PE_TOLERANCE,
+    REL_TOLERANCE,
+    category_code,
+    check_scheme,
+)
 from gradercal.stats.registry import BOOTSTRAP_STATISTICS, STATISTICS, Options, Statistic
 
 __all__ = [
@@ -392,7 +399,7 @@ def _safe_div(num: FloatArray, den: FloatArray) -> FloatArray:
 
 
 def _kappa_like(pa: FloatArray, pe: FloatArray) -> FloatArray:
-    ok = (1.0 - pe) > co._PE_TOLERANCE
+    ok = (1.0 - pe) > PE_TOLERANCE
     out = np.full(pa.shape, np.nan)
     np.divide(pa - pe, 1.0 - pe, out=out, where=ok)
     out[np.isnan(pa)] = np.nan
@@ -521,7 +528,7 @@ def _f1_estimator(d: _Design, judge: Any, reference: Any, positive: Any) -> _Sum
     t = d.table
     if t.q > 2:
         raise ValueError(f"balanced F1 needs binary ratings (found {t.q} categories)")
-    pos = co._category_code(t, positive)
+    pos = category_code(t, positive)
     j, r = _pair(d, (judge, reference))
     units = np.arange(t.n_units)
     both = (j >= 0) & (r >= 0)
@@ -546,7 +553,7 @@ def _f1_estimator(d: _Design, judge: Any, reference: Any, positive: Any) -> _Sum
 def _alpha_estimator(d: _Design, level: Level) -> _Estimator:
     t = d.table
     q = t.q
-    c, k, weight, unit = co._pairs(t)
+    c, k, weight, unit = coincidence_pairs(t)
     if level in ("nominal", "interval") and q > MAX_COINCIDENCE_CATEGORIES:
         return _alpha_moment_estimator(d, level, c, k, weight, unit)
     if q > MAX_COINCIDENCE_CATEGORIES:
@@ -569,7 +576,7 @@ def _alpha_estimator(d: _Design, level: Level) -> _Estimator:
             d_e = np.einsum("bc,bk,ck->b", n_c, n_c, fixed)
         d_e = _safe_div(d_e, n - 1.0)
         out = np.full(len(s), np.nan)
-        ok = d_e > co._REL_TOLERANCE * np.maximum(n, 1.0)
+        ok = d_e > REL_TOLERANCE * np.maximum(n, 1.0)
         out[ok] = 1.0 - d_o[ok] / d_e[ok]
         return out
 
@@ -607,7 +614,7 @@ def _alpha_moment_estimator(
             expected = 2.0 * n * s2 - 2.0 * s1 * s1
         d_e = _safe_div(expected, n - 1.0)
         out = np.full(len(s), np.nan)
-        ok = d_e > co._REL_TOLERANCE * np.maximum(n, 1.0)
+        ok = d_e > REL_TOLERANCE * np.maximum(n, 1.0)
         out[ok] = 1.0 - do[ok] / d_e[ok]
         return out
 
@@ -658,7 +665,7 @@ def _pearson_estimator(d: _Design, raters: tuple[Any, Any] | None) -> _SumEstima
         vx = n * sxx - sx * sx
         vy = n * syy - sy * sy
         out = np.full(len(s), np.nan)
-        ok = (n >= 3) & (vx > co._REL_TOLERANCE * n * sxx) & (vy > co._REL_TOLERANCE * n * syy)
+        ok = (n >= 3) & (vx > REL_TOLERANCE * n * sxx) & (vy > REL_TOLERANCE * n * syy)
         out[ok] = (n[ok] * sxy[ok] - sx[ok] * sy[ok]) / np.sqrt(vx[ok] * vy[ok])
         return np.asarray(np.clip(out, -1.0, 1.0), dtype=np.float64)
 
@@ -726,8 +733,8 @@ def _options(
     reference: Any,
     positive: Any,
 ) -> Options:
-    lv = co._check_level(level)
-    scheme = co._check_scheme(weights)
+    lv = check_level(level)
+    scheme = check_scheme(weights)
     o = Options(lv, scheme, judge, reference, positive)
     _ = o.pair  # validate
     return o
@@ -841,7 +848,7 @@ def clustered_bootstrap(
     o = _options(level, weights, judge, reference, positive)
     d = _design(df, cluster_col, categories)
     if d.table.n_ratings:
-        co._check_level_values(d.table, o.level)
+        check_level_values(d.table, o.level)
     n_c = d.n_clusters
     w = resampling_weights(max(n_c, 1), n_boot, seed).astype(np.float64) if n_c else None
     out: dict[str, BootResult] = {}

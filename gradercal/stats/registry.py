@@ -53,6 +53,8 @@ from gradercal.stats.coefficients import (
     Stat,
     WeightScheme,
 )
+from gradercal.stats.coefficients.alpha import check_level, check_level_values
+from gradercal.stats.coefficients.ratings import check_scheme, rating_table
 
 __all__ = [
     "BOOTSTRAP_STATISTICS",
@@ -548,8 +550,8 @@ def statistic_keys(
     level: Level = "nominal", weights: WeightScheme | None = None
 ) -> tuple[str, ...]:
     """The keys :func:`rating_statistics` returns for a level and weighting, in order."""
-    lv = co._check_level(level)
-    weighted = co._check_scheme(weights) != "identity"
+    lv = check_level(level)
+    weighted = check_scheme(weights) != "identity"
     return tuple(s.key for s in _ENTRIES if lv in s.levels and (weighted or not s.weighted))
 
 
@@ -587,10 +589,10 @@ def rating_statistics(
         ValueError: Malformed ratings, unknown options, text values at a numeric level
             or with weights, a category ≤ 0 with ratio weights.
     """
-    lv = co._check_level(level)
-    scheme = co._check_scheme(weights)
-    t = co._table(df, categories)
-    co._check_level_values(t, lv)
+    lv = check_level(level)
+    scheme = check_scheme(weights)
+    t = rating_table(df, categories)
+    check_level_values(t, lv)
     co.weight_matrix(scheme, t.categories)  # refuses text and, for ratio, values ≤ 0
     plain = Options(level=lv)
     with_weights = Options(level=lv, weights=scheme)

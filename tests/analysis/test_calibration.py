@@ -19,15 +19,15 @@ from sklearn.utils.estimator_checks import check_estimator
 from gradercal.analysis import calibration as cal
 from gradercal.analysis.calibration.bootstrap import (
     _RANGES,
-    _features_criterion,
-    _features_response,
     _group_folds,
-    _make_design,
-    _refit_oof,
     _replicate_sums,
+    criterion_features,
+    make_design,
+    refit_oof,
+    response_features,
 )
 from gradercal.analysis.calibration.calibrators import _threshold_curve, _threshold_from_counts
-from gradercal.analysis.calibration.crossfit import _item_p, _item_X
+from gradercal.analysis.calibration.crossfit import item_features, item_probabilities
 from gradercal.analysis.scoring import response_scores
 from gradercal.formats import read_path
 from gradercal.frames import Frames, frames_from_data
@@ -211,7 +211,7 @@ def test_params_round_trip_through_json(demo: Frames, method: cal.Method) -> Non
     if method in cal.CRITERION_METHODS:
         items = cal.item_table(demo, "judge-gpt")
         codes = {g: k for k, g in enumerate(params["groups"])}
-        X = _item_X(items, method, codes)
+        X = item_features(items, method, codes)
         np.testing.assert_array_equal(rebuilt.predict(X), res.estimator.predict(X))
     else:
         x = np.linspace(0, 1, 21)[:, None]
@@ -483,7 +483,7 @@ def test_the_resampled_cross_fit_with_unit_weights_is_the_cross_fit(
     cf = cal.cross_fit(demo, "judge-gpt", method, holdout=0.3, seed=4, tag_prefix="axis:")
     d = cf.design
     assert d is not None and d.n_tasks == 7
-    fit = _refit_oof(d, np.ones(d.n_tasks))
+    fit = refit_oof(d, np.ones(d.n_tasks))
     assert fit is not None
     ref = (cf.items if cf.items is not None else cf.responses)["oof"].to_numpy(float)
     np.testing.assert_array_equal(np.isnan(fit[0]), np.isnan(ref))
@@ -492,8 +492,8 @@ def test_the_resampled_cross_fit_with_unit_weights_is_the_cross_fit(
     sums = _replicate_sums(d, np.ones(d.n_tasks))
     assert sums is not None
     if cf.items is not None:
-        np.testing.assert_allclose(sums[0], _features_criterion(cf.items)[1].sum(0))
-    resp = _features_response(cf.responses, demo.pass_threshold)[1].sum(0)
+        np.testing.assert_allclose(sums[0], criterion_features(cf.items)[1].sum(0))
+    resp = response_features(cf.responses, demo.pass_threshold)[1].sum(0)
     np.testing.assert_allclose(sums[1], resp, atol=2e-3 if method == "platt" else 1e-9)
 
 
@@ -506,18 +506,18 @@ def test_a_resample_is_the_cross_fit_of_the_copied_tasks() -> None:
     s = np.round(rng.random(120), 2)
     y = (rng.random(120) < 0.3 + 0.4 * s).astype(float)
     task = np.repeat([f"T{i}" for i in range(12)], 10)
-    d = _make_design(
+    d = make_design(
         "threshold", False, "kappa", 5, task.astype(object), s[:, None], y, np.ones(120, bool)
     )
     for _ in range(5):
         w = rng.multinomial(12, np.full(12, 1 / 12)).astype(float)
-        fit = _refit_oof(d, w)
+        fit = refit_oof(d, w)
         assert fit is not None
         rows = np.repeat(np.arange(120), w[d.row_task].astype(int))
         expected = np.full(120, np.nan)
         for train, test in GroupKFold(5).split(rows, groups=task[rows]):
             est = cal.ThresholdCalibrator().fit(s[rows[train], None], y[rows[train]].astype(int))
-            expected[rows[test]] = _item_p(est, s[rows[test], None])
+            expected[rows[test]] = item_probabilities(est, s[rows[test], None])
         np.testing.assert_array_equal(fit[0], expected)
 
 

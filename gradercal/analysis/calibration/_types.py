@@ -30,7 +30,8 @@ RESPONSE_METHODS: tuple[Method, ...] = ("isotonic", "platt")
 ThresholdMetric = Literal["kappa", "f1", "balanced_f1"]
 
 
-def _level(method: str) -> Literal["criterion", "response"]:
+def calibration_level(method: str) -> Literal["criterion", "response"]:
+    """Whether ``method`` calibrates criterion verdicts or response scores; ValueError if unknown."""
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, not {method!r}")
     return "criterion" if method in CRITERION_METHODS else "response"

@@ -13,7 +13,7 @@ predictions) is redone on every task resample (``oof_interval="refit"``), so the
 includes the variability of the fitting; the test figures resample the held-out tasks
 under the one final calibrator.
 
-The redone cross-fit works on plain arrays (:class:`_Design`) and fits from weighted
+The redone cross-fit works on plain arrays (:class:`RefitDesign`) and fits from weighted
 counts, without the estimators' validation, for speed; with every task drawn once it
 redoes :func:`gradercal.analysis.calibration.crossfit.cross_fit`'s procedure exactly (Platt
 to ``LogisticRegression``'s tolerance).
@@ -31,14 +31,19 @@ import pandas as pd
 
 from gradercal._util.distinct import map_distinct
 from gradercal.analysis.agreement import comparison_metrics
-from gradercal.analysis.calibration._types import FloatArray, Method, ThresholdMetric, _level
+from gradercal.analysis.calibration._types import (
+    FloatArray,
+    Method,
+    ThresholdMetric,
+    calibration_level,
+)
 from gradercal.analysis.calibration.calibrators import (
     ScoreCalibrator,
-    _make,
-    _thresholds_from_counts,
+    make_calibrator,
+    thresholds_from_counts,
 )
-from gradercal.analysis.calibration.reliability import N_BINS, _bin_index
-from gradercal.analysis.calibration.tables import _credit_parts
+from gradercal.analysis.calibration.reliability import N_BINS, bin_index
+from gradercal.analysis.calibration.tables import credit_parts
 from gradercal.analysis.context import AnalysisContext
 from gradercal.analysis.scoring import PASS_EPSILON
 from gradercal.frames import Frames
@@ -59,7 +64,7 @@ OOF_INTERVALS: tuple[OofInterval, ...] = get_args(OofInterval)
 
 
 @dataclass
-class _Design:
+class RefitDesign:
     """What a task resample needs to redo the cross-fit, as plain arrays.
 
     *Rows* are items (criterion level) or responses (response level); *tasks* are the
@@ -100,7 +105,7 @@ class _Design:
 
     @property
     def level(self) -> Literal["criterion", "response"]:
-        return _level(self.method)
+        return calibration_level(self.method)
 
 
 def _task_index(tasks: npt.NDArray[Any], lab: BoolArray) -> tuple[list[str], IntArray]:
@@ -111,7 +116,7 @@ def _task_index(tasks: npt.NDArray[Any], lab: BoolArray) -> tuple[list[str], Int
     return names, map_distinct(tasks, lambda t: code.get(str(t), -1)).astype(np.intp)
 
 
-def _make_design(
+def make_design(
     method: Method,
     per_group: bool,
     metric: ThresholdMetric,
@@ -121,21 +126,21 @@ def _make_design(
     y: FloatArray,
     lab: BoolArray,
     judge_met: BoolArray | None = None,
-) -> _Design:
+) -> RefitDesign:
     """The design of rows ``X``/``y``/``tasks`` (no response part; see
-    :func:`_add_responses`)."""
+    :func:`add_responses`)."""
     names, row_task = _task_index(tasks, lab)
     fold_order = np.asarray(sorted(range(len(names)), key=lambda k: names[k]), dtype=np.intp)
     fold_size = np.bincount(row_task[lab], minlength=len(names)).astype(np.float64)
-    est = _make(method, per_group, metric)
-    level = _level(method)
+    est = make_calibrator(method, per_group, metric)
+    level = calibration_level(method)
     group = (
         np.asarray(np.rint(X[:, 1]), dtype=np.intp)
         if level == "criterion" and per_group
         else np.full(len(X), -1, dtype=np.intp)
     )
     empty_i, empty_f = np.zeros(0, np.intp), np.zeros(0)
-    return _Design(
+    return RefitDesign(
         method=method,
         per_group=per_group and level == "criterion",
         metric="rate" if method == "leniency" else metric,
@@ -177,7 +182,7 @@ def _group_folds(sizes: FloatArray, k: int) -> IntArray:
     return fold
 
 
-def _refit_oof(d: _Design, w: FloatArray) -> tuple[FloatArray, FloatArray] | None:
+def refit_oof(d: RefitDesign, w: FloatArray) -> tuple[FloatArray, FloatArray] | None:
     """The cross-fit redone on the tasks drawn ``w`` times each (copies stay together).
 
     Returns the out-of-fold predictions of every row of a drawn task (NaN elsewhere) and
@@ -251,7 +256,9 @@ def _weighted_score_map(
     return np.asarray(est.predict(x_new[:, None]), np.float64)
 
 
-def _refit_thresholds(d: _Design, rfold: IntArray, rw: FloatArray, k: int, out: FloatArray) -> None:
+def _refit_thresholds(
+    d: RefitDesign, rfold: IntArray, rw: FloatArray, k: int, out: FloatArray
+) -> None:
     """Threshold-type fits of every fold from weighted counts per distinct score."""
     lab = np.flatnonzero(d.lab & (rfold >= 0))
     s, yl, fl, wl, gl = d.x[lab], d.y[lab] == 1.0, rfold[lab], rw[lab], d.group[lab]
@@ -288,7 +295,7 @@ def _refit_thresholds(d: _Design, rfold: IntArray, rw: FloatArray, k: int, out: 
                 fits_p.append(gp[f])
     if not rows:
         return
-    found = _thresholds_from_counts(values, np.stack(fits_c), np.stack(fits_p), d.metric)
+    found = thresholds_from_counts(values, np.stack(fits_c), np.stack(fits_p), d.metric)
     t = np.full(len(d.x), np.nan)
     for (f, code), value in zip(rows, found, strict=True):
         if code == -1:
@@ -308,7 +315,7 @@ def _conf_sums(pred: BoolArray, y: BoolArray, w: FloatArray) -> FloatArray:
 
 def _bin_sums(p: FloatArray, y: FloatArray, w: FloatArray) -> FloatArray:
     """Weighted sums of :func:`_bin_features` (per bin: count, Σp, Σy)."""
-    b = _bin_index(p)
+    b = bin_index(p)
     out = np.empty(3 * N_BINS)
     out[0::3] = np.bincount(b, weights=w, minlength=N_BINS)
     out[1::3] = np.bincount(b, weights=w * p, minlength=N_BINS)
@@ -319,7 +326,7 @@ def _bin_sums(p: FloatArray, y: FloatArray, w: FloatArray) -> FloatArray:
 def _criterion_sums(
     y: BoolArray, before_v: BoolArray, before_p: FloatArray, after_p: FloatArray, w: FloatArray
 ) -> FloatArray:
-    """The weighted column sums of :func:`_features_criterion`'s features."""
+    """The weighted column sums of :func:`criterion_features`'s features."""
     yf = y.astype(np.float64)
     return np.concatenate(
         [
@@ -336,7 +343,7 @@ def _criterion_sums(
 def _response_sums(
     before: FloatArray, after: FloatArray, y: FloatArray, w: FloatArray, cut: float
 ) -> FloatArray:
-    """The weighted column sums of :func:`_features_response`'s features."""
+    """The weighted column sums of :func:`response_features`'s features."""
     parts: list[Any] = []
     for pred in (before, after):
         e = pred - y
@@ -353,11 +360,11 @@ _CRITERION_WIDTH = 4 + 4 + 2 + 6 * N_BINS + 1
 _RESPONSE_WIDTH = 2 * (3 + 4 + 3 * N_BINS) + 1
 
 
-def _replicate_sums(d: _Design, w: FloatArray) -> tuple[FloatArray, FloatArray] | None:
+def _replicate_sums(d: RefitDesign, w: FloatArray) -> tuple[FloatArray, FloatArray] | None:
     """Criterion and response feature sums of the cross-fit redone on resample ``w``
     (the criterion part is empty at the response level, the response part when the
     design has no responses)."""
-    fit = _refit_oof(d, w)
+    fit = refit_oof(d, w)
     if fit is None:
         return None
     p, rw = fit
@@ -385,8 +392,8 @@ def _replicate_sums(d: _Design, w: FloatArray) -> tuple[FloatArray, FloatArray] 
     return crit, resp
 
 
-def _refit_replicates(
-    d: _Design, n_boot: int, seed: int
+def refit_replicates(
+    d: RefitDesign, n_boot: int, seed: int
 ) -> tuple[FloatArray | None, FloatArray | None]:
     """Feature sums (one row per resample; NaN where undefined) of the cross-fit redone
     on each of the ``n_boot`` task resamples of :func:`resampling_weights`."""
@@ -407,8 +414,8 @@ def _refit_replicates(
     return crit, resp
 
 
-def _add_responses(
-    d: _Design,
+def add_responses(
+    d: RefitDesign,
     frames: Frames,
     items: pd.DataFrame | None,
     resp: pd.DataFrame,
@@ -425,7 +432,7 @@ def _add_responses(
     if items is None:
         d.resp_eval = finite & d.lab
         return
-    parts, auto, need, pos = _credit_parts(frames, context)
+    parts, auto, need, pos = credit_parts(frames, context)
     row_of = {r: k for k, r in enumerate(resp["response_id"].to_numpy(object))}
     at = map_distinct(parts["response_id"].to_numpy(object), lambda r: row_of.get(r, -1)).astype(
         np.intp
@@ -445,7 +452,9 @@ def _add_responses(
     d.resp_eval = finite & (rpos > 0) & (n_items == rneed)
 
 
-def _features_criterion(items: pd.DataFrame) -> tuple[list[Any], FloatArray]:
+def criterion_features(items: pd.DataFrame) -> tuple[list[Any], FloatArray]:
+    """Per item with an out-of-fold prediction and a human verdict: its task and the sums the
+    criterion-level figures are made of (before/after confusion cells, Brier terms, bins)."""
     sel = np.isfinite(items["oof"].to_numpy(np.float64)) & np.isfinite(
         items["human_met"].to_numpy(np.float64)
     )
@@ -475,7 +484,7 @@ def _onehot_conf(pred: npt.NDArray[np.bool_], y: npt.NDArray[np.bool_]) -> Float
 
 
 def _bin_features(p: FloatArray, y: FloatArray) -> FloatArray:
-    b = _bin_index(p)
+    b = bin_index(p)
     out = np.zeros((len(p), 3 * N_BINS))
     r = np.arange(len(p))
     out[r, 3 * b] = 1.0
@@ -492,7 +501,8 @@ def _ece_from_sums(s: FloatArray) -> FloatArray:
     return out
 
 
-def _criterion_figures(s: FloatArray) -> dict[str, FloatArray]:
+def criterion_figures(s: FloatArray) -> dict[str, FloatArray]:
+    """The criterion-level figures (``before:…``, ``after:…``) from feature sums, one row each."""
     mb = comparison_metrics(s[:, 0:4])
     ma = comparison_metrics(s[:, 4:8])
     n = s[:, -1]
@@ -512,7 +522,9 @@ def _criterion_figures(s: FloatArray) -> dict[str, FloatArray]:
     return out
 
 
-def _features_response(resp: pd.DataFrame, threshold: float) -> tuple[list[Any], FloatArray]:
+def response_features(resp: pd.DataFrame, threshold: float) -> tuple[list[Any], FloatArray]:
+    """Per response with an out-of-fold score and both scores: its task and the sums the
+    response-level figures are made of (errors, pass/fail cells, bins)."""
     sel = (
         np.isfinite(resp["oof"].to_numpy(np.float64))
         & np.isfinite(resp["human_score"].to_numpy(np.float64))
@@ -536,7 +548,8 @@ def _features_response(resp: pd.DataFrame, threshold: float) -> tuple[list[Any],
     return list(r["task_id"]), np.hstack(cols) if len(r) else np.zeros((0, width))
 
 
-def _response_figures(s: FloatArray) -> dict[str, FloatArray]:
+def response_figures(s: FloatArray) -> dict[str, FloatArray]:
+    """The response-level figures (``before:…``, ``after:…``) from feature sums, one row each."""
     n = s[:, -1]
     safe = np.where(n > 0, n, 1.0)
     block = 3 + 4 + 3 * N_BINS
@@ -579,7 +592,7 @@ def _within(b: BootResult, lo: float, hi: float) -> BootResult:
     return replace(b, ci_low=min(max(b.ci_low, lo), hi), ci_high=max(min(b.ci_high, hi), lo))
 
 
-def _evaluate(
+def evaluate_replicates(
     tasks: list[Any],
     feats: FloatArray,
     figures: Any,
@@ -593,7 +606,7 @@ def _evaluate(
 
     The point estimates are the figures of the feature sums of all rows. The intervals
     come from ``replicates`` (feature sums, one row per resample, e.g. of the cross-fit
-    redone on each resample: :func:`_refit_replicates`) over ``n_clusters`` tasks when
+    redone on each resample: :func:`refit_replicates`) over ``n_clusters`` tasks when
     given, else from the task bootstrap of the rows' features as they are.
     """
     codes, labels = pd.factorize(pd.Series(tasks, dtype=object), sort=False)

@@ -104,10 +104,10 @@ def _threshold_from_counts(
     labelled met; values with ``count == 0`` are absent. With integer counts (copies of
     items) the result is exactly that of :func:`_threshold_curve` on the copies.
     """
-    return _thresholds_from_counts(values, count[None, :], positive[None, :], metric)[0]
+    return thresholds_from_counts(values, count[None, :], positive[None, :], metric)[0]
 
 
-def _thresholds_from_counts(
+def thresholds_from_counts(
     values: FloatArray, count: FloatArray, positive: FloatArray, metric: str
 ) -> list[float]:
     """:func:`_threshold_from_counts` of every row of ``count`` and ``positive`` (one
@@ -159,7 +159,7 @@ def _best_candidate(
     return _pick(cands, _candidate_values(pred_pos, tp, n, n_met, metric))
 
 
-class _ThresholdBase(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
+class ThresholdBase(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
     """Shared prediction of the threshold-type calibrators (per-group thresholds)."""
 
     per_group: bool
@@ -216,7 +216,7 @@ class _ThresholdBase(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
         return tags
 
 
-class ThresholdCalibrator(_ThresholdBase):
+class ThresholdCalibrator(ThresholdBase):
     """Predict "met" when the judge's probability reaches a learned threshold.
 
     ``X[:, 0]`` is the judge's probability ``s`` of met; with ``per_group=True``,
@@ -250,7 +250,7 @@ class ThresholdCalibrator(_ThresholdBase):
         return self
 
 
-class LeniencyCalibrator(_ThresholdBase):
+class LeniencyCalibrator(ThresholdBase):
     """Per-tag leniency correction: match the judge's met rate to the experts'.
 
     ``X[:, 0]`` is the judge's probability ``s`` of met; with ``per_group=True``,
@@ -382,7 +382,8 @@ class ScoreCalibrator(RegressorMixin, BaseEstimator):  # type: ignore[misc]
         return tags
 
 
-def _make(method: Method, per_group: bool, metric: ThresholdMetric) -> BaseEstimator:
+def make_calibrator(method: Method, per_group: bool, metric: ThresholdMetric) -> BaseEstimator:
+    """A new, unfitted calibrator of ``method`` (``metric``: what a threshold maximises)."""
     if method == "threshold":
         return ThresholdCalibrator(metric=metric, per_group=per_group)
     if method == "leniency":

@@ -25,9 +25,14 @@ import pandas as pd
 from sklearn.base import BaseEstimator  # type: ignore[import-untyped, unused-ignore]
 
 from gradercal._util.distinct import map_distinct
-from gradercal.analysis.calibration._types import FloatArray, Method, ThresholdMetric, _level
-from gradercal.analysis.calibration.bootstrap import _add_responses, _Design, _make_design
-from gradercal.analysis.calibration.calibrators import _make
+from gradercal.analysis.calibration._types import (
+    FloatArray,
+    Method,
+    ThresholdMetric,
+    calibration_level,
+)
+from gradercal.analysis.calibration.bootstrap import RefitDesign, add_responses, make_design
+from gradercal.analysis.calibration.calibrators import make_calibrator
 from gradercal.analysis.calibration.tables import (
     calibrated_response_scores,
     item_table,
@@ -39,7 +44,8 @@ from gradercal.frames import Frames
 __all__ = ["MIN_HOLDOUT_TASKS", "CrossFit", "cross_fit", "holdout_tasks"]
 
 
-def _item_X(items: pd.DataFrame, method: Method, codes: dict[str, int]) -> FloatArray:
+def item_features(items: pd.DataFrame, method: Method, codes: dict[str, int]) -> FloatArray:
+    """The calibrators' input for items: the judge's score and the group's code (-1: unseen)."""
     first = items["judge_score"].to_numpy(np.float64)
     # One lookup per distinct group (missing groups one by one: str(None) != str(nan)).
     gvals = items["group"].to_numpy(object)
@@ -52,7 +58,8 @@ def _item_X(items: pd.DataFrame, method: Method, codes: dict[str, int]) -> Float
     return np.column_stack([first, g])
 
 
-def _item_p(est: BaseEstimator, X: FloatArray) -> FloatArray:
+def item_probabilities(est: BaseEstimator, X: FloatArray) -> FloatArray:
+    """A fitted calibrator's probability of "met" (a one-class fit predicts its class)."""
     proba = est.predict_proba(X)
     if proba.shape[1] == 1:
         return np.full(len(X), 1.0 if est.classes_[0] == 1 else 0.0)
@@ -93,7 +100,7 @@ class CrossFit:
     held_out: list[str] = field(default_factory=list)
     estimator: BaseEstimator | None = None
     n_train: int = 0
-    design: _Design | None = field(default=None, repr=False)
+    design: RefitDesign | None = field(default=None, repr=False)
 
 
 #: Fewest labelled tasks that allow a held-out split (at least one held out and two
@@ -101,7 +108,7 @@ class CrossFit:
 MIN_HOLDOUT_TASKS = 4
 
 
-class _HoldoutRefused(ValueError):
+class HoldoutRefused(ValueError):
     """Too few tasks for the held-out split asked for."""
 
 
@@ -132,13 +139,13 @@ def holdout_tasks(tasks: Sequence[Any], holdout: float, seed: int = 0) -> list[s
     if holdout == 0.0:
         return []
     if n < MIN_HOLDOUT_TASKS:
-        raise _HoldoutRefused(
+        raise HoldoutRefused(
             f"a held-out split needs human-graded data on at least {MIN_HOLDOUT_TASKS} tasks; "
             f"found {n} (calibrate without one: holdout 0)"
         )
     k = max(1, math.ceil(holdout * n - 1e-9))
     if n - k < 2:
-        raise _HoldoutRefused(
+        raise HoldoutRefused(
             f"holdout {holdout:g} reserves {k} of the {n} human-graded tasks and leaves "
             f"{n - k} to calibrate on; at least 2 are needed (use a smaller share)"
         )
@@ -188,65 +195,25 @@ def cross_fit(
         ValueError: Fewer than two labelled calibration tasks, a held-out split that
             :func:`holdout_tasks` refuses, or an unknown method.
     """
-    from sklearn.model_selection import GroupKFold  # type: ignore[import-untyped, unused-ignore]
-
-    level = _level(method)
+    level = calibration_level(method)
     pg = (method == "leniency") if per_group is None else per_group
     resp = response_table(frames, judge, humans, context=context)
-    if level == "criterion":
-        items = item_table(frames, judge, humans, tag_prefix=tag_prefix, context=context)
-        gvals = items["group"].to_numpy(object)
-        gna = pd.isna(gvals)
-        groups = sorted({str(g) for g in pd.unique(gvals[~gna])} | {str(g) for g in gvals[gna]})
-        codes = {g: k for k, g in enumerate(groups)}
-        X = _item_X(items, method, codes)
-        labelled = np.isfinite(items["human_met"].to_numpy(np.float64))
-        tasks = items["task_id"].to_numpy(object)
-    else:
-        items = None
-        groups = []
-        codes = {}
-        X = resp["judge_score"].to_numpy(np.float64)[:, None]
-        labelled = np.isfinite(resp["human_score"].to_numpy(np.float64)) & np.isfinite(X[:, 0])
-        tasks = resp["task_id"].to_numpy(object)
+    items = (
+        item_table(frames, judge, humans, tag_prefix=tag_prefix, context=context)
+        if level == "criterion"
+        else None
+    )
+    groups, X, y, labelled, tasks = _design_rows(items, resp, method)
     held = holdout_tasks(tasks[labelled], holdout, seed)
     in_held = np.isin(np.asarray([str(t) for t in tasks], dtype=object), held)
     calib = labelled & ~in_held
-    lab_tasks = pd.unique(pd.Series(tasks[calib], dtype=object))
-    if len(lab_tasks) < 2:
-        raise ValueError(
-            f"calibration needs human-graded data on at least two tasks; found {len(lab_tasks)}"
-        )
-    k = max(2, min(n_splits, len(lab_tasks)))
-    gkf = GroupKFold(n_splits=k)
-    lab_idx = np.flatnonzero(calib)
-    folds: dict[str, int] = {}
-    for f, (_, test) in enumerate(gkf.split(lab_idx, groups=tasks[lab_idx])):
-        for t in set(tasks[lab_idx[test]]):
-            folds[str(t)] = f
-    fold_of = map_distinct(tasks, lambda t: folds.get(str(t), -1)).astype(np.int64)
-    y = (
-        items["human_met"].to_numpy(np.float64)
-        if items is not None
-        else resp["human_score"].to_numpy(np.float64)
-    )
+    k = max(2, min(n_splits, _count_calibration_tasks(tasks, calib)))
+    folds, fold_of = _task_folds(tasks, calib, k)
 
     def fit_predict(
         train: npt.NDArray[np.bool_], test: npt.NDArray[np.bool_], into: FloatArray
     ) -> BaseEstimator:
-        """Fit on the ``train`` rows; write predictions of the ``test`` rows ``into``."""
-        if level == "response":
-            test = test & np.isfinite(X[:, 0])
-        est = _make(method, pg, metric)
-        if level == "criterion":
-            est.fit(X[train], y[train].astype(np.int64))
-            if test.any():
-                into[test] = _item_p(est, X[test])
-        else:
-            est.fit(X[train], y[train])
-            if test.any():
-                into[test] = est.predict(X[test])
-        return est
+        return _fit_predict(make_calibrator(method, pg, metric), level, X, y, train, test, into)
 
     oof = np.full(len(X), np.nan)
     for f in range(k):
@@ -254,33 +221,113 @@ def cross_fit(
     # The final calibrator: every calibration task; it alone predicts the held-out tasks.
     test_p = np.full(len(X), np.nan)
     final = fit_predict(calib, in_held, test_p)
-    if items is not None:
-        items = items.assign(oof=oof, test=test_p)
-        resp = resp.assign(
-            oof=_scores_within(frames, items, resp, oof, list(folds), context),
-            test=(
-                _scores_within(frames, items, resp, test_p, held, context)
-                if held
-                else np.full(len(resp), np.nan)
-            ),
-        )
-    else:
-        resp = resp.assign(oof=oof, test=test_p)
-    design = _make_design(
-        method,
-        pg,
-        metric,
-        n_splits,
-        tasks,
-        X,
-        y,
-        calib,
-        items["judge_met"].to_numpy(bool) if items is not None else None,
-    )
-    _add_responses(design, frames, items, resp, context)
+    items, resp = _with_predictions(frames, items, resp, oof, test_p, list(folds), held, context)
+    judge_met = items["judge_met"].to_numpy(bool) if items is not None else None
+    design = make_design(method, pg, metric, n_splits, tasks, X, y, calib, judge_met)
+    add_responses(design, frames, items, resp, context)
     return CrossFit(
         method, level, folds, items, resp, groups, held, final, int(calib.sum()), design
     )
+
+
+def _count_calibration_tasks(tasks: Any, calib: npt.NDArray[np.bool_]) -> int:
+    """The number of distinct tasks of the calibration rows.
+
+    Raises:
+        ValueError: Fewer than two.
+    """
+    lab_tasks = pd.unique(pd.Series(tasks[calib], dtype=object))
+    if len(lab_tasks) < 2:
+        raise ValueError(
+            f"calibration needs human-graded data on at least two tasks; found {len(lab_tasks)}"
+        )
+    return len(lab_tasks)
+
+
+def _with_predictions(
+    frames: Frames,
+    items: pd.DataFrame | None,
+    resp: pd.DataFrame,
+    oof: FloatArray,
+    test_p: FloatArray,
+    calibration_tasks: list[str],
+    held: list[str],
+    context: AnalysisContext | None,
+) -> tuple[pd.DataFrame | None, pd.DataFrame]:
+    """The item and response tables with the ``oof`` and held-out ``test`` predictions;
+    at the criterion level the responses' scores are recomputed from the items'."""
+    if items is None:
+        return None, resp.assign(oof=oof, test=test_p)
+    items = items.assign(oof=oof, test=test_p)
+    resp = resp.assign(
+        oof=_scores_within(frames, items, resp, oof, calibration_tasks, context),
+        test=(
+            _scores_within(frames, items, resp, test_p, held, context)
+            if held
+            else np.full(len(resp), np.nan)
+        ),
+    )
+    return items, resp
+
+
+def _design_rows(
+    items: pd.DataFrame | None, resp: pd.DataFrame, method: Method
+) -> tuple[list[str], FloatArray, FloatArray, npt.NDArray[np.bool_], Any]:
+    """The rows a calibrator is fitted on: items (criterion level, ``items`` given) or
+    responses. Returns the groups (sorted tags; none at the response level), the features
+    ``X``, the human label ``y``, which rows are labelled, and each row's task."""
+    if items is not None:
+        gvals = items["group"].to_numpy(object)
+        gna = pd.isna(gvals)
+        groups = sorted({str(g) for g in pd.unique(gvals[~gna])} | {str(g) for g in gvals[gna]})
+        codes = {g: k for k, g in enumerate(groups)}
+        X = item_features(items, method, codes)
+        y = items["human_met"].to_numpy(np.float64)
+        return groups, X, y, np.isfinite(y), items["task_id"].to_numpy(object)
+    X = resp["judge_score"].to_numpy(np.float64)[:, None]
+    y = resp["human_score"].to_numpy(np.float64)
+    labelled = np.isfinite(y) & np.isfinite(X[:, 0])
+    return [], X, y, labelled, resp["task_id"].to_numpy(object)
+
+
+def _task_folds(
+    tasks: npt.NDArray[Any], calib: npt.NDArray[np.bool_], k: int
+) -> tuple[dict[str, int], npt.NDArray[np.int64]]:
+    """``GroupKFold(k)`` of the calibration rows by task: each calibration task's fold,
+    and each row's fold (-1 outside the calibration tasks)."""
+    from sklearn.model_selection import GroupKFold  # type: ignore[import-untyped, unused-ignore]
+
+    gkf = GroupKFold(n_splits=k)
+    lab_idx = np.flatnonzero(calib)
+    folds: dict[str, int] = {}
+    for f, (_, test) in enumerate(gkf.split(lab_idx, groups=tasks[lab_idx])):
+        for t in set(tasks[lab_idx[test]]):
+            folds[str(t)] = f
+    return folds, map_distinct(tasks, lambda t: folds.get(str(t), -1)).astype(np.int64)
+
+
+def _fit_predict(
+    est: BaseEstimator,
+    level: str,
+    X: FloatArray,
+    y: FloatArray,
+    train: npt.NDArray[np.bool_],
+    test: npt.NDArray[np.bool_],
+    into: FloatArray,
+) -> BaseEstimator:
+    """Fit ``est`` on the ``train`` rows; write predictions of the ``test`` rows ``into``
+    (probabilities of "met" for items, scores for responses with a judge score)."""
+    if level == "response":
+        test = test & np.isfinite(X[:, 0])
+    if level == "criterion":
+        est.fit(X[train], y[train].astype(np.int64))
+        if test.any():
+            into[test] = item_probabilities(est, X[test])
+    else:
+        est.fit(X[train], y[train])
+        if test.any():
+            into[test] = est.predict(X[test])
+    return est
 
 
 def _scores_within(

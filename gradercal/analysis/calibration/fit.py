@@ -33,27 +33,27 @@ from gradercal.analysis.calibration._types import (
 from gradercal.analysis.calibration.bootstrap import (
     OOF_INTERVALS,
     OofInterval,
-    _criterion_figures,
-    _evaluate,
-    _features_criterion,
-    _features_response,
-    _make_design,
-    _refit_oof,
-    _refit_replicates,
-    _response_figures,
+    criterion_features,
+    criterion_figures,
+    evaluate_replicates,
+    make_design,
+    refit_oof,
+    refit_replicates,
+    response_features,
+    response_figures,
 )
 from gradercal.analysis.calibration.calibrators import (
     LeniencyCalibrator,
     ScoreCalibrator,
+    ThresholdBase,
     ThresholdCalibrator,
-    _ThresholdBase,
 )
 from gradercal.analysis.calibration.crossfit import (
     CrossFit,
-    _HoldoutRefused,
-    _item_p,
-    _item_X,
+    HoldoutRefused,
     cross_fit,
+    item_features,
+    item_probabilities,
 )
 from gradercal.analysis.calibration.reliability import reliability_table
 from gradercal.analysis.calibration.tables import (
@@ -123,7 +123,7 @@ def _params(est: BaseEstimator, method: Method, groups: list[str]) -> dict[str, 
         "groups": list(groups),
     }
     p["classes"] = [int(c) for c in est.classes_] if hasattr(est, "classes_") else None
-    if isinstance(est, _ThresholdBase):
+    if isinstance(est, ThresholdBase):
         p["threshold"] = est.threshold_
         p["train_score"] = est.score_
         p["group_thresholds"] = {
@@ -158,7 +158,7 @@ def calibrator_from_params(params: dict[str, Any]) -> BaseEstimator:
     sk = dict(params.get("sklearn_params") or {})
     est: BaseEstimator
     if method in CRITERION_METHODS:
-        t: _ThresholdBase = (
+        t: ThresholdBase = (
             ThresholdCalibrator(**sk) if method == "threshold" else LeniencyCalibrator(**sk)
         )
         t.threshold_ = float(params["threshold"])
@@ -210,20 +210,20 @@ def _figures(
     tasks) and the test figures (``test``, the held-out tasks). The intervals of the
     test figures resample the held-out tasks under the one final calibrator; those of
     the out-of-fold figures redo the whole cross-fit on every resample of the
-    calibration tasks with ``interval="refit"`` (:func:`_refit_replicates`).
+    calibration tasks with ``interval="refit"`` (:func:`refit_replicates`).
     """
     out: dict[str, Any] = {}
     crit_reps: FloatArray | None = None
     resp_reps: FloatArray | None = None
     clusters: int | None = None
     if column == "oof" and interval == "refit" and cf.design is not None and n_boot > 0:
-        crit_reps, resp_reps = _refit_replicates(cf.design, n_boot, seed)
+        crit_reps, resp_reps = refit_replicates(cf.design, n_boot, seed)
         clusters = cf.design.n_tasks
     if cf.items is not None:
         items = cf.items.assign(oof=cf.items[column])
-        t, f = _features_criterion(items)
-        out["criterion"] = _evaluate(
-            t, f, _criterion_figures, n_boot, seed, ci, crit_reps, clusters
+        t, f = criterion_features(items)
+        out["criterion"] = evaluate_replicates(
+            t, f, criterion_figures, n_boot, seed, ci, crit_reps, clusters
         )
         sel = np.isfinite(items["oof"]) & np.isfinite(items["human_met"])
         it = items.loc[sel]
@@ -233,8 +233,10 @@ def _figures(
             "after": reliability_table(it["oof"], it["human_met"]),
         }
     resp = cf.responses.assign(oof=cf.responses[column])
-    t, f = _features_response(resp, frames.pass_threshold)
-    out["response"] = _evaluate(t, f, _response_figures, n_boot, seed, ci, resp_reps, clusters)
+    t, f = response_features(resp, frames.pass_threshold)
+    out["response"] = evaluate_replicates(
+        t, f, response_figures, n_boot, seed, ci, resp_reps, clusters
+    )
     rsel = (
         np.isfinite(resp["oof"])
         & np.isfinite(resp["human_score"])
@@ -351,23 +353,42 @@ def fit_calibration(
         h for h in (list(humans) if humans is not None else human_graders(frames)) if h != judge
     ]
     pg = (method == "leniency") if per_group is None else per_group
-    options: dict[str, Any] = {
-        "n_splits": n_splits,
-        "per_group": pg,
-        "metric": metric,
-        "tag_prefix": tag_prefix,
-        "seed": seed,
-    }
+    options: dict[str, Any] = {"n_splits": n_splits, "per_group": pg, "metric": metric}
+    options |= {"tag_prefix": tag_prefix, "seed": seed}
     warnings: list[str] = []
+    cf = _holding_out(frames, judge, method, names, holdout, strict_holdout, warnings, options)
+    if oof_interval not in OOF_INTERVALS:
+        raise ValueError(f"oof_interval must be one of {OOF_INTERVALS}, not {oof_interval!r}")
+    metrics = _metrics(frames, cf, n_boot, seed, ci, oof_interval)
+    return _result(frames, cf, judge, names, benchmark, holdout, options, metrics, warnings)
+
+
+def _holding_out(
+    frames: Frames,
+    judge: str,
+    method: Method,
+    names: list[str],
+    holdout: float,
+    strict_holdout: bool,
+    warnings: list[str],
+    options: dict[str, Any],
+) -> CrossFit:
+    """:func:`cross_fit` with ``holdout``; when the held-out split is refused, raise
+    (``strict_holdout``) or cross-fit again holding nothing out and add a warning."""
     try:
-        cf = cross_fit(frames, judge, method, names, holdout=holdout, **options)
-    except _HoldoutRefused as exc:
+        return cross_fit(frames, judge, method, names, holdout=holdout, **options)
+    except HoldoutRefused as exc:
         if strict_holdout:
             raise
         warnings.append(f"nothing held out: {exc}")
-        cf = cross_fit(frames, judge, method, names, holdout=0.0, **options)
-    if oof_interval not in OOF_INTERVALS:
-        raise ValueError(f"oof_interval must be one of {OOF_INTERVALS}, not {oof_interval!r}")
+        return cross_fit(frames, judge, method, names, holdout=0.0, **options)
+
+
+def _metrics(
+    frames: Frames, cf: CrossFit, n_boot: int, seed: int, ci: float, oof_interval: OofInterval
+) -> dict[str, Any]:
+    """The result's ``metrics``: the out-of-fold figures, the bootstrap's settings and
+    the held-out test figures (None without held-out tasks)."""
     metrics: dict[str, Any] = {"level": cf.level}
     metrics |= _figures(frames, cf, "oof", n_boot, seed, ci, oof_interval)
     metrics["n_tasks"] = len(cf.folds)
@@ -388,10 +409,30 @@ def fit_calibration(
         if cf.held_out
         else None
     )
-    est = cf.estimator
-    assert est is not None
+    return metrics
+
+
+def _result(
+    frames: Frames,
+    cf: CrossFit,
+    judge: str,
+    names: list[str],
+    benchmark: str | None,
+    holdout: float,
+    options: dict[str, Any],
+    metrics: dict[str, Any],
+    warnings: list[str],
+) -> CalibrationResult:
+    """The :class:`CalibrationResult` of a cross-fit (``options``: those of
+    :func:`cross_fit`): the final calibrator, its parameters, the figures, the split and
+    the provenance."""
     from gradercal import __version__
 
+    method, seed = cf.method, options["seed"]
+    tag_prefix, metric = options["tag_prefix"], options["metric"]
+
+    est = cf.estimator
+    assert est is not None
     return CalibrationResult(
         judge=judge,
         method=method,
@@ -455,7 +496,7 @@ def criterion_cross_fit(
     g = np.asarray(groups, np.float64) if groups is not None else np.full(len(s), -1.0)
     if oof_interval not in OOF_INTERVALS:
         raise ValueError(f"oof_interval must be one of {OOF_INTERVALS}, not {oof_interval!r}")
-    d = _make_design(
+    d = make_design(
         method,
         per_group,
         metric,
@@ -468,16 +509,16 @@ def criterion_cross_fit(
     )
     if d.n_tasks < 2:
         raise ValueError("needs labelled items on at least two tasks")
-    fit = _refit_oof(d, np.ones(d.n_tasks))
+    fit = refit_oof(d, np.ones(d.n_tasks))
     assert fit is not None
     items = pd.DataFrame(
         {"task_id": tk, "oof": fit[0], "human_met": yy, "judge_met": s >= 0.5, "judge_score": s}
     )
-    t, f = _features_criterion(items)
+    t, f = criterion_features(items)
     if oof_interval == "fixed":
-        return _evaluate(t, f, _criterion_figures, n_boot, seed, ci)
-    reps, _ = _refit_replicates(d, n_boot, seed)
-    return _evaluate(t, f, _criterion_figures, n_boot, seed, ci, reps, d.n_tasks)
+        return evaluate_replicates(t, f, criterion_figures, n_boot, seed, ci)
+    reps, _ = refit_replicates(d, n_boot, seed)
+    return evaluate_replicates(t, f, criterion_figures, n_boot, seed, ci, reps, d.n_tasks)
 
 
 def apply_calibration(
@@ -501,7 +542,11 @@ def apply_calibration(
     if method in CRITERION_METHODS:
         items = item_table(frames, judge, humans, tag_prefix=params.get("tag_prefix"))
         codes = {g: k for k, g in enumerate(params.get("groups") or [])}
-        p = _item_p(est, _item_X(items, method, codes)) if len(items) else np.zeros(0)
+        p = (
+            item_probabilities(est, item_features(items, method, codes))
+            if len(items)
+            else np.zeros(0)
+        )
         scored = calibrated_response_scores(frames, items, p)
         out = scored.merge(
             resp.loc[:, ["response_id", "judge_score"]], on="response_id", how="left"

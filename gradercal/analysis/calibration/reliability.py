@@ -26,7 +26,8 @@ def brier_score(p: npt.ArrayLike, y: npt.ArrayLike) -> float | None:
     return None if len(pa) == 0 else float(np.mean((pa - ya) ** 2))
 
 
-def _bin_index(p: FloatArray, n_bins: int = N_BINS) -> npt.NDArray[np.intp]:
+def bin_index(p: FloatArray, n_bins: int = N_BINS) -> npt.NDArray[np.intp]:
+    """The reliability bin of each probability (``n_bins`` equal bins of [0, 1]; 1 in the last)."""
     b = np.minimum(np.floor(np.clip(p, 0.0, 1.0) * n_bins), n_bins - 1)
     return np.asarray(b, dtype=np.intp)
 
@@ -40,7 +41,7 @@ def reliability_table(
     with ``n = 0`` and null means.
     """
     pa, ya = np.asarray(p, np.float64), np.asarray(y, np.float64)
-    b = _bin_index(pa, n_bins)
+    b = bin_index(pa, n_bins)
     out = []
     for k in range(n_bins):
         sel = b == k
@@ -64,7 +65,7 @@ def expected_calibration_error(
     pa, ya = np.asarray(p, np.float64), np.asarray(y, np.float64)
     if len(pa) == 0:
         return None
-    b = _bin_index(pa, n_bins)
+    b = bin_index(pa, n_bins)
     sp = np.bincount(b, weights=pa, minlength=n_bins)
     sy = np.bincount(b, weights=ya, minlength=n_bins)
     return float(np.sum(np.abs(sp - sy)) / len(pa))

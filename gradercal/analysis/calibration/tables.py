@@ -78,40 +78,13 @@ def item_table(
         for h in (list(humans) if humans is not None else human_graders(frames))
         if h not in judges
     ]
-    judged = v = verdicts(frames, judges, context=context)
-    keys = ["response_id", "criterion_id"]
-    raw = frames.judgments.loc[frames.judgments["grader"].isin(judges)]
-    raw = raw.drop_duplicates([*keys, "grader"], keep="last").loc[:, [*keys, "grader", "level"]]
-    # one raw judgment per verdict at most: the rows of ``judged``, in order
-    v = v.merge(raw, on=[*keys, "grader"], how="left")
-    top = np.clip(v["levels"].to_numpy(np.float64), 2.0, None) - 1.0
-    level = np.asarray(v["level"].astype("Float64").to_numpy(np.float64, na_value=np.nan))
-    partial = np.where(
-        ~v["met"].to_numpy(bool) & ~np.isnan(level), np.clip(level, 0.0, top) / top, 0.0
-    )
-    conf = v["confidence"].to_numpy(np.float64)
-    met = v["met"].to_numpy(bool)
-    score = np.where(np.isnan(conf), met.astype(np.float64), np.where(met, conf, 1.0 - conf))
-    v = v.assign(judge_score=np.clip(score, 0.0, 1.0), judge_partial=partial)
+    judged = verdicts(frames, judges, context=context)
+    v = _scored_verdicts(frames, judges, judged)
     if len(judges) == 1:
         out = v.rename(columns={"met": "judge_met"})
         items = judged  # the same rows: pair them by the context's unit positions
     else:
-        g = v.groupby(keys, sort=False)
-        agg = g.agg(
-            n=("grader", "size"),
-            share=("met", "mean"),
-            partial=("judge_partial", "mean"),
-        ).reset_index()
-        agg = agg.loc[agg["n"] == len(judges)]
-        first = v.drop_duplicates(keys).drop(columns=["met", "judge_score", "judge_partial"])
-        out = first.merge(agg, on=keys, how="inner")
-        out = out.assign(
-            judge_met=out["share"].to_numpy(np.float64) > 0.5,
-            judge_score=out["share"].to_numpy(np.float64),
-            judge_partial=out["partial"].to_numpy(np.float64),
-        )
-        items = out
+        out = items = _votes(v, len(judges))
     cons = consensus_verdicts(frames, names, context=context) if names else None
     if cons is not None and not cons.empty:
         i, c = pair(context, items, cons, keep_unmatched=True)
@@ -135,6 +108,45 @@ def item_table(
             "judge_partial": out["judge_partial"].to_numpy(np.float64),
             "human_met": human,
         }
+    )
+
+
+def _scored_verdicts(frames: Frames, judges: list[str], judged: pd.DataFrame) -> pd.DataFrame:
+    """The judges' verdicts ``judged`` (same rows, in order) with ``judge_score`` (the
+    probability ``s`` of the module docstring) and ``judge_partial`` (partial credit ``f``)."""
+    keys = ["response_id", "criterion_id"]
+    raw = frames.judgments.loc[frames.judgments["grader"].isin(judges)]
+    raw = raw.drop_duplicates([*keys, "grader"], keep="last").loc[:, [*keys, "grader", "level"]]
+    # one raw judgment per verdict at most: the rows of ``judged``, in order
+    v = judged.merge(raw, on=[*keys, "grader"], how="left")
+    top = np.clip(v["levels"].to_numpy(np.float64), 2.0, None) - 1.0
+    level = np.asarray(v["level"].astype("Float64").to_numpy(np.float64, na_value=np.nan))
+    partial = np.where(
+        ~v["met"].to_numpy(bool) & ~np.isnan(level), np.clip(level, 0.0, top) / top, 0.0
+    )
+    conf = v["confidence"].to_numpy(np.float64)
+    met = v["met"].to_numpy(bool)
+    score = np.where(np.isnan(conf), met.astype(np.float64), np.where(met, conf, 1.0 - conf))
+    return v.assign(judge_score=np.clip(score, 0.0, 1.0), judge_partial=partial)
+
+
+def _votes(v: pd.DataFrame, n_judges: int) -> pd.DataFrame:
+    """One row per item every one of ``n_judges`` judges rated: ``judge_met`` when most
+    said met, ``judge_score`` their share saying met, ``judge_partial`` the mean credit."""
+    keys = ["response_id", "criterion_id"]
+    g = v.groupby(keys, sort=False)
+    agg = g.agg(
+        n=("grader", "size"),
+        share=("met", "mean"),
+        partial=("judge_partial", "mean"),
+    ).reset_index()
+    agg = agg.loc[agg["n"] == n_judges]
+    first = v.drop_duplicates(keys).drop(columns=["met", "judge_score", "judge_partial"])
+    out = first.merge(agg, on=keys, how="inner")
+    return out.assign(
+        judge_met=out["share"].to_numpy(np.float64) > 0.5,
+        judge_score=out["share"].to_numpy(np.float64),
+        judge_partial=out["partial"].to_numpy(np.float64),
     )
 
 
@@ -194,7 +206,7 @@ def calibrated_response_scores(
         docstring for the formula).
     """
     p = np.asarray(probability, dtype=np.float64)
-    resp, auto_credit, need, pos = _credit_parts(frames, context)
+    resp, auto_credit, need, pos = credit_parts(frames, context)
     credit = items["points"].to_numpy(np.float64) * (
         p + (1.0 - p) * items["judge_partial"].to_numpy(np.float64)
     )
@@ -216,7 +228,7 @@ def calibrated_response_scores(
     )
 
 
-def _credit_parts(
+def credit_parts(
     frames: Frames, context: AnalysisContext | None = None
 ) -> tuple[pd.DataFrame, FloatArray, FloatArray, FloatArray]:
     """The parts of a response score that do not depend on the judged criteria.
