@@ -12,7 +12,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from sqlalchemy import Row, Table, func, insert, select, tuple_, update
+from sqlalchemy import Row, Select, Table, func, insert, select, tuple_, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -54,6 +54,26 @@ Progress = Callable[[str, int, int], None]
 """Progress callback: ``(stage, done, total)``."""
 
 _JUDGMENT_FIELDS = ("met", "level", "confidence", "rationale", "unclear", "unclear_note")
+
+
+def judgments_with_names(*columns: Any, task: bool = False) -> Select[Any]:
+    """``SELECT columns FROM judgment``, joined to what names a verdict: its response
+    (``Response.external_id``), criterion (``Criterion.external_id``, its kind and version)
+    and grader (``Grader.name``, kind, model) — with ``task``, also the response's task
+    (``Task.external_id``, position, benchmark).
+
+    The one join behind every list of verdicts by external ids and names (exports, frames,
+    stale counts, acceptance, a judge's verdicts); callers add their WHERE and ORDER BY.
+    Every join is inner along a non-null foreign key, so it keeps every judgment row.
+    """
+    q = (
+        select(*columns)
+        .select_from(m.Judgment)
+        .join(m.Response, m.Response.id == m.Judgment.response_id)
+        .join(m.Criterion, m.Criterion.id == m.Judgment.criterion_id)
+        .join(m.Grader, m.Grader.id == m.Judgment.grader_id)
+    )
+    return q.join(m.Task, m.Task.id == m.Response.task_id) if task else q
 
 
 def judgment_snapshot(row: Any, *extra: str) -> dict[str, Any]:
@@ -1158,7 +1178,7 @@ class Repository:
         bench = self.benchmark(benchmark)
         with self.db.read() as s:
             q = (
-                select(
+                judgments_with_names(
                     m.Response.external_id.label("response_id"),
                     m.Criterion.external_id.label("criterion_id"),
                     m.Grader.name.label("grader"),
@@ -1171,11 +1191,8 @@ class Repository:
                     m.Judgment.revision,
                     m.Judgment.task_version,
                     m.Task.version.label("current_version"),
+                    task=True,
                 )
-                .join(m.Response, m.Response.id == m.Judgment.response_id)
-                .join(m.Criterion, m.Criterion.id == m.Judgment.criterion_id)
-                .join(m.Grader, m.Grader.id == m.Judgment.grader_id)
-                .join(m.Task, m.Task.id == m.Response.task_id)
                 .where(m.Response.benchmark_id == bench.id)
                 .order_by(
                     m.Task.position,
@@ -1391,7 +1408,7 @@ class Repository:
             ).all()
             responses = make_frame(RESPONSE_DTYPES, (tuple(r) for r in resp_rows))
             j_rows = conn.execute(
-                select(
+                judgments_with_names(
                     m.Response.external_id,
                     m.Criterion.external_id,
                     m.Grader.name,
@@ -1405,9 +1422,6 @@ class Repository:
                     m.Judgment.task_version,
                     m.Criterion.verdict_version,
                 )
-                .join(m.Response, m.Response.id == m.Judgment.response_id)
-                .join(m.Criterion, m.Criterion.id == m.Judgment.criterion_id)
-                .join(m.Grader, m.Grader.id == m.Judgment.grader_id)
                 .where(m.Response.benchmark_id == bench.id)
                 .order_by(m.Judgment.id)
             ).all()
