@@ -1,6 +1,19 @@
-"""Repository: the only place that turns domain objects into rows and rows into frames.
+"""Repository: a benchmark into rows and back — the import (domain objects to rows), the
+exports' records, and :meth:`Repository.load_frames` (rows to the analysis frames).
 
-Everything above ``gradercal.db`` (CLI, UI) calls these methods and never writes SQL.
+It is not the only module that writes rows or makes frames: each workflow of the team keeps
+its own tables in its own module of :mod:`gradercal.db` — grading (``grading``),
+adjudication, assignments, judge runs (``judging``, ``judge_batch``), calibrations,
+clarifications, rubric revisions, packets — each save in one transaction, and
+:mod:`gradercal.db.frames_read` reads the frames that ``load_frames`` returns (others,
+such as ``calibrations`` and ``acceptance``, make their own small frames). What this
+module holds for all of them: the :class:`Repository` they start from (benchmark lookup,
+the catalog), the judgment-with-names join (:func:`judgments_with_names`) and the
+snapshots a revision keeps (:func:`judgment_snapshot`, :func:`adjudication_snapshot`).
+
+Everything above ``gradercal.db`` (CLI, UI) calls the methods of these modules and never
+writes SQL (of SQLAlchemy the front ends import only its error classes, and the app
+preloads the SQLite dialect).
 """
 
 from __future__ import annotations
