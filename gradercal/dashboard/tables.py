@@ -35,6 +35,8 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from gradercal.model import verdict_word
+
 if TYPE_CHECKING:
     from gradercal.analysis.versions import VerdictEras
     from gradercal.frames import Frames
@@ -245,7 +247,7 @@ def _health_report(h: pd.DataFrame, overview: Mapping[str, Any], max_rows: int) 
 def _verdict_text(x: Any) -> str:
     if x is None or (isinstance(x, float) and math.isnan(x)):
         return "—"
-    return "met" if x else "not met"
+    return verdict_word(bool(x))
 
 
 def _verdict(name: str) -> Callable[[dict[str, Any]], Cell]:

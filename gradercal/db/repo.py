@@ -48,6 +48,7 @@ from gradercal.model import (
     Judgment,
     Response,
     Task,
+    verdict_word,
 )
 
 if TYPE_CHECKING:  # pandas and the file formats load on first use (app start-up time)
@@ -335,7 +336,7 @@ class StaleAdjudicationError(ConflictError):
         verdict = (
             f"level {current.level}"
             if current.level is not None
-            else ("met" if current.met else "not met")
+            else verdict_word(bool(current.met))
         )
         said = f" ({current.note})" if current.note else ""
         super().__init__(

@@ -13,6 +13,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from gradercal.model import verdict_word
 from gradercal.prompt_package.package import PromptPackage
 
 __all__ = ["to_markdown"]
@@ -260,7 +261,7 @@ def to_markdown(package: PromptPackage) -> str:
     if not package.examples:
         out += ["None.", ""]
     for i, (ex, shot) in enumerate(zip(package.examples, p.few_shot, strict=False), 1):
-        verdict = "met" if ex["criteria_met"] else "not met"
+        verdict = verdict_word(bool(ex["criteria_met"]))
         out.append(
             f"{i}. **{_md(ex['task_id'])}/{_md(ex['criterion_id'])}** on response "
             f"{_md(ex['response_id'])}: **{verdict}** (judge said "
@@ -359,4 +360,4 @@ def _label(key: Any) -> str:
 
 
 def _verdict_word(v: Any) -> str:
-    return "—" if v is None else ("met" if v else "not met")
+    return verdict_word(None if v is None else bool(v))
