@@ -23,6 +23,7 @@ import click
 
 from gradercal._util.jsonsafe import json_safe
 from gradercal.cli.common import (
+    EngineChoice,
     benchmark_option,
     ci_option,
     db_option,
@@ -50,7 +51,13 @@ __all__ = ["agreement", "alttest", "calibrate", "estimate", "health", "impact", 
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-METHOD_CHOICES = ("threshold", "leniency", "isotonic", "platt")
+
+def _calibration_methods() -> tuple[str, ...]:
+    from gradercal.analysis.calibration import METHODS
+
+    return METHODS
+
+
 #: Share of the human-graded tasks ``calibrate`` holds out unless told otherwise.
 DEFAULT_HOLDOUT = 0.25
 BY_CHOICES = ("criterion", "tag", "workflow", "domain")
@@ -606,7 +613,7 @@ def alttest(
 @click.option("--judge", "-j", metavar="NAME", required=True, help="The judge to calibrate.")
 @click.option(
     "--method",
-    type=click.Choice(METHOD_CHOICES),
+    type=EngineChoice(_calibration_methods),
     default="threshold",
     show_default=True,
     help="threshold/leniency correct criterion verdicts; isotonic/platt map response scores.",
@@ -1123,7 +1130,7 @@ def health(
 @click.option("--judge", "-j", metavar="NAME", required=True, help="The judge.")
 @click.option(
     "--calibration",
-    type=click.Choice(["active", "none", *METHOD_CHOICES]),
+    type=EngineChoice(lambda: ("active", "none", *_calibration_methods())),
     default="active",
     show_default=True,
     help="Calibrated judge column: the method of the judge's active saved calibration, "

@@ -11,7 +11,7 @@ import functools
 import json
 import re
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -30,6 +30,27 @@ if TYPE_CHECKING:
 F = TypeVar("F", bound=Callable[..., Any])
 
 BREAKDOWNS = ("workflow", "domain", "artifacts", "answer_format")
+
+
+class EngineChoice(click.Choice[str]):
+    """A ``click.Choice`` whose choices are an engine's own list (its registry), read each
+    time they are needed — the command's ``--help`` or the parsing of its options — so the
+    option never copies the list and importing a command module still loads no engine.
+
+    ``names`` returns the list, importing the engine itself (a ``lambda`` with a local
+    import)."""
+
+    def __init__(self, names: Callable[[], Sequence[str]]) -> None:
+        self._names = names
+        super().__init__(())
+
+    @property
+    def choices(self) -> tuple[str, ...]:
+        return tuple(self._names())
+
+    @choices.setter
+    def choices(self, _value: object) -> None:  # click.Choice.__init__ sets it
+        pass
 
 
 def emit_json(obj: Any) -> None:

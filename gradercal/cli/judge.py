@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from gradercal.cli.common import (
+    EngineChoice,
     benchmark_option,
     calibrated_summary,
     db_option,
@@ -74,6 +75,12 @@ class _Connection:
 
 
 _CONNECTION_FIELDS = tuple(f.name for f in dataclasses.fields(_Connection))
+
+
+def _response_formats() -> tuple[str, ...]:
+    from gradercal.judge.client import RESPONSE_FORMATS
+
+    return RESPONSE_FORMATS
 
 
 def _connection_options(fn: F) -> F:
@@ -564,7 +571,7 @@ def judge() -> None:
 @click.option("--seed", type=int, help="Sampling seed, for servers that honour it.")
 @click.option(
     "--response-format",
-    type=click.Choice(["json_object", "json_schema", "none"]),
+    type=EngineChoice(_response_formats),
     default="json_object",
     show_default=True,
     help="JSON mode, structured output, or none.",

@@ -31,6 +31,7 @@ from click.core import ParameterSource
 from gradercal.cli.common import db_option_unused, emit_json, fail, text_console
 from gradercal.errors import Problem, ValidationError
 from gradercal.stats.bootstrap import (
+    CI_METHODS,
     BootResult,
     CiMethod,
     clustered_bootstrap,
@@ -461,7 +462,7 @@ def _fmt(x: float | None) -> str:
 )
 @click.option(
     "--ci-method",
-    type=click.Choice(["expanded_percentile", "percentile", "bca"]),
+    type=click.Choice(CI_METHODS),
     default="expanded_percentile",
     show_default=True,
     help="Bootstrap interval: the percentile interval widened for few clusters (Hesterberg "
