@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from gradercal._util.jsonsafe import json_safe
+from gradercal._util.numbers import fixed
 from gradercal.cli.common import (
     EngineChoice,
     benchmark_option,
@@ -123,8 +124,7 @@ def _console() -> Console:
     return text_console(width=120)
 
 
-def _num(v: Any, digits: int = 3) -> str:
-    return "—" if v is None else f"{v:.{digits}f}"
+_num = fixed
 
 
 def _cell(fig: dict[str, Any] | None, digits: int = 3, pct: bool = False) -> str:
@@ -1327,7 +1327,7 @@ def _print_meta_eval(meta: dict[str, Any]) -> None:
         t.add_column(c, justify="right")
 
     def cell(x: Any) -> str:
-        return "—" if x is None else f"{x:.3f}"
+        return fixed(x)
 
     for r in [*meta["judges"], *meta["humans"]]:
         t.add_row(

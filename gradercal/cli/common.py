@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from gradercal._util.jsonsafe import json_safe
+from gradercal._util.numbers import percent
 from gradercal.errors import GradercalError
 
 if TYPE_CHECKING:
@@ -387,7 +388,7 @@ def print_calibrated(report: dict[str, Any] | None) -> None:
     )
 
     def pct(x: float | None) -> str:
-        return "—" if x is None else f"{x:.1%}"
+        return percent(x)
 
     for row in report["models"]:
         click.echo(

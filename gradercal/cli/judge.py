@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from gradercal._util.numbers import percent
 from gradercal.cli.common import (
     EngineChoice,
     benchmark_option,
@@ -1044,7 +1045,7 @@ def _print_probe_report(report: dict[str, Any]) -> None:
     for col in ("probe", "n", "flips", "rate", "95% CI", "→ met", "→ not met", "failed", "skipped"):
         table.add_column(col, justify="left" if col == "probe" else "right")
     for p in report["probes"]:
-        rate = "—" if p["rate"] is None else f"{p['rate']:.1%}"
+        rate = percent(p["rate"])
         table.add_row(
             p["probe"],
             str(p["n"]),
@@ -1068,7 +1069,7 @@ def _print_probe_report(report: dict[str, Any]) -> None:
     for col in ("words", "n", "judge met", "experts met", "leniency", "P(met | experts not)"):
         sub.add_column(col, justify="right")
     for b in lb["bins"]:
-        fm = "—" if b["false_met_rate"] is None else f"{b['false_met_rate']:.1%}"
+        fm = percent(b["false_met_rate"])
         sub.add_row(
             f"{b['words_min']}–{b['words_max']}",
             str(b["n"]),

@@ -28,6 +28,7 @@ import click
 import pandas as pd
 from click.core import ParameterSource
 
+from gradercal._util.numbers import fixed
 from gradercal.cli.common import db_option_unused, emit_json, fail, text_console
 from gradercal.errors import Problem, ValidationError
 from gradercal.stats.bootstrap import (
@@ -400,7 +401,7 @@ def _stat_json(
 
 
 def _fmt(x: float | None) -> str:
-    return "—" if x is None else f"{x:.4f}"
+    return fixed(x, 4)
 
 
 @click.command(

@@ -13,6 +13,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from gradercal._util.numbers import cell
 from gradercal.model import verdict_word
 from gradercal.prompt_package.package import PromptPackage
 
@@ -20,12 +21,8 @@ __all__ = ["to_markdown"]
 
 
 def _num(x: Any, digits: int = 3) -> str:
-    if x is None:
-        return "—"
-    if isinstance(x, bool):
-        return "yes" if x else "no"
-    if isinstance(x, int | float):
-        return f"{x:.{digits}f}"
+    if x is None or isinstance(x, bool | int | float):
+        return cell(x, digits)
     return _md(x)
 
 
