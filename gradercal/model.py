@@ -21,6 +21,31 @@ DEFAULT_PASS_THRESHOLD = 0.70
 FORMAT_VERSION = 1
 
 
+#: How a verdict is written: :func:`verdict_word`.
+MET_WORD = "met"
+NOT_MET_WORD = "not met"
+#: The words read as a met / not-met verdict (lower case, surrounding space stripped): a
+#: table's cells (docs/formats.md), besides booleans and 1/0.
+MET_WORDS: frozenset[str] = frozenset({"true", "t", "1", "yes", "y", "met", "pass", "passed"})
+NOT_MET_WORDS: frozenset[str] = frozenset(
+    {"false", "f", "0", "no", "n", "not met", "not_met", "fail", "failed"}
+)
+
+
+def verdict_word(met: bool | None, missing: str = "—") -> str:
+    """``"met"`` or ``"not met"`` for a verdict; ``missing`` for no verdict (None)."""
+    if met is None:
+        return missing
+    return MET_WORD if met else NOT_MET_WORD
+
+
+def read_verdict_word(text: str) -> bool | None:
+    """The verdict a word says (:data:`MET_WORDS`, :data:`NOT_MET_WORDS`, any case), or
+    None when it is not a verdict word."""
+    word = text.strip().lower()
+    return True if word in MET_WORDS else False if word in NOT_MET_WORDS else None
+
+
 class ArtifactKind(StrEnum):
     """What an artifact is, which decides the viewer that shows it."""
 

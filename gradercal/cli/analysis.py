@@ -22,7 +22,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from gradercal._util.jsonsafe import json_safe
+from gradercal._util.numbers import fixed
 from gradercal.cli.common import (
+    EngineChoice,
     benchmark_option,
     ci_option,
     db_option,
@@ -50,7 +52,13 @@ __all__ = ["agreement", "alttest", "calibrate", "estimate", "health", "impact", 
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-METHOD_CHOICES = ("threshold", "leniency", "isotonic", "platt")
+
+def _calibration_methods() -> tuple[str, ...]:
+    from gradercal.analysis.calibration import METHODS
+
+    return METHODS
+
+
 #: Share of the human-graded tasks ``calibrate`` holds out unless told otherwise.
 DEFAULT_HOLDOUT = 0.25
 BY_CHOICES = ("criterion", "tag", "workflow", "domain")
@@ -116,8 +124,7 @@ def _console() -> Console:
     return text_console(width=120)
 
 
-def _num(v: Any, digits: int = 3) -> str:
-    return "—" if v is None else f"{v:.{digits}f}"
+_num = fixed
 
 
 def _cell(fig: dict[str, Any] | None, digits: int = 3, pct: bool = False) -> str:
@@ -606,7 +613,7 @@ def alttest(
 @click.option("--judge", "-j", metavar="NAME", required=True, help="The judge to calibrate.")
 @click.option(
     "--method",
-    type=click.Choice(METHOD_CHOICES),
+    type=EngineChoice(_calibration_methods),
     default="threshold",
     show_default=True,
     help="threshold/leniency correct criterion verdicts; isotonic/platt map response scores.",
@@ -1123,7 +1130,7 @@ def health(
 @click.option("--judge", "-j", metavar="NAME", required=True, help="The judge.")
 @click.option(
     "--calibration",
-    type=click.Choice(["active", "none", *METHOD_CHOICES]),
+    type=EngineChoice(lambda: ("active", "none", *_calibration_methods())),
     default="active",
     show_default=True,
     help="Calibrated judge column: the method of the judge's active saved calibration, "
@@ -1320,7 +1327,7 @@ def _print_meta_eval(meta: dict[str, Any]) -> None:
         t.add_column(c, justify="right")
 
     def cell(x: Any) -> str:
-        return "—" if x is None else f"{x:.3f}"
+        return fixed(x)
 
     for r in [*meta["judges"], *meta["humans"]]:
         t.add_row(

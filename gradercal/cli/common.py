@@ -11,13 +11,14 @@ import functools
 import json
 import re
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from gradercal._util.jsonsafe import json_safe
+from gradercal._util.numbers import percent
 from gradercal.errors import GradercalError
 
 if TYPE_CHECKING:
@@ -30,6 +31,27 @@ if TYPE_CHECKING:
 F = TypeVar("F", bound=Callable[..., Any])
 
 BREAKDOWNS = ("workflow", "domain", "artifacts", "answer_format")
+
+
+class EngineChoice(click.Choice[str]):
+    """A ``click.Choice`` whose choices are an engine's own list (its registry), read each
+    time they are needed — the command's ``--help`` or the parsing of its options — so the
+    option never copies the list and importing a command module still loads no engine.
+
+    ``names`` returns the list, importing the engine itself (a ``lambda`` with a local
+    import)."""
+
+    def __init__(self, names: Callable[[], Sequence[str]]) -> None:
+        self._names = names
+        super().__init__(())
+
+    @property
+    def choices(self) -> tuple[str, ...]:
+        return tuple(self._names())
+
+    @choices.setter
+    def choices(self, _value: object) -> None:  # click.Choice.__init__ sets it
+        pass
 
 
 def emit_json(obj: Any) -> None:
@@ -366,7 +388,7 @@ def print_calibrated(report: dict[str, Any] | None) -> None:
     )
 
     def pct(x: float | None) -> str:
-        return "—" if x is None else f"{x:.1%}"
+        return percent(x)
 
     for row in report["models"]:
         click.echo(

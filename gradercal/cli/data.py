@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from gradercal._util.numbers import percent
 from gradercal.errors import GradercalError
 
 if TYPE_CHECKING:
@@ -492,8 +493,7 @@ def _print_report(rep: dict[str, Any], groups: list[str], console: Any) -> None:
         console.print(f"note: {note}", style="dim")
 
 
-def _pct(value: float | None, digits: int = 1) -> str:
-    return "—" if value is None else f"{value:.{digits}%}"
+_pct = percent
 
 
 @click.command()

@@ -28,7 +28,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from gradercal._util.numbers import percent
 from gradercal.cli.common import (
+    EngineChoice,
     benchmark_option,
     calibrated_summary,
     db_option,
@@ -74,6 +76,12 @@ class _Connection:
 
 
 _CONNECTION_FIELDS = tuple(f.name for f in dataclasses.fields(_Connection))
+
+
+def _response_formats() -> tuple[str, ...]:
+    from gradercal.judge.client import RESPONSE_FORMATS
+
+    return RESPONSE_FORMATS
 
 
 def _connection_options(fn: F) -> F:
@@ -564,7 +572,7 @@ def judge() -> None:
 @click.option("--seed", type=int, help="Sampling seed, for servers that honour it.")
 @click.option(
     "--response-format",
-    type=click.Choice(["json_object", "json_schema", "none"]),
+    type=EngineChoice(_response_formats),
     default="json_object",
     show_default=True,
     help="JSON mode, structured output, or none.",
@@ -1037,7 +1045,7 @@ def _print_probe_report(report: dict[str, Any]) -> None:
     for col in ("probe", "n", "flips", "rate", "95% CI", "→ met", "→ not met", "failed", "skipped"):
         table.add_column(col, justify="left" if col == "probe" else "right")
     for p in report["probes"]:
-        rate = "—" if p["rate"] is None else f"{p['rate']:.1%}"
+        rate = percent(p["rate"])
         table.add_row(
             p["probe"],
             str(p["n"]),
@@ -1061,7 +1069,7 @@ def _print_probe_report(report: dict[str, Any]) -> None:
     for col in ("words", "n", "judge met", "experts met", "leniency", "P(met | experts not)"):
         sub.add_column(col, justify="right")
     for b in lb["bins"]:
-        fm = "—" if b["false_met_rate"] is None else f"{b['false_met_rate']:.1%}"
+        fm = percent(b["false_met_rate"])
         sub.add_row(
             f"{b['words_min']}–{b['words_max']}",
             str(b["n"]),

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from gradercal.cli.common import db_option, emit_json, fail, handle_errors, json_option
+from gradercal.model import verdict_word
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -420,7 +421,7 @@ def _echo_merge(file: Path, report: Any) -> None:
 
 def _short(value: Any) -> str:
     if isinstance(value, dict) and "met" in value:
-        verdict = {True: "met", False: "not met", None: "—"}[value.get("met")]
+        verdict = verdict_word(value.get("met"))
         if value.get("level") is not None:
             verdict += f" (level {value['level']})"
         return verdict

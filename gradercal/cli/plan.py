@@ -15,6 +15,7 @@ from typing import Any
 
 import click
 
+from gradercal._util.numbers import fixed
 from gradercal.cli.common import (
     benchmark_option,
     db_option,
@@ -68,8 +69,7 @@ def _chart(result: Any, path: Path) -> None:
     plan_figure(result).savefig(path, dpi=110)
 
 
-def _fmt(v: Any, digits: int = 3) -> str:
-    return "—" if v is None else f"{v:.{digits}f}"
+_fmt = fixed
 
 
 @click.command()

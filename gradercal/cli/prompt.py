@@ -18,6 +18,7 @@ from typing import Any, get_args
 import click
 
 from gradercal.cli.common import (
+    EngineChoice,
     benchmark_option,
     db_option,
     emit_json,
@@ -34,6 +35,12 @@ __all__ = ["export_prompt", "import_prompt"]
 _JUDGE_FORMATS = {"inspect": "Inspect AI", "promptfoo": "promptfoo"}
 
 
+def _package_formats() -> tuple[str, ...]:
+    from gradercal.prompt_package.rendering import PACKAGE_FORMATS
+
+    return PACKAGE_FORMATS
+
+
 def _warn(message: str) -> None:
     click.echo(click.style("warning: ", fg="yellow", bold=True) + message, err=True)
 
@@ -45,7 +52,7 @@ def _warn(message: str) -> None:
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(["json", "markdown", "inspect", "promptfoo"]),
+    type=EngineChoice(_package_formats),
     default="json",
     show_default=True,
     help="json: the canonical package (re-importable); markdown: for people; inspect: an "

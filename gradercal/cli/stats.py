@@ -28,9 +28,11 @@ import click
 import pandas as pd
 from click.core import ParameterSource
 
+from gradercal._util.numbers import fixed
 from gradercal.cli.common import db_option_unused, emit_json, fail, text_console
 from gradercal.errors import Problem, ValidationError
 from gradercal.stats.bootstrap import (
+    CI_METHODS,
     BootResult,
     CiMethod,
     clustered_bootstrap,
@@ -399,7 +401,7 @@ def _stat_json(
 
 
 def _fmt(x: float | None) -> str:
-    return "—" if x is None else f"{x:.4f}"
+    return fixed(x, 4)
 
 
 @click.command(
@@ -461,7 +463,7 @@ def _fmt(x: float | None) -> str:
 )
 @click.option(
     "--ci-method",
-    type=click.Choice(["expanded_percentile", "percentile", "bca"]),
+    type=click.Choice(CI_METHODS),
     default="expanded_percentile",
     show_default=True,
     help="Bootstrap interval: the percentile interval widened for few clusters (Hesterberg "

@@ -16,6 +16,7 @@ from typing import Any
 
 import click
 
+from gradercal._util.numbers import fixed
 from gradercal.cli.common import (
     benchmark_option,
     db_option,
@@ -311,8 +312,7 @@ def tasks(
     _print_acceptance(acc)
 
 
-def _fmt(x: float | None, digits: int = 3) -> str:
-    return "—" if x is None else f"{x:.{digits}f}"
+_fmt = fixed
 
 
 def _agreement_text(measure: Any) -> str:

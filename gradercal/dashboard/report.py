@@ -33,8 +33,9 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from gradercal._util.numbers import finite_fixed, finite_interval, finite_percent
 from gradercal.dashboard.result import EXPERTS, MODEL_SOURCES, Dashboard
-from gradercal.dashboard.tables import TABLE_SECTIONS, TableSection, fmt_ci, fmt_num, fmt_pct
+from gradercal.dashboard.tables import TABLE_SECTIONS, TableSection
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -116,11 +117,11 @@ def _e(x: Any) -> str:
     return html.escape(str(x), quote=True)
 
 
-_num = fmt_num
-_pct = fmt_pct
+_num = finite_fixed
+_pct = finite_percent
 
 
-_ci = fmt_ci
+_ci = finite_interval
 
 
 def _table(

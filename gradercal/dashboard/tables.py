@@ -35,6 +35,9 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from gradercal._util.numbers import finite_fixed, finite_interval, finite_percent
+from gradercal.model import verdict_word
+
 if TYPE_CHECKING:
     from gradercal.analysis.versions import VerdictEras
     from gradercal.frames import Frames
@@ -60,30 +63,10 @@ __all__ = [
 Cell = tuple[Any, bool]
 
 
-def fmt_num(x: Any, digits: int = 3) -> str:
-    """``x`` with ``digits`` decimals; "—" for None, NaN and non-numbers."""
-    try:
-        v = float(x)
-    except (TypeError, ValueError):
-        return "—"
-    return "—" if not math.isfinite(v) else f"{v:.{digits}f}"
-
-
-def fmt_pct(x: Any) -> str:
-    """``x`` as a percentage with one decimal; "—" for None, NaN and non-numbers."""
-    try:
-        v = float(x)
-    except (TypeError, ValueError):
-        return "—"
-    return "—" if not math.isfinite(v) else f"{v:.1%}"
-
-
-def fmt_ci(value: Any, lo: Any, hi: Any, digits: int = 3) -> str:
-    """``value [lo, hi]`` (:func:`fmt_num`); the value alone without a whole interval."""
-    text = fmt_num(value, digits)
-    if text != "—" and fmt_num(lo) != "—" and fmt_num(hi) != "—":
-        text += f" [{fmt_num(lo, digits)}, {fmt_num(hi, digits)}]"
-    return text
+#: The report's number formats (:mod:`gradercal._util.numbers`), under their old names.
+fmt_num = finite_fixed
+fmt_pct = finite_percent
+fmt_ci = finite_interval
 
 
 @dataclass(frozen=True)
@@ -245,7 +228,7 @@ def _health_report(h: pd.DataFrame, overview: Mapping[str, Any], max_rows: int) 
 def _verdict_text(x: Any) -> str:
     if x is None or (isinstance(x, float) and math.isnan(x)):
         return "—"
-    return "met" if x else "not met"
+    return verdict_word(bool(x))
 
 
 def _verdict(name: str) -> Callable[[dict[str, Any]], Cell]:

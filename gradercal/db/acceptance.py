@@ -55,7 +55,7 @@ from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from gradercal.db import models as m
-from gradercal.db.repo import Repository
+from gradercal.db.repo import Repository, judgments_with_names
 from gradercal.db.session import Database
 from gradercal.db.times import stored_iso as _iso
 from gradercal.db.times import stored_utc as _aware
@@ -331,7 +331,7 @@ def _facts(s: Session, benchmark_id: int, task: str | None = None) -> list[_Task
         if status not in _DONE:
             f.open_items[str(gname)] = f.open_items.get(str(gname), 0) + 1
     for gname, task_pk, resp, crit, levels, met, level in s.execute(
-        select(
+        judgments_with_names(
             m.Grader.name,
             m.Response.task_id,
             m.Response.external_id,
@@ -340,9 +340,6 @@ def _facts(s: Session, benchmark_id: int, task: str | None = None) -> list[_Task
             m.Judgment.met,
             m.Judgment.level,
         )
-        .join(m.Grader, m.Grader.id == m.Judgment.grader_id)
-        .join(m.Response, m.Response.id == m.Judgment.response_id)
-        .join(m.Criterion, m.Criterion.id == m.Judgment.criterion_id)
         .where(
             m.Response.task_id.in_(pks),
             m.Grader.kind == "human",

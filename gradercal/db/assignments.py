@@ -29,7 +29,7 @@ from sqlalchemy import func, insert, select
 from sqlalchemy.exc import IntegrityError
 
 from gradercal.db import models as m
-from gradercal.db.repo import Repository
+from gradercal.db.repo import Repository, judgments_with_names
 from gradercal.db.session import Database
 from gradercal.errors import ConflictError, Problem, ValidationError
 from gradercal.model import AssignmentStatus, GraderKind
@@ -325,15 +325,12 @@ def _judge_uncertainty(db: Database, bench_id: int) -> dict[str, float | None]:
 
     with db.read() as s:
         rows = s.execute(
-            select(
+            judgments_with_names(
                 m.Response.external_id,
                 m.Judgment.criterion_id,
                 m.Judgment.met,
                 m.Judgment.confidence,
-            )
-            .join(m.Response, m.Response.id == m.Judgment.response_id)
-            .join(m.Grader, m.Grader.id == m.Judgment.grader_id)
-            .where(
+            ).where(
                 m.Response.benchmark_id == bench_id,
                 m.Grader.kind != GraderKind.HUMAN.value,
                 m.Judgment.met.is_not(None),

@@ -37,7 +37,12 @@ from sqlalchemy.orm import Session
 
 import gradercal.db.judge_models as jm
 from gradercal.db import models as m
-from gradercal.db.repo import _JUDGMENT_FIELDS, Repository, judgment_snapshot
+from gradercal.db.repo import (
+    _JUDGMENT_FIELDS,
+    Repository,
+    judgment_snapshot,
+    judgments_with_names,
+)
 from gradercal.db.session import Database
 from gradercal.db.versions import verdict_write, versions_at
 from gradercal.errors import ConflictError, GradercalError, NotFoundError
@@ -622,10 +627,7 @@ class JudgeStore:
         j = m.Judgment
         with self.db.read() as s:
             rows = s.execute(
-                select(j.response_id, j.criterion_id, j.met)
-                .join(m.Response, m.Response.id == j.response_id)
-                .join(m.Criterion, m.Criterion.id == j.criterion_id)
-                .join(m.Task, m.Task.id == m.Response.task_id)
+                judgments_with_names(j.response_id, j.criterion_id, j.met, task=True)
                 .where(
                     m.Response.benchmark_id == bench.id,
                     j.grader_id == judge.grader_id,

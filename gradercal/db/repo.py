@@ -1,6 +1,19 @@
-"""Repository: the only place that turns domain objects into rows and rows into frames.
+"""Repository: a benchmark into rows and back — the import (domain objects to rows), the
+exports' records, and :meth:`Repository.load_frames` (rows to the analysis frames).
 
-Everything above ``gradercal.db`` (CLI, UI) calls these methods and never writes SQL.
+It is not the only module that writes rows or makes frames: each workflow of the team keeps
+its own tables in its own module of :mod:`gradercal.db` — grading (``grading``),
+adjudication, assignments, judge runs (``judging``, ``judge_batch``), calibrations,
+clarifications, rubric revisions, packets — each save in one transaction, and
+:mod:`gradercal.db.frames_read` reads the frames that ``load_frames`` returns (others,
+such as ``calibrations`` and ``acceptance``, make their own small frames). What this
+module holds for all of them: the :class:`Repository` they start from (benchmark lookup,
+the catalog), the judgment-with-names join (:func:`judgments_with_names`) and the
+snapshots a revision keeps (:func:`judgment_snapshot`, :func:`adjudication_snapshot`).
+
+Everything above ``gradercal.db`` (CLI, UI) calls the methods of these modules and never
+writes SQL (of SQLAlchemy the front ends import only its error classes, and the app
+preloads the SQLite dialect).
 """
 
 from __future__ import annotations
@@ -12,7 +25,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from sqlalchemy import Row, Table, func, insert, select, tuple_, update
+from sqlalchemy import Row, Select, Table, func, insert, select, tuple_, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -35,6 +48,7 @@ from gradercal.model import (
     Judgment,
     Response,
     Task,
+    verdict_word,
 )
 
 if TYPE_CHECKING:  # pandas and the file formats load on first use (app start-up time)
@@ -54,6 +68,26 @@ Progress = Callable[[str, int, int], None]
 """Progress callback: ``(stage, done, total)``."""
 
 _JUDGMENT_FIELDS = ("met", "level", "confidence", "rationale", "unclear", "unclear_note")
+
+
+def judgments_with_names(*columns: Any, task: bool = False) -> Select[Any]:
+    """``SELECT columns FROM judgment``, joined to what names a verdict: its response
+    (``Response.external_id``), criterion (``Criterion.external_id``, its kind and version)
+    and grader (``Grader.name``, kind, model) — with ``task``, also the response's task
+    (``Task.external_id``, position, benchmark).
+
+    The one join behind every list of verdicts by external ids and names (exports, frames,
+    stale counts, acceptance, a judge's verdicts); callers add their WHERE and ORDER BY.
+    Every join is inner along a non-null foreign key, so it keeps every judgment row.
+    """
+    q = (
+        select(*columns)
+        .select_from(m.Judgment)
+        .join(m.Response, m.Response.id == m.Judgment.response_id)
+        .join(m.Criterion, m.Criterion.id == m.Judgment.criterion_id)
+        .join(m.Grader, m.Grader.id == m.Judgment.grader_id)
+    )
+    return q.join(m.Task, m.Task.id == m.Response.task_id) if task else q
 
 
 def judgment_snapshot(row: Any, *extra: str) -> dict[str, Any]:
@@ -302,7 +336,7 @@ class StaleAdjudicationError(ConflictError):
         verdict = (
             f"level {current.level}"
             if current.level is not None
-            else ("met" if current.met else "not met")
+            else verdict_word(bool(current.met))
         )
         said = f" ({current.note})" if current.note else ""
         super().__init__(
@@ -1158,7 +1192,7 @@ class Repository:
         bench = self.benchmark(benchmark)
         with self.db.read() as s:
             q = (
-                select(
+                judgments_with_names(
                     m.Response.external_id.label("response_id"),
                     m.Criterion.external_id.label("criterion_id"),
                     m.Grader.name.label("grader"),
@@ -1171,11 +1205,8 @@ class Repository:
                     m.Judgment.revision,
                     m.Judgment.task_version,
                     m.Task.version.label("current_version"),
+                    task=True,
                 )
-                .join(m.Response, m.Response.id == m.Judgment.response_id)
-                .join(m.Criterion, m.Criterion.id == m.Judgment.criterion_id)
-                .join(m.Grader, m.Grader.id == m.Judgment.grader_id)
-                .join(m.Task, m.Task.id == m.Response.task_id)
                 .where(m.Response.benchmark_id == bench.id)
                 .order_by(
                     m.Task.position,
@@ -1391,7 +1422,7 @@ class Repository:
             ).all()
             responses = make_frame(RESPONSE_DTYPES, (tuple(r) for r in resp_rows))
             j_rows = conn.execute(
-                select(
+                judgments_with_names(
                     m.Response.external_id,
                     m.Criterion.external_id,
                     m.Grader.name,
@@ -1405,9 +1436,6 @@ class Repository:
                     m.Judgment.task_version,
                     m.Criterion.verdict_version,
                 )
-                .join(m.Response, m.Response.id == m.Judgment.response_id)
-                .join(m.Criterion, m.Criterion.id == m.Judgment.criterion_id)
-                .join(m.Grader, m.Grader.id == m.Judgment.grader_id)
                 .where(m.Response.benchmark_id == bench.id)
                 .order_by(m.Judgment.id)
             ).all()

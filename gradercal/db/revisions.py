@@ -41,6 +41,7 @@ from gradercal.db.repo import (
     adjudication_snapshot,
     criterion_values,
     deleted_judgment_revision,
+    judgments_with_names,
 )
 from gradercal.db.session import Database
 from gradercal.errors import ConflictError, NotFoundError, Problem, ValidationError
@@ -365,11 +366,7 @@ class RevisionStore:
             bench = self._bench(s, benchmark)
             j = m.Judgment
             rows = s.execute(
-                select(m.Grader.name, func.count())
-                .select_from(j)
-                .join(m.Criterion, m.Criterion.id == j.criterion_id)
-                .join(m.Task, m.Task.id == m.Criterion.task_id)
-                .join(m.Grader, m.Grader.id == j.grader_id)
+                judgments_with_names(m.Grader.name, func.count(), task=True)
                 .where(
                     m.Task.benchmark_id == bench.id,
                     j.task_version < m.Criterion.verdict_version,
@@ -386,11 +383,7 @@ class RevisionStore:
             bench = self._bench(s, benchmark)
             j = m.Judgment
             rows = s.execute(
-                select(m.Task.external_id, m.Grader.name, func.count())
-                .select_from(j)
-                .join(m.Criterion, m.Criterion.id == j.criterion_id)
-                .join(m.Task, m.Task.id == m.Criterion.task_id)
-                .join(m.Grader, m.Grader.id == j.grader_id)
+                judgments_with_names(m.Task.external_id, m.Grader.name, func.count(), task=True)
                 .where(
                     m.Task.benchmark_id == bench.id,
                     j.task_version < m.Criterion.verdict_version,

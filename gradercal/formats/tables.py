@@ -27,7 +27,7 @@ from typing import Any
 from gradercal.errors import Problem, ValidationError
 from gradercal.formats._lines import Recognised
 from gradercal.formats.v1 import Catalog, table_reader
-from gradercal.model import BenchmarkData
+from gradercal.model import BenchmarkData, read_verdict_word
 
 FORMAT_NAME = "table"
 #: File suffixes read as tables, and how pandas reads each.
@@ -72,8 +72,6 @@ _REQUIRED = {
     "judgments": ("response_id", "criterion_id", "grader", "met"),
     "adjudications": ("response_id", "criterion_id", "met", "adjudicator"),
 }
-_TRUE = frozenset({"true", "t", "1", "yes", "y", "met", "pass", "passed"})
-_FALSE = frozenset({"false", "f", "0", "no", "n", "not met", "not_met", "fail", "failed"})
 
 
 #: What makes a spreadsheet read a cell as a formula (OWASP's CSV-injection list).
@@ -298,8 +296,8 @@ def _convert(value: Any, kind: str) -> Any:
             return value
         if isinstance(value, int | float) and value in (0, 1):
             return bool(value)
-        text = str(value).strip().lower()
-        return True if text in _TRUE else False if text in _FALSE else value
+        said = read_verdict_word(str(value))
+        return value if said is None else said
     if kind == _INT:
         number = _number(value)
         return int(number) if number is not None and number.is_integer() else value

@@ -36,6 +36,7 @@ from typing import Any
 
 from gradercal.judge.parse import ReplyParseError
 from gradercal.judge.prompts import PromptContext, PromptTemplate, placeholders
+from gradercal.model import verdict_word
 
 __all__ = [
     "GUIDANCE_BLOCK",
@@ -108,8 +109,8 @@ def _evidence_text(rec: Mapping[str, Any]) -> str:
     lines = [
         f"## criterion {rec['criterion_key']} (points {int(rec.get('points', 0)):+d}): "
         f"{rec['criterion_text']}",
-        f"judge said: {'met' if rec['judge_met'] else 'not met'}; "
-        f"experts: {'met' if rec['consensus_met'] else 'not met'}",
+        f"judge said: {verdict_word(bool(rec['judge_met']))}; "
+        f"experts: {verdict_word(bool(rec['consensus_met']))}",
     ]
     response = str(rec.get("response_text") or "")
     if response:

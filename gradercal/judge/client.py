@@ -36,7 +36,7 @@ import random
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 from urllib.parse import urlsplit, urlunsplit
 
 import openai
@@ -64,6 +64,8 @@ from gradercal.judge.secrets import Redactor, public_url
 log = logging.getLogger("gradercal.judge")
 
 ResponseFormat = Literal["json_object", "json_schema", "none"]
+#: Every response format a judge can ask for (``gradercal judge --response-format``).
+RESPONSE_FORMATS: tuple[ResponseFormat, ...] = get_args(ResponseFormat)
 SampleStatus = Literal["ok", "parse_failure", "error"]
 
 #: Placeholder sent when no key is configured (local servers ignore it).
@@ -105,7 +107,7 @@ class JudgeParams:
     def __post_init__(self) -> None:
         if self.samples < 1:
             raise ValueError("samples must be ≥ 1")
-        if self.response_format not in ("json_object", "json_schema", "none"):
+        if self.response_format not in RESPONSE_FORMATS:
             raise ValueError(f"unknown response_format {self.response_format!r}")
 
     def to_dict(self) -> dict[str, Any]:

@@ -70,6 +70,7 @@ from typing import Any
 
 import pandas as pd
 
+from gradercal._util.numbers import trimmed
 from gradercal.model import REVIEW_DIMENSIONS
 from gradercal.stats import coefficients as co
 from gradercal.stats.bootstrap import DEFAULT_CI_METHOD, clustered_bootstrap
@@ -521,8 +522,7 @@ def survey_means(reviewers: Iterable[ReviewerFact]) -> dict[str, float | None]:
     return out
 
 
-def _fmt(x: float) -> str:
-    return f"{x:.3f}".rstrip("0").rstrip(".") if math.isfinite(x) else str(x)
+_fmt = trimmed
 
 
 def assess(

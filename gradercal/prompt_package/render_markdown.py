@@ -13,18 +13,16 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from gradercal._util.numbers import cell
+from gradercal.model import verdict_word
 from gradercal.prompt_package.package import PromptPackage
 
 __all__ = ["to_markdown"]
 
 
 def _num(x: Any, digits: int = 3) -> str:
-    if x is None:
-        return "—"
-    if isinstance(x, bool):
-        return "yes" if x else "no"
-    if isinstance(x, int | float):
-        return f"{x:.{digits}f}"
+    if x is None or isinstance(x, bool | int | float):
+        return cell(x, digits)
     return _md(x)
 
 
@@ -260,7 +258,7 @@ def to_markdown(package: PromptPackage) -> str:
     if not package.examples:
         out += ["None.", ""]
     for i, (ex, shot) in enumerate(zip(package.examples, p.few_shot, strict=False), 1):
-        verdict = "met" if ex["criteria_met"] else "not met"
+        verdict = verdict_word(bool(ex["criteria_met"]))
         out.append(
             f"{i}. **{_md(ex['task_id'])}/{_md(ex['criterion_id'])}** on response "
             f"{_md(ex['response_id'])}: **{verdict}** (judge said "
@@ -359,4 +357,4 @@ def _label(key: Any) -> str:
 
 
 def _verdict_word(v: Any) -> str:
-    return "—" if v is None else ("met" if v else "not met")
+    return verdict_word(None if v is None else bool(v))

@@ -10,7 +10,7 @@ assertion and tests: three files).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from gradercal.errors import GradercalError
 from gradercal.prompt_package.package import PromptPackage, to_json
@@ -18,9 +18,11 @@ from gradercal.prompt_package.render_inspect import to_inspect
 from gradercal.prompt_package.render_markdown import to_markdown
 from gradercal.prompt_package.render_promptfoo import to_promptfoo
 
-__all__ = ["MULTI_FILE_FORMATS", "PackageFormat", "render", "render_files"]
+__all__ = ["MULTI_FILE_FORMATS", "PACKAGE_FORMATS", "PackageFormat", "render", "render_files"]
 
 PackageFormat = Literal["json", "markdown", "inspect", "promptfoo"]
+#: Every format a package renders to (``gradercal export-prompt --format``).
+PACKAGE_FORMATS: tuple[PackageFormat, ...] = get_args(PackageFormat)
 #: Formats written as several files beside the output (they cannot go to stdout).
 MULTI_FILE_FORMATS: frozenset[str] = frozenset({"promptfoo"})
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gradercal.db.grading import GradingItem, JudgmentValue, QueueItem
-from gradercal.model import AutoRule, Criterion
+from gradercal.model import AutoRule, Criterion, verdict_word
 from gradercal.rubric import criterion_credit, evaluate_auto, lookup, passes
 from gradercal.ui.inline_html import to_plain
 
@@ -151,7 +151,7 @@ def describe_auto(rule: AutoRule, answer: Any) -> tuple[bool, str]:
         tol.append(f"± {rule.rel_tol * 100:g}%")
     where = f"answer {rule.key} = {got}"
     want = f"target {target}" + (f" {' or '.join(tol)}" if tol else " (exact)")
-    return met, f"{where}; {want} → {'met' if met else 'not met'}"
+    return met, f"{where}; {want} → {verdict_word(met)}"
 
 
 @dataclass

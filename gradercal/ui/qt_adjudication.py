@@ -40,6 +40,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from gradercal._util.numbers import fixed
 from gradercal.db.adjudication import (
     AdjudicationCase,
     AdjudicationStore,
@@ -406,7 +407,7 @@ class QtAdjudicationView(QWidget):
         for v in (*case.experts, *case.judges):
             word = VERDICT_WORDS[value_to_verdict(case.criterion, v.met, v.level)]
             who = f"{v.grader} (judge)" if v.is_judge else v.grader
-            conf = "" if v.confidence is None else f"{v.confidence:.2f}"
+            conf = fixed(v.confidence, 2, missing="")
             first = (v.rationale or "").strip().splitlines()
             item = QTreeWidgetItem([who, word, conf, first[0] if first else ""])
             item.setData(0, Qt.ItemDataRole.UserRole, v)

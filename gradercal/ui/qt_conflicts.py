@@ -38,6 +38,7 @@ from gradercal.db.grading import JudgmentValue, StaleJudgmentError
 from gradercal.db.packets import list_conflicts, resolve_conflict
 from gradercal.db.session import Database
 from gradercal.errors import GradercalError
+from gradercal.model import verdict_word
 
 COLUMNS = ("#", "Grader", "Task / response / criterion", "Database (left)", "Packet (right)")
 
@@ -51,7 +52,7 @@ def verdict_text(value: Any) -> str:
         text = ", ".join(f"{k}={v}" for k, v in sorted(answers.items())) or "no answers"
         return text + (" · comment" if value.get("comment") else "")
     met, level = value.get("met"), value.get("level")
-    word = {True: "met", False: "not met", None: "no verdict"}[met]
+    word = verdict_word(met, missing="no verdict")
     if level is not None:
         word += f" (level {level})"
     if value.get("unclear"):

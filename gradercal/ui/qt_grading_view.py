@@ -40,6 +40,7 @@ from gradercal.db.grading import (
 from gradercal.db.revisions import RevisionStore
 from gradercal.errors import GradercalError, ValidationError
 from gradercal.model import Criterion, Task
+from gradercal.ops.assignment_status import status_after_save
 from gradercal.ui import qt_workers
 from gradercal.ui.grading_state import (
     STATUS_WORDS,
@@ -644,9 +645,9 @@ class QtGradingView(QWidget):
             self.rubric.show_score(score)
             self.rubric.show_message("")
             q = self.queue[self.index]
-            status = q.status
-            if status == "pending" and saved.value.answered and saved.changed:
-                status = "in_progress"
+            status = status_after_save(
+                q.status, answered=saved.value.answered, changed=saved.changed
+            )
             self.queue[self.index] = dataclasses.replace(
                 q, status=status, n_answered=score.answered
             )

@@ -53,6 +53,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from gradercal._util.numbers import cell
 from gradercal.db.judging import JudgeStore
 from gradercal.db.session import ENV_VAR, Database
 from gradercal.errors import GradercalError
@@ -75,14 +76,7 @@ COLUMNS = (
 )
 
 
-def _fmt(x: Any) -> str:
-    if x is None:
-        return "—"
-    if isinstance(x, bool):
-        return "yes" if x else "no"
-    if isinstance(x, int | float):
-        return f"{x:.3f}"
-    return str(x)
+_fmt = cell
 
 
 def _ci(ci: Any) -> str:

@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from gradercal._util.numbers import fixed
 from gradercal.db.acceptance import Acceptance, TaskAcceptance, act, load_acceptance
 from gradercal.db.session import Database
 from gradercal.errors import GradercalError
@@ -80,7 +81,7 @@ BUTTONS: tuple[tuple[str, str, str, bool], ...] = (
 
 
 def _num(x: float | None, digits: int = 3) -> str:
-    return "" if x is None else f"{x:.{digits}f}"
+    return fixed(x, digits, missing="")
 
 
 def cells(t: TaskAcceptance) -> dict[str, tuple[str, Any]]:

@@ -10,9 +10,17 @@ import pytest
 from click.testing import CliRunner, Result
 
 from gradercal.cli.stats import NO_BOOTSTRAP_NOTE, min_resamples, read_ratings_csv, stats
-from gradercal.stats import WEIGHT_SCHEMES, WEIGHTED_KEYS, clustered_bootstrap, rating_statistics
+from gradercal.stats import (
+    WEIGHT_SCHEMES,
+    WEIGHTED_KEYS,
+    clustered_bootstrap,
+    rating_statistics,
+    statistic_keys,
+)
 
-UNWEIGHTED = [
+#: The keys the command must give at the nominal level (every one the registry has there,
+#: in the registry's order, is checked against :data:`UNWEIGHTED`).
+ASKED_UNWEIGHTED = [
     "percent_agreement",
     "cohen_kappa",
     "scott_pi",
@@ -25,7 +33,7 @@ UNWEIGHTED = [
 ]
 #: The keys §6 of issue #12 asks for with --weights W (cohen/conger weighted under
 #: weighted_* names; the plain names stay unweighted).
-WEIGHTED = [
+ASKED_WEIGHTED = [
     "weighted_percent_agreement",
     "weighted_cohen_kappa",
     "weighted_scott_pi",
@@ -35,6 +43,21 @@ WEIGHTED = [
     "gwet_ac2",
     "weighted_krippendorff_alpha",
 ]
+#: What the command gives, from the statistics registry (a new statistic needs no edit).
+UNWEIGHTED = list(statistic_keys("nominal"))
+WEIGHTED = [k for k in statistic_keys("nominal", "quadratic") if k not in UNWEIGHTED]
+#: The interval-level statistics issue #12 asks for besides the nominal ones.
+ASKED_INTERVAL = [
+    *("icc1", "icc2", "icc3", "icc1k", "icc2k", "icc3k"),
+    *("pearson_r", "spearman_rho", "kendall_tau"),
+]
+
+
+def test_the_keys_asked_for_are_registered() -> None:
+    assert set(ASKED_UNWEIGHTED) <= set(UNWEIGHTED)
+    assert set(ASKED_WEIGHTED) <= set(WEIGHTED)
+    assert set(ASKED_INTERVAL) <= set(statistic_keys("interval")) - set(UNWEIGHTED)
+
 
 # Krippendorff (2011) example C: 4 observers × 12 units, blank = missing.
 KRIPP = [
@@ -104,19 +127,8 @@ def test_json_matches_library_and_has_notes(tmp_path: Path) -> None:
     result = run(path, "--json", "--level", "interval", "--weights", "quadratic")
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
-    expected_keys = [
-        *UNWEIGHTED,
-        *WEIGHTED,
-        "icc1",
-        "icc2",
-        "icc3",
-        "icc1k",
-        "icc2k",
-        "icc3k",
-        "pearson_r",
-        "spearman_rho",
-        "kendall_tau",
-    ]
+    expected_keys = list(statistic_keys("interval", "quadratic"))
+    assert expected_keys[: len(UNWEIGHTED) + len(WEIGHTED)] == [*UNWEIGHTED, *WEIGHTED]
     assert list(data) == ["n_units", "n_raters", "n_ratings", *expected_keys]
     assert (data["n_units"], data["n_raters"], data["n_ratings"]) == (12, 4, 41)
     assert data["krippendorff_alpha"]["value"] == pytest.approx(951 / 1120, abs=1e-15)

@@ -16,6 +16,7 @@ from click.testing import CliRunner
 from gradercal.cli import main
 from gradercal.dashboard import Dashboard, compute_dashboard
 from gradercal.dashboard.report import REPORT_SECTIONS, render_html, report_sections, write_pdf
+from gradercal.dashboard.tables import TABLE_SECTIONS
 from gradercal.formats import read_path
 from gradercal.frames import Frames, frames_from_data
 from tests.conftest import DEMO
@@ -80,9 +81,11 @@ def test_html_has_every_section_and_embedded_charts(evil_dash: Dashboard) -> Non
     html = render_html(evil_dash)
     p = _Parsed()
     p.feed(html)
-    # every section but the optional agreement per criterion version (nothing revised)
+    # every section but the optional ones it lacks (nothing revised: no criterion versions)
     assert p.h2 == [h for _, h in report_sections(evil_dash)]
-    assert [h for _, h in REPORT_SECTIONS if h not in p.h2] == ["Agreement per criterion version"]
+    absent = [t.title for t in TABLE_SECTIONS if t.optional and not evil_dash.has_section(t.key)]
+    assert not evil_dash.has_section("criterion_versions") and absent
+    assert [h for _, h in REPORT_SECTIONS if h not in p.h2] == absent
     assert p.scripts == 0
     assert len(p.imgs) == 7
     for src in p.imgs:
@@ -234,8 +237,9 @@ def test_cli_writes_html_pdf_and_json(demo_db: Path, tmp_path: Path) -> None:
     }
     p = _Parsed()
     p.feed(out.read_text("utf-8"))
-    assert p.h2 == [h for _, h in REPORT_SECTIONS if h != "Agreement per criterion version"]
-    assert "criterion_versions" not in d
+    absent = {t.key for t in TABLE_SECTIONS if t.optional and t.key not in d}
+    assert "criterion_versions" in absent  # nothing revised
+    assert p.h2 == [h for sid, h in REPORT_SECTIONS if sid not in absent]
     assert pdf.read_bytes()[:5] == b"%PDF-"
 
 

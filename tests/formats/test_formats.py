@@ -467,13 +467,7 @@ def test_points_and_labels_are_bounded(mini: Path) -> None:
 def test_the_format_registry_recognises_each_kind_of_path(mini: Path, tmp_path: Path) -> None:
     """Each path goes to the first format that recognises it, with the benchmark it names;
     an unrecognised path falls back to v1, whose reader says what is wrong."""
-    assert [f.name for f in FORMATS] == [
-        "healthbench-meta",
-        "healthbench",
-        "inspect",
-        "table",
-        "v1",
-    ]
+    assert FORMATS[-1].name == "v1"  # the fallback; every format: test_format_registry.py
     assert recognise(mini) == Recognised("v1", "folder", "mini", threshold_from_file=True)
     assert recognise(mini / "tasks.jsonl") == Recognised("v1", "tasks", "mini")
     assert recognise(mini / "judgments.jsonl") == Recognised("v1", "judgments", None)

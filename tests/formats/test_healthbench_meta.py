@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from gradercal.cli import main
 from gradercal.errors import ValidationError
-from gradercal.formats import read_path, recognise
+from gradercal.formats import FORMATS, read_path, recognise
 from gradercal.formats.healthbench_meta import FORMAT_NAME, read_healthbench_meta
 from tests.conftest import DATA
 
@@ -82,6 +82,6 @@ def test_an_unrecognised_file_names_the_formats_tried(tmp_path: Path) -> None:
     db = tmp_path / "db.sqlite"
     res = CliRunner().invoke(main, ["import", str(junk), "--db", str(db)])
     assert res.exit_code == 1
-    for name in ("healthbench-meta needs", "healthbench needs", "v1 needs"):
-        assert name in res.output
+    for fmt in FORMATS:
+        assert f"{fmt.name} needs" in res.output, fmt.name
     assert not db.exists()

@@ -182,13 +182,7 @@ def _mini_catalog(tmp_path: Path) -> Catalog:
 
 # -- recognising ------------------------------------------------------------------------
 def test_recognises_eval_and_json_logs_and_log_folders(logs: Logs, tmp_path: Path) -> None:
-    assert [f.name for f in FORMATS] == [
-        "healthbench-meta",
-        "healthbench",
-        "inspect",
-        "table",
-        "v1",
-    ]
+    assert "inspect" in {f.name for f in FORMATS}
     assert recognise(logs.eval_log) == Recognised(
         "inspect", "log", None, new_benchmark="mini-check"
     )

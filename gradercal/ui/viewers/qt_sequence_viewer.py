@@ -17,6 +17,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from gradercal._util.numbers import percent
 from gradercal.model import Artifact
 from gradercal.ui.viewers.qt_base import Fetch, QtArtifactViewer, file_label
 from gradercal.ui.viewers.sequences import SequenceFile, SequenceRecord, parse_sequences, wrapped
@@ -28,7 +29,7 @@ Index = QModelIndex | QPersistentModelIndex
 
 
 def _pct(x: float | None) -> str:
-    return "" if x is None else f"{x * 100:.1f}%"
+    return percent(x, missing="")
 
 
 class QtRecordModel(QAbstractTableModel):
