@@ -20,9 +20,8 @@ _SPELLED = [
     re.compile(r"\.join\(\s*m\.Criterion,\s*m\.Criterion\.id == (m\.Judgment|j)\.criterion_id\)"),
     re.compile(r"\.join\(\s*m\.Grader,\s*m\.Grader\.id == (m\.Judgment|j)\.grader_id\)"),
 ]
-#: Modules that may still spell it: its home; the grading store (owned by another change
-#: of issue #31 this round; its three copies move to the helper next).
-_ALLOWED = {"gradercal/db/repo.py", "gradercal/db/grading.py"}
+#: The one module that spells it: its home.
+_ALLOWED = {"gradercal/db/repo.py"}
 
 
 def test_the_join_is_written_once() -> None:

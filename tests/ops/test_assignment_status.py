@@ -59,3 +59,16 @@ def test_the_store_applies_the_rule(store: GradingStore, status: str) -> None:
         saved = store.save_judgment(aid, "c1", value)
         expected = status_after_save(status, answered=value.answered, changed=saved.changed)
         assert store.queue_item(aid).status == expected, (status, value, saved.changed)
+
+
+def test_the_store_asks_the_rule(store: GradingStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The store has no copy of the rule: a changed rule changes what the store writes."""
+    from gradercal.db.grading import judgments
+
+    monkeypatch.setattr(
+        judgments, "status_after_save", lambda status, **_: AssignmentStatus.SKIPPED.value
+    )
+    store.create_grader(GRADER)
+    aid = store.ensure_queue(GRADER, BENCH)[0].assignment_id
+    assert store.save_judgment(aid, "c1", MET).changed
+    assert store.queue_item(aid).status == AssignmentStatus.SKIPPED.value

@@ -26,7 +26,8 @@ from gradercal.db.grading.values import (
 from gradercal.db.repo import judgment_snapshot
 from gradercal.db.versions import verdict_write
 from gradercal.errors import NotFoundError, Problem, ValidationError
-from gradercal.model import AssignmentStatus, CriterionKind
+from gradercal.model import CriterionKind
+from gradercal.ops.assignment_status import status_after_save
 
 _ASSIGNMENT_TABLE = cast(Table, m.Assignment.__table__)
 _JUDGMENT_COLUMNS = ("met", "level", "rationale", "unclear", "unclear_note")
@@ -343,9 +344,7 @@ class JudgmentWrites(StoreBase):
                     judgment_id=jid,
                 )
             if changed:
-                starts = ctx.status == AssignmentStatus.PENDING.value and value.answered
-                reopens = ctx.status == AssignmentStatus.SUBMITTED.value and not value.answered
-                status = AssignmentStatus.IN_PROGRESS.value if starts or reopens else ctx.status
+                status = status_after_save(str(ctx.status), answered=value.answered, changed=True)
                 conn.execute(
                     _TOUCH_ASSIGNMENT,
                     {
