@@ -61,7 +61,7 @@ from gradercal.judge.secrets import DEFAULT_KEY_ENV
 
 __all__ = ["COLUMNS", "QtJudgeAlignDialog", "add_judge_align_action", "certificate_rows"]
 
-#: The child's progress protocol (gradercal.cli.judge.PROGRESS_ENV; the ui does not import cli).
+#: The child's progress protocol (gradercal.cli.judge.common.PROGRESS_ENV; the ui does not import cli).
 _PROGRESS_ENV = "GRADERCAL_PROGRESS"
 
 COLUMNS = (
