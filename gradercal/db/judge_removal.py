@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from sqlalchemy import delete, func, select, text
 
 from gradercal.db import models as m
-from gradercal.db.repo import deleted_judgment_revision
 from gradercal.db.session import Database
+from gradercal.db.snapshots import deleted_judgment_revision
 from gradercal.errors import GradercalError, NotFoundError
 from gradercal.model import GraderKind
 

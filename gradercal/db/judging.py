@@ -37,13 +37,9 @@ from sqlalchemy.orm import Session
 
 import gradercal.db.judge_models as jm
 from gradercal.db import models as m
-from gradercal.db.repo import (
-    _JUDGMENT_FIELDS,
-    Repository,
-    judgment_snapshot,
-    judgments_with_names,
-)
+from gradercal.db.repo import Repository, judgments_with_names
 from gradercal.db.session import Database
+from gradercal.db.snapshots import JUDGMENT_FIELDS, judgment_snapshot
 from gradercal.db.versions import verdict_write, versions_at
 from gradercal.errors import ConflictError, GradercalError, NotFoundError
 from gradercal.judge.artifacts import ArtifactInput, artifact_context
@@ -970,7 +966,7 @@ class VerdictWriter:
                 j.provenance,
                 j.judge_run_id,
                 j.task_version,
-                *[getattr(j, f) for f in _JUDGMENT_FIELDS],
+                *[getattr(j, f) for f in JUDGMENT_FIELDS],
             ).where(j.grader_id == self.grader_id, tuple_(j.response_id, j.criterion_id).in_(refs))
         ):
             existing[(row.response_id, row.criterion_id)] = row

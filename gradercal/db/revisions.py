@@ -35,15 +35,13 @@ from sqlalchemy.orm import Session
 
 from gradercal.db import models as m
 from gradercal.db.clarifications import reopen_assignment
-from gradercal.db.repo import (
-    Repository,
-    _task_from_row,
+from gradercal.db.repo import Repository, judgments_with_names, task_from_row
+from gradercal.db.session import Database
+from gradercal.db.snapshots import (
     adjudication_snapshot,
     criterion_values,
     deleted_judgment_revision,
-    judgments_with_names,
 )
-from gradercal.db.session import Database
 from gradercal.errors import ConflictError, NotFoundError, Problem, ValidationError
 from gradercal.model import (
     Artifact,
@@ -301,7 +299,7 @@ class RevisionStore:
                 .order_by(m.Artifact.position, m.Artifact.id)
             )
         )
-        return _task_from_row(row, crits, arts)
+        return task_from_row(row, crits, arts)
 
     # -- reading -------------------------------------------------------------------
     def current(self, benchmark: str | None, task_id: str) -> tuple[Task, int]:

@@ -25,8 +25,8 @@ from sqlalchemy import select
 
 from gradercal.cli import main
 from gradercal.db import import_journal, write_turns
+from gradercal.db import importing as repo_module
 from gradercal.db import models as m
-from gradercal.db import repo as repo_module
 from gradercal.db.grading import GradingStore, JudgmentValue
 from gradercal.db.repo import Repository, benchmark_of
 from gradercal.db.session import open_database

@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session
 
 from gradercal.db import models as m
 from gradercal.db.grading.values import GraderInfo
-from gradercal.db.repo import Repository, _task_from_row
+from gradercal.db.repo import Repository, task_from_row
 from gradercal.db.session import Database
 from gradercal.errors import ConflictError, NotFoundError, Problem, ValidationError
 from gradercal.model import GraderKind, Task
@@ -167,7 +167,7 @@ class StoreBase:
                 .order_by(m.Artifact.position, m.Artifact.id)
             )
         )
-        return _task_from_row(t, crits, arts)
+        return task_from_row(t, crits, arts)
 
     def read_blob(self, sha256: str) -> bytes:
         """An artifact's bytes (safe to call from a worker thread)."""

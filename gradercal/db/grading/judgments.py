@@ -23,7 +23,7 @@ from gradercal.db.grading.values import (
     SavedJudgment,
     StaleJudgmentError,
 )
-from gradercal.db.repo import judgment_snapshot
+from gradercal.db.snapshots import judgment_snapshot
 from gradercal.db.versions import verdict_write
 from gradercal.errors import NotFoundError, Problem, ValidationError
 from gradercal.model import CriterionKind

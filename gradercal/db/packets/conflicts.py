@@ -24,8 +24,8 @@ from gradercal.db.packets._common import (
     _no_nul,
     _value,
 )
-from gradercal.db.repo import judgment_snapshot
 from gradercal.db.session import Database
+from gradercal.db.snapshots import judgment_snapshot
 from gradercal.errors import NotFoundError
 from gradercal.ops.packet_format import PacketError
 
