@@ -197,6 +197,7 @@ SHORTCUTS: tuple[Shortcut, ...] = (
     ),
     Shortcut("view.queue", "View", "Show or hide the queue", ("F9",)),
     Shortcut("view.artifacts", "View", "Show or hide the artifacts pane", ("F8",)),
+    Shortcut("view.guidelines", "View", "Fold or unfold the Guidelines panel", ("F7",)),
     Shortcut("view.bigger", "View", "Larger text", ("Ctrl++", "Ctrl+=")),
     Shortcut("view.smaller", "View", "Smaller text", ("Ctrl+-",)),
     Shortcut("view.reset_font", "View", "Default text size", ("Ctrl+0",)),
