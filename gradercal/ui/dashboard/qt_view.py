@@ -97,6 +97,7 @@ from gradercal.ui.dashboard.data import (
 from gradercal.ui.dashboard.qt_process import QtDashboardProcess
 from gradercal.ui.qt_adjudication import QtAdjudicationView
 from gradercal.ui.qt_revise_dialog import QtReviseDialog
+from gradercal.ui.qt_widgets import QtFlowLayout
 from gradercal.ui.shortcuts import keys
 
 if TYPE_CHECKING:
@@ -715,6 +716,7 @@ class QtStatCard(QFrame):
         small = self.detail.font()
         small.setPointSizeF(small.pointSizeF() * 0.9)
         self.detail.setFont(small)
+        self.detail.setWordWrap(True)  # the row of cards fits a 1024-pixel window
         self.detail.setForegroundRole(QPalette.ColorRole.PlaceholderText)
         layout.addWidget(self.value)
         layout.addWidget(self.caption)
@@ -810,7 +812,7 @@ class QtDashboardView(QWidget):
         outer = QVBoxLayout(self)
         outer.setContentsMargins(6, 6, 6, 6)
         outer.setSpacing(6)
-        bar = QHBoxLayout()
+        bar = QtFlowLayout(spacing=6)  # wraps on a narrow screen (1024 px) instead of widening
         title = QLabel("Coordinator dashboard")
         font = title.font()
         font.setBold(True)
@@ -818,7 +820,6 @@ class QtDashboardView(QWidget):
         title.setFont(font)
         bar.addWidget(title)
         title.setToolTip(self.benchmark)  # the benchmark is in the window title too
-        bar.addSpacing(12)
         self.models = QtChoiceButton("Models")
         self.workflows = QtChoiceButton("Workflows")
         self.domains = QtChoiceButton("Domains")
@@ -841,7 +842,6 @@ class QtDashboardView(QWidget):
         )
         self.judge.activated.connect(self._judge_chosen)
         bar.addWidget(self.judge)
-        bar.addStretch(1)
         self.progress_bar = QProgressBar()
         self.progress_bar.setMaximumWidth(260)
         self.progress_bar.setTextVisible(True)
