@@ -430,11 +430,22 @@ class QtAdjudicationView(QWidget):
             tip = v.rationale or "(no rationale)"
             item.setToolTip(3, tip)
             self.verdicts.addTopLevelItem(item)
+        self._fit_verdicts()
         top = self.verdicts.topLevelItem(0)
         if top is not None:
             self.verdicts.setCurrentItem(top)
         else:
             self.rationale.setPlainText("Nobody has graded this criterion yet.")
+
+    def _fit_verdicts(self) -> None:
+        """Every grader's row on screen (up to six, then the list scrolls): on a 720-pixel
+        screen the list showed two and a half of four graders."""
+        tree = self.verdicts
+        rows = min(max(tree.topLevelItemCount(), 1), 6)
+        row = tree.sizeHintForRow(0) if tree.topLevelItemCount() else tree.fontMetrics().height()
+        head = tree.header().sizeHint().height()
+        scroll = tree.horizontalScrollBar().sizeHint().height()
+        tree.setMinimumHeight(head + rows * max(row, 1) + 2 * tree.frameWidth() + scroll)
 
     def _verdict_selected(self, item: QTreeWidgetItem | None, _prev: object = None) -> None:
         if item is None:
@@ -467,7 +478,9 @@ class QtAdjudicationView(QWidget):
             item.setToolTip(3, a.note or "")
             self.history.addTopLevelItem(item)
         if not values:
-            self.history.addTopLevelItem(QTreeWidgetItem(["not adjudicated yet", "", "", ""]))
+            item = QTreeWidgetItem(["not adjudicated yet", "", "", ""])
+            self.history.addTopLevelItem(item)
+            item.setFirstColumnSpanned(True)  # whole, not cut to the When column
 
     # -- deciding ------------------------------------------------------------------------------
     def set_verdict(self, verdict: str) -> None:

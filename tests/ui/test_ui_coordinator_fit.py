@@ -190,6 +190,12 @@ def test_an_adjudication_opens_at_its_top_and_so_does_the_next(
     for _ in range(5):
         QApplication.processEvents()
     assert scrolled(adj) == {}, "opened scrolled"
+    # every grader's verdict is on screen at 720 px (the list showed two and a half of four)
+    tree = adj.verdicts
+    assert tree.topLevelItemCount() >= 4
+    for i in range(tree.topLevelItemCount()):
+        item = tree.topLevelItem(i)
+        assert tree.viewport().rect().contains(tree.visualItemRect(item)), item.text(0)
     response = adj.response_view.verticalScrollBar()
     assert response.maximum() > 0, "the demo's response is longer than the pane"
     for _ in range(3):  # Save and next, each time from a view scrolled to its bottom
