@@ -207,3 +207,16 @@ def test_an_adjudication_opens_at_its_top_and_so_does_the_next(
         for _ in range(5):
             QApplication.processEvents()
         assert scrolled(adj) == {}, f"{adj.case.response_id} opened scrolled"
+
+
+def test_a_filter_button_has_room_for_its_text_and_its_arrow(qapp: Any) -> None:
+    from PySide6.QtWidgets import QStyle
+
+    from gradercal.ui.dashboard.qt_view import QtChoiceButton
+
+    for label in ("Models", "Workflows", "Domains", "Experts"):
+        button = QtChoiceButton(label)
+        button.set_values(["a-model", "b-model"])
+        arrow = button.style().pixelMetric(QStyle.PixelMetric.PM_MenuButtonIndicator, None, button)
+        text = button.fontMetrics().horizontalAdvance(button.text())
+        assert button.sizeHint().width() >= text + arrow + 8, label  # the arrow drew over "all"

@@ -45,6 +45,7 @@ from PySide6.QtCore import (
     QPersistentModelIndex,
     QPoint,
     QRegularExpression,
+    QSize,
     QSortFilterProxyModel,
     Qt,
     QTimer,
@@ -66,6 +67,7 @@ from PySide6.QtWidgets import (
     QSizePolicy,
     QSplitter,
     QStackedWidget,
+    QStyle,
     QTableView,
     QTabWidget,
     QToolButton,
@@ -629,6 +631,13 @@ class QtChoiceButton(QToolButton):
         self.setMenu(QMenu(self))
         self._actions: dict[str, QAction] = {}
         self._update_text()
+
+    def sizeHint(self) -> QSize:
+        """Room for the drop-down arrow after the text (the style drew it over the text)."""
+        hint = super().sizeHint()
+        style = self.style()
+        arrow = style.pixelMetric(QStyle.PixelMetric.PM_MenuButtonIndicator, None, self)
+        return QSize(hint.width() + arrow, hint.height())
 
     def set_values(self, values: Sequence[str]) -> None:
         """Offer ``values``; the selection is kept for values still offered."""
