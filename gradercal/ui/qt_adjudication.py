@@ -19,7 +19,7 @@ from __future__ import annotations
 import contextlib
 import json
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -53,6 +53,7 @@ from gradercal.errors import GradercalError, ValidationError
 from gradercal.ui import qt_workers
 from gradercal.ui.inline_html import to_plain
 from gradercal.ui.qt_markdown import QtMarkdownView
+from gradercal.ui.qt_widgets import QtElidedLabel
 from gradercal.ui.shortcuts import keys
 from gradercal.ui.viewers.qt_artifact_panel import QtArtifactPanel
 
@@ -74,7 +75,7 @@ def _titled(title: str, body: QWidget) -> tuple[QWidget, QLabel]:
     layout = QVBoxLayout(box)
     layout.setContentsMargins(0, 0, 0, 0)
     layout.setSpacing(2)
-    label = _bold(QLabel(title))
+    label = _bold(QtElidedLabel(title))  # a long task title never widens the window
     label.setContentsMargins(6, 4, 6, 0)
     layout.addWidget(label)
     layout.addWidget(body, 1)
@@ -134,7 +135,8 @@ class QtAdjudicationView(QWidget):
         self.back_button.setToolTip("Back to the dashboard (Esc)")
         self.back_button.setFocusPolicy(Qt.FocusPolicy.NoFocus)
         header.addWidget(self.back_button)
-        self.title = _bold(QLabel("Adjudication"), 1.2)
+        # one line, cut with "…" on a narrow window (the tooltip has it whole)
+        self.title = _bold(QtElidedLabel("Adjudication"), 1.2)
         self.title.setObjectName("adjudicationTitle")
         header.addWidget(self.title, 1)
         self.adjudicator_badge = QLabel("")
@@ -378,8 +380,6 @@ class QtAdjudicationView(QWidget):
         self.response_view.set_markdown(response_markdown(case))
         self.artifacts.set_task((case.benchmark, t.id), t.artifacts)
         self.artifacts_box.setVisible(bool(t.artifacts))  # no empty "no artifacts" column
-        for view in (self.prompt_view, self.response_view):  # each case opens at its top
-            view.verticalScrollBar().setValue(0)
         self.criterion_label.setText(f"{c.id}. {to_plain(c.text)}")
         scale = "met / partial / not met" if case.allows_partial else "met / not met"
         tags = ", ".join(c.tags) if c.tags else "no tags"
@@ -400,7 +400,22 @@ class QtAdjudicationView(QWidget):
         self.error.setText("")
         self.pages.setCurrentWidget(self.splitter)
         self.verdicts.setFocus()
+        # Each case opens at its top: now, and once the texts are laid out at the width the
+        # page gets (a text view keeps its place through a relayout: a case opened after a
+        # scrolled one, or from the "Loading…" page, showed its middle).
+        self.scroll_to_top()
+        QTimer.singleShot(0, self, self.scroll_to_top)
         self.case_loaded.emit()
+
+    def scroll_to_top(self) -> None:
+        """The task, the response, the rationale and the lists at their tops."""
+        for view in (self.prompt_view, self.response_view, self.rationale):
+            cursor = view.textCursor()
+            cursor.movePosition(cursor.MoveOperation.Start)
+            view.setTextCursor(cursor)
+            view.verticalScrollBar().setValue(0)
+        for tree in (self.verdicts, self.history):
+            tree.verticalScrollBar().setValue(0)
 
     def _fill_verdicts(self, case: AdjudicationCase) -> None:
         self.verdicts.clear()
@@ -416,11 +431,22 @@ class QtAdjudicationView(QWidget):
             tip = v.rationale or "(no rationale)"
             item.setToolTip(3, tip)
             self.verdicts.addTopLevelItem(item)
+        self._fit_verdicts()
         top = self.verdicts.topLevelItem(0)
         if top is not None:
             self.verdicts.setCurrentItem(top)
         else:
             self.rationale.setPlainText("Nobody has graded this criterion yet.")
+
+    def _fit_verdicts(self) -> None:
+        """Every grader's row on screen (up to six, then the list scrolls): on a 720-pixel
+        screen the list showed two and a half of four graders."""
+        tree = self.verdicts
+        rows = min(max(tree.topLevelItemCount(), 1), 6)
+        row = tree.sizeHintForRow(0) if tree.topLevelItemCount() else tree.fontMetrics().height()
+        head = tree.header().sizeHint().height()
+        scroll = tree.horizontalScrollBar().sizeHint().height()
+        tree.setMinimumHeight(head + rows * max(row, 1) + 2 * tree.frameWidth() + scroll)
 
     def _verdict_selected(self, item: QTreeWidgetItem | None, _prev: object = None) -> None:
         if item is None:
@@ -453,7 +479,9 @@ class QtAdjudicationView(QWidget):
             item.setToolTip(3, a.note or "")
             self.history.addTopLevelItem(item)
         if not values:
-            self.history.addTopLevelItem(QTreeWidgetItem(["not adjudicated yet", "", "", ""]))
+            item = QTreeWidgetItem(["not adjudicated yet", "", "", ""])
+            self.history.addTopLevelItem(item)
+            item.setFirstColumnSpanned(True)  # whole, not cut to the When column
 
     # -- deciding ------------------------------------------------------------------------------
     def set_verdict(self, verdict: str) -> None:

@@ -254,6 +254,8 @@ class QtGradingView(QWidget):
         self.reopen_button.clicked.connect(self.reopen)
         self.artifacts_button.toggled.connect(self.show_artifacts)
         self.show_artifacts(self.settings.artifacts_shown)
+        self.rubric.fold_guidelines(self.settings.guidelines_folded)
+        self.rubric.guidelines_fold_requested.connect(self.fold_guidelines)
         self.rubric.current_changed.connect(self._row_changed)
         self.rubric.verdict_requested.connect(self.set_verdict)
         self.rubric.text_edited.connect(self._text_edited)
@@ -1110,6 +1112,20 @@ class QtGradingView(QWidget):
         self.show_artifacts(not self.settings.artifacts_shown)
         if not self.settings.artifacts_shown:
             self.message.emit(f"Artifacts hidden: {_keys('view.artifacts')} shows them again.")
+
+    def fold_guidelines(self, folded: bool) -> None:
+        """Fold the Guidelines panel to its title line (the criteria list takes the room),
+        or unfold it; remembered for the next session."""
+        self.settings.guidelines_folded = folded
+        self.rubric.fold_guidelines(folded)
+
+    def toggle_guidelines(self) -> None:
+        if not self.rubric.guidelines.isVisibleTo(self.rubric):
+            self.message.emit("No guidelines for this criterion.")
+            return
+        self.fold_guidelines(not self.settings.guidelines_folded)
+        if self.settings.guidelines_folded:
+            self.message.emit(f"Guidelines folded: {_keys('view.guidelines')} unfolds them.")
 
     # -- layout memory ------------------------------------------------------------------------------
     def save_layout(self) -> None:

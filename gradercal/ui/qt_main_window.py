@@ -59,6 +59,7 @@ GRADING_ONLY = {
     "edit.redo",
     "view.queue",
     "view.artifacts",
+    "view.guidelines",
     "queue.find",
 }
 REVIEW_ONLY = {"review.comment"}
@@ -383,6 +384,7 @@ class QtMainWindow(QMainWindow):
             "view.queue": lambda: self.show_queue(not self.queue_dock.isVisible()),
             "queue.find": grading(lambda _g: self.find_in_queue()),
             "view.artifacts": grading(lambda g: g.toggle_artifacts()),
+            "view.guidelines": grading(lambda g: g.toggle_guidelines()),
             "view.bigger": lambda: self.apply_font(self.settings.font_pt + 1),
             "view.smaller": lambda: self.apply_font(self.settings.font_pt - 1),
             "view.reset_font": lambda: self.apply_font(DEFAULT_FONT_PT),

@@ -6,8 +6,16 @@ decides, saves and updates the state.
 
 from __future__ import annotations
 
-from PySide6.QtCore import QEvent, QModelIndex, QObject, Qt, QTimer, Signal
-from PySide6.QtGui import QColor, QKeyEvent, QPalette, QResizeEvent
+from PySide6.QtCore import QEvent, QModelIndex, QObject, QPersistentModelIndex, Qt, QTimer, Signal
+from PySide6.QtGui import (
+    QColor,
+    QFont,
+    QFontMetrics,
+    QKeyEvent,
+    QPalette,
+    QResizeEvent,
+    QTextLayout,
+)
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QCheckBox,
@@ -18,7 +26,11 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QPlainTextEdit,
     QPushButton,
+    QStyle,
+    QStyledItemDelegate,
+    QStyleOptionViewItem,
     QTableView,
+    QToolButton,
     QVBoxLayout,
     QWidget,
 )
@@ -35,9 +47,60 @@ from gradercal.ui.qt_rubric_model import (
 )
 from gradercal.ui.qt_widgets import flow_bar
 
+#: Lines of a criterion's text shown in its row of the list (the rest is elided; the
+#: editor below the list shows the current criterion whole, the tooltip any criterion):
+#: on a 720-pixel screen a long rubric still shows five or more criteria at a time.
+ROW_LINES = 2
+#: Lines of the Guidelines panel before it scrolls (it is sized to shorter content).
+GUIDELINE_LINES = 3
+
+
+def elide_lines(text: str, font: QFont, width: int, lines: int) -> str:
+    """``text`` cut to what wraps into ``lines`` lines of ``width`` pixels, its last
+    line ending in "…" when something was cut (the text itself when it fits). The lines
+    kept are joined by U+2028: an item view drops a plain newline's space."""
+    if width <= 0 or lines <= 0:
+        return text
+    metrics = QFontMetrics(font)
+    layout = QTextLayout(text.replace("\n", " "), font)
+    layout.beginLayout()
+    starts: list[int] = []
+    while True:
+        line = layout.createLine()
+        if not line.isValid():
+            break
+        line.setLineWidth(width)
+        starts.append(line.textStart())
+        if len(starts) > lines:
+            break
+    layout.endLayout()
+    if len(starts) <= lines:
+        return text
+    flat = layout.text()
+    head = flat[: starts[lines - 1]].rstrip()
+    tail = metrics.elidedText(flat[starts[lines - 1] :], Qt.TextElideMode.ElideRight, width)
+    return f"{head}\u2028{tail}" if head else tail  # a line separator: a view keeps it
+
+
+class _CriterionDelegate(QStyledItemDelegate):
+    """Draws (and sizes) a criterion's text cut to :data:`ROW_LINES` lines."""
+
+    def initStyleOption(
+        self, option: QStyleOptionViewItem, index: QModelIndex | QPersistentModelIndex
+    ) -> None:
+        super().initStyleOption(option, index)
+        if index.column() != TEXT_COLUMN or not option.text:
+            return
+        widget = option.widget
+        style = widget.style() if widget is not None else None
+        margin = style.pixelMetric(QStyle.PixelMetric.PM_FocusFrameHMargin) + 1 if style else 3
+        width = option.rect.width() - 2 * margin - 2
+        option.text = elide_lines(option.text, option.font, width, ROW_LINES)
+
 
 class QtRubricTable(QTableView):
-    """The criteria list. Space scrolls the response; digits set a level."""
+    """The criteria list. Space scrolls the response; digits set a level. A row is as
+    tall as its wrapped text up to :data:`ROW_LINES` lines."""
 
     scroll_requested = Signal(int)
     level_requested = Signal(int)
@@ -47,11 +110,24 @@ class QtRubricTable(QTableView):
         self._heights = QTimer(self)
         self._heights.setSingleShot(True)
         self._heights.setInterval(0)
-        self._heights.timeout.connect(self.resizeRowsToContents)
+        self._heights.timeout.connect(self.fit_rows)
+        self.setItemDelegateForColumn(TEXT_COLUMN, _CriterionDelegate(self))
 
     def schedule_row_heights(self) -> None:
         """Recompute the wrapped rows' heights once the column widths have settled."""
         self._heights.start()
+
+    def row_cap(self) -> int:
+        """The tallest a row gets, in pixels: :data:`ROW_LINES` lines and the cell margins."""
+        return self.fontMetrics().lineSpacing() * ROW_LINES + 8
+
+    def fit_rows(self) -> None:
+        """Rows as tall as their wrapped text, capped at :meth:`row_cap`."""
+        self.resizeRowsToContents()
+        cap = self.row_cap()
+        for row in range(self.model().rowCount() if self.model() is not None else 0):
+            if self.rowHeight(row) > cap:
+                self.setRowHeight(row, cap)
 
     def resizeEvent(self, event: QResizeEvent) -> None:
         super().resizeEvent(event)
@@ -76,6 +152,7 @@ class QtRubricPanel(QWidget):
     text_edited = Signal()  # rationale or note typed (the view debounces)
     unclear_toggled = Signal(bool)
     editing_done = Signal()  # Esc in an editor, or focus left it
+    guidelines_fold_requested = Signal(bool)  # the Guidelines title clicked: fold (True) or not
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -102,6 +179,7 @@ class QtRubricPanel(QWidget):
         self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.table.setWordWrap(True)
+        self.table.setTextElideMode(Qt.TextElideMode.ElideRight)
         self.table.setShowGrid(False)
         self.table.setAlternatingRowColors(True)
         self.table.setVerticalScrollMode(QAbstractItemView.ScrollMode.ScrollPerPixel)
@@ -118,7 +196,7 @@ class QtRubricPanel(QWidget):
         editor = QFrame()
         editor.setFrameShape(QFrame.Shape.StyledPanel)
         ed = QVBoxLayout(editor)
-        ed.setContentsMargins(8, 6, 8, 6)
+        ed.setContentsMargins(6, 6, 6, 6)
         ed.setSpacing(4)
         self.criterion_label = QLabel("")
         self.criterion_label.setWordWrap(True)
@@ -184,7 +262,7 @@ class QtRubricPanel(QWidget):
         self.rationale = QPlainTextEdit()
         self.rationale.setPlaceholderText("Rationale (R) — optional. Esc returns to the rubric.")
         self.rationale.setTabChangesFocus(True)
-        self.rationale.setFixedHeight(self.rationale.fontMetrics().lineSpacing() * 4 + 14)
+        self.rationale.setFixedHeight(self.rationale.fontMetrics().lineSpacing() * 3 + 14)
         ed.addWidget(self.rationale)
         unclear_row = QHBoxLayout()
         self.unclear = QCheckBox("Criterion unclear  (U)")
@@ -203,20 +281,31 @@ class QtRubricPanel(QWidget):
         self.guidelines.setObjectName("guidelines")
         self.guidelines.setFrameShape(QFrame.Shape.StyledPanel)
         gl = QVBoxLayout(self.guidelines)
-        gl.setContentsMargins(8, 4, 8, 4)
+        gl.setContentsMargins(6, 2, 6, 4)
         gl.setSpacing(2)
-        self.guidelines_title = QLabel("Guidelines")
+        # The title folds the panel to one line (F7, remembered by the grading view).
+        self._guidelines_folded = False
+        self.guidelines_title = QToolButton()
+        self.guidelines_title.setObjectName("guidelinesTitle")
+        self.guidelines_title.setText("Guidelines")
+        self.guidelines_title.setAutoRaise(True)
+        self.guidelines_title.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+        self.guidelines_title.setArrowType(Qt.ArrowType.DownArrow)
+        self.guidelines_title.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+        self.guidelines_title.setToolTip("Fold or unfold the guidelines (F7)")
         title_font = self.guidelines_title.font()
         title_font.setBold(True)
         self.guidelines_title.setFont(title_font)
-        gl.addWidget(self.guidelines_title)
+        self.guidelines_title.setFixedHeight(self.guidelines_title.fontMetrics().height() + 4)
+        self.guidelines_title.clicked.connect(
+            lambda: self.guidelines_fold_requested.emit(not self._guidelines_folded)
+        )
+        gl.addWidget(self.guidelines_title, 0, Qt.AlignmentFlag.AlignLeft)
         self.guidelines_text = QPlainTextEdit()
         self.guidelines_text.setObjectName("guidelinesText")
         self.guidelines_text.setReadOnly(True)
         self.guidelines_text.setFocusPolicy(Qt.FocusPolicy.NoFocus)
-        self.guidelines_text.setMaximumHeight(
-            self.guidelines_text.fontMetrics().lineSpacing() * 7 + 14
-        )
+        self.guidelines_text.installEventFilter(self)
         gl.addWidget(self.guidelines_text)
         self.guidelines.setVisible(False)
         layout.addWidget(self.guidelines, 0)
@@ -225,6 +314,7 @@ class QtRubricPanel(QWidget):
         self.message.setObjectName("rubricMessage")
         self.message.setWordWrap(True)
         self.message.setContentsMargins(6, 0, 6, 4)
+        self.message.setVisible(False)
         layout.addWidget(self.message)
 
         self.table.selectionModel().currentRowChanged.connect(self._row_changed)
@@ -239,7 +329,7 @@ class QtRubricPanel(QWidget):
         metrics = self.table.fontMetrics()
         self.table.setColumnWidth(VERDICT_COLUMN, metrics.horizontalAdvance("✗ Not met ✎ ⚑") + 16)
         self.table.setColumnWidth(POINTS_COLUMN, metrics.horizontalAdvance("−10") + 18)
-        self.table.resizeRowsToContents()
+        self.table.fit_rows()
 
     def set_read_only(self, on: bool) -> None:
         """Lock the editor (a done response); the view shows the current row again."""
@@ -358,13 +448,40 @@ class QtRubricPanel(QWidget):
             else "Guidelines"
         )
         self.guidelines.setVisible(bool(parts))
+        self._fit_guidelines()
 
     def guidelines_shown(self) -> str:
-        """What the Guidelines panel shows ('' when hidden)."""
+        """What the Guidelines panel holds ('' when hidden; folded, only its title shows)."""
         return self.guidelines_text.toPlainText() if self.guidelines.isVisibleTo(self) else ""
 
+    def fold_guidelines(self, folded: bool) -> None:
+        """Fold the Guidelines panel to its title line, or unfold it."""
+        self._guidelines_folded = folded
+        self.guidelines_text.setVisible(not folded)
+        self.guidelines_title.setArrowType(
+            Qt.ArrowType.RightArrow if folded else Qt.ArrowType.DownArrow
+        )
+
+    def guidelines_folded(self) -> bool:
+        return self._guidelines_folded
+
+    def _fit_guidelines(self) -> None:
+        """The guidelines text as tall as its wrapped lines, at most :data:`GUIDELINE_LINES`
+        (then it scrolls): a short instruction leaves its room to the criteria list."""
+        box = self.guidelines_text
+        layout = box.document().documentLayout()
+        # A plain text document's layout counts its height in lines.
+        lines = max(1, int(layout.documentSize().height()))
+        spacing = box.fontMetrics().lineSpacing()
+        margins = 2 * (box.frameWidth() + int(box.document().documentMargin())) + 2
+        height = min(lines, GUIDELINE_LINES) * spacing + margins
+        if box.height() != height or box.minimumHeight() != height:
+            box.setFixedHeight(height)
+
     def show_message(self, text: str) -> None:
+        """A line under the rubric; without one, its room goes to the criteria list."""
         self.message.setText(text)
+        self.message.setVisible(bool(text))
 
     # -- events -------------------------------------------------------------------------------
     def _row_changed(self, current: QModelIndex, _previous: QModelIndex) -> None:
@@ -381,6 +498,9 @@ class QtRubricPanel(QWidget):
             self.unclear_toggled.emit(on)
 
     def eventFilter(self, obj: QObject, event: QEvent) -> bool:
+        if obj is self.guidelines_text and event.type() == QEvent.Type.Resize:
+            QTimer.singleShot(0, self, self._fit_guidelines)  # the wrapping follows the width
+            return False
         if obj in (self.rationale, self.note):
             if event.type() == QEvent.Type.KeyPress and isinstance(event, QKeyEvent):
                 if event.key() == Qt.Key.Key_Escape:

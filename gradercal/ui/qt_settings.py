@@ -95,6 +95,15 @@ class QtAppSettings:
     def artifacts_shown(self, value: bool) -> None:
         self._set("grading/artifacts_shown", "true" if value else "false")
 
+    @property
+    def guidelines_folded(self) -> bool:
+        """Whether the grading view's Guidelines panel is folded to its title line (F7)."""
+        return str(self._qs.value("grading/guidelines_folded", "false")).lower() == "true"
+
+    @guidelines_folded.setter
+    def guidelines_folded(self, value: bool) -> None:
+        self._set("grading/guidelines_folded", "true" if value else "false")
+
     # -- the dashboard's headline judge ------------------------------------------------------
     #: What :meth:`headline_judge` returns for "the judge with the most verdicts", chosen.
     MOST_VERDICTS = ""

@@ -204,6 +204,7 @@ SHORTCUTS: tuple[Shortcut, ...] = (
     ),
     Shortcut("view.queue", "View", "Show or hide the queue", ("F9",)),
     Shortcut("view.artifacts", "View", "Show or hide the artifacts pane", ("F8",)),
+    Shortcut("view.guidelines", "View", "Fold or unfold the Guidelines panel", ("F7",)),
     Shortcut("view.bigger", "View", "Larger text", ("Ctrl++", "Ctrl+=")),
     Shortcut("view.smaller", "View", "Smaller text", ("Ctrl+-",)),
     Shortcut("view.reset_font", "View", "Default text size", ("Ctrl+0",)),
@@ -262,22 +263,44 @@ COORDINATOR_IDS = frozenset(
         "view.dashboard",
         "view.progress",
         "view.tasks",
+        "view.clarifications",
+        "view.rubric_history",
         "judge.run",
         "criterion.revise",
         "view.grade_next",
     }
+    | {s.id for s in SHORTCUTS if s.id.startswith("ops.")}
 )
-#: Groups of a coordinator window only (the adjudication view is the coordinator's).
-COORDINATOR_GROUPS = frozenset({"Adjudication"})
-#: Groups of a grader's window only: a coordinator window grades nothing.
-GRADER_GROUPS = frozenset({"Rubric", "Responses", "Task review"})
+#: Groups of a coordinator window only: the keys of its adjudication, tasks, clarification
+#: and rubric history views.
+COORDINATOR_GROUPS = frozenset({"Adjudication", "Tasks", "Clarifications", "Rubric history"})
+#: Keys of a grader's window only: a coordinator window grades nothing, so it has no
+#: undo, no grading or review mode, no queue, artifacts pane, Guidelines or grader switch.
+GRADER_IDS = frozenset(
+    {
+        "edit.undo",
+        "edit.redo",
+        "view.grading",
+        "view.review",
+        "view.queue",
+        "view.artifacts",
+        "view.guidelines",
+        "session.switch",
+    }
+)
+#: Groups of a grader's window only (the artifact keys act on the grading and review
+#: views' artifacts pane).
+GRADER_GROUPS = frozenset({"Rubric", "Responses", "Task review", "Artifacts"})
 
 
 def window_shortcuts(*, coordinator: bool) -> tuple[Shortcut, ...]:
     """The keys of one kind of window, in table order: what F1 lists there. A grader's
-    window has no coordinator keys; a coordinator window no rubric, response or review keys."""
+    window has no coordinator keys; a coordinator window no grading, review or artifact
+    keys."""
     if coordinator:
-        return tuple(s for s in SHORTCUTS if s.group not in GRADER_GROUPS)
+        return tuple(
+            s for s in SHORTCUTS if s.group not in GRADER_GROUPS and s.id not in GRADER_IDS
+        )
     return tuple(
         s for s in SHORTCUTS if s.id not in COORDINATOR_IDS and s.group not in COORDINATOR_GROUPS
     )

@@ -45,6 +45,7 @@ from PySide6.QtCore import (
     QPersistentModelIndex,
     QPoint,
     QRegularExpression,
+    QSize,
     QSortFilterProxyModel,
     Qt,
     QTimer,
@@ -66,6 +67,7 @@ from PySide6.QtWidgets import (
     QSizePolicy,
     QSplitter,
     QStackedWidget,
+    QStyle,
     QTableView,
     QTabWidget,
     QToolButton,
@@ -97,6 +99,7 @@ from gradercal.ui.dashboard.data import (
 from gradercal.ui.dashboard.qt_process import QtDashboardProcess
 from gradercal.ui.qt_adjudication import QtAdjudicationView
 from gradercal.ui.qt_revise_dialog import QtReviseDialog
+from gradercal.ui.qt_widgets import QtFlowLayout
 from gradercal.ui.shortcuts import keys
 
 if TYPE_CHECKING:
@@ -629,6 +632,13 @@ class QtChoiceButton(QToolButton):
         self._actions: dict[str, QAction] = {}
         self._update_text()
 
+    def sizeHint(self) -> QSize:
+        """Room for the drop-down arrow after the text (the style drew it over the text)."""
+        hint = super().sizeHint()
+        style = self.style()
+        arrow = style.pixelMetric(QStyle.PixelMetric.PM_MenuButtonIndicator, None, self)
+        return QSize(hint.width() + arrow, hint.height())
+
     def set_values(self, values: Sequence[str]) -> None:
         """Offer ``values``; the selection is kept for values still offered."""
         values = list(values)
@@ -715,6 +725,7 @@ class QtStatCard(QFrame):
         small = self.detail.font()
         small.setPointSizeF(small.pointSizeF() * 0.9)
         self.detail.setFont(small)
+        self.detail.setWordWrap(True)  # the row of cards fits a 1024-pixel window
         self.detail.setForegroundRole(QPalette.ColorRole.PlaceholderText)
         layout.addWidget(self.value)
         layout.addWidget(self.caption)
@@ -810,7 +821,7 @@ class QtDashboardView(QWidget):
         outer = QVBoxLayout(self)
         outer.setContentsMargins(6, 6, 6, 6)
         outer.setSpacing(6)
-        bar = QHBoxLayout()
+        bar = QtFlowLayout(spacing=6)  # wraps on a narrow screen (1024 px) instead of widening
         title = QLabel("Coordinator dashboard")
         font = title.font()
         font.setBold(True)
@@ -818,7 +829,6 @@ class QtDashboardView(QWidget):
         title.setFont(font)
         bar.addWidget(title)
         title.setToolTip(self.benchmark)  # the benchmark is in the window title too
-        bar.addSpacing(12)
         self.models = QtChoiceButton("Models")
         self.workflows = QtChoiceButton("Workflows")
         self.domains = QtChoiceButton("Domains")
@@ -841,7 +851,6 @@ class QtDashboardView(QWidget):
         )
         self.judge.activated.connect(self._judge_chosen)
         bar.addWidget(self.judge)
-        bar.addStretch(1)
         self.progress_bar = QProgressBar()
         self.progress_bar.setMaximumWidth(260)
         self.progress_bar.setTextVisible(True)
