@@ -131,10 +131,13 @@ def views_of(qtbot: Any, window: QtMainWindow) -> Iterator[tuple[str, QWidget]]:
         ("tasks", window.show_tasks),
         ("clarifications", window.show_clarifications),
         ("rubric history", window.show_rubric_history),
+        ("where to grade next", window.show_grade_next),
     ):
         view = show()
         assert view is not None, name
         qtbot.wait(50)
+        if name == "where to grade next":  # its rows and buttons, once computed
+            qtbot.waitUntil(lambda v=view: not v.busy, timeout=TIMEOUT)
         yield name, view
 
 
