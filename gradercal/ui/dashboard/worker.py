@@ -46,7 +46,13 @@ then the frames' load) while it is idle.
 
 Worker → window (``type``):
     ``hello``: ``pid``, ``protocol``, ``qt`` (whether any Qt module is loaded: never).
-    ``progress``: ``generation``, ``done``, ``total``, ``label``.
+    ``progress``: ``generation``, ``done``, ``total``, ``label`` (during the computation:
+        the section just finished, :func:`gradercal.dashboard.compute_dashboard`'s labels).
+    ``headline``: ``generation``, ``payload`` (a pickled
+        :func:`~gradercal.dashboard.headline_of` dict: the overview, the overall agreement,
+        the judges, the alt-test, the notes) — sent as soon as the headline is computed,
+        before the other sections and every ``part`` (not for a result kept in memory or
+        on disk: its parts follow at once).
     ``part``: ``generation``, ``key``, ``digest``, ``payload`` (bytes: a pickle, unpickled by
         the window one part per event-loop turn): ``dash:<field>`` per field of the Dashboard,
         ``options``, ``first_response``, ``table:<name>`` (without its frame when that is
@@ -547,7 +553,14 @@ class Worker:
             stored = self.results.get(rkey)
             cached = stored is not None
             if stored is None:
-                stored = self._produce(request, self._frames, progress, cancel, emit, phase)
+
+                def headline(figures: dict[str, Any]) -> None:
+                    payload = pickle.dumps(figures, protocol=pickle.HIGHEST_PROTOCOL)
+                    self.send({"type": "headline", "generation": gen, "payload": payload})
+
+                stored = self._produce(
+                    request, self._frames, progress, cancel, emit, phase, headline
+                )
                 self.results.put(rkey, stored)
             else:
                 for key, payload, dig in stored.parts:
@@ -749,10 +762,12 @@ class Worker:
         cancel: threading.Event,
         emit: Callable[[str, bytes, bytes], None] | None,
         phase: Callable[[str], None] | None,
+        headline: Callable[[dict[str, Any]], None] | None = None,
     ) -> Any:
         """Compute the dashboard of ``frames``, prepare its tables and draw its charts:
         the :class:`~gradercal.ui.dashboard.results.StoredResult`, each part passed to
-        ``emit`` as soon as it is made."""
+        ``emit`` as soon as it is made; ``headline`` gets the headline as soon as it is
+        computed (``compute_dashboard(headline=…)``), before the other sections."""
         import dataclasses
 
         from gradercal.dashboard import Cancelled, compute_dashboard, filter_options
@@ -792,6 +807,7 @@ class Worker:
             reviews=self._reviews,
             rounds=self._rounds,
             versions=self._versions,
+            headline=headline,
         )
         step("compute")
         # Half of the charts are drawn (and pickled) in a forked child meanwhile, on Linux,
