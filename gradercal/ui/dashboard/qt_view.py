@@ -1084,8 +1084,6 @@ class QtDashboardView(QWidget):
         self._set_busy(True)
         self.progress_bar.setRange(0, 0)
         self.progress_bar.setFormat("starting…")
-        self._charts_pending = []
-        self._chart_timer.stop()
         self._steps_done = set()
         self._unfilled = {*SECTION_STEPS, *(f"chart:{name}" for name, _t in CHARTS)}
         self._show_section_progress()
@@ -1265,9 +1263,13 @@ class QtDashboardView(QWidget):
         self._set_busy(False)
         self._apply(computed)
 
+    def _take_unfilled(self, names: set[str]) -> set[str]:
+        """Mark ``names`` filled; returns them (their tabs' titles to show again)."""
+        self._unfilled -= names
+        return names
+
     def _clear_section_progress(self) -> None:
-        unfilled, self._unfilled = self._unfilled, set()
-        self._show_section_progress(unfilled)
+        self._show_section_progress(self._take_unfilled(set(self._unfilled)))
 
     def _set_busy(self, busy: bool) -> None:
         self.progress_bar.setVisible(busy)
@@ -1317,6 +1319,9 @@ class QtDashboardView(QWidget):
         pending = [tables[0], charts[0], *tables[1:], *charts[1:]]
         # After a partial update only what changed is shown again.
         self._charts_pending = [p for p in pending if self._part_changed(c, p[0], p[1])]
+        # Sections whose part did not change are on screen already.
+        coming = {f"chart:{n}" if k == "chart" else n for k, n, _v in self._charts_pending}
+        self._show_section_progress(self._take_unfilled(self._unfilled - coming))
         self._chart_timer.start()
 
     def _show_headline(
@@ -1364,14 +1369,15 @@ class QtDashboardView(QWidget):
         left, the computation is on screen: :attr:`computed`."""
         if not self._charts_pending:
             self._chart_timer.stop()
+            if self._request is None:
+                self._clear_section_progress()
             self.computed.emit()
             self.read_ahead()
             return
         kind, name, value = self._charts_pending.pop(0)
         section = f"chart:{name}" if kind == "chart" else name
-        if section in self._unfilled:
-            self._unfilled.discard(section)
-            self._show_section_progress([section])
+        if self._request is None and section in self._unfilled:  # not a newer computation's
+            self._show_section_progress(self._take_unfilled({section}))
         if kind == "table":
             if name == "agreement":
                 self._show_agreement()
