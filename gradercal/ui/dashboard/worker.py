@@ -321,7 +321,11 @@ class Worker:
                     self._read_ahead(message)  # reading what the lookup needs meanwhile
                     continue
             else:
-                self._preloaded()
+                if not (self._imported and not self.inbox.empty()):
+                    # The rest of the imports (those the headline did not need: the
+                    # calibration's scikit-learn) while idle — not ahead of a request
+                    # waiting: a forked child imports what it needs.
+                    self._preloaded()
                 if self._unwritten is not None:
                     try:
                         message = self.inbox.get(timeout=WRITE_WHEN_IDLE)
@@ -335,6 +339,7 @@ class Worker:
                 return
             op = message.get("op", "compute")
             if op == "wake":
+                self._preloaded()  # inherited by the prefetches' forked children
                 self._run_prefetches()
                 continue
             if op == "soon":  # too late to matter: the imports are done
