@@ -112,15 +112,20 @@ def test_each_section_shows_its_own_progress_until_filled(
         assert "·" not in board.chart_tabs.tabText(i)
     assert all(board.section_progress(name) is None for name in SECTION_STEPS)
     assert all(board.section_progress(f"chart:{n}") is None for n in board.charts)
-    # The same request again: every part is reused (nothing to redraw), and still no
-    # tab is left showing progress.
-    with qtbot.waitSignal(board.computed, timeout=TIMEOUT):
-        board.recompute()
-    assert board.result is not None and board.result.changed == frozenset()
-    for i in range(board.tables.count()):
-        assert "·" not in board.tables.tabText(i), board.tables.tabText(i)
-    for i in range(board.chart_tabs.count()):
-        assert "·" not in board.chart_tabs.tabText(i)
+    # Asked again (the judge now pinned by name, then the very same request, answered
+    # from memory with every part reused: nothing to redraw): no tab is left showing
+    # progress.
+    cached = []
+    for _again in range(2):
+        with qtbot.waitSignal(board.computed, timeout=TIMEOUT):
+            board.recompute()
+        assert board.result is not None
+        cached.append(board.result.cached and not board.result.changed)
+        for i in range(board.tables.count()):
+            assert "·" not in board.tables.tabText(i), board.tables.tabText(i)
+        for i in range(board.chart_tabs.count()):
+            assert "·" not in board.chart_tabs.tabText(i)
+    assert cached[-1]
 
 
 def test_a_filter_change_shows_its_first_figures_before_the_rest(
