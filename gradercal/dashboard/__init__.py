@@ -30,9 +30,11 @@ from __future__ import annotations
 from gradercal.dashboard.compute import (
     DEFAULT_CALIBRATION_METHOD,
     DEFAULT_N_BOOT,
+    HEADLINE_FIELDS,
     Cancelled,
     ProgressCallback,
     compute_dashboard,
+    headline_of,
     preload,
     primary_judge,
 )
@@ -54,6 +56,7 @@ __all__ = [
     "DEFAULT_N_BOOT",
     "EXPERTS",
     "GROUP_BYS",
+    "HEADLINE_FIELDS",
     "JUDGE_STATISTICS",
     "MODEL_SOURCES",
     "NO_VALUE",
@@ -65,6 +68,7 @@ __all__ = [
     "compute_dashboard",
     "filter_frames",
     "filter_options",
+    "headline_of",
     "pairwise_matrix",
     "preload",
     "primary_judge",

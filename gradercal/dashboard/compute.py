@@ -63,9 +63,11 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_CALIBRATION_METHOD",
     "DEFAULT_N_BOOT",
+    "HEADLINE_FIELDS",
     "Cancelled",
     "ProgressCallback",
     "compute_dashboard",
+    "headline_of",
     "preload",
     "primary_judge",
 ]
@@ -89,6 +91,22 @@ _SHARE_TABLES = True
 _BLAS_THREADS: int | None = 1
 #: ``progress(done, total, label)``.
 ProgressCallback = Callable[[int, int, str], None]
+
+
+#: The keys of a headline (:func:`headline_of`): the :class:`Dashboard` fields it holds.
+HEADLINE_FIELDS = ("overview", "agreement", "judges", "alt_test", "notes")
+
+
+def headline_of(**fields: Any) -> dict[str, Any]:
+    """A headline: the :data:`HEADLINE_FIELDS` of a dashboard, as a dict (from a finished
+    :class:`Dashboard`: ``headline_of(**{k: getattr(d, k) for k in HEADLINE_FIELDS})``).
+    Its ``agreement`` may hold only the overall rows, its ``judges`` lack the calibrated
+    columns; the overview tiles, the expert α, the judge's κ and the alt-test verdict
+    are complete."""
+    missing = [k for k in HEADLINE_FIELDS if k not in fields]
+    if missing:
+        raise TypeError(f"a headline needs {', '.join(missing)}")
+    return {k: fields[k] for k in HEADLINE_FIELDS}
 
 
 class Cancelled(GradercalError):
@@ -271,6 +289,7 @@ def compute_dashboard(
     reviews: pd.DataFrame | None = None,
     rounds: pd.DataFrame | None = None,
     versions: tuple[Frames, VerdictEras] | None = None,
+    headline: Callable[[dict[str, Any]], None] | None = None,
 ) -> Dashboard:
     """Compute every section of the dashboard.
 
@@ -311,6 +330,13 @@ def compute_dashboard(
             (:func:`gradercal.db.eras.read_eras`), for the agreement per criterion
             version; filtered like ``frames``. None, or no revised criterion: that
             section is absent. Every other section uses ``frames``.
+        headline: Called once, as soon as the headline is computed — before any other
+            section — with :func:`headline_of` of what is known then: the overview, the
+            overall agreement rows (the expert–expert figures and every judge against the
+            consensus), the judges table without its calibrated columns, the alt-test of
+            the primary judge and the notes so far. Its figures are those of the finished
+            :class:`Dashboard` (the same computation; the rest only adds rows). For a
+            window that shows the first numbers while the rest computes.
 
     Raises:
         Cancelled: ``cancelled()`` returned True.
@@ -400,6 +426,20 @@ def compute_dashboard(
         rows += judged.rows
         judge_rows = judged.table_rows
         steps.step("judges")
+        if headline is not None:
+            headline(
+                headline_of(
+                    overview=overview,
+                    agreement=frame_from_rows(rows, AGREEMENT_COLUMNS)
+                    if rows
+                    else _empty(AGREEMENT_COLUMNS),
+                    judges=pd.DataFrame([dict(r) for r in judge_rows])
+                    if judge_rows
+                    else _empty(("judge", "primary")),
+                    alt_test=judged.alt,
+                    notes=list(dict.fromkeys(n for n in notes if n)),
+                )
+            )
 
         # Pairwise matrix over experts and judges.
         pairwise = _pairwise(f, humans, judges, n_boot, seed, ci, context)

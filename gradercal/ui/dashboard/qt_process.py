@@ -97,6 +97,9 @@ class QtDashboardProcess(QObject):
     restarted = Signal(str)
     #: a prefetched result is ready: the worker's ``prefetched`` message (a dict)
     prefetched = Signal(object)
+    #: generation, the headline (:func:`gradercal.dashboard.headline_of`) of the generation
+    #: asked for, as soon as the worker computed it (before the rest of the result)
+    headline = Signal(int, object)
 
     def __init__(self, url: str, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -354,6 +357,9 @@ class QtDashboardProcess(QObject):
         elif kind == "progress":
             if gen == self.wanted:
                 self.progress.emit(gen, int(m["done"]), int(m["total"]), str(m["label"]))
+        elif kind == "headline":
+            if gen == self.wanted:  # small: unpickled at once, ahead of the parts
+                self.headline.emit(gen, pickle.loads(m["payload"]))
         elif kind == "part":
             if gen == self.wanted:
                 self._undecoded.append((str(m["key"]), m["payload"]))

@@ -75,6 +75,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from gradercal.dashboard.result import GROUP_BYS
 from gradercal.dashboard.tables import TABLE_SECTIONS
 from gradercal.db.adjudication import AdjudicationStore, AdjudicationValue
 from gradercal.db.revisions import RevisionReport
@@ -121,6 +122,25 @@ RECOMPUTE_DELAY_MS = 250
 #: Filter sets one click away computed ahead while idle (:meth:`QtDashboardView.read_ahead`).
 READ_AHEAD_FILTERS = 6
 READ_AHEAD_ENV = "GRADERCAL_DASHBOARD_READ_AHEAD"
+
+
+#: The steps of :func:`gradercal.dashboard.compute_dashboard` (its progress labels) each
+#: table tab waits for: its own progress shows how many are finished. A table section with
+#: its own computation waits for that step (its title, lower case).
+SECTION_STEPS: dict[str, tuple[str, ...]] = {
+    "agreement": (
+        "expert agreement",
+        "judges",
+        *(f"agreement by {by}" for by in GROUP_BYS if by not in ("overall", "criterion")),
+        "health",
+    ),
+    "judges": ("judges", "calibration"),
+    "models": ("models",),
+    "flips": ("models",),
+    "health": ("health",),
+    "disagreements": ("health",),
+    **{t.key: (t.title.lower(),) for t in TABLE_SECTIONS if t.compute is not None},
+}
 
 
 def read_ahead_default() -> int:
@@ -795,6 +815,14 @@ class QtDashboardView(QWidget):
         self._tab_counts: dict[str, str] = {}
         #: tables and charts still to show, one per event-loop turn: (kind, name, value)
         self._charts_pending: list[tuple[str, str, Any]] = []
+        #: the generation whose headline (tiles, alt-test line) is on screen
+        self.headline_generation: int | None = None
+        #: sections (table and chart tabs) of the running computation not filled yet, and
+        #: the computation's steps finished so far (their progress labels)
+        self._unfilled: set[str] = set()
+        self._steps_done: set[str] = set()
+        #: each tab's own title, without its progress
+        self._tab_titles: dict[QWidget, str] = {}
         #: the worker process (started by the first computation, or ``worker``: started
         #: already, while the window was built)
         if worker is None:
@@ -804,10 +832,16 @@ class QtDashboardView(QWidget):
         self.worker = worker
         self.worker.progress.connect(self._progress)
         self.worker.computed.connect(self._done)
+        self.worker.headline.connect(self._headline_ready)
         self.worker.failed.connect(self._failed)
         self.worker.dropped.connect(self._dropped)
         self.worker.restarted.connect(self._restarted)
         self._build()
+        for tabs in (self.tables, self.chart_tabs):
+            for i in range(tabs.count()):
+                tab = tabs.widget(i)
+                if tab is not None:
+                    self._tab_titles[tab] = tabs.tabText(i)
         self._timer = QTimer(self)
         self._timer.setSingleShot(True)
         self._timer.setInterval(RECOMPUTE_DELAY_MS)
@@ -1059,6 +1093,9 @@ class QtDashboardView(QWidget):
         self._set_busy(True)
         self.progress_bar.setRange(0, 0)
         self.progress_bar.setFormat("starting…")
+        self._steps_done = set()
+        self._unfilled = {*SECTION_STEPS, *(f"chart:{name}" for name, _t in CHARTS)}
+        self._show_section_progress()
         self.worker.compute(request, expect)  # supersedes (cancels) the one running
         return request.generation
 
@@ -1131,6 +1168,7 @@ class QtDashboardView(QWidget):
         self._request = None
         self.generation += 1  # whatever still arrives is stale
         self._set_busy(False)
+        self._clear_section_progress()
         self.error_text = "cancelled"
         self.status.setText("Computation cancelled; the figures shown are from before.")
         self.failed.emit("cancelled")
@@ -1144,6 +1182,55 @@ class QtDashboardView(QWidget):
             self.progress_bar.setRange(0, total)
             self.progress_bar.setValue(done)
         self.progress_bar.setFormat(label)
+        if label not in self._steps_done:
+            self._steps_done.add(label)
+            self._show_section_progress()
+
+    def section_progress(self, name: str) -> str | None:
+        """What section ``name`` (a table tab: ``agreement``, ``judges``, ``models`` or a
+        table section's key; or ``chart:<tab>``) shows of the running computation: its own
+        progress, e.g. ``"2/6"`` (steps of the computation it needs that are finished),
+        ``"preparing"`` / ``"drawing"`` (computed, not on screen yet); None once filled."""
+        if name not in self._unfilled:
+            return None
+        steps = SECTION_STEPS.get(name)
+        if not steps:  # a chart: drawn after the computation
+            return "drawing" if "done" in self._steps_done else "computing"
+        done = sum(1 for step in steps if step in self._steps_done)
+        if done == len(steps) or "done" in self._steps_done:
+            return "preparing"
+        return f"{done}/{len(steps)}"
+
+    def _section_widget(self, name: str) -> QWidget:
+        if name.startswith("chart:"):
+            return self.charts[name[6:]]
+        return self._table_widget(name)
+
+    def _show_section_progress(self, names: Any = None) -> None:
+        """Each tab's title with its own progress (:meth:`section_progress`) while its
+        section is not filled."""
+        every = names is None
+        for name in [*SECTION_STEPS, *(f"chart:{n}" for n, _t in CHARTS)] if every else names:
+            if name in self.section_tables:
+                self._update_tab(name)
+            else:
+                self._set_tab_progress(name)
+
+    def _set_tab_progress(self, name: str) -> None:
+        widget = self._section_widget(name)
+        tabs = self.chart_tabs if name.startswith("chart:") else self.tables
+        index = tabs.indexOf(widget)
+        title = self._tab_titles.get(widget, tabs.tabText(index))
+        state = self.section_progress(name)
+        tabs.setTabText(index, title if state is None else f"{title} · {state}")
+
+    def _headline_ready(self, generation: int, headline: dict[str, Any]) -> None:
+        """The headline of the running computation, ahead of its other sections: the
+        tiles and the alt-test line show it at once."""
+        if generation != self.generation or self._request is None:
+            return
+        self._show_headline(headline["overview"], headline["agreement"], headline["alt_test"])
+        self.headline_generation = generation
 
     def _failed(self, generation: int, kind: str, text: str) -> None:
         """The worker could not compute ``generation``: ``kind`` is ``cancelled``,
@@ -1153,6 +1240,7 @@ class QtDashboardView(QWidget):
             return
         self._request = None
         self._set_busy(False)
+        self._clear_section_progress()
         if kind in ("cancelled", "superseded"):
             self.error_text = "cancelled"
             self.status.setText("Computation cancelled.")
@@ -1184,6 +1272,14 @@ class QtDashboardView(QWidget):
         self._set_busy(False)
         self._apply(computed)
 
+    def _take_unfilled(self, names: set[str]) -> set[str]:
+        """Mark ``names`` filled; returns them (their tabs' titles to show again)."""
+        self._unfilled -= names
+        return names
+
+    def _clear_section_progress(self) -> None:
+        self._show_section_progress(self._take_unfilled(set(self._unfilled)))
+
     def _set_busy(self, busy: bool) -> None:
         self.progress_bar.setVisible(busy)
         self.cancel_button.setVisible(busy)
@@ -1198,24 +1294,8 @@ class QtDashboardView(QWidget):
             # another judge (a test judge that ties on verdicts) cannot take its place.
             self.set_headline(str(d.primary_judge))
         self._set_options(c.options)
-        self.cards["tasks"].set(f"{o['n_tasks']:,}")
-        self.cards["responses"].set(f"{o['n_responses']:,}", f"{len(o['models'])} models")
-        self.cards["criteria"].set(f"{o['n_judgment_criteria']:,}", f"{o['n_units']:,} units")
-        self.cards["graders"].set(
-            f"{len(o['humans'])} + {len(o['judges'])}",
-            f"experts + judge{'s' if len(o['judges']) != 1 else ''}",
-        )
-        share = o["share_graded"]
-        self.cards["graded"].set(
-            _pct(share.get("overall")), f"≥ 2 experts: {_pct(share.get('two_or_more'))}"
-        )
-        primary = d.primary_judge
-        cov = o["judge_coverage"].get(primary) if primary else None
-        self.cards["coverage"].set(_pct(cov), primary or "no judge")
-        self.cards["alpha"].set(*self._headline(d.agreement, "experts", "krippendorff_alpha"))
-        self.cards["kappa"].set(*self._headline(d.agreement, primary, "cohen_kappa"))
-        self.cards["adjudications"].set(f"{o['n_adjudications']:,}")
-        self.verdict.setText(alt_test_text(d.alt_test, primary))
+        self._show_headline(o, d.agreement, d.alt_test)
+        self.headline_generation = c.generation
         for table in TABLE_SECTIONS:
             self._tab_counts[table.key] = str(table.count(d.table(table.key)))
             self._update_tab(table.key)
@@ -1248,7 +1328,34 @@ class QtDashboardView(QWidget):
         pending = [tables[0], charts[0], *tables[1:], *charts[1:]]
         # After a partial update only what changed is shown again.
         self._charts_pending = [p for p in pending if self._part_changed(c, p[0], p[1])]
+        # Sections whose part did not change are on screen already.
+        coming = {f"chart:{n}" if k == "chart" else n for k, n, _v in self._charts_pending}
+        self._show_section_progress(self._take_unfilled(self._unfilled - coming))
         self._chart_timer.start()
+
+    def _show_headline(
+        self, o: dict[str, Any], agreement: pd.DataFrame, alt_test: dict[str, Any] | None
+    ) -> None:
+        """The tiles and the alt-test line, from the overview ``o``, the agreement rows
+        (the overall ones suffice) and the alt-test of the primary judge."""
+        self.cards["tasks"].set(f"{o['n_tasks']:,}")
+        self.cards["responses"].set(f"{o['n_responses']:,}", f"{len(o['models'])} models")
+        self.cards["criteria"].set(f"{o['n_judgment_criteria']:,}", f"{o['n_units']:,} units")
+        self.cards["graders"].set(
+            f"{len(o['humans'])} + {len(o['judges'])}",
+            f"experts + judge{'s' if len(o['judges']) != 1 else ''}",
+        )
+        share = o["share_graded"]
+        self.cards["graded"].set(
+            _pct(share.get("overall")), f"≥ 2 experts: {_pct(share.get('two_or_more'))}"
+        )
+        primary = None if o.get("primary_judge") is None else str(o["primary_judge"])
+        cov = o["judge_coverage"].get(primary) if primary else None
+        self.cards["coverage"].set(_pct(cov), primary or "no judge")
+        self.cards["alpha"].set(*self._headline(agreement, "experts", "krippendorff_alpha"))
+        self.cards["kappa"].set(*self._headline(agreement, primary, "cohen_kappa"))
+        self.cards["adjudications"].set(f"{o['n_adjudications']:,}")
+        self.verdict.setText(alt_test_text(alt_test, primary))
 
     def _part_changed(self, c: Computed, kind: str, name: str) -> bool:
         if kind == "chart":
@@ -1271,10 +1378,15 @@ class QtDashboardView(QWidget):
         left, the computation is on screen: :attr:`computed`."""
         if not self._charts_pending:
             self._chart_timer.stop()
+            if self._request is None:
+                self._clear_section_progress()
             self.computed.emit()
             self.read_ahead()
             return
         kind, name, value = self._charts_pending.pop(0)
+        section = f"chart:{name}" if kind == "chart" else name
+        if self._request is None and section in self._unfilled:  # not a newer computation's
+            self._show_section_progress(self._take_unfilled({section}))
         if kind == "table":
             if name == "agreement":
                 self._show_agreement()
@@ -1354,6 +1466,9 @@ class QtDashboardView(QWidget):
         if key == "disagreements" and count is not None:
             done = widget.model.n_marked
             text = f"{table.title} ({count}, {done:,} adjudicated)" if done else text
+        state = self.section_progress(key)
+        if state is not None:
+            text = f"{text} · {state}"
         self.tables.setTabText(self.tables.indexOf(widget), text)
 
     def set_adjudicated(self, marks: Mapping[tuple[str, str], AdjudicationValue]) -> None:

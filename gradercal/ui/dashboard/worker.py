@@ -46,7 +46,13 @@ then the frames' load) while it is idle.
 
 Worker → window (``type``):
     ``hello``: ``pid``, ``protocol``, ``qt`` (whether any Qt module is loaded: never).
-    ``progress``: ``generation``, ``done``, ``total``, ``label``.
+    ``progress``: ``generation``, ``done``, ``total``, ``label`` (during the computation:
+        the section just finished, :func:`gradercal.dashboard.compute_dashboard`'s labels).
+    ``headline``: ``generation``, ``payload`` (a pickled
+        :func:`~gradercal.dashboard.headline_of` dict: the overview, the overall agreement,
+        the judges, the alt-test, the notes) — sent as soon as the headline is computed,
+        before the other sections and every ``part`` (not for a result kept in memory or
+        on disk: its parts follow at once).
     ``part``: ``generation``, ``key``, ``digest``, ``payload`` (bytes: a pickle, unpickled by
         the window one part per event-loop turn): ``dash:<field>`` per field of the Dashboard,
         ``options``, ``first_response``, ``table:<name>`` (without its frame when that is
@@ -217,8 +223,10 @@ class Worker:
         self._asked = False
         #: (url, benchmark, fingerprint, when) read on ``soon``, for the first lookup
         self._early: tuple[str, Any, dict[str, str], float] | None = None
-        #: the heavy imports, until they run (:meth:`serve`)
+        #: the heavy imports, until they run (:meth:`serve`), and the parts of them run
+        #: ahead ("first": the headline's, "charts": matplotlib's)
         self._preload: Callable[[], None] | None = None
+        self._imported: set[str] = set()
         #: the prefetches waiting: (url, [(request, hypothetical adjudication or None)])
         self._prefetch: tuple[str, list[tuple[Any, Any]]] | None = None
         #: computations made (full dashboards, prefetches included), for the tests
@@ -313,7 +321,11 @@ class Worker:
                     self._read_ahead(message)  # reading what the lookup needs meanwhile
                     continue
             else:
-                self._preloaded()
+                if not (self._imported and not self.inbox.empty()):
+                    # The rest of the imports (those the headline did not need: the
+                    # calibration's scikit-learn) while idle — not ahead of a request
+                    # waiting: a forked child imports what it needs.
+                    self._preloaded()
                 if self._unwritten is not None:
                     try:
                         message = self.inbox.get(timeout=WRITE_WHEN_IDLE)
@@ -327,6 +339,7 @@ class Worker:
                 return
             op = message.get("op", "compute")
             if op == "wake":
+                self._preloaded()  # inherited by the prefetches' forked children
                 self._run_prefetches()
                 continue
             if op == "soon":  # too late to matter: the imports are done
@@ -374,6 +387,19 @@ class Worker:
         preload, self._preload = self._preload, None
         if preload is not None:
             preload()
+
+    def _preloaded_first(self) -> None:
+        """While the heavy imports are pending: those the headline needs
+        (:func:`preload_first`); the rest wait for the headline or for idle time."""
+        if self._preload is not None and "first" not in self._imported:
+            self._imported.add("first")
+            preload_first()
+
+    def _preloaded_charts(self) -> None:
+        """While the heavy imports are pending: matplotlib (:func:`preload_charts`)."""
+        if self._preload is not None and "charts" not in self._imported:
+            self._imported.add("charts")
+            preload_charts()
 
     def _error(self, gen: int, kind: str, message: str, error_type: str = "", tb: str = "") -> None:
         self.send(
@@ -538,7 +564,7 @@ class Worker:
             if self._frames is None or self._revision != revision:
                 self.inbox.put({"op": "warm", "url": url, "benchmark": request.benchmark})
         else:
-            self._preloaded()  # not found on disk: the imports are needed now
+            self._preloaded_first()  # not found on disk: the imports are needed now
             if isinstance(request, PickledRequest):
                 request = request.load()
             loaded, refreshed = self._refresh(request, url, db, progress, revision)
@@ -547,7 +573,15 @@ class Worker:
             stored = self.results.get(rkey)
             cached = stored is not None
             if stored is None:
-                stored = self._produce(request, self._frames, progress, cancel, emit, phase)
+
+                def headline(figures: dict[str, Any]) -> None:
+                    payload = pickle.dumps(figures, protocol=pickle.HIGHEST_PROTOCOL)
+                    self.send({"type": "headline", "generation": gen, "payload": payload})
+                    self._preloaded_charts()  # for the charts, while the rest computes
+
+                stored = self._produce(
+                    request, self._frames, progress, cancel, emit, phase, headline
+                )
                 self.results.put(rkey, stored)
             else:
                 for key, payload, dig in stored.parts:
@@ -628,8 +662,9 @@ class Worker:
         self._early = (url, benchmark, revision, time.monotonic())
         if not kept:
             # Nothing computed on this data: whatever is asked will be computed, so
-            # import and load now, while the window is still being built.
-            self._preloaded()
+            # import and load now, while the window is still being built — what the
+            # headline needs only: the rest follows once the headline is sent.
+            self._preloaded_first()
             with contextlib.suppress(Exception):
                 self._warm(url, benchmark, revision)
 
@@ -749,10 +784,12 @@ class Worker:
         cancel: threading.Event,
         emit: Callable[[str, bytes, bytes], None] | None,
         phase: Callable[[str], None] | None,
+        headline: Callable[[dict[str, Any]], None] | None = None,
     ) -> Any:
         """Compute the dashboard of ``frames``, prepare its tables and draw its charts:
         the :class:`~gradercal.ui.dashboard.results.StoredResult`, each part passed to
-        ``emit`` as soon as it is made."""
+        ``emit`` as soon as it is made; ``headline`` gets the headline as soon as it is
+        computed (``compute_dashboard(headline=…)``), before the other sections."""
         import dataclasses
 
         from gradercal.dashboard import Cancelled, compute_dashboard, filter_options
@@ -792,7 +829,9 @@ class Worker:
             reviews=self._reviews,
             rounds=self._rounds,
             versions=self._versions,
+            headline=headline,
         )
+        self._preloaded_charts()  # (no headline: cancelled before, or an error)
         step("compute")
         # Half of the charts are drawn (and pickled) in a forked child meanwhile, on Linux,
         # from now on; the other half here after the parts and the tables.
@@ -889,21 +928,53 @@ def chart_parts(
     return out
 
 
-def preload() -> None:
-    """Import what a computation needs (engines, scipy, scikit-learn, matplotlib)."""
+#: What the headline of a computation needs (:func:`preload_first`): the engines of the
+#: overview, the expert and judge agreement and the alt-test, with scipy and krippendorff
+#: — not scikit-learn (the calibration, in the forked child) nor matplotlib (the charts).
+HEADLINE_MODULES = (
+    "gradercal.db.repo",
+    "gradercal.dashboard",
+    "gradercal.analysis.agreement",
+    "gradercal.analysis.alt_test",
+    "gradercal.analysis.verdicts",
+    "gradercal.stats.bootstrap",
+    "gradercal.stats.coefficients",
+    "scipy.stats",
+    "krippendorff",
+)
+
+
+def preload_first() -> None:
+    """Import what a computation needs up to its headline (:data:`HEADLINE_MODULES`):
+    the first numbers do not wait for scikit-learn and matplotlib (≈ 1 s of imports on
+    a quiet 2-core machine), which :func:`preload` adds."""
+    import importlib
+
+    for name in HEADLINE_MODULES:
+        importlib.import_module(name)
+
+
+def preload_charts() -> None:
+    """Import matplotlib and draw once (its font cache and text set-up, ≈ 0.5 s)."""
     import matplotlib.backends.backend_agg
     import matplotlib.figure
 
-    import gradercal.dashboard
-    import gradercal.dashboard.charts
-    import gradercal.db.repo
+    import gradercal.dashboard.charts  # noqa: F401
 
-    gradercal.dashboard.preload()
     # matplotlib reads its font cache and sets up text rendering on the first draw
     # (≈ 0.5 s): do it now, so that neither the first dashboard nor a forked child pays it.
     figure = matplotlib.figure.Figure(figsize=(2, 1), dpi=50)
     figure.add_subplot().set_title("warm-up 0.123")
     matplotlib.backends.backend_agg.FigureCanvasAgg(figure).draw()  # type: ignore[no-untyped-call]
+
+
+def preload() -> None:
+    """Import what a computation needs (engines, scipy, scikit-learn, matplotlib)."""
+    import gradercal.dashboard
+
+    preload_first()
+    gradercal.dashboard.preload()
+    preload_charts()
 
 
 def main() -> int:
