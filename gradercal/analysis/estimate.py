@@ -114,6 +114,7 @@ from gradercal.frames import Frames
 __all__ = [
     "PpiResult",
     "RoganGladenResult",
+    "active_design_mean",
     "active_ppi_mean",
     "estimate_report",
     "estimate_table",
@@ -429,6 +430,79 @@ def ppi_mean(
     )
 
 
+def _batches(
+    P: FloatArray, rounds: npt.ArrayLike | None
+) -> tuple[list[npt.NDArray[np.bool_]], list[float]]:
+    """The batches of an active design (the pilot first, then each round) and their
+    shares of the labels; see :func:`active_ppi_mean`."""
+    drawn = np.isfinite(P)
+    if np.any(P[drawn] <= 0.0) or np.any(P[drawn] > 1.0):
+        raise ValueError("inclusion probabilities must lie in (0, 1]")
+    rnd = np.ones(len(P), np.int64) if rounds is None else np.asarray(rounds, np.int64)
+    if rnd.shape != P.shape:
+        raise ValueError("rounds must have the length of prob")
+    batches = [~drawn] + [drawn & (rnd == k) for k in sorted(set(rnd[drawn].tolist()))]
+    n = max(len(P), 1)
+    return batches, [float(b.sum()) / n for b in batches]
+
+
+def _batch_mean(
+    D: FloatArray,
+    P: FloatArray,
+    batches: Sequence[npt.NDArray[np.bool_]],
+    alphas: Sequence[float],
+    N: int,
+) -> tuple[float, float]:
+    """The design-weighted mean of ``D`` over a population of ``N`` and its variance:
+    the pilot's mean and each round's Hájek estimate combined with the batch shares
+    (the estimator of :func:`active_ppi_mean` with ``λ = 0``)."""
+    pilot = batches[0]
+    n0 = int(pilot.sum())
+    d = var = 0.0
+    if n0:
+        d += alphas[0] * float(D[pilot].mean())
+        if n0 > 1:
+            var += alphas[0] ** 2 * (1.0 - n0 / N) * float(np.var(D[pilot], ddof=1)) / n0
+    before = pilot.copy()
+    for b, alpha in zip(batches[1:], alphas[1:], strict=True):
+        act, pa = D[b], P[b]
+        w_sum = float(before.sum()) + float(np.sum(1.0 / pa))
+        d_r = (float(D[before].sum()) + float(np.sum(act / pa))) / w_sum
+        v_r = float(np.sum((1.0 - pa) / pa**2 * (act - d_r) ** 2)) / (N * N)
+        d += alpha * d_r
+        var += alpha**2 * v_r
+        before |= b
+    return d, var
+
+
+def active_design_mean(
+    y: npt.ArrayLike,
+    prob: npt.ArrayLike,
+    n_population: int,
+    *,
+    rounds: npt.ArrayLike | None = None,
+) -> tuple[float, float]:
+    """The design-weighted mean of any per-response value ``y`` over the ``n_population``
+    responses, from the labelled ones under an active design, and its variance.
+
+    The expert-only estimator of :func:`active_ppi_mean` (``λ = 0``, unclipped):
+    ``prob`` and ``rounds`` as there (NaN: the uniform pilot). For figures other than
+    the mean score and pass rate (e.g. the dashboard's design-weighted judge–consensus
+    agreement), which combine such means.
+
+    Returns:
+        ``(mean, variance)``; NaN for both with fewer than one labelled response.
+    """
+    Y = np.asarray(y, np.float64)
+    P = np.asarray(prob, np.float64)
+    if Y.shape != P.shape:
+        raise ValueError("y and prob must have the same length")
+    if len(Y) == 0 or n_population < len(Y):
+        return math.nan, math.nan
+    batches, alphas = _batches(P, rounds)
+    return _batch_mean(Y, P, batches, alphas, n_population)
+
+
 def active_ppi_mean(
     y: npt.ArrayLike,
     yhat: npt.ArrayLike,
@@ -475,11 +549,7 @@ def active_ppi_mean(
     if not (Y.shape == F.shape == P.shape):
         raise ValueError("y, yhat and prob must have the same length")
     drawn = np.isfinite(P)
-    if np.any(P[drawn] <= 0.0) or np.any(P[drawn] > 1.0):
-        raise ValueError("inclusion probabilities must lie in (0, 1]")
-    rnd = np.ones(len(P), np.int64) if rounds is None else np.asarray(rounds, np.int64)
-    if rnd.shape != P.shape:
-        raise ValueError("rounds must have the length of prob")
+    batches, alphas = _batches(P, rounds)
     n, N = len(Y), len(A)
     method = "active ppi++ hajek (t, n-1 df)"
     classical_method = "active hajek (t, n-1 df)"
@@ -504,8 +574,6 @@ def active_ppi_mean(
     q = _t(ci, n - 1.0)
     pilot = ~drawn
     n0 = int(pilot.sum())
-    batches = [pilot] + [drawn & (rnd == k) for k in sorted(set(rnd[drawn].tolist()))]
-    alphas = [float(b.sum()) / n for b in batches]
     safe_p = np.where(drawn, P, 1.0)
     # each labelled response's coefficient in V: λ minimises
     # Σ c_i (Y_i − λ f_i − centre)² + λ² Var(f_all)/N, a weighted regression slope
@@ -525,21 +593,7 @@ def active_ppi_mean(
         lam = 1.0
 
     def combine(lam_v: float) -> tuple[float, float]:
-        D = Y - lam_v * F
-        d = var = 0.0
-        if n0:
-            d += alphas[0] * float(D[pilot].mean())
-            if n0 > 1:
-                var += alphas[0] ** 2 * (1.0 - n0 / N) * float(np.var(D[pilot], ddof=1)) / n0
-        before = pilot.copy()
-        for b, alpha in zip(batches[1:], alphas[1:], strict=True):
-            act, pa = D[b], P[b]
-            w_sum = float(before.sum()) + float(np.sum(1.0 / pa))
-            d_r = (float(D[before].sum()) + float(np.sum(act / pa))) / w_sum
-            v_r = float(np.sum((1.0 - pa) / pa**2 * (act - d_r) ** 2)) / (N * N)
-            d += alpha * d_r
-            var += alpha**2 * v_r
-            before |= b
+        d, var = _batch_mean(Y - lam_v * F, P, batches, alphas, N)
         return lam_v * float(np.mean(A)) + d, var + float(np.var(lam_v * A)) / N
 
     est, var = combine(lam)

@@ -196,6 +196,8 @@ class Worker:
         self._frames: Any = None
         self._reviews: Any = None
         self._rounds: Any = None
+        #: the active design's probabilities and draws (read with the frames)
+        self._design: Any = None
         #: (frames with every verdict, eras) when a criterion was revised, else None:
         #: the agreement per criterion version (the other sections use ``_frames``)
         self._versions: Any = None
@@ -396,6 +398,7 @@ class Worker:
                 self._db = None
             self._frames, self._reviews, self._frames_key = None, None, None
             self._rounds = None
+            self._design = None
             self._versions = None
             self._revision = {}
             # The window's process opened (and migrated) it already: only check here.
@@ -426,6 +429,7 @@ class Worker:
         import gc
 
         from gradercal.db.acceptance import load_round_table
+        from gradercal.db.assignments import active_design
         from gradercal.db.calibrations import load_task_reviews
         from gradercal.db.repo import Repository
 
@@ -463,6 +467,7 @@ class Worker:
         self._frames = repo.load_frames(request.benchmark)
         self._reviews = load_task_reviews(repo, request.benchmark)
         self._rounds = load_round_table(db, request.benchmark)
+        self._design = active_design(db, request.benchmark)
         self._versions = _versions(repo, request.benchmark)
         self._frames_key = key
         self._revision = revision
@@ -792,6 +797,7 @@ class Worker:
             reviews=self._reviews,
             rounds=self._rounds,
             versions=self._versions,
+            design=self._design,
         )
         step("compute")
         # Half of the charts are drawn (and pickled) in a forked child meanwhile, on Linux,

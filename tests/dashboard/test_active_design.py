@@ -1,0 +1,222 @@
+"""The dashboard and ``gradercal report`` under an active design (``assign --strategy
+active``): the estimates weighted exactly as ``gradercal estimate`` weights them, the
+judge–consensus agreement design-weighted, the other figures marked as not weighted, the
+design stated; a uniform design unchanged. Simulations with known truth (gradercal.synth)."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from gradercal.analysis.estimate import estimate_report
+from gradercal.cli import main
+from gradercal.dashboard import compute_dashboard
+from gradercal.dashboard.sections import ACTIVE_DESIGN, design_weighted_agreement
+from gradercal.formats.v1 import read_folder
+from gradercal.frames import Frames, frames_from_data
+from gradercal.ops.active import draw_active, response_uncertainty
+from gradercal.synth import SynthConfig, generate
+
+
+def _run(args: list[str]) -> str:
+    res = CliRunner().invoke(main, args)
+    assert res.exit_code == 0, res.output
+    return res.stdout
+
+
+def _informative(frames: Frames) -> Frames:
+    """The synth's single expert is the truth (sensitivity = specificity = 1); the judge's
+    confidence is made informative: 0.97 on a right verdict, 0.6 on a wrong one."""
+    j = frames.judgments
+    truth = j.loc[j["grader"] != "judge"].set_index(["response_id", "criterion_id"])["met"]
+    key = pd.MultiIndex.from_frame(j[["response_id", "criterion_id"]])
+    right = j["met"].to_numpy() == truth.reindex(key).to_numpy()
+    is_judge = (j["grader"] == "judge").to_numpy()
+    conf = np.where(is_judge, np.where(right, 0.97, 0.6), j["confidence"].to_numpy(np.float64))
+    return replace(frames, judgments=j.assign(confidence=conf))
+
+
+def _benchmark(tmp: Path, seed: int, tasks: int = 200) -> Frames:
+    out = tmp / f"b{seed}-{tasks}"
+    generate(
+        out,
+        overwrite=True,
+        config=SynthConfig(
+            tasks=tasks, criteria_per_task=8, responses_per_task=1, human_graders=1,
+            human_sensitivity=1.0, human_specificity=1.0, artifacts_per_task=0,
+            numeric_task_share=0.0, seed=seed,
+        ),
+    )  # fmt: skip
+    return _informative(frames_from_data(read_folder(out)))
+
+
+def _active(frames: Frames, budget: int, seed: int) -> tuple[Frames, dict[str, float]]:
+    """Keep the expert's verdicts on an active draw (by the judge's confidence) only."""
+    j = frames.judgments
+    jj = j.loc[j["grader"] == "judge"]
+    unc = {
+        str(r): response_uncertainty(g["confidence"].astype(float).tolist())
+        for r, g in jj.groupby("response_id")
+    }
+    d = draw_active(unc, budget, seed=seed)
+    chosen = {
+        r: float(p)
+        for r, p, s in zip(d.response_ids, d.probabilities, d.selected, strict=True)
+        if s
+    }
+    keep = (j["grader"] == "judge") | j["response_id"].isin(list(chosen))
+    return replace(frames, judgments=j.loc[keep].reset_index(drop=True)), chosen
+
+
+def _true_agreement(frames: Frames) -> float:
+    j = frames.judgments
+    h = j.loc[j["grader"] != "judge"].set_index(["response_id", "criterion_id"])["met"]
+    jm = j.loc[j["grader"] == "judge"].set_index(["response_id", "criterion_id"])["met"]
+    both = jm.index.intersection(h.index)
+    return float(np.mean(jm.loc[both].to_numpy() == h.loc[both].to_numpy()))
+
+
+@pytest.mark.slow
+def test_weighted_agreement_recovers_the_truth_where_the_sampled_items_are_biased(
+    tmp_path: Path,
+) -> None:
+    """Known truth: the judge's agreement with the truth over every unit. An active draw
+    over-represents the judge's wrong verdicts, so the agreement over the sampled items
+    (what the dashboard showed before) is far too low; the design-weighted one is not."""
+    weighted, sampled, truth = [], [], []
+    for seed in range(6):
+        full = _benchmark(tmp_path, seed, tasks=150)
+        f, chosen = _active(full, 45, seed)
+        w = design_weighted_agreement(f, "judge", ["expert-01"], (chosen, {}), 0.95)
+        # without probabilities: the dashboard's unit-level figure (checked below)
+        s = design_weighted_agreement(f, "judge", ["expert-01"], ({}, {}), 0.95)
+        sampled.append(s["percent_agreement"][0])
+        weighted.append(w["percent_agreement"][0])
+        truth.append(_true_agreement(full))
+    bias_w = np.mean(np.subtract(weighted, truth))
+    bias_s = np.mean(np.subtract(sampled, truth))
+    print(f"percent agreement bias: weighted {bias_w:+.4f}, sampled items {bias_s:+.4f}")
+    assert bias_s < -0.012  # the unweighted figure is measurably biased
+    assert abs(bias_w) < 0.008
+    # under a uniform design (no probability) the weighted figure is the unit-level one
+    f, _ = _active(_benchmark(tmp_path, 0, tasks=150), 45, 0)
+    w0 = design_weighted_agreement(f, "judge", ["expert-01"], ({}, {}), 0.95)
+    d0 = compute_dashboard(f, judge="judge", n_boot=0, calibration={"method": "none"})
+    row = d0.judges.loc[d0.judges["judge"] == "judge"].iloc[0].to_dict()
+    pa, kappa = float(row["percent_agreement"]), float(row["cohen_kappa"])
+    assert w0["percent_agreement"][0] == pytest.approx(pa, abs=1e-12)
+    assert w0["cohen_kappa"][0] == pytest.approx(kappa, abs=1e-12)
+
+
+def test_dashboard_under_an_active_design_weights_and_says_so(tmp_path: Path) -> None:
+    full = _benchmark(tmp_path, 3, tasks=120)
+    f, chosen = _active(full, 40, 3)
+    design = (chosen, dict.fromkeys(chosen, 1))
+    d = compute_dashboard(f, judge="judge", n_boot=20, design=design)
+    u = compute_dashboard(f, judge="judge", n_boot=20)
+    est = estimate_report(f, "judge", inclusion=chosen, rounds=design[1])
+    m = d.models.loc[d.models["source"] == "estimate"].set_index(["model", "metric"])
+    for r in est["models"]:
+        for fig in ("mean_score", "pass_rate"):
+            got = m.loc[(r["model"], fig)]
+            assert got["value"] == r[fig]["estimate"]
+            assert [got["ci_low"], got["ci_high"]] == r[fig]["ci"]
+            assert ACTIVE_DESIGN in got["note"]
+    assert d.overview["design"] == "active" and "design" not in u.overview
+    assert any(n.startswith(ACTIVE_DESIGN) for n in d.notes)
+    assert not any(ACTIVE_DESIGN in n for n in u.notes)
+    others = d.models.loc[d.models["source"] != "estimate", "note"]
+    assert others.str.contains("not design-weighted").all()
+    assert d.alt_test is None or "not design-weighted" in d.alt_test["design_note"]
+    ag = d.agreement
+    jrow = ag.loc[(ag["by"] == "overall") & (ag["comparison"] == "judge")]
+    kap = jrow.set_index("statistic").loc["cohen_kappa"]
+    assert "weighted by inclusion probability" in kap["note"]
+    assert kap["ci_low"] < kap["value"] < kap["ci_high"]
+    assert ag.loc[ag["comparison"] != "judge", "note"].str.contains("not design-weighted").all()
+    # an empty design is the uniform dashboard, number for number
+    e = compute_dashboard(f, judge="judge", n_boot=20, design=({}, {}))
+    pd.testing.assert_frame_equal(e.models, u.models)
+    pd.testing.assert_frame_equal(e.agreement, u.agreement)
+    pd.testing.assert_frame_equal(e.judges, u.judges)
+    assert e.notes == u.notes
+
+
+@pytest.mark.slow
+def test_report_loads_the_design_and_shows_the_weighted_estimate(
+    db_url: str, tmp_path: Path
+) -> None:
+    """Through the database on both backends: ``assign --strategy active``, the experts
+    grade what they were sent (the truth), then ``gradercal report --json`` shows the
+    estimate of ``gradercal estimate --json`` (weighted), not the unweighted one."""
+    bench = tmp_path / "bench"
+    _run(
+        [
+            "samples", "generate", "-o", str(bench), "--tasks", "80", "--criteria-per-task", "6",
+            "--responses-per-task", "2", "--human-graders", "0", "--artifacts-per-task", "0",
+            "--seed", "5",
+        ]
+    )  # fmt: skip
+    _run(["import", str(bench), "--db", db_url])
+    args = [
+        "assign", "--db", db_url, "--strategy", "active", "--budget", "50",
+        "--graders", "ana,ben", "--overlap", "1", "--seed", "11", "--json",
+    ]  # fmt: skip
+    assigned = {a["response_id"]: a for a in json.loads(_run(args))["assigned"]}
+    judged = {
+        (j["response_id"], j["criterion_id"])
+        for j in map(json.loads, (bench / "judgments.jsonl").read_text("utf-8").splitlines())
+    }
+    rows = []
+    for line in (bench / "truth.jsonl").read_text("utf-8").splitlines():
+        t = json.loads(line)
+        if t["response_id"] in assigned and (t["response_id"], t["criterion_id"]) in judged:
+            rows.append(
+                json.dumps(
+                    {
+                        "response_id": t["response_id"],
+                        "criterion_id": t["criterion_id"],
+                        "grader": assigned[t["response_id"]]["graders"][0],
+                        "grader_kind": "human",
+                        "met": t["met"],
+                    }
+                )
+            )
+    (tmp_path / "human.jsonl").write_text("\n".join(rows) + "\n", "utf-8")
+    _run(["import", str(tmp_path / "human.jsonl"), "--db", db_url])
+    est = json.loads(_run(["estimate", "--db", db_url, "--judge", "judge", "--json"]))
+    assert est["design"] == "active"
+    html = tmp_path / "r.html"
+    rep = json.loads(
+        _run(["report", "--db", db_url, "--judge", "judge", "-o", str(html), "--json"])
+    )
+    dash = rep["dashboard"]
+    assert dash["overview"]["design"] == "active"
+    text = html.read_text("utf-8")
+    assert ACTIVE_DESIGN in text and "not design-weighted" in text
+    shown = {(r["model"], r["metric"]): r for r in dash["models"] if r["source"] == "estimate"}
+    from gradercal.db.repo import Repository
+    from gradercal.db.session import open_database
+
+    db = open_database(db_url)
+    try:
+        frames = Repository(db).load_frames()
+    finally:
+        db.dispose()
+    unweighted = {r["model"]: r for r in estimate_report(frames, "judge")["models"]}
+    differs = 0
+    for r in est["models"]:
+        for fig in ("mean_score", "pass_rate"):
+            s = shown[(r["model"], fig)]
+            assert s["value"] == pytest.approx(r[fig]["estimate"], abs=1e-12)
+            assert [s["ci_low"], s["ci_high"]] == pytest.approx(r[fig]["ci"], abs=1e-12)
+            old = unweighted[r["model"]][fig]["estimate"]
+            differs += not math.isclose(old, r[fig]["estimate"], abs_tol=1e-9)
+    assert differs  # the unweighted figure the dashboard showed before is another number
