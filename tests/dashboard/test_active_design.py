@@ -220,3 +220,43 @@ def test_report_loads_the_design_and_shows_the_weighted_estimate(
             old = unweighted[r["model"]][fig]["estimate"]
             differs += not math.isclose(old, r[fig]["estimate"], abs_tol=1e-9)
     assert differs  # the unweighted figure the dashboard showed before is another number
+
+
+@pytest.mark.slow
+def test_the_unweighted_estimate_the_dashboard_showed_is_biased_under_an_active_design() -> None:
+    """Known truth, 150 runs: ``N = 4000`` responses of 6 criteria (quality
+    ``q ~ Beta(2, 2)``, truth ``Bernoulli(q)``); a lenient judge (says met on an unmet
+    criterion with a per-response rate ``e``: 10% of responses hard, ``e ~ U(0.2, 0.45)``,
+    the rest ``e ~ U(0, 0.01)``) with an informative uncertainty ``e(1 − e)``; an active
+    draw of 100. The dashboard's estimate before (``ppi_mean`` on the drawn responses as
+    if uniform) against the weighted one it shows now (``active_ppi_mean``, as
+    ``gradercal estimate``)."""
+    from gradercal.analysis.estimate import active_ppi_mean, ppi_mean
+    from gradercal.ops.active import active_probabilities
+
+    n, crit, budget = 4000, 6, 100
+    rng = np.random.default_rng(11)
+    err: dict[str, list[float]] = {"w_s": [], "u_s": [], "w_p": [], "u_p": []}
+    for _ in range(150):
+        hard = rng.random(n) < 0.1
+        e = np.where(hard, rng.uniform(0.2, 0.45, n), rng.uniform(0.0, 0.01, n))
+        q = rng.beta(2, 2, n)
+        truth = rng.random((n, crit)) < q[:, None]
+        judge = truth | (rng.random((n, crit)) < e[:, None])
+        ys, fs = truth.mean(1), judge.mean(1)
+        yp, fp = (ys >= 0.5).astype(np.float64), (fs >= 0.5).astype(np.float64)
+        p, _floor = active_probabilities(np.sqrt(e * (1 - e)), budget)
+        take = rng.random(n) < p
+        for fig, y, f in (("s", ys, fs), ("p", yp, fp)):
+            binary = True if fig == "p" else None
+            w = active_ppi_mean(y[take], f[take], p[take], f, binary=binary)
+            u = ppi_mean(y[take], f[take], f[~take], binary=binary)
+            assert w.estimate is not None and u.estimate is not None
+            err["w_" + fig].append(w.estimate - float(y.mean()))
+            err["u_" + fig].append(u.estimate - float(y.mean()))
+    bias = {k: float(np.mean(v)) for k, v in err.items()}
+    se = {k: float(np.std(v) / np.sqrt(len(v))) for k, v in err.items()}
+    print({k: (round(bias[k], 4), round(se[k], 4)) for k in bias})
+    for fig in ("s", "p"):
+        assert bias["u_" + fig] < -0.03 and bias["u_" + fig] < -10 * se["u_" + fig]
+        assert abs(bias["w_" + fig]) < 3 * se["w_" + fig] + 0.002
