@@ -499,7 +499,9 @@ _pct = percent
 @click.command()
 @click.argument(
     "what",
-    type=click.Choice(["judgments", "adjudications", "scores", "tasks", "responses", "benchmark"]),
+    type=click.Choice(
+        ["judgments", "adjudications", "scores", "tasks", "responses", "assignments", "benchmark"]
+    ),
 )
 @click.option(
     "-o",
@@ -545,6 +547,10 @@ def export(
     `export adjudications` and the CSV/Parquet forms of both. `export tasks -o FILE.jsonl` writes tasks.jsonl records;
     as CSV/Parquet it writes one row per criterion.
 
+    `export assignments` lists who was sent what, with the active design's inclusion
+    probability and draw of each (`assign --strategy active`; empty when uniform): the
+    coordinator's record of the design, which graders' packets never carry.
+
     `--accepted-only` keeps the tasks whose last review round was accepted (and
     everything of theirs): `export benchmark --accepted-only -o DIR` is the benchmark
     as released.
@@ -577,6 +583,10 @@ def export(
         records = [task_record(t) for t in tasks] if suffix == ".jsonl" else _criterion_rows(tasks)
     elif what == "responses":
         records = [response_record(r) for r in repo.load_responses(benchmark)]
+    elif what == "assignments":
+        from gradercal.db.assignments import assignment_records
+
+        records = assignment_records(repo.db, benchmark)
     else:
         from gradercal.analysis.scoring import all_grader_scores
 

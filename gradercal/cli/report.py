@@ -220,6 +220,8 @@ class _Request:
     reviews: pd.DataFrame
     rounds: pd.DataFrame
     version_used: Any
+    #: an active design's inclusion probabilities and draws (empty: uniform)
+    design: tuple[dict[str, float], dict[str, int]] | None = None
 
 
 def _read_request(
@@ -235,6 +237,7 @@ def _read_request(
     errors: no such benchmark, grader or judge)."""
     from gradercal.dashboard import primary_judge
     from gradercal.db.acceptance import load_round_table
+    from gradercal.db.assignments import active_design
     from gradercal.db.calibrations import load_task_reviews
     from gradercal.db.eras import load_eras
 
@@ -269,6 +272,7 @@ def _read_request(
         reviews=load_task_reviews(repo, bench.name),
         rounds=load_round_table(repo.db, bench.name),
         version_used=version_used(repo, bench.name, version) if as_json else None,
+        design=active_design(repo.db, bench.name),
     )
 
 
@@ -352,6 +356,7 @@ def _report(
                 reviews=request.reviews,
                 rounds=request.rounds,
                 versions=request.versions,
+                design=request.design,
             )
         except ValueError as exc:
             raise GradercalError(str(exc)) from exc

@@ -51,6 +51,8 @@ from gradercal.dashboard.sections import (
     _models,
     _overview,
     _pairwise,
+    apply_design,
+    not_weighted_rows,
 )
 from gradercal.dashboard.tables import SectionInputs, computed_sections
 from gradercal.errors import GradercalError, NotFoundError
@@ -59,6 +61,7 @@ from gradercal.frames import Frames, frame_from_rows
 if TYPE_CHECKING:
     from gradercal.analysis.agreement import Grouping
     from gradercal.analysis.versions import VerdictEras
+    from gradercal.dashboard.sections import Design
 
 __all__ = [
     "DEFAULT_CALIBRATION_METHOD",
@@ -290,6 +293,7 @@ def compute_dashboard(
     rounds: pd.DataFrame | None = None,
     versions: tuple[Frames, VerdictEras] | None = None,
     headline: Callable[[dict[str, Any]], None] | None = None,
+    design: Design | None = None,
 ) -> Dashboard:
     """Compute every section of the dashboard.
 
@@ -337,6 +341,10 @@ def compute_dashboard(
             the primary judge and the notes so far. Its figures are those of the finished
             :class:`Dashboard` (the same computation; the rest only adds rows). For a
             window that shows the first numbers while the rest computes.
+        design: An active design's inclusion probabilities and draws
+            (:func:`gradercal.db.assignments.active_design`); None or empty: uniform, as
+            before. The estimates are then weighted as ``gradercal estimate`` weights them
+            (:mod:`gradercal.dashboard.sections`, "Active designs").
 
     Raises:
         Cancelled: ``cancelled()`` returned True.
@@ -396,7 +404,15 @@ def compute_dashboard(
         with contextlib.suppress(ChildFailed, OSError):
             forked = ForkedCall(
                 functools.partial(
-                    _late_sections, *late_args, n_boot, seed, ci, context, None, child_groupings
+                    _late_sections,
+                    *late_args,
+                    n_boot,
+                    seed,
+                    ci,
+                    context,
+                    None,
+                    child_groupings,
+                    design,
                 )
             )
         if forked is None:
@@ -426,6 +442,12 @@ def compute_dashboard(
         rows += judged.rows
         judge_rows = judged.table_rows
         steps.step("judges")
+        # an active design: the judges' weighted figures and the notes, before the headline
+        # shows them (nothing changes under a uniform design)
+        rows = apply_design(
+            f, design, humans, ci, context, rows, judge_rows, judged.alt, overview, notes
+        )
+        n_designed = len(rows)
         if headline is not None:
             headline(
                 headline_of(
@@ -454,7 +476,7 @@ def compute_dashboard(
         if late is None:  # one process, or the child failed: its sections computed here
             late = _late_sections(
                 f, v, primary, humans, method, cal_options, cal_source, health_bar,
-                n_boot, seed, ci, context, steps, child_groupings,
+                n_boot, seed, ci, context, steps, child_groupings, design,
             )  # fmt: skip
             notes += late.notes
     finally:
@@ -498,6 +520,7 @@ def compute_dashboard(
             tables[table.key] = frame
         steps.step(table.title.lower())
 
+    rows = rows[:n_designed] + not_weighted_rows(design, rows[n_designed:])
     agreement = frame_from_rows(rows, AGREEMENT_COLUMNS) if rows else _empty(AGREEMENT_COLUMNS)
     judges_df = pd.DataFrame(judge_rows) if judge_rows else _empty(("judge", "primary"))
     if primary is not None and not reliability and method != "none":
@@ -561,6 +584,7 @@ def _late_sections(
     context: AnalysisContext | None,
     steps: _Steps | None,
     groupings: Sequence[Grouping],
+    design: Design | None = None,
 ) -> _LateSections:
     """Agreement by each of ``groupings``, calibration (out of fold) and reliability,
     per-model figures and flips, criterion health, criterion agreement rows and
@@ -587,7 +611,7 @@ def _late_sections(
             reliability[primary] = rel
     own.step("calibration")
     models, flips = _models(
-        f, primary, humans, calibrated_scores, cal_info, n_boot, seed, ci, notes, context
+        f, primary, humans, calibrated_scores, cal_info, n_boot, seed, ci, notes, context, design
     )
     own.step("models")
     health, crit_rows = _health(f, primary, humans, health_bar, context)

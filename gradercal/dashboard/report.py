@@ -241,6 +241,18 @@ def _overview(d: Dashboard) -> str:
             ),
         ),
     ]
+    if o.get("design") == "active":
+        rows.insert(
+            0,
+            (
+                "Design",
+                _e(
+                    "active design: weighted by inclusion probability (estimates and the "
+                    "judges' agreement with the consensus; other figures over the items as "
+                    "sampled, not design-weighted)"
+                ),
+            ),
+        )
     body = _table(["", ""], [[_t(k), (v, False)] for k, v in rows])
     per = [
         [_t(g), _n(_pct(share.get(g))), _n(_e((o.get("n_verdicts") or {}).get(g)))]
@@ -452,10 +464,18 @@ def _judges(d: Dashboard) -> str:
                 _n(alt),
             ]
         )
+    active = d.overview.get("design") == "active"
     return (
         '<p class="meta">Each judge grader is one prompt version. Kappa, balanced F1 and '
         "leniency are against the consensus of all experts; the expert range is each expert "
-        "against the consensus of the others; the calibrated kappa is out of fold.</p>"
+        "against the consensus of the others; the calibrated kappa is out of fold."
+        + (
+            " Active design: kappa is weighted by inclusion probability; the other columns "
+            "are over the expert-graded items as sampled, not design-weighted."
+            if active
+            else ""
+        )
+        + "</p>"
         + _table(
             [
                 "judge",
@@ -554,7 +574,15 @@ def _models(d: Dashboard, images: Mapping[str, str]) -> str:
         '<p class="meta">Experts, raw and calibrated judge: on the responses all three scored, '
         "task-bootstrap intervals. Bias-corrected: PPI++ over every judge-scored response, "
         "small-sample intervals (t with n−1 df; Agresti–Coull-type for pass rates), "
-        "clipped to [0, 1].</p>"
+        "clipped to [0, 1]."
+        + (
+            " Active design: the bias-corrected figures are weighted by inclusion probability "
+            "(as gradercal estimate); experts, raw and calibrated judge are over the "
+            "expert-graded responses as sampled, not design-weighted."
+            if d.overview.get("design") == "active"
+            else ""
+        )
+        + "</p>"
     )
     return "\n".join(parts)
 
@@ -572,7 +600,9 @@ def _alt(d: Dashboard) -> str:
         f"{_num(a.get('advantage_probability'))}; ε = {_e(a.get('epsilon'))}, α = "
         f"{_e(a.get('alpha'))}, {_e(a.get('n_items'))} items; "
         f"{_e(a.get('test', 'exact score'))} test, {_e(a.get('n_tested'))} of "
-        f"{_e(a.get('n_humans'))} experts tested.</p>"
+        f"{_e(a.get('n_humans'))} experts tested."
+        + (f" {_e(a['design_note'])}." if a.get("design_note") else "")
+        + "</p>"
     )
     rows = [
         [

@@ -17,6 +17,17 @@ with the same arguments, so the dashboard shows what ``gradercal agreement``, ``
 * criterion health and the item-level disagreements:
   :func:`gradercal.analysis.health.criterion_health`.
 
+**Active designs** (``assign --strategy active``; ``design`` holds the inclusion
+probabilities and draws of :func:`gradercal.db.assignments.active_design`): the
+bias-corrected estimate is :func:`~gradercal.analysis.estimate.estimate_report` with
+them, exactly as ``gradercal estimate`` computes it; each judge's percent agreement and
+Cohen's kappa against the consensus are design-weighted
+(:func:`design_weighted_agreement`); every other figure over expert-graded items (the
+experts / raw / calibrated judge columns of the models section, expert–expert and
+grouped agreement, the pairwise matrix, the alt-test, criterion health) is over the items
+as sampled, and its note says it is not design-weighted. A uniform design (``design``
+None or empty) changes nothing.
+
 Each function takes the (filtered) frames and the ``context`` shared by one
 :func:`~gradercal.dashboard.compute.compute_dashboard` call, appends its warnings to
 ``notes`` and returns its rows or tables in the shapes of
@@ -81,6 +92,181 @@ _FLIP_COLUMNS = (
 _JUDGE_FIGURES = ("cohen_kappa", "balanced_f1", "percent_agreement", "leniency_bias")
 
 _SOURCE_OF = {"consensus": "experts", "judge": "judge_raw", "calibrated": "judge_calibrated"}
+
+#: An active design: response id → its inclusion probability, and → its draw (round)
+#: (:func:`gradercal.db.assignments.active_design`).
+Design = tuple[Mapping[str, float], Mapping[str, int]]
+
+#: The dashboard's statement of an active design (a note, the overview, the report).
+ACTIVE_DESIGN = "active design: weighted by inclusion probability"
+#: The note of a figure over expert-graded items that is not design-weighted.
+NOT_WEIGHTED = (
+    "active design: over the expert-graded items as sampled only, not design-weighted "
+    "(they over-represent the judge's uncertain responses)"
+)
+#: The note of a design-weighted agreement figure.
+WEIGHTED = (
+    "active design: weighted by inclusion probability (Hájek, responses as units; "
+    "linearised interval)"
+)
+
+
+def is_active(design: Design | None) -> bool:
+    """Whether ``design`` is an active one (some response has a probability)."""
+    return design is not None and bool(design[0])
+
+
+def _with_note(note: str | None, extra: str) -> str:
+    return extra if not note else f"{note}; {extra}"
+
+
+def design_weighted_agreement(
+    f: Frames,
+    judge: str,
+    humans: Sequence[str],
+    design: Design,
+    ci: float,
+    context: AnalysisContext | None = None,
+) -> dict[str, tuple[float, float, float]]:
+    """The judge's percent agreement and Cohen's kappa with the decided consensus,
+    design-weighted: ``{"percent_agreement": (value, low, high), "cohen_kappa": …}``.
+
+    Per response ``i`` judged: ``m_i`` units with both a judge verdict and a decided
+    consensus, ``a_i`` of them agreeing, ``j_i`` judged met, ``c_i`` met by the
+    consensus. Their population means ``M, A, J, C`` over the responses the judge graded
+    are :func:`gradercal.analysis.estimate.active_design_mean` over the expert-graded
+    responses (the estimator of ``gradercal estimate``; the pilot uniform, each draw
+    weighted by ``1/π``). Percent agreement ``p_o = A/M``; kappa
+    ``(p_o − p_e)/(1 − p_e)`` with ``p_e = p_j p_c + (1 − p_j)(1 − p_c)``,
+    ``p_j = J/M``, ``p_c = C/M``: ratios of consistent estimates, so consistent. Their
+    intervals: ``± t_{n−1}·se``, ``se`` the same estimator's standard error of the mean of
+    the linearised values (the influence of each response on the ratio). Under a
+    uniform design the point values equal the unit-level figures. NaN when undefined.
+    """
+    from scipy.stats import t as t_dist  # type: ignore[import-untyped, unused-ignore]
+
+    from gradercal.analysis.estimate import active_design_mean
+    from gradercal.analysis.verdicts import consensus_verdicts, verdicts
+
+    nan3 = (math.nan, math.nan, math.nan)
+    out = {"percent_agreement": nan3, "cohen_kappa": nan3}
+    keys = ["response_id", "criterion_id"]
+    jv = verdicts(f, [judge], context=context).loc[:, [*keys, "met"]]
+    hv = verdicts(f, list(humans), context=context)
+    cons = consensus_verdicts(f, list(humans), context=context).loc[:, [*keys, "met"]]
+    population = pd.Index(jv["response_id"].unique())
+    labelled = population.intersection(pd.Index(hv["response_id"].unique()))
+    n, N = len(labelled), len(population)
+    if n < 2:
+        return out
+    u = jv.merge(cons, on=keys, suffixes=("_j", "_c"))
+    u = u.loc[u["response_id"].isin(labelled)]
+    jm, cm = u["met_j"].astype(bool), u["met_c"].astype(bool)
+    per = (
+        pd.DataFrame(
+            {
+                "response_id": u["response_id"].to_numpy(),
+                "m": 1.0,
+                "a": (jm == cm).astype(np.float64).to_numpy(),
+                "j": jm.astype(np.float64).to_numpy(),
+                "c": cm.astype(np.float64).to_numpy(),
+            }
+        )
+        .groupby("response_id")
+        .sum()
+        .reindex(labelled, fill_value=0.0)
+    )
+    probs, rounds = design
+    P = np.array([probs.get(str(r), math.nan) for r in labelled], np.float64)
+    R = np.array([rounds.get(str(r), 1) for r in labelled], np.int64)
+
+    def mean(x: npt.NDArray[np.float64]) -> tuple[float, float]:
+        return active_design_mean(x, P, N, rounds=R)
+
+    cols = {k: per[k].to_numpy(np.float64) for k in ("m", "a", "j", "c")}
+    M, A, J, C = (mean(cols[k])[0] for k in ("m", "a", "j", "c"))
+    if not M > 0:
+        return out
+    q = float(t_dist.ppf((1.0 + ci) / 2.0, n - 1))
+    po, pj, pc = A / M, J / M, C / M
+    infl = {k: (cols[k] - r * cols["m"]) / M for k, r in (("a", po), ("j", pj), ("c", pc))}
+    h = q * math.sqrt(max(mean(infl["a"])[1], 0.0))
+    out["percent_agreement"] = (po, max(po - h, 0.0), min(po + h, 1.0))
+    pe = pj * pc + (1.0 - pj) * (1.0 - pc)
+    if pe < 1.0:
+        kappa = (po - pe) / (1.0 - pe)
+        z = (
+            infl["a"]
+            + (po - 1.0) / (1.0 - pe) * ((2 * pc - 1) * infl["j"] + (2 * pj - 1) * infl["c"])
+        ) / (1.0 - pe)
+        hk = q * math.sqrt(max(mean(z)[1], 0.0))
+        out["cohen_kappa"] = (kappa, kappa - hk, kappa + hk)
+    return out
+
+
+def apply_design(
+    f: Frames,
+    design: Design | None,
+    humans: Sequence[str],
+    ci: float,
+    context: AnalysisContext | None,
+    rows: list[tuple[Any, ...]],
+    judge_rows: list[dict[str, Any]],
+    alt: dict[str, Any] | None,
+    overview: dict[str, Any],
+    notes: list[str],
+) -> list[tuple[Any, ...]]:
+    """Under an active design (else nothing changes): each judge's overall percent
+    agreement and kappa design-weighted (:func:`design_weighted_agreement`) in the
+    agreement rows and the judges table, the not-weighted note on every other agreement
+    row and on the alt-test, the design in the overview and the notes. Returns the rows."""
+    if not is_active(design):
+        return rows
+    assert design is not None
+    overview["design"] = "active"
+    notes.insert(
+        0,
+        f"{ACTIVE_DESIGN}: the bias-corrected estimates and the judges' agreement with the "
+        "consensus (percent agreement, kappa) are design-weighted; the other figures over "
+        "expert-graded items (experts / raw / calibrated judge by model, expert agreement, "
+        "agreement by group, pairwise, alt-test, criterion health, flips, disagreements) "
+        "are over the items as sampled only and not design-weighted",
+    )
+    weighted: dict[str, dict[str, tuple[float, float, float]]] = {}
+    for row in judge_rows:
+        w = design_weighted_agreement(f, row["judge"], humans, design, ci, context)
+        weighted[row["judge"]] = w
+        for stat in ("cohen_kappa", "percent_agreement"):
+            row[stat], row[f"{stat}_low"], row[f"{stat}_high"] = w[stat]
+    out = []
+    for r in rows:
+        judge_overall = r[0] == "overall" and r[3] in weighted
+        out += _design_rows([r], weighted[r[3]] if judge_overall else None)
+    if alt is not None:
+        alt["design_note"] = NOT_WEIGHTED
+    return out
+
+
+def not_weighted_rows(design: Design | None, rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    """``rows`` computed after :func:`apply_design` ran: under an active design each says
+    it is not design-weighted; under a uniform one they are returned as they are."""
+    return _design_rows(rows, None) if is_active(design) else rows
+
+
+def _design_rows(
+    rows: list[tuple[Any, ...]], weighted: Mapping[str, tuple[float, float, float]] | None
+) -> list[tuple[Any, ...]]:
+    """Agreement rows under an active design: the design-weighted figures replace theirs
+    (``weighted``, by statistic), every other row's note says it is not weighted."""
+    out = []
+    for r in rows:
+        stat, note = r[4], r[10]
+        if weighted is not None and stat in weighted:
+            value, lo, hi = weighted[stat]
+            out.append((*r[:5], value, lo, hi, *r[8:10], _with_note(note, WEIGHTED)))
+        else:
+            out.append((*r[:10], _with_note(note, NOT_WEIGHTED)))
+    return out
 
 
 class _Steps(Protocol):
@@ -484,7 +670,11 @@ def _models(
     ci: float,
     notes: list[str],
     context: AnalysisContext | None,
+    design: Design | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Per model: the experts', raw and calibrated judge's figures (on the responses all
+    three scored) and the bias-corrected estimate (``gradercal estimate``'s, with the
+    active ``design``'s weights when given), and the pass ↔ fail flips."""
     from gradercal.analysis.estimate import estimate_report
     from gradercal.analysis.impact import impact_report
 
@@ -505,7 +695,16 @@ def _models(
         ci=ci,
         context=context,
     )
-    est = estimate_report(f, judge, list(humans), ci=ci, context=context)
+    active = is_active(design)
+    est = estimate_report(
+        f,
+        judge,
+        list(humans),
+        ci=ci,
+        context=context,
+        inclusion=design[0] if design is not None and active else None,
+        rounds=design[1] if design is not None and active else None,
+    )
     est_rows = {r["model"]: r for r in est["models"]}
     models = sorted({str(r["model"]) for r in rep["models"]} | set(est_rows))
     imp = {str(r["model"]): r for r in rep["models"]}
@@ -515,6 +714,8 @@ def _models(
             if r is not None:
                 for g in rep["graders"]:
                     value, lo, hi, note = _json_fig(r[g][metric])
+                    if active:
+                        note = _with_note(note, NOT_WEIGHTED)
                     rows.append(
                         (model, _SOURCE_OF[g], metric, value, lo, hi, r["n_responses"], note)
                     )
@@ -532,7 +733,7 @@ def _models(
                         float(lo),
                         float(hi),
                         e["n_responses"],
-                        d.get("note"),
+                        _with_note(d.get("note"), ACTIVE_DESIGN) if active else d.get("note"),
                     )
                 )
     order = {s: i for i, s in enumerate(MODEL_SOURCES)}

@@ -42,6 +42,7 @@ __all__ = [
     "apply_design",
     "assign",
     "assign_active",
+    "assignment_records",
     "design_key",
     "inclusion_probabilities",
     "load_units",
@@ -514,3 +515,44 @@ def active_design(
             out[rid] = float(p)
             rounds[rid] = int(r) if r is not None else 1
     return out, rounds
+
+
+def assignment_records(db: Database, benchmark: str | None = None) -> list[dict[str, Any]]:
+    """Every assignment of the benchmark, for the coordinator's ``export assignments``:
+    ``response_id``, ``task_id``, ``model``, ``grader``, ``status``, ``position``,
+    ``time_spent_s``, ``submitted_at`` and the active design's ``inclusion_probability``
+    and ``sampling_round`` (None: assigned uniformly). Graders never get these two
+    (their packets carry NULL; their database role cannot read them). In assignment order.
+    """
+    bench = Repository(db).benchmark(benchmark)
+    with db.read() as s:
+        rows = s.execute(
+            select(
+                m.Response.external_id,
+                m.Task.external_id,
+                m.Response.model,
+                m.Grader.name,
+                m.Assignment.status,
+                m.Assignment.position,
+                m.Assignment.time_spent_s,
+                m.Assignment.submitted_at,
+                m.Assignment.inclusion_probability,
+                m.Assignment.sampling_round,
+            )
+            .join(m.Response, m.Response.id == m.Assignment.response_id)
+            .join(m.Task, m.Task.id == m.Response.task_id)
+            .join(m.Grader, m.Grader.id == m.Assignment.grader_id)
+            .where(m.Response.benchmark_id == bench.id)
+            .order_by(m.Assignment.id)
+        ).all()
+    keys = (
+        "response_id", "task_id", "model", "grader", "status", "position", "time_spent_s",
+        "submitted_at", "inclusion_probability", "sampling_round",
+    )  # fmt: skip
+    out = []
+    for row in rows:
+        rec = dict(zip(keys, row, strict=True))
+        if rec["submitted_at"] is not None:
+            rec["submitted_at"] = rec["submitted_at"].isoformat()
+        out.append(rec)
+    return out

@@ -292,6 +292,7 @@ def write_report(
     from gradercal.dashboard import compute_dashboard, primary_judge
     from gradercal.dashboard.report import write_html, write_pdf
     from gradercal.db.acceptance import load_round_table
+    from gradercal.db.assignments import active_design
     from gradercal.db.calibrations import load_calibration, load_task_reviews
     from gradercal.db.eras import load_eras
     from gradercal.db.repo import Repository
@@ -324,6 +325,7 @@ def write_report(
             reviews=load_task_reviews(repo, bench),
             rounds=load_round_table(db, bench),
             versions=versions,
+            design=active_design(db, bench),
         )
     except ValueError as exc:
         raise GradercalError(str(exc)) from exc

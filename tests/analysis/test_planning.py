@@ -12,9 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pytest
 
 from gradercal.analysis.agreement import judge_agreement
+from gradercal.analysis.alt_test import alt_test_frames
 from gradercal.analysis.estimate import estimate_report, ppi_mean
 from gradercal.analysis.planning import (
     assumed_model,
@@ -22,11 +24,13 @@ from gradercal.analysis.planning import (
     plan,
     ppi_half_widths,
 )
+from gradercal.analysis.verdicts import verdicts
 from gradercal.formats import read_path
 from gradercal.frames import Frames, frames_from_data
 from gradercal.synth import SynthConfig, generate
 
 TASKS = 200
+FloatArray = npt.NDArray[np.float64]
 
 
 def _bench(root: Path, seed: int, experts: int, graded: int) -> Frames:
@@ -162,3 +166,58 @@ def test_an_assumed_pass_rate_is_the_models_true_pass_rate(
     met = rng.random((40_000, 25)) < 1.0 / (1.0 + np.exp(-eta[:, None]))
     true_rate = float(np.mean(met.mean(axis=1) >= model.pass_threshold - 1e-9))
     assert true_rate == pytest.approx(pass_rate, abs=0.01)
+
+
+def _acceptance_wrong(frames: Frames, bar: float) -> FloatArray:
+    """Per graded task: whether its reviewers' percent agreement (the share of agreeing
+    pairs per unit, averaged over the task's units) is at or above ``bar``."""
+    v = verdicts(frames)
+    h = v.loc[v["grader_kind"] == "human"]
+    g = h.groupby(["task_id", "response_id", "criterion_id"])["met"].agg(["sum", "count"])
+    k, c = g["count"].astype(float), g["sum"].astype(float)
+    share = (c * (c - 1) / 2 + (k - c) * (k - c - 1) / 2) / (k * (k - 1) / 2)
+    per_task = share.groupby(level=0).mean()
+    out: FloatArray = (per_task.to_numpy(np.float64) >= bar).astype(np.float64)
+    return out
+
+
+@pytest.mark.slow
+def test_predicted_alttest_power_and_acceptance_error_match_realised(
+    held_out: Callable[[int, int, int], Frames],
+) -> None:
+    """``plan``'s alt-test power and acceptance error rate against the realised ones on
+    held-out benchmarks (12 seeds, 20 tasks graded by 3 experts): the share of them on
+    which ``gradercal alttest`` (ε = 0.05, bootstrap-t) finds that the judge may replace
+    the experts, and the share of graded tasks whose acceptance decision (reviewer
+    percent agreement ≥ 0.90) is on the wrong side of the task's true agreement.
+
+    The synth's experts err at fixed rates (sensitivity 0.92, specificity 0.90), so
+    every task's true pairwise agreement is ``s² + (1 − s)²`` ≤ 0.853 < 0.90: a task
+    accepted by its observed agreement is an acceptance error. Tolerances: ±0.20 for the
+    power (binomial sd over 12 benchmarks ≈ 0.13) and ±0.05 for the error rate (240
+    tasks; sd ≈ 0.024)."""
+    bar, eps = 0.90, 0.05
+    cfg = SynthConfig()
+    true_agreement = max(
+        s * s + (1 - s) * (1 - s) for s in (cfg.human_sensitivity, cfg.human_specificity)
+    )
+    assert true_agreement < bar
+    model = fit_pilot(held_out(1000, 3, 60), "judge")
+    pred = plan(model, tasks=[20], experts=[3], n_sims=200, seed=2, epsilon=eps, bar=bar)
+    power = pred.designs[0]["power"]
+    passed, wrong = [], []
+    for seed in range(12):
+        f = held_out(seed, 3, 20)
+        humans = sorted(set(f.judgments.loc[f.judgments["grader_kind"] == "human", "grader"]))
+        passed.append(alt_test_frames(f, "judge", humans, epsilon=eps).passed)
+        wrong.append(_acceptance_wrong(f, bar))
+    realised_power = float(np.mean(passed))
+    realised_error = float(np.mean(np.concatenate(wrong)))
+    print(
+        f"alt-test power predicted {power['alttest_power']:.3f} realised {realised_power:.3f}; "
+        f"acceptance error predicted {power['acceptance_error']:.3f} "
+        f"realised {realised_error:.3f}"
+    )
+    assert 0.2 < power["alttest_power"] < 0.95  # a design where power is informative
+    assert abs(power["alttest_power"] - realised_power) <= 0.20
+    assert abs(power["acceptance_error"] - realised_error) <= 0.05

@@ -4,6 +4,7 @@ both backends, ``assign --strategy active`` storing probabilities that ``estimat
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -163,7 +164,8 @@ def test_active_assign_stores_probabilities_that_estimate_uses(db_url: str, tmp_
     human = tmp_path / "human.jsonl"
     human.write_text("\n".join(rows) + "\n", "utf-8")
     _run(["import", str(human), "--db", db_url])
-    # the offline packet carries the probabilities of the grader's assignments
+    # blinding: the grader's offline packet carries neither the probabilities nor the
+    # draws (nor any judge verdict or confidence); the coordinator's export carries them
     pkt = tmp_path / "ana.gcpkg"
     _run(["packet", "export", "--db", db_url, "--grader", "ana", "-o", str(pkt)])
     import sqlite3
@@ -171,19 +173,35 @@ def test_active_assign_stores_probabilities_that_estimate_uses(db_url: str, tmp_
 
     with zipfile.ZipFile(pkt) as z:
         (tmp_path / "pkt").mkdir()
-        z.extract("packet.sqlite", tmp_path / "pkt")
+        z.extractall(tmp_path / "pkt")
     con = sqlite3.connect(tmp_path / "pkt" / "packet.sqlite")
     try:
-        carried = sorted(
-            p
-            for (p,) in con.execute(
-                "SELECT inclusion_probability FROM assignment WHERE sampling_round = 1"
-            )
-        )
+        carried = con.execute(
+            "SELECT count(*), count(inclusion_probability), count(sampling_round) FROM assignment"
+        ).fetchone()
+        judges = con.execute("SELECT count(*) FROM grader WHERE kind != 'human'").fetchone()[0]
+        confident = con.execute(
+            "SELECT count(*) FROM judgment WHERE confidence IS NOT NULL"
+        ).fetchone()[0]
     finally:
         con.close()
     mine = sorted(a["probability"] for a in assigned.values() if a["graders"] == ["ana"])
-    assert carried == pytest.approx(mine, rel=1e-12) and mine
+    assert carried == (len(mine), 0, 0) and mine
+    assert judges == 0 and confident == 0
+    for member in (tmp_path / "pkt").rglob("*"):
+        if member.is_file() and member.suffix != ".sqlite":
+            text = member.read_text("utf-8", errors="replace")
+            assert "probability" not in text and "sampling_round" not in text, member.name
+            # the grader's own verdicts have a confidence field, always empty here
+            assert not re.search(r'"confidence":\s*[-0-9.]', text), member.name
+    export = tmp_path / "assignments.jsonl"
+    _run(["export", "assignments", "--db", db_url, "-o", str(export)])
+    exported = [json.loads(x) for x in export.read_text("utf-8").splitlines()]
+    assert sorted(
+        r["inclusion_probability"] for r in exported if r["grader"] == "ana"
+    ) == pytest.approx(mine, rel=1e-12)
+    assert {r["sampling_round"] for r in exported} == {1}
+    assert {r["response_id"] for r in exported} == set(assigned)
     # a second draw: the error model is now fitted on the experts' grades so far
     args2 = [*args[:-2], "12", "--json"]
     second = json.loads(_run(args2))

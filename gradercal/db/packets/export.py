@@ -5,8 +5,9 @@ holding a small gradercal database with only what the grader needs: their assign
 the tasks, rubrics, artifacts and responses of those assignments, and their own
 judgments and task reviews so far. Models are blinded: a response's model becomes the
 grader's code for it (``Response A`` …) and its id an opaque ``r00001``. No other
-grader's judgments, no judge verdicts, no adjudications, no history, no coordinator data
-go in. The manifest names the source database (its UUID) and carries a seal (an HMAC
+grader's judgments, no judge verdicts or confidences, no adjudications, no history, no
+coordinator data go in — nor an active design's sampling probabilities or draws (the
+assignment rows carry NULL there: they would tell the grader where the judge is unsure). The manifest names the source database (its UUID) and carries a seal (an HMAC
 under a key kept in the source database's ``database_info``).
 """
 
@@ -22,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import insert, select
-from sqlalchemy.orm import Session, undefer
+from sqlalchemy.orm import Session
 
 from gradercal import __version__
 from gradercal._util.scratch import scratch_dir
@@ -212,8 +213,6 @@ def _copy_share(
         raise NotFoundError(f"no human grader named {grader!r}")
     assignments = s.execute(
         select(m.Assignment, m.Response.task_id)
-        # the active design's probability travels with the packet (never shown in the window)
-        .options(undefer(m.Assignment.inclusion_probability), undefer(m.Assignment.sampling_round))
         .join(m.Response, m.Response.id == m.Assignment.response_id)
         .where(m.Assignment.grader_id == g.id, m.Response.benchmark_id == bench.id)
         .order_by(m.Assignment.position, m.Assignment.id)
@@ -372,8 +371,11 @@ def _copy_share(
                 "created_at": a.created_at,
                 "updated_at": a.updated_at,
                 "submitted_at": a.submitted_at,
-                "inclusion_probability": a.inclusion_probability,
-                "sampling_round": a.sampling_round,
+                # blinding: the active design's sampling probability and draw stay with
+                # the coordinator (`gradercal export assignments`); a grader who knew
+                # them would know where the judge is unsure
+                "inclusion_probability": None,
+                "sampling_round": None,
             }
         )
         record_assignments.append(

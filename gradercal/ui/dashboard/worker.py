@@ -202,6 +202,8 @@ class Worker:
         self._frames: Any = None
         self._reviews: Any = None
         self._rounds: Any = None
+        #: the active design's probabilities and draws (read with the frames)
+        self._design: Any = None
         #: (frames with every verdict, eras) when a criterion was revised, else None:
         #: the agreement per criterion version (the other sections use ``_frames``)
         self._versions: Any = None
@@ -422,6 +424,7 @@ class Worker:
                 self._db = None
             self._frames, self._reviews, self._frames_key = None, None, None
             self._rounds = None
+            self._design = None
             self._versions = None
             self._revision = {}
             # The window's process opened (and migrated) it already: only check here.
@@ -452,6 +455,7 @@ class Worker:
         import gc
 
         from gradercal.db.acceptance import load_round_table
+        from gradercal.db.assignments import active_design
         from gradercal.db.calibrations import load_task_reviews
         from gradercal.db.repo import Repository
 
@@ -489,6 +493,7 @@ class Worker:
         self._frames = repo.load_frames(request.benchmark)
         self._reviews = load_task_reviews(repo, request.benchmark)
         self._rounds = load_round_table(db, request.benchmark)
+        self._design = active_design(db, request.benchmark)
         self._versions = _versions(repo, request.benchmark)
         self._frames_key = key
         self._revision = revision
@@ -830,6 +835,7 @@ class Worker:
             rounds=self._rounds,
             versions=self._versions,
             headline=headline,
+            design=self._design,
         )
         self._preloaded_charts()  # (no headline: cancelled before, or an error)
         step("compute")
