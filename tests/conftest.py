@@ -204,6 +204,15 @@ def db_templates(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DatabaseT
 
 
 @pytest.fixture
+def qtbot(qapp: Any, request: pytest.FixtureRequest) -> Any:
+    """pytest-qt's ``qtbot``, its waits without a named timeout lasting 60 s instead of 5 s
+    (tests/support/qtbot.py: none of them is a claim about speed)."""
+    from tests.support.qtbot import PatientQtBot
+
+    return PatientQtBot(request)
+
+
+@pytest.fixture
 def repo(db_url: str) -> Iterator[Any]:
     from gradercal.db.repo import Repository
     from gradercal.db.session import open_database
