@@ -205,7 +205,7 @@ def db_templates(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DatabaseT
 
 @pytest.fixture
 def qtbot(qapp: Any, request: pytest.FixtureRequest) -> Any:
-    """pytest-qt's ``qtbot``, its waits without a named timeout lasting 60 s instead of 5 s
+    """pytest-qt's ``qtbot``, every failing wait lasting at least 60 s (pytest-qt: 5 s unless named)
     (tests/support/qtbot.py: none of them is a claim about speed)."""
     from tests.support.qtbot import PatientQtBot
 
