@@ -86,7 +86,7 @@ phase "pytest ($workers workers)"
 export QT_QPA_PLATFORM=offscreen
 set +e
 # --durations: the slowest tests are printed at the end (where CI time goes, issue #18).
-.venv/bin/python -m pytest -n "$workers" --dist worksteal --durations=25 "$@"
+.venv/bin/python -m pytest -n "$workers" --dist worksteal --durations=40 "$@"
 status=$?
 set -e
 phase "done"

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 # Every test's dashboard is computed, never read from a cache on disk left by another test
@@ -21,6 +22,12 @@ os.environ["GRADERCAL_DASHBOARD_CACHE"] = "off"
 # Nor does a dashboard compute other filter sets ahead behind a test's back (tests of that
 # set QtDashboardView.read_ahead_filters).
 os.environ["GRADERCAL_DASHBOARD_READ_AHEAD"] = "0"
+
+# Hypothesis: no per-example deadline (200 ms by default) and no "too slow" health check:
+# both time the machine, which other work on two shared cores stretches, and no property
+# here is about speed (a test may still name its own settings; these are the defaults).
+settings.register_profile("gradercal", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("gradercal")
 
 ROOT = Path(__file__).resolve().parent.parent
 DEMO = ROOT / "samples" / "demo"
@@ -201,6 +208,15 @@ def db_templates(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DatabaseT
         yield templates
     finally:
         templates.drop()
+
+
+@pytest.fixture
+def qtbot(qapp: Any, request: pytest.FixtureRequest) -> Any:
+    """pytest-qt's ``qtbot``, every failing wait lasting at least 60 s (pytest-qt: 5 s unless named)
+    (tests/support/qtbot.py: none of them is a claim about speed)."""
+    from tests.support.qtbot import PatientQtBot
+
+    return PatientQtBot(request)
 
 
 @pytest.fixture

@@ -810,10 +810,12 @@ def test_core_module_imports_neither_qt_nor_sqlalchemy() -> None:
 @pytest.mark.slow
 def test_scale_750_tasks(tmp_path: Path) -> None:
     config = SynthConfig(tasks=750, criteria_per_task=25.36, artifacts_per_task=1.33)
-    start = time.perf_counter()
+    # The CPU time of this process (generation is single-process): the work it does, which
+    # other processes on a loaded machine do not stretch as they stretch the wall clock.
+    start = time.process_time()
     summary = generate(tmp_path / "big", config)
-    elapsed = time.perf_counter() - start
-    assert elapsed < 20.0, f"generation took {elapsed:.1f} s"
+    elapsed = time.process_time() - start
+    assert elapsed < 20.0, f"generation took {elapsed:.1f} s of CPU"
     assert summary.tasks == 750
     assert summary.criteria == 19_020
     assert 950 <= summary.artifacts <= 1_050

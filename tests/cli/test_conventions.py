@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import gc
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -25,6 +27,26 @@ def demo_db(tmp_path_factory: pytest.TempPathFactory) -> str:
     res = CliRunner().invoke(main, ["import", str(DEMO), "--db", db, "--json"])
     assert res.exit_code == 0, res.output
     return db
+
+
+def _writable_descriptors(path: Path) -> list[str]:
+    """This process's file descriptors open for writing on ``path`` (Linux: /proc/self)."""
+    fds = Path("/proc/self/fd")
+    if not fds.is_dir():
+        return []
+    found = []
+    for fd in fds.iterdir():
+        try:
+            if Path(os.readlink(fd)) != path.resolve():
+                continue
+            flags = int(
+                (Path("/proc/self/fdinfo") / fd.name).read_text().split("flags:")[1].split()[0], 8
+            )
+        except (OSError, IndexError, ValueError):
+            continue  # closed meanwhile
+        if flags & (os.O_WRONLY | os.O_RDWR):
+            found.append(fd.name)
+    return found
 
 
 def _run(*args: str, stdin: str | None = None) -> str:
@@ -353,6 +375,14 @@ def test_a_read_only_database_is_read_and_refuses_writes_in_one_line(tmp_path: P
     line, exits 1, and the file is unchanged."""
     db = tmp_path / "ro.sqlite"
     _run("import", str(DEMO), "--db", str(db))
+    # The import ran in this process: its engine's connections (file descriptors opened
+    # read-write before the file was made immutable) live until the collector frees them,
+    # and SQLite hands a closed connection's descriptor to the next connection that opens
+    # the same file in the same process. `assign` would then write through the import's
+    # descriptor into the -wal file and succeed, as a new process never could (the test
+    # failed when run alone; in the full suite a collection had happened to run first).
+    gc.collect()
+    assert not _writable_descriptors(db), "the import left the file open for writing"
     if not immutable(db, True):
         pytest.skip("chattr +i is not available here (needs root on a filesystem that has it)")
     try:

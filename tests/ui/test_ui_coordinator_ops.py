@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QApplication, QLabel, QMenu, QMessageBox
+from PySide6.QtWidgets import QAbstractButton, QApplication, QLabel, QMenu, QMessageBox
 from sqlalchemy import func, select
 
 from gradercal.cli import main
@@ -103,9 +103,26 @@ def press(qtbot: Any, dialog: Any, key: Qt.Key, modifier: Qt.KeyboardModifier) -
     qtbot.waitUntil(lambda: QApplication.activeWindow() is dialog, timeout=5_000)
     handle = dialog.windowHandle()
     assert handle is not None
-    qtbot.keyClick(handle, key, modifier)
-    if modifier == Qt.KeyboardModifier.AltModifier:
-        qtbot.wait(300)  # a mnemonic clicks its button after a short animation
+    if modifier != Qt.KeyboardModifier.AltModifier:
+        qtbot.keyClick(handle, key, modifier)
+        return
+    # A mnemonic clicks its button after a short animation (a timer): wait for the click
+    # itself, not for a fixed time a loaded machine may overrun.
+    button = mnemonic_button(dialog, key)
+    with qtbot.waitSignal(button.clicked, timeout=TIMEOUT):
+        qtbot.keyClick(handle, key, modifier)
+
+
+def mnemonic_button(dialog: Any, key: Qt.Key) -> QAbstractButton:
+    """The one visible, enabled button of ``dialog`` whose mnemonic is ``key``'s letter."""
+    mark = "&" + chr(key.value).lower()
+    found = [
+        b
+        for b in dialog.findChildren(QAbstractButton)
+        if b.isVisible() and b.isEnabled() and mark in b.text().replace("&&", "").lower()
+    ]
+    assert len(found) == 1, [b.text() for b in found]
+    return found[0]
 
 
 def run(qtbot: Any, dialog: QtOpsDialog, *, key: bool = True) -> str:

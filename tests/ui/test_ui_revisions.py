@@ -52,14 +52,15 @@ def db(db_url: str, mini: Path) -> Iterator[Database]:
 
 
 def qt_workers_idle() -> None:
+    """Before the database goes: the dialogs' background jobs finished (a minute at most; a
+    fixed 5 s can pass on loaded cores, and a job would then meet a disposed database)."""
+    import time
+
     app = QApplication.instance()
-    for _ in range(500):
-        if qt_workers.pending_jobs() == 0:
-            return
+    deadline = time.monotonic() + 60
+    while qt_workers.pending_jobs() and time.monotonic() < deadline:
         if app is not None:
             app.processEvents()
-        import time
-
         time.sleep(0.01)
 
 

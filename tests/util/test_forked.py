@@ -70,7 +70,7 @@ def test_cancel_kills_the_child() -> None:
     start = time.monotonic()
     with pytest.raises(InterruptedError):
         call.result(cancelled=lambda: time.monotonic() - start > 0.2)
-    assert time.monotonic() - start < 10
+    assert time.monotonic() - start < 30  # the child sleeps 60 s: it did not wait for it
     assert not _alive(call.pid)
 
 
@@ -115,7 +115,7 @@ def test_a_child_dies_with_its_parent(tmp_path: Path) -> None:
         assert _alive(child)
         parent.kill()
         parent.wait(30)
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 60
         while _alive(child) and not _is_zombie(child):
             assert time.monotonic() < deadline, "the child outlived its parent"
             time.sleep(0.05)
