@@ -360,18 +360,23 @@ def test_the_collector_is_paused_while_computing_and_restored(mini: Frames) -> N
     import gc
 
     states: list[bool] = []
-    assert gc.isenabled()
-    compute_dashboard(mini, n_boot=0, progress=lambda a, b, label: states.append(gc.isenabled()))
-    assert states and not any(states) and gc.isenabled()
-    with pytest.raises(Cancelled):  # restored when the computation stops early too
-        compute_dashboard(mini, n_boot=0, cancelled=lambda: True)
-    assert gc.isenabled()
-    gc.disable()  # the Qt app's way (collections from a timer): left as it was
+    # a Qt test earlier in this process may have left the app's way on (collections from a
+    # timer, automatic ones off: ui.qt_workers): start from automatic collections
+    was = gc.isenabled()
+    gc.enable()
     try:
+        compute_dashboard(
+            mini, n_boot=0, progress=lambda a, b, label: states.append(gc.isenabled())
+        )
+        assert states and not any(states) and gc.isenabled()
+        with pytest.raises(Cancelled):  # restored when the computation stops early too
+            compute_dashboard(mini, n_boot=0, cancelled=lambda: True)
+        assert gc.isenabled()
+        gc.disable()  # the Qt app's way (collections from a timer): left as it was
         compute_dashboard(mini, n_boot=0)
         assert not gc.isenabled()
     finally:
-        gc.enable()
+        (gc.enable if was else gc.disable)()
 
 
 class _Stopper:

@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy import stats as sps  # type: ignore[import-untyped, unused-ignore]
 
 from gradercal.stats.coefficients.ratings import (
     ICC_KINDS,
@@ -216,6 +215,8 @@ def pearson_r(ratings: Ratings, *, raters: tuple[Any, Any] | None = None) -> Sta
     xy = _paired_values(ratings, raters)
     if isinstance(xy, Stat):
         return xy
+    from scipy import stats as sps  # type: ignore[import-untyped, unused-ignore]
+
     return Stat.of(float(sps.pearsonr(*xy).statistic))
 
 
@@ -227,6 +228,8 @@ def spearman_rho(ratings: Ratings, *, raters: tuple[Any, Any] | None = None) -> 
     xy = _paired_values(ratings, raters)
     if isinstance(xy, Stat):
         return xy
+    from scipy import stats as sps  # type: ignore[import-untyped, unused-ignore]
+
     return Stat.of(float(sps.spearmanr(*xy).statistic))
 
 
@@ -239,4 +242,6 @@ def kendall_tau(ratings: Ratings, *, raters: tuple[Any, Any] | None = None) -> S
     xy = _paired_values(ratings, raters)
     if isinstance(xy, Stat):
         return xy
+    from scipy import stats as sps  # type: ignore[import-untyped, unused-ignore]
+
     return Stat.of(float(sps.kendalltau(*xy, variant="b").statistic))

@@ -582,7 +582,10 @@ class Worker:
                 def headline(figures: dict[str, Any]) -> None:
                     payload = pickle.dumps(figures, protocol=pickle.HIGHEST_PROTOCOL)
                     self.send({"type": "headline", "generation": gen, "payload": payload})
-                    self._preloaded_charts()  # for the charts, while the rest computes
+                    # the rest of the imports (matplotlib for the charts, scipy.stats and
+                    # scikit-learn) while the rest computes: a filter change asked once
+                    # the dashboard is complete then waits for none of them
+                    self._preloaded()
 
                 stored = self._produce(
                     request, self._frames, progress, cancel, emit, phase, headline
@@ -935,8 +938,9 @@ def chart_parts(
 
 
 #: What the headline of a computation needs (:func:`preload_first`): the engines of the
-#: overview, the expert and judge agreement and the alt-test, with scipy and krippendorff
-#: — not scikit-learn (the calibration, in the forked child) nor matplotlib (the charts).
+#: overview, the expert and judge agreement and the alt-test, with krippendorff — not
+#: scipy.stats (≈ 0.5 s; the correlations and the later sections), scikit-learn (the
+#: calibration, in the forked child) nor matplotlib (the charts).
 HEADLINE_MODULES = (
     "gradercal.db.repo",
     "gradercal.dashboard",
@@ -945,7 +949,6 @@ HEADLINE_MODULES = (
     "gradercal.analysis.verdicts",
     "gradercal.stats.bootstrap",
     "gradercal.stats.coefficients",
-    "scipy.stats",
     "krippendorff",
 )
 
