@@ -35,6 +35,7 @@ from gradercal.ui.dashboard.results import PickledRequest, StoredResult
 from gradercal.ui.dashboard.worker import encode, read_message
 from tests.conftest import DEMO, PG_ADMIN_URL, _pg_admin, _pg_disconnect
 from tests.ui.test_dashboard_results import (  # noqa: F401  (fixtures)
+    TIMED,
     Session,
     a_unit,
     adjudicate,
@@ -421,12 +422,45 @@ def _worker(env: dict[str, str]) -> subprocess.Popen[bytes]:
     )
 
 
+def _same_value(u: Any, v: Any) -> bool:
+    """Equal as values, all the way down (frames exactly, NaN equal to NaN)."""
+    import dataclasses
+    import math
+
+    import pandas as pd
+
+    if type(u) is not type(v):
+        return False
+    if isinstance(u, pd.DataFrame | pd.Series):
+        try:
+            (
+                pd.testing.assert_frame_equal
+                if isinstance(u, pd.DataFrame)
+                else pd.testing.assert_series_equal
+            )(u, v, check_exact=True)  # type: ignore[operator]
+        except AssertionError:
+            return False
+        return True
+    if dataclasses.is_dataclass(u) and not isinstance(u, type):
+        return all(
+            _same_value(getattr(u, f.name), getattr(v, f.name)) for f in dataclasses.fields(u)
+        )
+    if isinstance(u, dict):
+        return u.keys() == v.keys() and all(_same_value(u[k], v[k]) for k in u)
+    if isinstance(u, list | tuple):
+        return len(u) == len(v) and all(_same_value(a, b) for a, b in zip(u, v, strict=True))
+    if isinstance(u, float) and math.isnan(u):
+        return math.isnan(v)
+    return bool(u == v)
+
+
 def _ask(proc: subprocess.Popen[bytes], request: Request, url: str) -> dict[str, Any]:
     assert proc.stdin is not None and proc.stdout is not None
     message = {"op": "compute", "request": PickledRequest.of(request), "url": url}
     proc.stdin.write(encode(message))
     proc.stdin.flush()
     parts: dict[str, bytes] = {}
+    payloads: dict[str, bytes] = {}
     while True:
         message = read_message(proc.stdout)
         assert message is not None, "the worker ended"
@@ -434,8 +468,9 @@ def _ask(proc: subprocess.Popen[bytes], request: Request, url: str) -> dict[str,
             raise AssertionError(message["traceback"])
         if message["type"] == "part":
             parts[message["key"]] = message["digest"]
+            payloads[message["key"]] = message["payload"]
         if message["type"] == "done":
-            message["parts"] = parts
+            message["parts"], message["payloads"] = parts, payloads
             return message
 
 
@@ -543,10 +578,26 @@ def test_the_first_reopen_reads_what_the_first_open_computed(
         finally:
             reopen.kill()
             reopen.wait()
-    # what it shows is what that judge's dashboard is, computed from nothing
-    named = Session(db_file)
-    named.worker.disk = None
-    same_parts(named.compute(judge=judge)["parts"], done["parts"])
+    # what it shows is what that judge's dashboard is, computed from nothing: in a fresh
+    # worker process with no cache on disk, as ``done`` was, and equal part by part as
+    # values (a pickle's bytes, and so a digest, also depend on which equal strings the
+    # process happened to share: the request's judge name or the frames' own)
+    fresh_worker = _worker({**env, disk_cache.ENV: "off"})
+    try:
+        named = _ask(fresh_worker, request(1, judge), url)
+    finally:
+        fresh_worker.kill()
+        fresh_worker.wait()
+    assert not named["disk"] and "compute" in named["phases"]
+    assert set(named["parts"]) == set(done["parts"])
+    differ = [
+        k
+        for k in named["parts"]
+        if k not in TIMED
+        and named["parts"][k] != done["parts"][k]
+        and not _same_value(pickle.loads(named["payloads"][k]), pickle.loads(done["payloads"][k]))
+    ]
+    assert differ == []
     # another judge is another dashboard: computed
     other = Session(db_file)
     db = open_database(url)
