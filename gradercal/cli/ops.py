@@ -61,14 +61,17 @@ def _split(text: str) -> list[str]:
     type=click.Choice(["uniform", "active"]),
     default="uniform",
     show_default=True,
-    help="uniform: every response; active: draw --budget responses where the judge is "
-    "least sure (Poisson sampling, probabilities stored for the estimates).",
+    help="uniform: every response (or, with --budget N, a uniform batch of N drawn among "
+    "the responses without an assignment); active: draw --budget responses where the "
+    "judge is least sure (Poisson sampling, probabilities stored for the estimates).",
 )
 @click.option(
     "--budget",
     type=click.IntRange(1),
     metavar="N",
-    help="Active: expected number of responses drawn among those without an assignment.",
+    help="Expected number of responses drawn among those without an assignment (active; "
+    "with uniform, a uniform batch: each drawn with probability N/n, as the window's "
+    "Where to grade next does).",
 )
 @click.option(
     "--floor",
@@ -130,11 +133,15 @@ def assign(
     """
     from gradercal.db.assignments import assign as run_assign
 
-    if strategy == "active":
-        _assign_active(db, benchmark, graders, overlap, budget, floor, seed, as_json)
+    if strategy == "active" or budget is not None:
+        if strategy == "uniform" and floor is not None:
+            raise click.UsageError("--floor applies to --strategy active only")
+        _assign_active(
+            db, benchmark, graders, overlap, budget, floor, seed, as_json, strategy == "uniform"
+        )
         return
-    if budget is not None or floor is not None:
-        raise click.UsageError("--budget and --floor apply to --strategy active only")
+    if floor is not None:
+        raise click.UsageError("--floor applies to --strategy active only")
     database = _open(db)
     try:
         report = run_assign(
@@ -189,6 +196,7 @@ def _assign_active(
     floor: float | None,
     seed: str,
     as_json: bool,
+    uniform: bool = False,
 ) -> None:
     from gradercal.db.assignments import assign_active
 
@@ -206,16 +214,18 @@ def _assign_active(
             floor=floor,
             seed=seed,
             benchmark=benchmark,
+            uniform=uniform,
         )
     finally:
         database.dispose()
     if as_json:
         emit_json({**report.to_dict(), **summary})
         return
+    how = "uniformly" if uniform else f"floor {summary['floor']:.4g}"
     click.echo(
         f"benchmark {report.benchmark!r}: drew {summary['n_assigned']} of "
         f"{summary['n_candidates']} unassigned responses (expected {summary['budget']}, "
-        f"Poisson sampling, floor {summary['floor']:.4g}), overlap {overlap}, seed {seed!r}; "
+        f"Poisson sampling, {how}), overlap {overlap}, seed {seed!r}; "
         f"created {report.assignments_created} assignments"
     )
     click.echo(

@@ -50,14 +50,60 @@ def test_equal_uncertainty_gives_the_uniform_rate_and_caps_at_one() -> None:
     assert p.sum() == pytest.approx(20)
 
 
-def test_cli_refuses_active_without_budget_and_budget_without_active(tmp_path: Path) -> None:
+def test_cli_refuses_active_without_budget_and_floor_without_active(tmp_path: Path) -> None:
     db = str(tmp_path / "x.sqlite")
     base = ["assign", "--db", db, "--graders", "a", "--overlap", "1", "--seed", "1"]
     res = CliRunner().invoke(main, [*base, "--strategy", "active"])
     assert res.exit_code == 2 and "needs --budget" in res.output
-    res = CliRunner().invoke(main, [*base, "--budget", "3"])
-    assert res.exit_code == 2 and "--strategy active only" in res.output
-    assert "Traceback" not in res.output
+    for more in (["--floor", "0.1"], ["--budget", "3", "--floor", "0.1"]):
+        res = CliRunner().invoke(main, [*base, *more])
+        assert res.exit_code == 2 and "--strategy active only" in res.output
+        assert "Traceback" not in res.output
+
+
+def test_a_uniform_batch_from_the_command_is_the_windows(db_url: str, tmp_path: Path) -> None:
+    """``assign --budget N`` (strategy uniform) draws a uniform batch of N among the
+    unassigned responses, every one with probability N/n: the same draw as the window's
+    Where to grade next (``assign_active(uniform=True)``) with the same seed, on a second
+    database of the same benchmark."""
+    from gradercal.db.assignments import assignment_records
+    from gradercal.db.session import open_database
+    from gradercal.ui.grade_next import assign_batch
+
+    bench = tmp_path / "bench"
+    _run(
+        [
+            "samples", "generate", "-o", str(bench), "--tasks", "40", "--criteria-per-task", "4",
+            "--responses-per-task", "2", "--human-graders", "0", "--artifacts-per-task", "0",
+            "--seed", "3",
+        ]
+    )  # fmt: skip
+    window_db = f"sqlite:///{tmp_path / 'window.sqlite'}"
+    for url in (db_url, window_db):
+        _run(["import", str(bench), "--db", url])
+    args = [
+        "assign", "--db", db_url, "--budget", "20", "--graders", "ana,ben",
+        "--overlap", "1", "--seed", "7", "--json",
+    ]  # fmt: skip
+    out = json.loads(_run(args))
+    assert out["strategy"] == "uniform" and out["n_candidates"] == 80
+    assert {a["probability"] for a in out["assigned"]} == {20 / 80}
+    db = open_database(window_db)
+    try:
+        assign_batch(
+            db, None, graders=["ana", "ben"], overlap=1, strategy="uniform", budget=20, seed="7"
+        )
+        window = assignment_records(db)
+    finally:
+        db.dispose()
+    db = open_database(db_url)
+    try:
+        command = assignment_records(db)
+    finally:
+        db.dispose()
+    assert command == window
+    assert {r["inclusion_probability"] for r in command} == {0.25}
+    assert len({r["response_id"] for r in command}) == out["n_assigned"]
 
 
 def test_bad_budget_or_floor_is_refused_with_the_field() -> None:
