@@ -63,8 +63,8 @@ def _ints(text: str | None, what: str) -> list[int] | None:
 
 
 def _chart(result: Any, path: Path) -> None:
-    """The chart the window's Plan tab shows (:func:`gradercal.ui.grade_next.plan_figure`)."""
-    from gradercal.ui.grade_next import plan_figure
+    """The chart the window's Plan tab shows (:func:`gradercal.dashboard.charts.plan_figure`)."""
+    from gradercal.dashboard.charts import plan_figure
 
     plan_figure(result).savefig(path, dpi=110)
 

@@ -38,12 +38,15 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
+    from gradercal.analysis.planning import PlanResult
+
 __all__ = [
     "CHART_REGISTRY",
     "CHART_TITLES",
     "DEFAULT_GROUPING",
     "GROUPINGS",
     "GROUPING_LABELS",
+    "PLAN_PANELS",
     "SOURCE_LABELS",
     "Chart",
     "ChartStyle",
@@ -55,6 +58,7 @@ __all__ = [
     "forest_chart",
     "models_chart",
     "pairwise_heatmap",
+    "plan_figure",
     "reliability_chart",
     "save_figure",
 ]
@@ -655,3 +659,41 @@ def save_figure(fig: Figure, path: str | Path, *, dpi: int = 150) -> Path:
         raise ValueError(f"{p.name}: save charts as .png, .svg or .pdf")
     p.write_bytes(figure_bytes(fig, fmt, dpi=dpi))
     return p
+
+
+#: The panels of :func:`plan_figure`, in order: a plan target and its title.
+PLAN_PANELS = {
+    "pass_rate_half_width": "pass rate (widest model)",
+    "mean_score_half_width": "mean score (widest model)",
+    "kappa_half_width": "judge–consensus κ",
+}
+
+
+def plan_figure(result: PlanResult, *, width: float = 12.6, height: float = 3.6) -> Figure:
+    """Half-width against tasks graded, one line per number of experts per item, the
+    targets as dashed lines: one panel per headline figure (``gradercal plan --chart``
+    and the window's Plan tab)."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(width, height), layout="constrained")  # laid out at each size
+    axes = fig.subplots(1, len(PLAN_PANELS), squeeze=False)[0]
+    ks = sorted({d["experts_per_item"] for d in result.designs})
+    for ax, key in zip(axes, PLAN_PANELS, strict=True):
+        for k in ks:
+            rows = [d for d in result.designs if d["experts_per_item"] == k]
+            ys = [d["expected_half_width"][key] for d in rows]
+            ax.plot(
+                [d["tasks"] for d in rows],
+                [math.nan if y is None else y for y in ys],
+                marker="o",
+                label=f"{k} per item",
+            )
+        goal = result.targets.get(key)
+        if goal is not None:
+            ax.axhline(goal, color="grey", linestyle="--", linewidth=1)
+        ax.set_xlabel("tasks graded")
+        ax.set_ylabel("expected half-width")
+        ax.set_title(PLAN_PANELS[key], fontsize=10)
+        ax.grid(alpha=0.3)
+    axes[0].legend(title="experts", fontsize=8)
+    return fig

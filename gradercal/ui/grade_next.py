@@ -4,8 +4,8 @@
 the judgments so far (or builds it from stated assumptions) and asks
 :func:`~gradercal.analysis.planning.next_batches` for the expected half-widths now and after
 each kind of next batch; :func:`plan_grid` runs :func:`~gradercal.analysis.planning.plan`
-(``gradercal plan``'s table) on the same model; :func:`plan_figure` draws that table as
-``gradercal plan --chart`` does (a matplotlib ``Figure``, no pyplot). :func:`assign_batch`
+(``gradercal plan``'s table) on the same model; :func:`gradercal.dashboard.charts.plan_figure` draws that table,
+as ``gradercal plan --chart`` does. :func:`assign_batch`
 assigns a batch through :func:`gradercal.db.assignments.assign_active`, the function
 ``gradercal assign --strategy active`` calls.
 
@@ -24,8 +24,6 @@ from typing import TYPE_CHECKING, Any
 from gradercal.errors import GradercalError
 
 if TYPE_CHECKING:
-    from matplotlib.figure import Figure
-
     from gradercal.analysis.planning import PlanModel, PlanResult
     from gradercal.db.session import Database
     from gradercal.frames import Frames
@@ -287,40 +285,6 @@ def plan_grid(
         )
     except ValueError as exc:
         raise GradercalError(str(exc)) from exc
-
-
-def plan_figure(result: PlanResult, *, width: float = 12.6, height: float = 3.6) -> Figure:
-    """Half-width against tasks graded, one line per number of experts per item, the
-    targets as dashed lines: one panel per headline figure (``gradercal plan --chart``)."""
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(width, height), layout="constrained")  # laid out at each size
-    axes = fig.subplots(1, len(FIGURE_LABELS), squeeze=False)[0]
-    titles = {
-        "pass_rate_half_width": "pass rate (widest model)",
-        "mean_score_half_width": "mean score (widest model)",
-        "kappa_half_width": "judge–consensus κ",
-    }
-    ks = sorted({d["experts_per_item"] for d in result.designs})
-    for ax, key in zip(axes, FIGURE_LABELS, strict=True):
-        for k in ks:
-            rows = [d for d in result.designs if d["experts_per_item"] == k]
-            ys = [d["expected_half_width"][key] for d in rows]
-            ax.plot(
-                [d["tasks"] for d in rows],
-                [math.nan if y is None else y for y in ys],
-                marker="o",
-                label=f"{k} per item",
-            )
-        goal = result.targets.get(key)
-        if goal is not None:
-            ax.axhline(goal, color="grey", linestyle="--", linewidth=1)
-        ax.set_xlabel("tasks graded")
-        ax.set_ylabel("expected half-width")
-        ax.set_title(titles[key], fontsize=10)
-        ax.grid(alpha=0.3)
-    axes[0].legend(title="experts", fontsize=8)
-    return fig
 
 
 def assign_batch(

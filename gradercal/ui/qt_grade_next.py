@@ -61,7 +61,6 @@ from gradercal.ui.grade_next import (
     change_text,
     fmt,
     grade_next,
-    plan_figure,
     plan_grid,
     row_label,
 )
@@ -638,6 +637,8 @@ class QtGradeNextView(QWidget):
         else:
             text = "Tick a target to mark the designs meeting it."
         self.plan_status.setText(f"{text} {result.n_sims} simulations per design.")
+        from gradercal.dashboard.charts import plan_figure
+
         self.chart.set_figure(plan_figure(result))
         self.computed.emit()
 
