@@ -11,6 +11,9 @@ The package, in the order a computation goes through it:
 
 * :mod:`gradercal.dashboard.filters` — :class:`DashboardFilters`: which models, workflows,
   domains and experts the dashboard looks at, and the values each filter can take;
+* :mod:`gradercal.dashboard.inputs` — :class:`DashboardInputs`: the data
+  (:class:`DashboardData`, read by one loader, ``gradercal.db.dashboard_data``) and the
+  request (:class:`DashboardRequest`: judge, filters, calibration, bootstrap…);
 * :mod:`gradercal.dashboard.compute` — :func:`compute_dashboard`: the primary judge, the
   order of the sections, progress and cancellation, the forked child of ``processes=2``,
   :func:`preload`;
@@ -39,6 +42,7 @@ from gradercal.dashboard.compute import (
     primary_judge,
 )
 from gradercal.dashboard.filters import NO_VALUE, DashboardFilters, filter_frames, filter_options
+from gradercal.dashboard.inputs import DashboardData, DashboardInputs, DashboardRequest
 from gradercal.dashboard.result import (
     AGREEMENT_COLUMNS,
     EXPERTS,
@@ -63,7 +67,10 @@ __all__ = [
     "UNTAGGED",
     "Cancelled",
     "Dashboard",
+    "DashboardData",
     "DashboardFilters",
+    "DashboardInputs",
+    "DashboardRequest",
     "ProgressCallback",
     "compute_dashboard",
     "filter_frames",

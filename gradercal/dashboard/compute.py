@@ -29,7 +29,7 @@ import contextlib
 import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 import numpy as np
 import pandas as pd
@@ -39,6 +39,7 @@ from gradercal._util.collector import collections_paused
 from gradercal._util.forked import ChildFailed, ForkedCall, fork_available
 from gradercal.analysis.context import AnalysisContext
 from gradercal.dashboard.filters import DashboardFilters, filter_frames
+from gradercal.dashboard.inputs import DEFAULT_N_BOOT, DashboardInputs
 from gradercal.dashboard.result import AGREEMENT_COLUMNS, EXPERTS, Dashboard, _empty
 from gradercal.dashboard.sections import (
     _agreement_rows,
@@ -48,26 +49,29 @@ from gradercal.dashboard.sections import (
     _grouping_rows,
     _health,
     _judge_sections,
+    _Judged,
     _models,
     _overview,
     _pairwise,
     apply_design,
     not_weighted_rows,
 )
-from gradercal.dashboard.tables import SectionInputs, computed_sections
+from gradercal.dashboard.tables import SectionInputs, TableSection, computed_sections
 from gradercal.errors import GradercalError, NotFoundError
 from gradercal.frames import Frames, frame_from_rows
+from gradercal.stats.boot_settings import BootSettings
 
 if TYPE_CHECKING:
     from gradercal.analysis.agreement import Grouping
     from gradercal.analysis.versions import VerdictEras
-    from gradercal.dashboard.sections import Design
+    from gradercal.dashboard.inputs import Design
 
 __all__ = [
     "DEFAULT_CALIBRATION_METHOD",
     "DEFAULT_N_BOOT",
     "HEADLINE_FIELDS",
     "Cancelled",
+    "DashboardOptions",
     "ProgressCallback",
     "compute_dashboard",
     "headline_of",
@@ -75,9 +79,6 @@ __all__ = [
     "primary_judge",
 ]
 
-#: Resamples of the task-clustered bootstrap used when the caller does not say (the
-#: bootstrap is a small share of the dashboard's time; see benchmarks/README.md).
-DEFAULT_N_BOOT = 200
 #: Calibration cross-fitted when no saved calibration is given: per-tag leniency
 #: correction, whose calibrated probabilities make a meaningful reliability diagram.
 DEFAULT_CALIBRATION_METHOD = "threshold"
@@ -268,6 +269,26 @@ def preload() -> None:
         importlib.import_module(name)
 
 
+class DashboardOptions(TypedDict, total=False):
+    """The keyword form of :func:`compute_dashboard` (``compute_dashboard(frames, …)``):
+    the fields of :class:`DashboardRequest` and :class:`DashboardData` by name, with the
+    bootstrap as ``n_boot``, ``seed`` and ``ci`` (see :meth:`DashboardInputs.of`)."""
+
+    judge: str | None
+    filters: DashboardFilters | None
+    calibration: Mapping[str, Any] | None
+    n_boot: int
+    seed: int
+    ci: float
+    threshold: float | None
+    bar: float | None
+    benchmark: str | None
+    reviews: pd.DataFrame | None
+    rounds: pd.DataFrame | None
+    versions: tuple[Frames, VerdictEras] | None
+    design: Design | None
+
+
 # The cyclic collector is paused while the dashboard is computed (restored after; a forked
 # child inherits the pause): the sections allocate millions of short-lived objects without
 # reference cycles, and at 750 tasks the collector ran about 100 times per call for nothing
@@ -275,47 +296,52 @@ def preload() -> None:
 @collections_paused()
 @blas_limited(_BLAS_THREADS)
 def compute_dashboard(
-    frames: Frames,
+    inputs: DashboardInputs | Frames,
     *,
-    judge: str | None = None,
-    filters: DashboardFilters | None = None,
-    calibration: Mapping[str, Any] | None = None,
-    n_boot: int = DEFAULT_N_BOOT,
-    seed: int = 0,
-    ci: float = 0.95,
-    threshold: float | None = None,
-    bar: float | None = None,
-    benchmark: str | None = None,
     progress: ProgressCallback | None = None,
     cancelled: Callable[[], bool] | None = None,
     processes: int = 1,
-    reviews: pd.DataFrame | None = None,
-    rounds: pd.DataFrame | None = None,
-    versions: tuple[Frames, VerdictEras] | None = None,
     headline: Callable[[dict[str, Any]], None] | None = None,
-    design: Design | None = None,
+    **options: Unpack[DashboardOptions],
 ) -> Dashboard:
     """Compute every section of the dashboard.
 
     Args:
-        frames: The benchmark frames (``Repository.load_frames``).
-        judge: The primary judge (see the module docstring); None: the judge with the
-            most verdicts.
-        filters: Restrict to models / workflows / domains / human graders first.
-        calibration: The params of a saved calibration
-            (``SavedCalibration.params``, or any mapping with ``"method"`` and optionally
-            ``sklearn_params.per_group``, ``metric``, ``tag_prefix``; a mapping with a
-            ``"params"`` key is unwrapped; ``{"method": "none"}``: no calibrated judge): its method and options are cross-fitted out
-            of fold on the human-graded tasks, exactly as ``gradercal impact
-            --calibration active`` does (the saved fit itself saw every human label, so
-            applying it here would be in-sample). None: :data:`DEFAULT_CALIBRATION_METHOD`.
-        n_boot: Task-clustered bootstrap resamples for the intervals (0: none).
-        seed: Bootstrap seed.
-        ci: Confidence level.
-        threshold: Pass threshold (None: the benchmark's, ``frames.pass_threshold``).
-        bar: Agreement bar of the criterion-health flags (None:
-            :data:`gradercal.analysis.health.DEFAULT_BAR`).
-        benchmark: The benchmark's name, echoed in the overview.
+        inputs: The data and the request (:class:`~gradercal.dashboard.inputs.DashboardInputs`).
+            Or, the keyword form, the benchmark frames (``Repository.load_frames``) with
+            ``options``: the request's and the data's fields by name
+            (:meth:`DashboardInputs.of`), so ``compute_dashboard(frames, judge="j",
+            n_boot=100)`` is ``compute_dashboard(DashboardInputs.of(frames, judge="j",
+            n_boot=100))``. What they mean:
+
+            * ``judge``: the primary judge (see the module docstring); None: the judge with
+              the most verdicts;
+            * ``filters``: restrict to models / workflows / domains / human graders first;
+            * ``calibration``: the params of a saved calibration
+              (``SavedCalibration.params``, or any mapping with ``"method"`` and optionally
+              ``sklearn_params.per_group``, ``metric``, ``tag_prefix``; a mapping with a
+              ``"params"`` key is unwrapped; ``{"method": "none"}``: no calibrated judge):
+              its method and options are cross-fitted out of fold on the human-graded
+              tasks, exactly as ``gradercal impact --calibration active`` does (the saved
+              fit itself saw every human label, so applying it here would be in-sample).
+              None: :data:`DEFAULT_CALIBRATION_METHOD`;
+            * ``boot`` (``n_boot``, ``seed``, ``ci``): task-clustered bootstrap resamples
+              for the intervals (0: none), its seed and the confidence level;
+            * ``threshold``: pass threshold (None: the benchmark's, ``frames.pass_threshold``);
+            * ``bar``: agreement bar of the criterion-health flags (None:
+              :data:`gradercal.analysis.health.DEFAULT_BAR`);
+            * ``benchmark``: the benchmark's name, echoed in the overview;
+            * ``reviews``: task review answers for the task review section; None: that
+              section is empty;
+            * ``rounds``: the tasks' acceptance rounds for the task acceptance section;
+              None: that section is empty;
+            * ``versions``: the frames with every verdict and the eras of the verdicts on
+              revised criteria, for the agreement per criterion version; filtered like
+              the frames. None, or no revised criterion: that section is absent. Every
+              other section uses the frames;
+            * ``design``: an active design's inclusion probabilities and draws; None or
+              empty: uniform, as before. The estimates are then weighted as ``gradercal
+              estimate`` weights them (:mod:`gradercal.dashboard.sections`, "Active designs").
         progress: ``progress(done, total, label)`` after every section.
         cancelled: Polled between sections; True raises :class:`Cancelled`.
         processes: 2 (or more): on Linux, compute the agreement by domain, calibration,
@@ -325,15 +351,6 @@ def compute_dashboard(
             threads that a child must not inherit (the dashboard worker process, the
             ``report`` command). If the child fails, its sections are computed here.
             1: one process.
-        reviews: Task review answers (``gradercal.db.calibrations.load_task_reviews``)
-            for the task review section; None: that section is empty.
-        rounds: The tasks' acceptance rounds (``gradercal.db.acceptance.load_round_table``)
-            for the task acceptance section; None: that section is empty.
-        versions: The frames with every verdict (``load_frames(version="all")``) and
-            the eras of the verdicts on revised criteria
-            (:func:`gradercal.db.eras.read_eras`), for the agreement per criterion
-            version; filtered like ``frames``. None, or no revised criterion: that
-            section is absent. Every other section uses ``frames``.
         headline: Called once, as soon as the headline is computed — before any other
             section — with :func:`headline_of` of what is known then: the overview, the
             overall agreement rows (the expert–expert figures and every judge against the
@@ -341,48 +358,137 @@ def compute_dashboard(
             the primary judge and the notes so far. Its figures are those of the finished
             :class:`Dashboard` (the same computation; the rest only adds rows). For a
             window that shows the first numbers while the rest computes.
-        design: An active design's inclusion probabilities and draws
-            (:func:`gradercal.db.assignments.active_design`); None or empty: uniform, as
-            before. The estimates are then weighted as ``gradercal estimate`` weights them
-            (:mod:`gradercal.dashboard.sections`, "Active designs").
 
     Raises:
         Cancelled: ``cancelled()`` returned True.
         NotFoundError: ``judge`` is not a grader of the frames.
         ValueError: A malformed ``calibration`` or out-of-range option.
+        TypeError: :class:`DashboardInputs` given with keyword options.
     """
-    from gradercal.analysis.agreement import GROUPINGS, HUMAN_STATISTICS, human_agreement
+    if isinstance(inputs, DashboardInputs):
+        if options:
+            raise TypeError(f"compute_dashboard(DashboardInputs, …) takes no {', '.join(options)}")
+    else:
+        inputs = DashboardInputs.of(inputs, **options)
+    from gradercal.analysis.agreement import GROUPINGS
+
+    groupings: list[Grouping] = [g for g in GROUPINGS if g != "criterion"]
+    computed = computed_sections()
+    run = _prepare(inputs, _Steps(8 + len(groupings) + len(computed), progress, cancelled))
+    core = _core_sections(run, groupings, processes, headline)
+    late = core.late
+    if run.primary is not None:
+        cal_cmp = None if run.late.method == "none" else late.cal_cmp
+        _calibrated_columns(core.judge_rows, run.primary, cal_cmp)
+    rows = [*core.rows, *late.group_rows, *late.crit_rows]
+    tables = _table_sections(run, inputs, computed)
+    rows = rows[: core.n_designed] + not_weighted_rows(run.late.design, rows[core.n_designed :])
+    notes = run.notes
+    if run.primary is not None and not late.reliability and run.late.method != "none":
+        notes.append("no reliability diagram: the calibration could not be fitted")
+    run.steps.step("done")
+    return Dashboard(
+        overview=run.overview,
+        agreement=frame_from_rows(rows, AGREEMENT_COLUMNS) if rows else _empty(AGREEMENT_COLUMNS),
+        pairwise=core.pairwise,
+        judges=pd.DataFrame(core.judge_rows) if core.judge_rows else _empty(_JUDGES_EMPTY),
+        confusion=core.judged.confusion,
+        reliability=late.reliability,
+        models=late.models,
+        alt_test=core.judged.alt,
+        flips=late.flips,
+        health=late.health,
+        disagreements=late.disagreements,
+        tables=tables,
+        notes=list(dict.fromkeys(n for n in notes if n)),
+        calibration=late.cal_info,
+        elapsed=dict(run.steps.elapsed),
+    )
+
+
+#: The columns of an empty judges table.
+_JUDGES_EMPTY = ("judge", "primary")
+
+
+@dataclass(frozen=True)
+class _LateArgs:
+    """What the calibration, models and health sections are computed from (in this
+    process or a forked child)."""
+
+    f: Frames
+    v: pd.DataFrame
+    primary: str | None
+    humans: list[str]
+    method: str
+    cal_options: Mapping[str, Any]
+    cal_source: str
+    health_bar: float
+    boot: BootSettings
+    context: AnalysisContext | None
+    design: Design | None
+
+
+@dataclass
+class _Run:
+    """One computation's shared state, from :func:`_prepare` on."""
+
+    late: _LateArgs
+    judges: list[str]
+    overview: dict[str, Any]
+    notes: list[str]
+    steps: _Steps
+
+    @property
+    def f(self) -> Frames:
+        return self.late.f
+
+    @property
+    def humans(self) -> list[str]:
+        return self.late.humans
+
+    @property
+    def primary(self) -> str | None:
+        return self.late.primary
+
+    @property
+    def boot(self) -> BootSettings:
+        return self.late.boot
+
+    @property
+    def context(self) -> AnalysisContext | None:
+        return self.late.context
+
+
+def _prepare(inputs: DashboardInputs, steps: _Steps) -> _Run:
+    """Check the request, filter the frames, find the graders and compute the overview
+    (the first step)."""
     from gradercal.analysis.health import DEFAULT_BAR
     from gradercal.analysis.verdicts import verdicts
 
-    if not 0.0 < ci < 1.0:
-        raise ValueError("ci must be between 0 and 1")
-    if n_boot < 0:
-        raise ValueError("n_boot must be ≥ 0")
-    health_bar = DEFAULT_BAR if bar is None else float(bar)
+    request, data, boot = inputs.request, inputs.data, inputs.request.boot
+    boot.check()
+    health_bar = DEFAULT_BAR if request.bar is None else float(request.bar)
     if not 0.0 < health_bar <= 1.0:
         raise ValueError("bar must be in (0, 1]")
-    method, cal_options, cal_source = _calibration_spec(calibration)
-    groupings: list[Grouping] = [g for g in GROUPINGS if g != "criterion"]
-    computed = computed_sections()
-    steps = _Steps(8 + len(groupings) + len(computed), progress, cancelled)
+    method, cal_options, cal_source = _calibration_spec(request.calibration)
     steps.check()
-    f = filter_frames(frames, filters) if filters is not None else frames
-    if threshold is not None:
-        if not 0.0 <= threshold <= 1.0:
+    filters = request.filters
+    f = filter_frames(data.frames, filters) if filters is not None else data.frames
+    if request.threshold is not None:
+        if not 0.0 <= request.threshold <= 1.0:
             raise ValueError("threshold must be in [0, 1]")
-        f = replace(f, pass_threshold=float(threshold))
+        f = replace(f, pass_threshold=float(request.threshold))
     notes: list[str] = []
-    humans, judges, primary = _graders(f, judge)
-    if judge is not None and judge in humans:
-        humans = [h for h in humans if h != judge]
-        judges = sorted({*judges, judge})
+    humans, judges, primary = _graders(f, request.judge)
+    if request.judge is not None and request.judge in humans:
+        humans = [h for h in humans if h != request.judge]
+        judges = sorted({*judges, request.judge})
     context = AnalysisContext() if _SHARE_TABLES else None
     v = verdicts(f, context=context)
     overview = _overview(f, v, humans, judges, primary, context)
-    overview["benchmark"] = benchmark
+    overview["benchmark"] = request.benchmark
     overview["filters"] = (filters or DashboardFilters()).describe()
-    overview.update({"n_boot": n_boot, "seed": seed, "ci": ci, "bar": health_bar})
+    overview.update({"n_boot": boot.n_boot, "seed": boot.seed, "ci": boot.ci, "bar": health_bar})
     if len(humans) < 2:
         notes.append(
             f"{len(humans)} expert{'s' if len(humans) != 1 else ''}: expert–expert agreement "
@@ -391,159 +497,143 @@ def compute_dashboard(
     if primary is None:
         notes.append("no judge graded this benchmark: the judge sections are empty")
     steps.step("overview")
+    late = _LateArgs(
+        f, v, primary, humans, method, cal_options, cal_source, health_bar, boot, context,
+        data.design,
+    )  # fmt: skip
+    return _Run(late, judges, overview, notes, steps)
+
+
+@dataclass
+class _Core:
+    """The sections computed in this process (the late ones possibly in a child)."""
+
+    rows: list[tuple[Any, ...]]
+    n_designed: int
+    judged: _Judged
+    pairwise: pd.DataFrame
+    late: _LateSections
+
+    @property
+    def judge_rows(self) -> list[dict[str, Any]]:
+        return self.judged.table_rows
+
+
+def _fork_late(
+    run: _Run, groupings: list[Grouping], processes: int
+) -> tuple[ForkedCall[_LateSections] | None, list[Grouping]]:
+    """The late sections (and the last grouping) in a forked child, with ``processes``
+    ≥ 2 where fork is available: ``(the child, the groupings it takes)``."""
     # The calibration, models and health sections need nothing from the sections in
     # between: with two processes they run in a forked child meanwhile (same tables in
     # its copy of the context, so the same numbers).
-    forked = None
-    child_groupings: list[Grouping] = []
-    if processes >= 2 and fork_available():
-        # For balance, the child also takes the last grouping (on 750 tasks × 25
-        # criteria, after the overview: ≈ 2 s of work in each process).
-        child_groupings = groupings[-1:]
-        late_args = (f, v, primary, humans, method, cal_options, cal_source, health_bar)
-        with contextlib.suppress(ChildFailed, OSError):
-            forked = ForkedCall(
-                functools.partial(
-                    _late_sections,
-                    *late_args,
-                    n_boot,
-                    seed,
-                    ci,
-                    context,
-                    None,
-                    child_groupings,
-                    design,
-                )
-            )
-        if forked is None:
-            child_groupings = []
+    if processes < 2 or not fork_available():
+        return None, []
+    # For balance, the child also takes the last grouping (on 750 tasks × 25 criteria,
+    # after the overview: ≈ 2 s of work in each process).
+    child_groupings = groupings[-1:]
+    with contextlib.suppress(ChildFailed, OSError):
+        call = functools.partial(_late_sections, run.late, None, child_groupings)
+        return ForkedCall(call), child_groupings
+    return None, []
 
+
+def _core_sections(
+    run: _Run,
+    groupings: list[Grouping],
+    processes: int,
+    headline: Callable[[dict[str, Any]], None] | None,
+) -> _Core:
+    """Expert and judge agreement, the headline, the pairwise matrix, the groupings and
+    the late sections (from the forked child, or computed here)."""
+    from gradercal.analysis.agreement import HUMAN_STATISTICS, human_agreement
+
+    f, humans, boot, context, steps = run.f, run.humans, run.boot, run.context, run.steps
+    forked, child_groupings = _fork_late(run, groupings, processes)
     try:
         # Expert–expert agreement, overall.
-        rows: list[tuple[Any, ...]] = []
-        ha = human_agreement(f, humans, n_boot=n_boot, seed=seed, ci=ci, context=context)
-        rows += _agreement_rows(
-            "overall",
-            "all",
-            None,
-            EXPERTS,
-            ha.statistics,
-            HUMAN_STATISTICS,
-            ha.n_units_paired,
-            ha.n_tasks,
-        )
-        steps.step("expert agreement")
-
-        # Every judge against the consensus (+ every expert as a judge).
-        judged = _judge_sections(
-            f, judges, humans, primary, overview["judge_coverage"], n_boot, seed, ci, context,
-            steps, notes,
+        ha = human_agreement(f, humans, **boot.kwargs(), context=context)
+        rows = _agreement_rows(
+            "overall", "all", None, EXPERTS, ha.statistics, HUMAN_STATISTICS,
+            ha.n_units_paired, ha.n_tasks,
         )  # fmt: skip
+        steps.step("expert agreement")
+        # Every judge against the consensus (+ every expert as a judge).
+        coverage = run.overview["judge_coverage"]
+        judged = _judge_sections(
+            f, run.judges, humans, run.primary, coverage, boot, context, steps, run.notes
+        )
         rows += judged.rows
-        judge_rows = judged.table_rows
         steps.step("judges")
         # an active design: the judges' weighted figures and the notes, before the headline
         # shows them (nothing changes under a uniform design)
         rows = apply_design(
-            f, design, humans, ci, context, rows, judge_rows, judged.alt, overview, notes
-        )
-        n_designed = len(rows)
+            f, run.late.design, humans, boot.ci, context, rows, judged.table_rows, judged.alt,
+            run.overview, run.notes,
+        )  # fmt: skip
         if headline is not None:
-            headline(
-                headline_of(
-                    overview=overview,
-                    agreement=frame_from_rows(rows, AGREEMENT_COLUMNS)
-                    if rows
-                    else _empty(AGREEMENT_COLUMNS),
-                    judges=pd.DataFrame([dict(r) for r in judge_rows])
-                    if judge_rows
-                    else _empty(("judge", "primary")),
-                    alt_test=judged.alt,
-                    notes=list(dict.fromkeys(n for n in notes if n)),
-                )
-            )
-
-        # Pairwise matrix over experts and judges.
-        pairwise = _pairwise(f, humans, judges, n_boot, seed, ci, context)
+            headline(_headline(run, rows, judged))
+        n_designed = len(rows)
+        pairwise = _pairwise(f, humans, run.judges, boot, context)
         steps.step("pairwise")
-
         # Agreement by tag, workflow and domain.
         for by in groupings:
             if by not in child_groupings:
-                rows += _grouping_rows(f, by, humans, primary, n_boot, seed, ci, context, steps)
-
-        late = None if forked is None else _late_result(forked, steps, cancelled, notes)
+                rows += _grouping_rows(f, by, humans, run.primary, boot, context, steps)
+        late = None if forked is None else _late_result(forked, steps, steps.cancelled, run.notes)
         if late is None:  # one process, or the child failed: its sections computed here
-            late = _late_sections(
-                f, v, primary, humans, method, cal_options, cal_source, health_bar,
-                n_boot, seed, ci, context, steps, child_groupings, design,
-            )  # fmt: skip
-            notes += late.notes
+            late = _late_sections(run.late, steps, child_groupings)
+            run.notes += late.notes
     finally:
         if forked is not None:
             forked.kill()  # no-op once its result is in; else a cancel or error here
-    if primary is not None:
-        _calibrated_columns(judge_rows, primary, None if method == "none" else late.cal_cmp)
-    rows += late.group_rows
-    rows += late.crit_rows
-    reliability, cal_info = late.reliability, late.cal_info
-    models, flips, health, disagreements = (
-        late.models, late.flips, late.health, late.disagreements
-    )  # fmt: skip
+    return _Core(rows, n_designed, judged, pairwise, late)
 
-    # The table sections declared with their own computation (dashboard.tables).
+
+def _headline(run: _Run, rows: list[tuple[Any, ...]], judged: _Judged) -> dict[str, Any]:
+    """The headline (:func:`headline_of`) once the judges are computed."""
+    return headline_of(
+        overview=run.overview,
+        agreement=frame_from_rows(rows, AGREEMENT_COLUMNS) if rows else _empty(AGREEMENT_COLUMNS),
+        judges=pd.DataFrame([dict(r) for r in judged.table_rows])
+        if judged.table_rows
+        else _empty(_JUDGES_EMPTY),
+        alt_test=judged.alt,
+        notes=list(dict.fromkeys(n for n in run.notes if n)),
+    )
+
+
+def _table_sections(
+    run: _Run, inputs: DashboardInputs, computed: Sequence[TableSection]
+) -> dict[str, pd.DataFrame]:
+    """The table sections declared with their own computation (:mod:`gradercal.dashboard.tables`),
+    given the filtered data."""
+    data, filters = inputs.data, inputs.request.filters
+    reviews = data.reviews
     if reviews is None:
         reviews = _empty(("task_id", "reviewer", "dimension", "answer"))
     elif filters is not None and filters.graders is not None:
         reviews = reviews.loc[reviews["reviewer"].isin(list(filters.graders))]
-    inputs = SectionInputs(
-        frames=f,
-        reviews=reviews,
-        humans=tuple(humans),
-        primary=primary,
-        n_boot=n_boot,
-        seed=seed,
-        ci=ci,
-        rounds=rounds,
-        versions=None
-        if versions is None or not versions[1]
-        else (
-            filter_frames(versions[0], filters) if filters is not None else versions[0],
-            versions[1],
-        ),
+    versions = data.versions
+    if versions is not None and not versions[1]:
+        versions = None
+    elif versions is not None and filters is not None:
+        versions = (filter_frames(versions[0], filters), versions[1])
+    section_inputs = SectionInputs(
+        frames=run.f,
+        data=replace(data, frames=run.f, reviews=reviews, versions=versions),
+        humans=tuple(run.humans),
+        primary=run.primary,
+        boot=run.boot,
     )
     tables: dict[str, pd.DataFrame] = {}
     for table in computed:
         assert table.compute is not None
-        frame = table.compute(inputs)
+        frame = table.compute(section_inputs)
         if frame is not None:  # None: an optional section with nothing to show
             tables[table.key] = frame
-        steps.step(table.title.lower())
-
-    rows = rows[:n_designed] + not_weighted_rows(design, rows[n_designed:])
-    agreement = frame_from_rows(rows, AGREEMENT_COLUMNS) if rows else _empty(AGREEMENT_COLUMNS)
-    judges_df = pd.DataFrame(judge_rows) if judge_rows else _empty(("judge", "primary"))
-    if primary is not None and not reliability and method != "none":
-        notes.append("no reliability diagram: the calibration could not be fitted")
-    notes = list(dict.fromkeys(n for n in notes if n))
-    steps.step("done")
-    return Dashboard(
-        overview=overview,
-        agreement=agreement,
-        pairwise=pairwise,
-        judges=judges_df,
-        confusion=judged.confusion,
-        reliability=reliability,
-        models=models,
-        alt_test=judged.alt,
-        flips=flips,
-        health=health,
-        disagreements=disagreements,
-        tables=tables,
-        notes=notes,
-        calibration=cal_info,
-        elapsed=dict(steps.elapsed),
-    )
+        run.steps.step(table.title.lower())
+    return tables
 
 
 #: The sections of :func:`_late_sections` after its groupings, in order (their progress
@@ -570,21 +660,7 @@ class _LateSections:
 
 
 def _late_sections(
-    f: Frames,
-    v: pd.DataFrame,
-    primary: str | None,
-    humans: list[str],
-    method: str,
-    cal_options: Mapping[str, Any],
-    cal_source: str,
-    health_bar: float,
-    n_boot: int,
-    seed: int,
-    ci: float,
-    context: AnalysisContext | None,
-    steps: _Steps | None,
-    groupings: Sequence[Grouping],
-    design: Design | None = None,
+    a: _LateArgs, steps: _Steps | None, groupings: Sequence[Grouping]
 ) -> _LateSections:
     """Agreement by each of ``groupings``, calibration (out of fold) and reliability,
     per-model figures and flips, criterion health, criterion agreement rows and
@@ -593,34 +669,35 @@ def _late_sections(
     from gradercal.analysis.verdicts import consensus_verdicts
 
     own = _Steps(len(groupings) + len(_LATE_STEPS), None, None) if steps is None else steps
+    f, humans, primary, context = a.f, a.humans, a.primary, a.context
     group_rows: list[tuple[Any, ...]] = []
     for by in groupings:
-        group_rows += _grouping_rows(f, by, humans, primary, n_boot, seed, ci, context, own)
+        group_rows += _grouping_rows(f, by, humans, primary, a.boot, context, own)
     notes: list[str] = []
     reliability: dict[str, pd.DataFrame] = {}
     cal_info: dict[str, Any] | None = None
     calibrated_scores: pd.DataFrame | None = None
     cal_cmp: Any = None
-    if primary is not None and method == "none":
+    if primary is not None and a.method == "none":
         notes.append("no calibrated judge: calibration 'none' requested")
     elif primary is not None:
         cal_info, calibrated_scores, rel, cal_cmp = _calibrate(
-            f, primary, humans, method, cal_options, cal_source, n_boot, seed, ci, notes, context
+            f, primary, humans, a.method, a.cal_options, a.cal_source, a.boot, notes, context
         )
         if rel is not None:
             reliability[primary] = rel
     own.step("calibration")
     models, flips = _models(
-        f, primary, humans, calibrated_scores, cal_info, n_boot, seed, ci, notes, context, design
+        f, primary, humans, calibrated_scores, cal_info, a.boot, notes, context, a.design
     )
     own.step("models")
-    health, crit_rows = _health(f, primary, humans, health_bar, context)
+    health, crit_rows = _health(f, primary, humans, a.health_bar, context)
     cons = (
         consensus_verdicts(f, humans, context=context)
         if humans
         else pd.DataFrame(columns=["response_id", "criterion_id", "met"])
     )
-    disagreements = _disagreements(v, cons, primary, humans, health, context)
+    disagreements = _disagreements(a.v, cons, primary, humans, health, context)
     own.step("health")
     return _LateSections(
         cal_info, reliability, cal_cmp, models, flips, health, crit_rows, disagreements,

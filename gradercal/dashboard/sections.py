@@ -51,12 +51,14 @@ import pandas as pd
 
 from gradercal.analysis.context import AnalysisContext
 from gradercal.dashboard.filters import NO_VALUE
+from gradercal.dashboard.inputs import Design
 from gradercal.dashboard.result import EXPERTS, JUDGE_STATISTICS, MODEL_SOURCES, UNTAGGED, _empty
 from gradercal.errors import GradercalError
 from gradercal.frames import Frames
 
 if TYPE_CHECKING:
     from gradercal.analysis.agreement import Grouping
+    from gradercal.stats.boot_settings import BootSettings
 
 _PAIRWISE_COLUMNS = (
     "a",
@@ -93,9 +95,6 @@ _JUDGE_FIGURES = ("cohen_kappa", "balanced_f1", "percent_agreement", "leniency_b
 
 _SOURCE_OF = {"consensus": "experts", "judge": "judge_raw", "calibrated": "judge_calibrated"}
 
-#: An active design: response id → its inclusion probability, and → its draw (round)
-#: (:func:`gradercal.db.assignments.active_design`).
-Design = tuple[Mapping[str, float], Mapping[str, int]]
 
 #: The dashboard's statement of an active design (a note, the overview, the report).
 ACTIVE_DESIGN = "active design: weighted by inclusion probability"
@@ -404,9 +403,7 @@ def _grouping_rows(
     by: Grouping,
     humans: list[str],
     primary: str | None,
-    n_boot: int,
-    seed: int,
-    ci: float,
+    boot: BootSettings,
     context: AnalysisContext | None,
     steps: _Steps,
 ) -> list[tuple[Any, ...]]:
@@ -418,9 +415,7 @@ def _grouping_rows(
         by,
         humans,
         primary,
-        n_boot=n_boot,
-        seed=seed,
-        ci=ci,
+        **boot.kwargs(),
         context=context,
         progress=steps.engine_hook,
     )
@@ -445,9 +440,7 @@ def _judge_sections(
     humans: list[str],
     primary: str | None,
     coverage: Mapping[str, Any],
-    n_boot: int,
-    seed: int,
-    ci: float,
+    boot: BootSettings,
     context: AnalysisContext | None,
     steps: _Steps,
     notes: list[str],
@@ -462,9 +455,7 @@ def _judge_sections(
                 f,
                 jname,
                 humans,
-                n_boot=n_boot,
-                seed=seed,
-                ci=ci,
+                **boot.kwargs(),
                 context=context,
                 progress=steps.engine_hook,
             )
@@ -509,9 +500,7 @@ def _pairwise(
     f: Frames,
     humans: list[str],
     judges: list[str],
-    n_boot: int,
-    seed: int,
-    ci: float,
+    boot: BootSettings,
     context: AnalysisContext | None,
 ) -> pd.DataFrame:
     """Percent agreement and Cohen's kappa of every pair of experts and judges."""
@@ -519,9 +508,7 @@ def _pairwise(
 
     kinds = dict.fromkeys(humans, "human") | dict.fromkeys(judges, "judge")
     prow: list[tuple[Any, ...]] = []
-    for p in pairwise_agreement(
-        f, [*humans, *judges], n_boot=n_boot, seed=seed, ci=ci, context=context
-    ):
+    for p in pairwise_agreement(f, [*humans, *judges], **boot.kwargs(), context=context):
         for stat in ("percent_agreement", "cohen_kappa"):
             value, lo, hi, _ = _fig(getattr(p, stat))
             prow.append(
@@ -567,9 +554,7 @@ def _calibrate(
     method: str,
     options: Mapping[str, Any],
     source: str,
-    n_boot: int,
-    seed: int,
-    ci: float,
+    boot: BootSettings,
     notes: list[str],
     context: AnalysisContext | None,
 ) -> tuple[dict[str, Any] | None, pd.DataFrame | None, pd.DataFrame | None, Any]:
@@ -600,9 +585,7 @@ def _calibrate(
             it["task_id"].to_numpy(object).tolist(),
             candidate_name=f"{judge} (calibrated)",
             reference_name="consensus",
-            n_boot=n_boot,
-            seed=seed,
-            ci=ci,
+            **boot.kwargs(),
         )
     else:
         r = cf.responses
@@ -665,9 +648,7 @@ def _models(
     humans: Sequence[str],
     calibrated: pd.DataFrame | None,
     cal_info: Mapping[str, Any] | None,
-    n_boot: int,
-    seed: int,
-    ci: float,
+    boot: BootSettings,
     notes: list[str],
     context: AnalysisContext | None,
     design: Design | None = None,
@@ -690,9 +671,7 @@ def _models(
         calibrated=calibrated,
         calibration=None if cal_info is None else dict(cal_info),
         breakdowns=(),
-        n_boot=n_boot,
-        seed=seed,
-        ci=ci,
+        **boot.kwargs(),
         context=context,
     )
     active = is_active(design)
@@ -700,7 +679,7 @@ def _models(
         f,
         judge,
         list(humans),
-        ci=ci,
+        ci=boot.ci,
         context=context,
         inclusion=design[0] if design is not None and active else None,
         rounds=design[1] if design is not None and active else None,

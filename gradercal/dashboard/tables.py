@@ -39,8 +39,9 @@ from gradercal._util.numbers import finite_fixed, finite_interval, finite_percen
 from gradercal.model import verdict_word
 
 if TYPE_CHECKING:
-    from gradercal.analysis.versions import VerdictEras
+    from gradercal.dashboard.inputs import DashboardData
     from gradercal.frames import Frames
+    from gradercal.stats.boot_settings import BootSettings
 
 __all__ = [
     "ACCEPTANCE_COLUMNS",
@@ -92,33 +93,23 @@ class SectionInputs:
 
     Attributes:
         frames: The (filtered) benchmark frames.
-        reviews: Task review answers of the filtered tasks (``task_id``, ``reviewer``,
-            ``dimension``, ``answer``; see :mod:`gradercal.analysis.surveys`); empty
-            when none were given.
+        data: Everything the dashboard was given
+            (:class:`~gradercal.dashboard.inputs.DashboardData`), its ``frames`` the
+            filtered ones, its task reviews those of the filtered experts (never None:
+            empty when none were given) and its ``versions`` filtered like the frames
+            (None when no criterion was revised). A section needing new data reads a new
+            field of it (filled by one loader line, ``gradercal.db.dashboard_data``);
+            the other fields are the section's own to filter to ``frames``' tasks.
         humans: The human graders (the experts).
         primary: The primary judge, or None.
-        n_boot: Task-bootstrap resamples (0: no intervals).
-        seed: Bootstrap seed.
-        ci: Confidence level.
-        rounds: The tasks' acceptance rounds (``gradercal.db.acceptance.load_round_table``:
-            one row per task and round, a draft one row without a round); None when not
-            given (the acceptance section is then empty).
-        versions: For the agreement per criterion version: the (filtered) frames with
-            every verdict, stale ones included (``load_frames(version="all")``), and the
-            era of each verdict on a revised criterion
-            (:func:`gradercal.db.eras.read_eras`); None when no criterion was revised
-            (the section is then absent).
+        boot: The task-clustered bootstrap (``**boot.kwargs()`` for an engine).
     """
 
     frames: Frames
-    reviews: pd.DataFrame
+    data: DashboardData
     humans: Sequence[str]
     primary: str | None
-    n_boot: int
-    seed: int
-    ci: float
-    rounds: pd.DataFrame | None = None
-    versions: tuple[Frames, VerdictEras] | None = None
+    boot: BootSettings
 
 
 def _count(frame: pd.DataFrame) -> str:
@@ -283,14 +274,16 @@ def _reviews(inputs: SectionInputs) -> pd.DataFrame:
     (:func:`gradercal.analysis.surveys.survey_summary`, task-bootstrap intervals)."""
     from gradercal.analysis.surveys import REVIEW_DIMENSIONS, survey_summary
 
-    reviews = inputs.reviews
+    reviews = inputs.data.reviews
+    if reviews is None:
+        reviews = pd.DataFrame(columns=["task_id", "reviewer", "dimension", "answer"])
     if not reviews.empty:
         reviews = reviews.loc[reviews["task_id"].isin(inputs.frames.tasks["task_id"])]
     if reviews.empty:
         return pd.DataFrame({c: pd.Series([], dtype=object) for c in REVIEW_COLUMNS})
     statements = {d.key: d.statement for d in REVIEW_DIMENSIONS}
     order = list(dict.fromkeys([*statements, *reviews["dimension"]]))
-    rep = survey_summary(reviews, order, n_boot=inputs.n_boot, seed=inputs.seed, ci=inputs.ci)
+    rep = survey_summary(reviews, order, **inputs.boot.kwargs())
     rows = []
     for d in rep["dimensions"]:
         row: dict[str, Any] = {c: d[c] for c in ("dimension", "n_answers", "n_tasks")}
@@ -388,7 +381,7 @@ def _acceptance(inputs: SectionInputs) -> pd.DataFrame:
     """Tasks per status: all, per workflow, per domain (each task's status and the
     agreement of its latest measured round); then per round number, the rounds' states
     and the agreement kept when each closed. Only the filtered tasks."""
-    rounds = inputs.rounds
+    rounds = inputs.data.rounds
     if rounds is None or rounds.empty:
         return pd.DataFrame({c: pd.Series([], dtype=object) for c in ACCEPTANCE_COLUMNS})
     rounds = rounds.loc[rounds["task_id"].isin(inputs.frames.tasks["task_id"])]
@@ -499,9 +492,9 @@ def _versions(inputs: SectionInputs) -> pd.DataFrame | None:
     judge's agreement with their consensus on the verdicts given under that version
     (:func:`gradercal.analysis.versions.agreement_by_version`; intervals resample the
     criterion's responses). None — no section — when no criterion was revised."""
-    if inputs.versions is None:
+    if inputs.data.versions is None:
         return None
-    frames, eras = inputs.versions
+    frames, eras = inputs.data.versions
     if not eras:
         return None
     from gradercal.analysis.versions import agreement_by_version
@@ -511,9 +504,7 @@ def _versions(inputs: SectionInputs) -> pd.DataFrame | None:
         eras,
         inputs.humans,
         inputs.primary,
-        n_boot=inputs.n_boot,
-        seed=inputs.seed,
-        ci=inputs.ci,
+        **inputs.boot.kwargs(),
     )
     out = []
     for r in rows:
