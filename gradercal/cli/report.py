@@ -34,11 +34,7 @@ from gradercal.cli.common import (
 from gradercal.errors import GradercalError
 
 if TYPE_CHECKING:
-    import pandas as pd
-
-    from gradercal.analysis.versions import VerdictEras
-    from gradercal.dashboard import DashboardFilters
-    from gradercal.frames import Frames
+    from gradercal.dashboard import DashboardData, DashboardFilters
 
 __all__ = ["report"]
 
@@ -213,15 +209,11 @@ class _Request:
     """What the report is computed from, read from the database."""
 
     bench: str
-    frames: Frames
-    versions: tuple[Frames, VerdictEras] | None
+    #: the data (:func:`gradercal.db.dashboard_data.load_dashboard_data`)
+    data: DashboardData
     primary: str | None
     params: dict[str, Any] | None
-    reviews: pd.DataFrame
-    rounds: pd.DataFrame
     version_used: Any
-    #: an active design's inclusion probabilities and draws (empty: uniform)
-    design: tuple[dict[str, float], dict[str, int]] | None = None
 
 
 def _read_request(
@@ -236,22 +228,17 @@ def _read_request(
     """Open the database and read everything the report needs (raising the command's
     errors: no such benchmark, grader or judge)."""
     from gradercal.dashboard import primary_judge
-    from gradercal.db.acceptance import load_round_table
-    from gradercal.db.assignments import active_design
-    from gradercal.db.calibrations import load_task_reviews
-    from gradercal.db.eras import load_eras
+    from gradercal.db.dashboard_data import load_dashboard_data
 
     repo = open_repo(db)
     bench = repo.benchmark(benchmark)
-    frames = repo.load_frames(bench.name, version)
-    eras = load_eras(repo, bench.name)
-    # the agreement per criterion version compares every verdict, stale ones included
-    versions = (repo.load_frames(bench.name, "all"), eras) if eras else None
-    known = set(frames.judgments["grader"])
+    # (the agreement per criterion version compares every verdict, whatever the version)
+    data = load_dashboard_data(repo, bench.name, version)
+    known = set(data.frames.judgments["grader"])
     for g in filters.graders or ():
         if g not in known:
             raise GradercalError(f"no grader {g!r} in this benchmark")
-    primary = primary_judge(frames, judge)
+    primary = primary_judge(data.frames, judge)
     params: dict[str, Any] | None = None
     if calibration == "none":
         params = {"method": "none"}
@@ -265,14 +252,10 @@ def _read_request(
         params = {"method": calibration}
     return _Request(
         bench=bench.name,
-        frames=frames,
-        versions=versions,
+        data=data,
         primary=primary,
         params=params,
-        reviews=load_task_reviews(repo, bench.name),
-        rounds=load_round_table(repo.db, bench.name),
         version_used=version_used(repo, bench.name, version) if as_json else None,
-        design=active_design(repo.db, bench.name),
     )
 
 
@@ -336,27 +319,26 @@ def _report(
     as_json: bool,
 ) -> None:
     """Compute the dashboard of ``request`` and write (or print) the report."""
-    from gradercal.dashboard import compute_dashboard
+    from gradercal.dashboard import DashboardInputs, DashboardRequest, compute_dashboard
     from gradercal.dashboard.report import write_html, write_pdf
+    from gradercal.stats.boot_settings import BootSettings
 
     bench = request.bench
     with progress_bar(not as_json) as update:
         try:
             d = compute_dashboard(
-                request.frames,
-                judge=request.primary,
-                filters=filters,
-                calibration=request.params,
-                n_boot=n_boot,
-                seed=seed,
-                ci=ci,
-                benchmark=bench,
+                DashboardInputs(
+                    request.data,
+                    DashboardRequest(
+                        judge=request.primary,
+                        filters=filters,
+                        calibration=request.params,
+                        benchmark=bench,
+                        boot=BootSettings(n_boot, seed, ci),
+                    ),
+                ),
                 progress=lambda done, total, label: update("computing", done, total),
                 processes=2,  # a forked child takes some sections on Linux
-                reviews=request.reviews,
-                rounds=request.rounds,
-                versions=request.versions,
-                design=request.design,
             )
         except ValueError as exc:
             raise GradercalError(str(exc)) from exc

@@ -307,41 +307,19 @@ def compute_dashboard(
     """Compute every section of the dashboard.
 
     Args:
-        inputs: The data and the request (:class:`~gradercal.dashboard.inputs.DashboardInputs`).
-            Or, the keyword form, the benchmark frames (``Repository.load_frames``) with
-            ``options``: the request's and the data's fields by name
-            (:meth:`DashboardInputs.of`), so ``compute_dashboard(frames, judge="j",
-            n_boot=100)`` is ``compute_dashboard(DashboardInputs.of(frames, judge="j",
-            n_boot=100))``. What they mean:
-
-            * ``judge``: the primary judge (see the module docstring); None: the judge with
-              the most verdicts;
-            * ``filters``: restrict to models / workflows / domains / human graders first;
-            * ``calibration``: the params of a saved calibration
-              (``SavedCalibration.params``, or any mapping with ``"method"`` and optionally
-              ``sklearn_params.per_group``, ``metric``, ``tag_prefix``; a mapping with a
-              ``"params"`` key is unwrapped; ``{"method": "none"}``: no calibrated judge):
-              its method and options are cross-fitted out of fold on the human-graded
-              tasks, exactly as ``gradercal impact --calibration active`` does (the saved
-              fit itself saw every human label, so applying it here would be in-sample).
-              None: :data:`DEFAULT_CALIBRATION_METHOD`;
-            * ``boot`` (``n_boot``, ``seed``, ``ci``): task-clustered bootstrap resamples
-              for the intervals (0: none), its seed and the confidence level;
-            * ``threshold``: pass threshold (None: the benchmark's, ``frames.pass_threshold``);
-            * ``bar``: agreement bar of the criterion-health flags (None:
-              :data:`gradercal.analysis.health.DEFAULT_BAR`);
-            * ``benchmark``: the benchmark's name, echoed in the overview;
-            * ``reviews``: task review answers for the task review section; None: that
-              section is empty;
-            * ``rounds``: the tasks' acceptance rounds for the task acceptance section;
-              None: that section is empty;
-            * ``versions``: the frames with every verdict and the eras of the verdicts on
-              revised criteria, for the agreement per criterion version; filtered like
-              the frames. None, or no revised criterion: that section is absent. Every
-              other section uses the frames;
-            * ``design``: an active design's inclusion probabilities and draws; None or
-              empty: uniform, as before. The estimates are then weighted as ``gradercal
-              estimate`` weights them (:mod:`gradercal.dashboard.sections`, "Active designs").
+        inputs: The data and the request (:class:`~gradercal.dashboard.inputs.DashboardInputs`:
+            what each field means is said there). Or, the keyword form, the benchmark
+            frames with ``options`` naming the request's and the data's fields
+            (:meth:`DashboardInputs.of <gradercal.dashboard.inputs.DashboardInputs.of>`;
+            the bootstrap as ``n_boot``, ``seed``, ``ci``):
+            ``compute_dashboard(frames, judge="j", n_boot=100)`` is
+            ``compute_dashboard(DashboardInputs.of(frames, judge="j", n_boot=100))``.
+            The calibration is always cross-fitted out of fold on the human-graded tasks,
+            exactly as ``gradercal impact --calibration active`` does (a saved fit saw
+            every human label: applying it here would be in-sample); None:
+            :data:`DEFAULT_CALIBRATION_METHOD`. The versions are filtered like the frames;
+            an active design weights the estimates as ``gradercal estimate`` does
+            (:mod:`gradercal.dashboard.sections`, "Active designs").
         progress: ``progress(done, total, label)`` after every section.
         cancelled: Polled between sections; True raises :class:`Cancelled`.
         processes: 2 (or more): on Linux, compute the agreement by domain, calibration,
@@ -376,12 +354,17 @@ def compute_dashboard(
     computed = computed_sections()
     run = _prepare(inputs, _Steps(8 + len(groupings) + len(computed), progress, cancelled))
     core = _core_sections(run, groupings, processes, headline)
-    late = core.late
     if run.primary is not None:
-        cal_cmp = None if run.late.method == "none" else late.cal_cmp
+        cal_cmp = None if run.late.method == "none" else core.late.cal_cmp
         _calibrated_columns(core.judge_rows, run.primary, cal_cmp)
-    rows = [*core.rows, *late.group_rows, *late.crit_rows]
     tables = _table_sections(run, inputs, computed)
+    return _assemble(run, core, tables)
+
+
+def _assemble(run: _Run, core: _Core, tables: dict[str, pd.DataFrame]) -> Dashboard:
+    """The :class:`Dashboard` of the computed sections (the last step)."""
+    late = core.late
+    rows = [*core.rows, *late.group_rows, *late.crit_rows]
     rows = rows[: core.n_designed] + not_weighted_rows(run.late.design, rows[core.n_designed :])
     notes = run.notes
     if run.primary is not None and not late.reliability and run.late.method != "none":

@@ -13,7 +13,8 @@ This module imports pandas, numpy, :mod:`gradercal._util.jsonsafe` (the JSON rul
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import dataclasses
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -178,6 +179,18 @@ class Dashboard:
     notes: list[str] = field(default_factory=list)
     calibration: dict[str, Any] | None = None
     elapsed: dict[str, float] = field(default_factory=dict)
+
+    @classmethod
+    def from_fields(cls, values: Mapping[str, Any]) -> Dashboard:
+        """The dashboard whose fields are ``values`` (by name; a field not given keeps its
+        default): how the window puts back together the fields the worker sent one by
+        one."""
+        fields = dataclasses.fields(cls)
+        dash = cls(**{f.name: values[f.name] for f in fields if f.init and f.name in values})
+        for f in fields:
+            if not f.init and f.name in values:
+                object.__setattr__(dash, f.name, values[f.name])
+        return dash
 
     @property
     def primary_judge(self) -> str | None:

@@ -57,7 +57,8 @@ from gradercal.errors import GradercalError
 from gradercal.frames import Frames
 
 if TYPE_CHECKING:
-    from gradercal.analysis.agreement import Grouping
+    from gradercal.analysis.agreement import Comparison, Grouping
+    from gradercal.analysis.calibration.crossfit import CrossFit
     from gradercal.stats.boot_settings import BootSettings
 
 _PAIRWISE_COLUMNS = (
@@ -158,23 +159,7 @@ def design_weighted_agreement(
     n, N = len(labelled), len(population)
     if n < 2:
         return out
-    u = jv.merge(cons, on=keys, suffixes=("_j", "_c"))
-    u = u.loc[u["response_id"].isin(labelled)]
-    jm, cm = u["met_j"].astype(bool), u["met_c"].astype(bool)
-    per = (
-        pd.DataFrame(
-            {
-                "response_id": u["response_id"].to_numpy(),
-                "m": 1.0,
-                "a": (jm == cm).astype(np.float64).to_numpy(),
-                "j": jm.astype(np.float64).to_numpy(),
-                "c": cm.astype(np.float64).to_numpy(),
-            }
-        )
-        .groupby("response_id")
-        .sum()
-        .reindex(labelled, fill_value=0.0)
-    )
+    per = _unit_counts(jv.merge(cons, on=keys, suffixes=("_j", "_c")), labelled)
     probs, rounds = design
     P = np.array([probs.get(str(r), math.nan) for r in labelled], np.float64)
     R = np.array([rounds.get(str(r), 1) for r in labelled], np.int64)
@@ -201,6 +186,28 @@ def design_weighted_agreement(
         hk = q * math.sqrt(max(mean(z)[1], 0.0))
         out["cohen_kappa"] = (kappa, kappa - hk, kappa + hk)
     return out
+
+
+def _unit_counts(u: pd.DataFrame, labelled: pd.Index) -> pd.DataFrame:
+    """Per expert-graded response (``labelled``, in order): ``m`` units paired between
+    the judge (``met_j``) and the consensus (``met_c``) in ``u``, ``a`` agreeing, ``j``
+    met by the judge, ``c`` met by the consensus (0 for a response without any)."""
+    u = u.loc[u["response_id"].isin(labelled)]
+    jm, cm = u["met_j"].astype(bool), u["met_c"].astype(bool)
+    return (
+        pd.DataFrame(
+            {
+                "response_id": u["response_id"].to_numpy(),
+                "m": 1.0,
+                "a": (jm == cm).astype(np.float64).to_numpy(),
+                "j": jm.astype(np.float64).to_numpy(),
+                "c": cm.astype(np.float64).to_numpy(),
+            }
+        )
+        .groupby("response_id")
+        .sum()
+        .reindex(labelled, fill_value=0.0)
+    )
 
 
 def apply_design(
@@ -558,60 +565,16 @@ def _calibrate(
     notes: list[str],
     context: AnalysisContext | None,
 ) -> tuple[dict[str, Any] | None, pd.DataFrame | None, pd.DataFrame | None, Any]:
-    from gradercal.analysis.agreement import compare
-    from gradercal.analysis.calibration import (
-        brier_score,
-        cross_fit,
-        expected_calibration_error,
-        reliability_table,
-    )
+    from gradercal.analysis.calibration import brier_score, cross_fit, expected_calibration_error
 
     try:
         cf = cross_fit(f, judge, method, list(humans), context=context, **options)  # type: ignore[arg-type]
     except ValueError as exc:
         notes.append(f"no calibrated judge: {exc}")
         return None, None, None, None
-    if cf.items is not None:
-        it = cf.items
-        sel = np.isfinite(it["oof"].to_numpy(np.float64)) & np.isfinite(
-            it["human_met"].to_numpy(np.float64)
-        )
-        it = it.loc[sel]
-        before, after, y = it["judge_score"], it["oof"], it["human_met"]
-        n_items = len(it)
-        cmp = compare(
-            it["oof"].to_numpy(np.float64) >= 0.5,
-            it["human_met"].to_numpy(np.float64) == 1.0,
-            it["task_id"].to_numpy(object).tolist(),
-            candidate_name=f"{judge} (calibrated)",
-            reference_name="consensus",
-            **boot.kwargs(),
-        )
-    else:
-        r = cf.responses
-        sel = (
-            np.isfinite(r["oof"].to_numpy(np.float64))
-            & np.isfinite(r["human_score"].to_numpy(np.float64))
-            & np.isfinite(r["judge_score"].to_numpy(np.float64))
-        )
-        rr = r.loc[sel]
-        before, after, y = rr["judge_score"], rr["oof"], rr["human_score"]
-        n_items = len(rr)
-        cmp = None
-    rb = pd.DataFrame(reliability_table(before, y))
-    ra = pd.DataFrame(reliability_table(after, y))
-    rel = pd.DataFrame(
-        {
-            "bin_low": rb["bin_low"].astype(np.float64),
-            "bin_high": rb["bin_high"].astype(np.float64),
-            "n_before": rb["n"].astype(np.int64),
-            "mean_predicted_before": rb["mean_predicted"].astype(np.float64),
-            "mean_observed_before": rb["mean_observed"].astype(np.float64),
-            "n_after": ra["n"].astype(np.int64),
-            "mean_predicted_after": ra["mean_predicted"].astype(np.float64),
-            "mean_observed_after": ra["mean_observed"].astype(np.float64),
-        }
-    )
+    before, after, y, cmp = _out_of_fold(cf, judge, boot)
+    n_items = len(y)
+    rel = _reliability_frame(before, after, y)
     info = {
         "judge": judge,
         "method": method,
@@ -642,6 +605,60 @@ def _calibrate(
     return info, scores, rel, cmp
 
 
+def _out_of_fold(
+    cf: CrossFit, judge: str, boot: BootSettings
+) -> tuple[pd.Series, pd.Series, pd.Series, Comparison | None]:
+    """``(judge's probability, out-of-fold calibrated one, truth, comparison)`` of the
+    cross-fit ``cf``: per item (the calibrated judge's agreement with the consensus
+    compared, :func:`gradercal.analysis.agreement.compare`) or, for a per-response fit,
+    per response (no comparison); only where all are finite."""
+    from gradercal.analysis.agreement import compare
+
+    if cf.items is not None:
+        it = cf.items
+        sel = np.isfinite(it["oof"].to_numpy(np.float64)) & np.isfinite(
+            it["human_met"].to_numpy(np.float64)
+        )
+        it = it.loc[sel]
+        cmp = compare(
+            it["oof"].to_numpy(np.float64) >= 0.5,
+            it["human_met"].to_numpy(np.float64) == 1.0,
+            it["task_id"].to_numpy(object).tolist(),
+            candidate_name=f"{judge} (calibrated)",
+            reference_name="consensus",
+            **boot.kwargs(),
+        )
+        return it["judge_score"], it["oof"], it["human_met"], cmp
+    r = cf.responses
+    sel = (
+        np.isfinite(r["oof"].to_numpy(np.float64))
+        & np.isfinite(r["human_score"].to_numpy(np.float64))
+        & np.isfinite(r["judge_score"].to_numpy(np.float64))
+    )
+    rr = r.loc[sel]
+    return rr["judge_score"], rr["oof"], rr["human_score"], None
+
+
+def _reliability_frame(before: pd.Series, after: pd.Series, y: pd.Series) -> pd.DataFrame:
+    """The reliability table before and after calibration, side by side."""
+    from gradercal.analysis.calibration import reliability_table
+
+    rb = pd.DataFrame(reliability_table(before, y))
+    ra = pd.DataFrame(reliability_table(after, y))
+    return pd.DataFrame(
+        {
+            "bin_low": rb["bin_low"].astype(np.float64),
+            "bin_high": rb["bin_high"].astype(np.float64),
+            "n_before": rb["n"].astype(np.int64),
+            "mean_predicted_before": rb["mean_predicted"].astype(np.float64),
+            "mean_observed_before": rb["mean_observed"].astype(np.float64),
+            "n_after": ra["n"].astype(np.int64),
+            "mean_predicted_after": ra["mean_predicted"].astype(np.float64),
+            "mean_observed_after": ra["mean_observed"].astype(np.float64),
+        }
+    )
+
+
 def _models(
     f: Frames,
     judge: str | None,
@@ -663,7 +680,6 @@ def _models(
         if judge is not None:
             notes.append("no expert verdicts: per-model comparison skipped")
         return _empty(_MODEL_COLUMNS), _empty(_FLIP_COLUMNS)
-    rows: list[tuple[Any, ...]] = []
     rep = impact_report(
         f,
         judge,
@@ -684,6 +700,31 @@ def _models(
         inclusion=design[0] if design is not None and active else None,
         rounds=design[1] if design is not None and active else None,
     )
+    rows = _model_rows(rep, est, active)
+    order = {s: i for i, s in enumerate(MODEL_SOURCES)}
+    mdf = pd.DataFrame(rows, columns=list(_MODEL_COLUMNS)) if rows else _empty(_MODEL_COLUMNS)
+    if rows:
+        mdf = mdf.sort_values(
+            ["model", "metric", "source"],
+            key=lambda s: s.map(order) if s.name == "source" else s,
+            kind="stable",
+        ).reset_index(drop=True)
+    if rep["n_unpaired"]:
+        notes.append(
+            f"{rep['n_unpaired']} responses scored by some graders only are left out of the "
+            "experts / judge / calibrated figures"
+        )
+    notes.extend(est.get("notes") or [])
+    return mdf, _flips(rep)
+
+
+def _model_rows(
+    rep: Mapping[str, Any], est: Mapping[str, Any], active: bool
+) -> list[tuple[Any, ...]]:
+    """The models table's rows, model by model: each grader's figures of the impact
+    report ``rep``, then the estimate ``est`` (notes saying what an active design
+    weights)."""
+    rows: list[tuple[Any, ...]] = []
     est_rows = {r["model"]: r for r in est["models"]}
     models = sorted({str(r["model"]) for r in rep["models"]} | set(est_rows))
     imp = {str(r["model"]): r for r in rep["models"]}
@@ -703,32 +744,15 @@ def _models(
                 d = e[metric]
                 lo, hi = d["ci"] if d.get("ci") else (math.nan, math.nan)
                 value = math.nan if d.get("estimate") is None else float(d["estimate"])
+                note = _with_note(d.get("note"), ACTIVE_DESIGN) if active else d.get("note")
                 rows.append(
-                    (
-                        model,
-                        "estimate",
-                        metric,
-                        value,
-                        float(lo),
-                        float(hi),
-                        e["n_responses"],
-                        _with_note(d.get("note"), ACTIVE_DESIGN) if active else d.get("note"),
-                    )
+                    (model, "estimate", metric, value, float(lo), float(hi), e["n_responses"], note)
                 )
-    order = {s: i for i, s in enumerate(MODEL_SOURCES)}
-    mdf = pd.DataFrame(rows, columns=list(_MODEL_COLUMNS)) if rows else _empty(_MODEL_COLUMNS)
-    if rows:
-        mdf = mdf.sort_values(
-            ["model", "metric", "source"],
-            key=lambda s: s.map(order) if s.name == "source" else s,
-            kind="stable",
-        ).reset_index(drop=True)
-    if rep["n_unpaired"]:
-        notes.append(
-            f"{rep['n_unpaired']} responses scored by some graders only are left out of the "
-            "experts / judge / calibrated figures"
-        )
-    notes.extend(est.get("notes") or [])
+    return rows
+
+
+def _flips(rep: Mapping[str, Any]) -> pd.DataFrame:
+    """The pass ↔ fail flips of the impact report ``rep``."""
     frows = [
         (
             x["response_id"],
@@ -741,8 +765,7 @@ def _models(
         )
         for x in rep["flips"]
     ]
-    flips = pd.DataFrame(frows, columns=list(_FLIP_COLUMNS)) if frows else _empty(_FLIP_COLUMNS)
-    return mdf, flips
+    return pd.DataFrame(frows, columns=list(_FLIP_COLUMNS)) if frows else _empty(_FLIP_COLUMNS)
 
 
 def _health(

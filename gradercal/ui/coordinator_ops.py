@@ -289,13 +289,17 @@ def write_report(
     Raises:
         GradercalError: neither file chosen, no such benchmark, a file cannot be written.
     """
-    from gradercal.dashboard import compute_dashboard, primary_judge
+    from gradercal.dashboard import (
+        DashboardInputs,
+        DashboardRequest,
+        compute_dashboard,
+        primary_judge,
+    )
     from gradercal.dashboard.report import write_html, write_pdf
-    from gradercal.db.acceptance import load_round_table
-    from gradercal.db.assignments import active_design
-    from gradercal.db.calibrations import load_calibration, load_task_reviews
-    from gradercal.db.eras import load_eras
+    from gradercal.db.calibrations import load_calibration
+    from gradercal.db.dashboard_data import load_dashboard_data
     from gradercal.db.repo import Repository
+    from gradercal.stats.boot_settings import BootSettings
 
     targets = [Path(p) for p in (html, pdf) if p is not None and str(p).strip()]
     if not targets:
@@ -307,25 +311,22 @@ def write_report(
     notify("reading", 0, 1)
     repo = Repository(db)
     bench = repo.benchmark(benchmark).name
-    frames = repo.load_frames(bench, "current")
-    eras = load_eras(repo, bench)
-    versions = (repo.load_frames(bench, "all"), eras) if eras else None
-    primary = primary_judge(frames, None)
+    data = load_dashboard_data(repo, bench)
+    primary = primary_judge(data.frames, None)
     saved = load_calibration(repo, bench, primary) if primary is not None else None
     notify("reading", 1, 1)
     try:
         d = compute_dashboard(
-            frames,
-            judge=primary,
-            calibration=None if saved is None else dict(saved.params),
-            n_boot=n_boot,
-            seed=seed,
-            benchmark=bench,
+            DashboardInputs(
+                data,
+                DashboardRequest(
+                    judge=primary,
+                    calibration=None if saved is None else dict(saved.params),
+                    benchmark=bench,
+                    boot=BootSettings(n_boot, seed),
+                ),
+            ),
             progress=lambda done, total, _label: notify("computing", done, total),
-            reviews=load_task_reviews(repo, bench),
-            rounds=load_round_table(db, bench),
-            versions=versions,
-            design=active_design(db, bench),
         )
     except ValueError as exc:
         raise GradercalError(str(exc)) from exc

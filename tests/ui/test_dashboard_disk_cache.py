@@ -31,6 +31,7 @@ from gradercal.formats import read_folder
 from gradercal.ui.dashboard import disk_cache
 from gradercal.ui.dashboard.data import Request
 from gradercal.ui.dashboard.disk_cache import DiskCache, data_key, disk_key
+from gradercal.ui.dashboard.protocol import Part
 from gradercal.ui.dashboard.results import PickledRequest, StoredResult
 from gradercal.ui.dashboard.worker import encode, read_message
 from tests.conftest import DEMO, PG_ADMIN_URL, _pg_admin, _pg_disconnect
@@ -150,6 +151,21 @@ def test_a_damaged_file_is_absent(db_file: str, cache: Path) -> None:  # noqa: F
     assert not s2.compute()["disk"]
 
 
+def test_a_file_of_the_previous_format_is_absent_not_misread(tmp_path: Path) -> None:
+    """Parts named by strings ("dash:overview", format 2) are never taken for parts named
+    by :class:`Part`: such a file, signed with the user's own key, is absent and deleted,
+    under the old header and under the new one alike."""
+    kept = DiskCache(tmp_path / "c")
+    assert kept.put("d/k", StoredResult(parts=[(Part.dash("overview"), b"1", b"2")]))
+    assert kept.get("d/k") is not None
+    old_body = pickle.dumps(
+        {"keys": [disk_cache._digest("d/k")], "parts": [("dash:overview", b"1", b"2")]}
+    )
+    for magic in (b"gradercal dashboard 2\n", disk_cache._MAGIC):
+        kept.path("d/k").write_bytes(magic + kept._mac(old_body) + old_body)
+        assert kept.get("d/k") is None and not kept.path("d/k").exists()
+
+
 #: The stamp every judgment of :func:`build` carries: two imports of it differ in nothing
 #: but what they are given.
 STAMP = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
@@ -215,7 +231,7 @@ def test_a_database_rebuilt_in_place_is_not_read_from_disk(db_url: str, cache: P
     done = s.compute()
     assert not done["disk"] and s.worker.computations == 1
     same_parts(done["parts"], fresh(db_url))
-    assert done["parts"]["dash:agreement"] != first["parts"]["dash:agreement"]
+    assert done["parts"][Part.dash("agreement")] != first["parts"][Part.dash("agreement")]
     after = revision_of(db_url)
     assert after["database"] != before["database"]  # another database …
     assert after["judgments"] != before["judgments"]  # … holding other verdicts
@@ -339,7 +355,7 @@ def test_a_planted_file_is_never_unpickled(
     signed = disk_cache._MAGIC + kept._mac(payload) + payload  # even a right HMAC
     kept.path("d/k").write_bytes(signed)
     assert kept.get("d/k") is None and not marker.exists()
-    assert kept.put("d/other", StoredResult(parts=[("x", b"1", b"2")])) is None
+    assert kept.put("d/other", StoredResult(parts=[(Part.dash("x"), b"1", b"2")])) is None
     assert not kept.path("d/other").exists() and kept.clear() == 0
     for mode in (0o1777, 0o770, 0o720):
         cache.chmod(mode)
@@ -354,7 +370,7 @@ def test_a_directory_or_key_not_the_users_alone_is_refused(
     cache: Path, key: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     kept = DiskCache(cache)
-    assert kept.put("d/k", StoredResult(parts=[("x", b"1", b"2")])) is not None
+    assert kept.put("d/k", StoredResult(parts=[(Part.dash("x"), b"1", b"2")])) is not None
     assert kept.get("d/k") is not None
     # a file of another user in the user's directory is absent (and left alone)
     real = os.getuid()
@@ -389,20 +405,20 @@ def test_keys_bounds_and_off(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     assert disk_key(req, url.replace("bench", "other"), revision) != key
 
     kept = DiskCache(tmp_path / "k")
-    kept.put(key, StoredResult(parts=[("x", b"1", b"2")]))
+    kept.put(key, StoredResult(parts=[(Part.dash("x"), b"1", b"2")]))
     assert kept.has_data(data_key(url, revision))
     assert not kept.has_data(data_key(url, {**revision, "judgments": "9"}))
 
     cache = DiskCache(tmp_path / "c", max_files=2, max_bytes=10_000)
     for i, k in enumerate(("d/a", "d/b", "d/c")):
-        assert cache.put(k, StoredResult(parts=[(k, b"x" * 100, b"d")])) is not None
+        assert cache.put(k, StoredResult(parts=[(Part.dash(k), b"x" * 100, b"d")])) is not None
         os.utime(cache.path(k), (time.time() + i, time.time() + i))
         cache.evict()
     assert "d/a" not in cache and "d/b" in cache and "d/c" in cache
     got = cache.get("d/b")
-    assert got is not None and got.parts == [("d/b", b"x" * 100, b"d")]
+    assert got is not None and got.parts == [(Part.dash("d/b"), b"x" * 100, b"d")]
     big = DiskCache(tmp_path / "c", max_files=5, max_bytes=150)
-    big.put("d", StoredResult(parts=[("d", b"y" * 100, b"d")]))
+    big.put("d", StoredResult(parts=[(Part.dash("d"), b"y" * 100, b"d")]))
     assert len(list((tmp_path / "c").glob("*.dash"))) == 1  # over the byte bound
     assert big.clear() == 1
 

@@ -22,6 +22,7 @@ from gradercal.db import models as m
 from gradercal.db.repo import Repository
 from gradercal.db.session import open_database
 from gradercal.ui.dashboard.data import NOT_PRERENDERED, Request
+from gradercal.ui.dashboard.protocol import Part
 from gradercal.ui.dashboard.results import (
     ResultCache,
     StoredResult,
@@ -36,7 +37,7 @@ from tests.support.gui import import_folder
 #: Parts that differ between two computations of the same result: the timings, and the
 #: figures not drawn ahead (a Figure's pickle differs between two drawings; drawn figures
 #: are compared by their pixels).
-TIMED = {"dash:elapsed", *(f"figure:{name}" for name in NOT_PRERENDERED)}
+TIMED = {Part.dash("elapsed"), *(Part.figure(name) for name in NOT_PRERENDERED)}
 
 
 @pytest.fixture(scope="module")
@@ -169,7 +170,7 @@ def test_an_adjudication_reads_only_the_adjudications(db_file: str) -> None:
     # Only what changed was sent: the parts that stayed equal were reused.
     assert after["reused"] and set(after["reused"]).isdisjoint(after["parts"])
     assert all(shown[k] == parts[k] for k in after["reused"])
-    assert "dash:overview" in after["parts"]  # the count of adjudications, at least
+    assert Part.dash("overview") in after["parts"]  # the count of adjudications, at least
 
 
 def test_a_prefetched_adjudication_is_shown_without_computing(db_file: str) -> None:

@@ -18,6 +18,7 @@ from gradercal.db.acceptance import load_round_table
 from gradercal.db.calibrations import load_task_reviews
 from gradercal.db.repo import Repository
 from gradercal.db.session import open_database
+from gradercal.ui.dashboard.protocol import Part
 from tests.ui.test_ui_dashboard import (  # noqa: F401 (fixtures)
     N_BOOT,
     TIMEOUT,
@@ -87,8 +88,9 @@ def test_returning_from_an_adjudication_shows_the_prefetched_result(
     assert result.dashboard.overview["n_adjudications"] == 1
     # Only what the verdict changes came back and was redrawn: expert–judge pairwise
     # agreement does not depend on adjudications, so its chart is the one shown before.
-    assert result.changed is not None and "dash:overview" in result.changed
-    assert "dash:pairwise" not in result.changed and "figure:pairwise" not in result.changed
+    assert result.changed is not None and Part.dash("overview") in result.changed
+    assert Part.dash("pairwise") not in result.changed
+    assert Part.figure("pairwise") not in result.changed
     assert board.charts["pairwise"].figure is pairwise_figure
     # The same numbers as a computation from nothing on the saved database.
     assert json.dumps(result.dashboard.to_json(), sort_keys=True) == fresh_json(db_path)

@@ -30,6 +30,9 @@ from gradercal.dashboard.tables import TABLE_SECTIONS
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
+    from gradercal.dashboard import Dashboard, DashboardFilters, DashboardRequest
+    from gradercal.ui.dashboard.protocol import Part
+
 
 # -- formatting -------------------------------------------------------------------------------
 def _missing(value: Any) -> bool:
@@ -386,11 +389,11 @@ def models_wide(models: pd.DataFrame) -> pd.DataFrame:
 
 
 #: The tables the window shows, each built from the dashboard.
-def _agreement_table(by: str) -> Callable[[Any], pd.DataFrame]:
+def _agreement_table(by: str) -> Callable[[Dashboard], pd.DataFrame]:
     return lambda d: agreement_wide(d.agreement, by)
 
 
-def _section_table(key: str) -> Callable[[Any], pd.DataFrame]:
+def _section_table(key: str) -> Callable[[Dashboard], pd.DataFrame]:
     return lambda d: d.table(key)
 
 
@@ -400,7 +403,7 @@ def _section_table(key: str) -> Callable[[Any], pd.DataFrame]:
 #: (:func:`share_frames`), so a large frame is unpickled — and held — once.
 SHARED_FRAMES: tuple[str, ...] = ("judges", *(table.key for table in TABLE_SECTIONS))
 
-TABLES: dict[str, Callable[[Any], pd.DataFrame]] = {
+TABLES: dict[str, Callable[[Dashboard], pd.DataFrame]] = {
     **{f"agreement:{by}": _agreement_table(by) for by in AGREEMENT_BYS},
     "judges": lambda d: d.judges,
     "models": lambda d: models_wide(d.models),
@@ -408,7 +411,7 @@ TABLES: dict[str, Callable[[Any], pd.DataFrame]] = {
 }
 
 
-def share_frames(tables: dict[str, PreparedTable], dash: Any) -> dict[str, PreparedTable]:
+def share_frames(tables: dict[str, PreparedTable], dash: Dashboard) -> dict[str, PreparedTable]:
     """``tables`` with the frames the worker left out (None) taken from ``dash``."""
     out = dict(tables)
     for name in SHARED_FRAMES:
@@ -453,7 +456,9 @@ def figure_name(tab: str, grouping: str) -> str:
     return chart.figure_name(grouping if grouping in GROUPINGS else DEFAULT_GROUPING)
 
 
-def build_figures(dash: Any, dark: bool, only: Collection[str] | None = None) -> dict[str, Any]:
+def build_figures(
+    dash: Dashboard, dark: bool, only: Collection[str] | None = None
+) -> dict[str, Figure | str]:
     """Every chart (or those named in ``only``) as a matplotlib Figure (or the reason
     there is none), in :data:`CHART_NAMES` order.
 
@@ -461,7 +466,7 @@ def build_figures(dash: Any, dark: bool, only: Collection[str] | None = None) ->
     (``dark``: the window palette's lightness). ``groups:<by>`` holds one forest chart per
     grouping.
     """
-    out: dict[str, Any] = {}
+    out: dict[str, Figure | str] = {}
     for chart, by in chart_figures():
         name = chart.figure_name(by)
         if only is not None and name not in only:
@@ -524,7 +529,7 @@ class Request:
 
     generation: int
     benchmark: str
-    filters: Any  # gradercal.dashboard.DashboardFilters
+    filters: DashboardFilters
     judge: str | None
     #: the charts' theme: dark (the window's palette is dark) or light
     dark: bool
@@ -537,16 +542,31 @@ class Request:
     #: read the database again (otherwise the worker's cached frames are used)
     reload: bool = False
 
+    def dashboard_request(self) -> DashboardRequest:
+        """What :func:`~gradercal.dashboard.compute_dashboard` is asked (``n_boot`` None:
+        its default; the default confidence level)."""
+        from gradercal.dashboard import DEFAULT_N_BOOT, DashboardRequest
+        from gradercal.stats.boot_settings import BootSettings
+
+        n_boot = DEFAULT_N_BOOT if self.n_boot is None else self.n_boot
+        return DashboardRequest(
+            judge=self.judge,
+            filters=self.filters,
+            calibration=self.calibration,
+            benchmark=self.benchmark,
+            boot=BootSettings(n_boot, self.seed),
+        )
+
 
 @dataclass
 class Computed:
     """What the window shows: the dashboard, tables ready to show, figures."""
 
     generation: int
-    dashboard: Any  # gradercal.dashboard.Dashboard
+    dashboard: Dashboard
     options: dict[str, list[str]]
     tables: dict[str, PreparedTable]
-    figures: dict[str, Any]  # name → Figure, or a str saying why there is none
+    figures: dict[str, Figure | str]  # name → Figure, or a str saying why there is none
     #: {task id: its first response id} (a criterion-health row without a disagreement
     #: opens that response)
     first_response: dict[str, str] = field(default_factory=dict)
@@ -557,9 +577,9 @@ class Computed:
     loaded: bool = False
     #: seconds the worker spent per phase (load, compute, send, tables, charts)
     phases: dict[str, float] = field(default_factory=dict)
-    #: the keys of the parts (``dash:<field>``, ``table:<name>``, ``figure:<name>``…) that
-    #: differ from the result shown before; None: all of them
-    changed: frozenset[str] | None = None
+    #: the parts (:class:`~gradercal.ui.dashboard.protocol.Part`) that differ from the
+    #: result shown before; None: all of them
+    changed: frozenset[Part] | None = None
     #: answered from the worker's result cache (computed before, or prefetched)
     cached: bool = False
     #: answered from the results kept on disk (:mod:`gradercal.ui.dashboard.disk_cache`)
@@ -567,7 +587,7 @@ class Computed:
     #: the parts of the data the worker read again for it (``Repository.data_revision``)
     refreshed: tuple[str, ...] = ()
 
-    def is_changed(self, key: str) -> bool:
+    def is_changed(self, key: Part) -> bool:
         """Whether part ``key`` differs from the result shown before."""
         return self.changed is None or key in self.changed
 

@@ -50,9 +50,14 @@ import sys
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
+from gradercal.ui.dashboard.protocol import Part
 from gradercal.ui.dashboard.results import StoredResult, request_key
+
+if TYPE_CHECKING:
+    from gradercal.ui.dashboard.data import Request
+    from gradercal.ui.dashboard.results import PickledRequest
 
 __all__ = [
     "ENV",
@@ -75,7 +80,9 @@ ENV_KEY = "GRADERCAL_DASHBOARD_KEY"
 MAX_FILES = 16
 MAX_BYTES = 1 << 30
 #: A file: this line, the HMAC (:data:`_MAC_SIZE` bytes), then the pickle.
-_MAGIC = b"gradercal dashboard 2\n"
+#: The files' format: 3 names parts by :class:`~gradercal.ui.dashboard.protocol.Part`
+#: (2: by ``"dash:<field>"``-style strings); a file of another format is absent.
+_MAGIC = b"gradercal dashboard 3\n"
 _MAC_SIZE = 32
 _KEY_SIZE = 32
 _SUFFIX = ".dash"
@@ -191,7 +198,7 @@ def data_key(url: str, revision: Mapping[str, str]) -> str:
     return _digest(repr((code_fingerprint(), where, sorted(revision.items()))))[:12].hex()
 
 
-def disk_key(request: Any, url: str, revision: Mapping[str, str]) -> str:
+def disk_key(request: PickledRequest | Request, url: str, revision: Mapping[str, str]) -> str:
     """The key of ``request`` computed on the data of ``revision`` in the database at
     ``url`` by this code: ``<data key>/<what was asked>``."""
     return f"{data_key(url, revision)}/{request_key(request)}"
@@ -313,7 +320,10 @@ class DiskCache:
             if _digest(key) not in stored.get("keys", ()):
                 raise ValueError("another key")
             parts = [(k, p, d) for k, p, d in stored["parts"]]
-            if not all(isinstance(p, bytes) and isinstance(d, bytes) for _k, p, d in parts):
+            if not all(
+                isinstance(k, Part) and isinstance(p, bytes) and isinstance(d, bytes)
+                for k, p, d in parts
+            ):
                 raise ValueError("not parts")
             result = StoredResult(
                 parts=parts,

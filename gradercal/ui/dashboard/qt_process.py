@@ -33,15 +33,26 @@ import sys
 import time
 import weakref
 from collections import deque
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, cast
 
 from PySide6.QtCore import QCoreApplication, QObject, QProcess, QProcessEnvironment, QTimer, Signal
 
+from gradercal.ui.dashboard.protocol import (
+    PROTOCOL,
+    Done,
+    FrameReader,
+    Part,
+    PartKind,
+    ToWindow,
+    ToWorker,
+    encode,
+)
 from gradercal.ui.dashboard.results import PickledRequest
-from gradercal.ui.dashboard.worker import PROTOCOL, FrameReader, encode
 
 if TYPE_CHECKING:  # data imports pandas: not needed to start the worker
-    from gradercal.ui.dashboard.data import Computed, Request
+    from matplotlib.figure import Figure
+
+    from gradercal.ui.dashboard.data import Computed, PreparedTable, Request
 #: Objects allocated (gc.get_count()[0]) after which a decoded part is followed by a
 #: collection of the youngest generation.
 YOUNG_LIMIT = 5_000
@@ -119,12 +130,12 @@ class QtDashboardProcess(QObject):
         self.max_decode_ms = 0.0
         self._reader = FrameReader()
         self._writes: list[bytes] = []
-        self._parts: dict[str, Any] = {}
-        self._digests: dict[str, bytes] = {}
-        self._undecoded: deque[tuple[str, bytes]] = deque()
-        #: the parts of the result last assembled: key → (digest, value)
-        self._current: dict[str, tuple[bytes, Any]] = {}
-        self._done: dict[str, Any] | None = None
+        self._parts: dict[Part, object] = {}
+        self._digests: dict[Part, bytes] = {}
+        self._undecoded: deque[tuple[Part, bytes]] = deque()
+        #: the parts of the result last assembled: part → (digest, value)
+        self._current: dict[Part, tuple[bytes, object]] = {}
+        self._done: Done | None = None
         self._stopped_because: str | None = None
         self._stderr: deque[str] = deque(maxlen=30)
         self._stopping = False
@@ -162,7 +173,7 @@ class QtDashboardProcess(QObject):
         self.process = proc
         proc.start()
 
-    def _send(self, message: dict[str, Any]) -> None:
+    def _send(self, message: ToWorker) -> None:
         data = encode(message)
         proc = self.process
         if proc is not None and proc.state() == QProcess.ProcessState.Running:
@@ -253,7 +264,7 @@ class QtDashboardProcess(QObject):
         self._ensure_started()
         self._send_now({"op": "soon", "url": self.url, "benchmark": benchmark})
 
-    def _send_now(self, message: dict[str, Any]) -> None:
+    def _send_now(self, message: ToWorker) -> None:
         """:meth:`_send`, written to the pipe before returning — for messages sent while
         the window is being built, before its event loop runs (a queued write would only
         reach the worker then)."""
@@ -346,39 +357,40 @@ class QtDashboardProcess(QObject):
         for message in messages:
             self._handle(message)
 
-    def _handle(self, m: dict[str, Any]) -> None:
-        kind = m.get("type")
-        gen = int(m.get("generation", -1))
-        if kind == "hello":
+    def _handle(self, m: ToWindow) -> None:
+        if m["type"] == "hello":
             self.pid = int(m["pid"])
-            self.child_has_qt = bool(m.get("qt"))
-            if int(m.get("protocol", 0)) != PROTOCOL:
-                sys.stderr.write(f"dashboard worker speaks protocol {m.get('protocol')}\n")
-        elif kind == "progress":
+            self.child_has_qt = bool(m["qt"])
+            if m["protocol"] != PROTOCOL:
+                sys.stderr.write(f"dashboard worker speaks protocol {m['protocol']}\n")
+        elif m["type"] == "progress":
+            gen = m["generation"]
             if gen == self.wanted:
                 self.progress.emit(gen, int(m["done"]), int(m["total"]), str(m["label"]))
-        elif kind == "headline":
+        elif m["type"] == "headline":
+            gen = m["generation"]
             if gen == self.wanted:  # small: unpickled at once, ahead of the parts
                 self.headline.emit(gen, pickle.loads(m["payload"]))
-        elif kind == "part":
-            if gen == self.wanted:
-                self._undecoded.append((str(m["key"]), m["payload"]))
-                if m.get("digest") is not None:
-                    self._digests[str(m["key"])] = m["digest"]
+        elif m["type"] == "part":
+            if m["generation"] == self.wanted:
+                self._undecoded.append((m["key"], m["payload"]))
+                self._digests[m["key"]] = m["digest"]
                 self._decoder.start()
-        elif kind == "prefetched":
+        elif m["type"] == "prefetched":
             self.prefetched.emit(m)
-        elif kind == "done":
-            self.child_has_qt = self.child_has_qt or bool(m.get("qt"))
+        elif m["type"] == "done":
+            gen = m["generation"]
+            self.child_has_qt = self.child_has_qt or bool(m["qt"])
             if gen == self.wanted:
                 self._done = m
                 self._decoder.start()
             else:
                 self.outstanding.discard(gen)
                 self.dropped.emit(gen)
-        elif kind == "error":
+        elif m["type"] == "error":
+            gen = m["generation"]
             self.outstanding.discard(gen)
-            if m.get("traceback"):
+            if m["traceback"]:
                 sys.stderr.write(str(m["traceback"]))
             if gen == self.wanted:
                 self.wanted = None
@@ -392,8 +404,8 @@ class QtDashboardProcess(QObject):
         if self._undecoded:
             key, payload = self._undecoded.popleft()
             t0 = time.perf_counter()
-            value = pickle.loads(payload)
-            if key.startswith("figure:") and isinstance(value, tuple):
+            value: object = pickle.loads(payload)
+            if key.kind is PartKind.FIGURE and isinstance(value, tuple):
                 from gradercal.ui.dashboard.data import attach_pixels
 
                 figure, pixels = value
@@ -419,7 +431,7 @@ class QtDashboardProcess(QObject):
         self.outstanding.discard(gen)
         self.wanted = None
         changed = {k for k in parts if self._current.get(k, (None,))[0] != digests.get(k)}
-        for key in done.get("reused", ()):
+        for key in done["reused"]:
             if key in self._current and key not in parts:
                 digests[key], parts[key] = self._current[key]
         missing = [k for k in done["keys"] if k not in parts]
@@ -432,39 +444,34 @@ class QtDashboardProcess(QObject):
 
 def assemble(
     generation: int,
-    parts: dict[str, Any],
-    done: dict[str, Any],
-    changed: frozenset[str] | None = None,
+    parts: dict[Part, object],
+    done: Done,
+    changed: frozenset[Part] | None = None,
 ) -> Computed:
     """The :class:`Computed` of a worker's parts (see :mod:`gradercal.ui.dashboard.worker`);
     ``changed``: the keys of the parts that differ from the result shown before (None:
     all)."""
-    import dataclasses
-
     from gradercal.dashboard import Dashboard
     from gradercal.ui.dashboard.data import Computed, share_frames
 
-    values = {k[5:]: v for k, v in parts.items() if k.startswith("dash:")}
-    fields = dataclasses.fields(Dashboard)
-    dash = Dashboard(**{f.name: values[f.name] for f in fields if f.init and f.name in values})
-    for f in fields:
-        if not f.init and f.name in values:
-            object.__setattr__(dash, f.name, values[f.name])
+    dash = Dashboard.from_fields({k.name: v for k, v in parts.items() if k.kind is PartKind.DASH})
+    tables = {k.name: v for k, v in parts.items() if k.kind is PartKind.TABLE}
+    figures = {k.name: v for k, v in parts.items() if k.kind is PartKind.FIGURE}
     return Computed(
         generation=generation,
         dashboard=dash,
-        options=parts.get("options", {}),
-        tables=share_frames({k[6:]: v for k, v in parts.items() if k.startswith("table:")}, dash),
-        figures={k[7:]: v for k, v in parts.items() if k.startswith("figure:")},
-        first_response=parts.get("first_response", {}),
-        seconds=float(done.get("seconds", 0.0)),
-        pid=int(done.get("pid", 0)),
-        loaded=bool(done.get("loaded", False)),
-        phases=dict(done.get("phases", {})),
+        options=cast("dict[str, list[str]]", parts.get(Part(PartKind.OPTIONS), {})),
+        tables=share_frames(cast("dict[str, PreparedTable]", tables), dash),
+        figures=cast("dict[str, Figure | str]", figures),
+        first_response=cast("dict[str, str]", parts.get(Part(PartKind.FIRST_RESPONSE), {})),
+        seconds=done["seconds"],
+        pid=done["pid"],
+        loaded=done["loaded"],
+        phases=dict(done["phases"]),
         changed=changed,
-        cached=bool(done.get("cached", False)),
-        disk=bool(done.get("disk", False)),
-        refreshed=tuple(done.get("refreshed", ())),
+        cached=done["cached"],
+        disk=done["disk"],
+        refreshed=tuple(done["refreshed"]),
     )
 
 

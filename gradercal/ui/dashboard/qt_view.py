@@ -97,6 +97,7 @@ from gradercal.ui.dashboard.data import (
     models_wide,
     prepare_table,
 )
+from gradercal.ui.dashboard.protocol import Part
 from gradercal.ui.dashboard.qt_process import QtDashboardProcess
 from gradercal.ui.qt_adjudication import QtAdjudicationView
 from gradercal.ui.qt_revise_dialog import QtReviseDialog
@@ -1359,11 +1360,11 @@ class QtDashboardView(QWidget):
 
     def _part_changed(self, c: Computed, kind: str, name: str) -> bool:
         if kind == "chart":
-            return c.is_changed(f"figure:{self._figure_key(name)}")
+            return c.is_changed(Part.figure(self._figure_key(name)))
         if name == "agreement":
-            return c.is_changed(f"table:agreement:{self.agreement_by.currentData()}")
-        shared = {"judges": "dash:judges", "models": None}.get(name, "dash:tables")
-        return c.is_changed(f"table:{name}") or (shared is not None and c.is_changed(shared))
+            return c.is_changed(Part.table(f"agreement:{self.agreement_by.currentData()}"))
+        shared = {"judges": Part.dash("judges"), "models": None}.get(name, Part.dash("tables"))
+        return c.is_changed(Part.table(name)) or (shared is not None and c.is_changed(shared))
 
     def _table_widget(self, name: str) -> QtFrameTable:
         return {

@@ -31,10 +31,13 @@ import pickle
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from gradercal.ui.dashboard.data import Request
+    from gradercal.ui.dashboard.protocol import Part
 
 __all__ = [
     "MAX_RESULTS",
@@ -77,7 +80,7 @@ class PickledRequest:
     reload: bool = False
 
     @classmethod
-    def of(cls, request: Any) -> PickledRequest:
+    def of(cls, request: Request) -> PickledRequest:
         return cls(
             pickle.dumps(request, protocol=pickle.HIGHEST_PROTOCOL),
             int(request.generation),
@@ -86,12 +89,13 @@ class PickledRequest:
             bool(request.reload),
         )
 
-    def load(self) -> Any:
+    def load(self) -> Request:
         """The Request."""
-        return pickle.loads(self.payload)
+        request: Request = pickle.loads(self.payload)
+        return request
 
 
-def request_key(request: Any) -> str:
+def request_key(request: PickledRequest | Request) -> str:
     """What a :class:`~gradercal.ui.dashboard.data.Request` asks, without its generation
     and ``reload`` (two requests with equal keys want the same parts)."""
     if isinstance(request, PickledRequest):
@@ -133,7 +137,9 @@ def adjudications_digest(adjudications: pd.DataFrame) -> str:
     return hashlib.blake2b(repr(rows).encode(), digest_size=16).hexdigest()
 
 
-def result_key(request: Any, revision: Mapping[str, str], adjudications: pd.DataFrame) -> str:
+def result_key(
+    request: PickledRequest | Request, revision: Mapping[str, str], adjudications: pd.DataFrame
+) -> str:
     """The cache key of ``request`` computed on data of ``revision`` with ``adjudications``."""
     others = sorted((k, v) for k, v in revision.items() if k != "adjudications")
     return repr((request_key(request), others, adjudications_digest(adjudications)))
@@ -165,9 +171,9 @@ def with_adjudication(
 
 @dataclass
 class StoredResult:
-    """The parts of one computed dashboard, as sent: ``(key, payload, digest)`` each."""
+    """The parts of one computed dashboard, as sent: ``(part, payload, digest)`` each."""
 
-    parts: list[tuple[str, bytes, bytes]] = field(default_factory=list)
+    parts: list[tuple[Part, bytes, bytes]] = field(default_factory=list)
     #: seconds per phase when it was computed
     phases: dict[str, float] = field(default_factory=dict)
     seconds: float = 0.0

@@ -10,13 +10,14 @@ the pandas work, so neither its garbage collector nor the GIL stall its event lo
 
 It imports no Qt: gradercal.db, pandas and (for the charts) matplotlib's Agg backend.
 
-Protocol (version :data:`PROTOCOL`): each message is a pickled dict framed by an 8-byte
-big-endian length (:func:`encode`, :class:`FrameReader`).
+Protocol (version :data:`~gradercal.ui.dashboard.protocol.PROTOCOL`): each message is a
+pickled dict framed by an 8-byte big-endian length, one of the typed messages of
+:mod:`gradercal.ui.dashboard.protocol` (:func:`encode`, :class:`FrameReader`).
 
 Window → worker (``op``):
     ``compute``: ``request`` (:class:`gradercal.ui.dashboard.data.Request`, or a
         :class:`~gradercal.ui.dashboard.results.PickledRequest` of one), ``url``,
-        optionally ``have`` ({part key: digest} of the result the window shows: equal parts
+        optionally ``have`` ({part: digest} of the result the window shows: equal parts
         are not sent again) and ``expect`` (the :data:`~gradercal.ui.dashboard.results.Hypothesis`
         just saved, so that a prefetch computing it is not cancelled). A newer ``compute``
         cancels the one running, and any prefetch of another hypothesis.
@@ -53,11 +54,13 @@ Worker → window (``type``):
         the judges, the alt-test, the notes) — sent as soon as the headline is computed,
         before the other sections and every ``part`` (not for a result kept in memory or
         on disk: its parts follow at once).
-    ``part``: ``generation``, ``key``, ``digest``, ``payload`` (bytes: a pickle, unpickled by
-        the window one part per event-loop turn): ``dash:<field>`` per field of the Dashboard,
-        ``options``, ``first_response``, ``table:<name>`` (without its frame when that is
-        a Dashboard field: :data:`~gradercal.ui.dashboard.data.SHARED_FRAMES`), ``figure:<name>`` (a Figure
-        and its :class:`~gradercal.ui.dashboard.data.Pixels`, or a str saying why none).
+    ``part``: ``generation``, ``key`` (a :class:`~gradercal.ui.dashboard.protocol.Part`),
+        ``digest``, ``payload`` (bytes: a pickle, unpickled by the window one part per
+        event-loop turn): ``Part.dash(<field>)`` per field of the Dashboard, ``OPTIONS``,
+        ``FIRST_RESPONSE``, ``Part.table(<name>)`` (without its frame when that is a
+        Dashboard field: :data:`~gradercal.ui.dashboard.data.SHARED_FRAMES`),
+        ``Part.figure(<name>)`` (a Figure and its
+        :class:`~gradercal.ui.dashboard.data.Pixels`, or a str saying why none).
     ``done``: ``generation``, ``keys`` (every part of the result), ``reused`` (those not
         sent: the window has them, by ``have``), ``seconds``, ``phases`` (seconds spent
         opening/loading, computing, preparing tables, drawing charts), ``pid``, ``qt``,
@@ -79,82 +82,50 @@ import functools
 import os
 import pickle
 import queue
-import struct
 import sys
 import threading
 import time
 import traceback
 from collections.abc import Callable, Collection
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 from gradercal._util.forked import ChildFailed, ForkedCall, fork_available
+from gradercal.ui.dashboard.protocol import (
+    MAX_MESSAGE,
+    PROTOCOL,
+    Compute,
+    FrameReader,
+    Part,
+    PartKind,
+    ToWindow,
+    ToWorker,
+    encode,
+    read_message,
+)
 
-PROTOCOL = 1
-_HEADER = struct.Struct(">Q")
-#: Largest message accepted (a sanity bound against a corrupt stream).
-MAX_MESSAGE = 1 << 34
+if TYPE_CHECKING:
+    from gradercal.dashboard import Dashboard, DashboardData
+    from gradercal.db.session import Database
+    from gradercal.ui.dashboard.data import Request
+    from gradercal.ui.dashboard.disk_cache import DiskCache
+    from gradercal.ui.dashboard.results import Hypothesis, PickledRequest, StoredResult
 
-
-def encode(message: dict[str, Any]) -> bytes:
-    """One framed message."""
-    body = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
-    return _HEADER.pack(len(body)) + body
-
-
-class FrameReader:
-    """Splits a byte stream into messages; :meth:`feed` returns the complete ones."""
-
-    def __init__(self) -> None:
-        self._buffer = bytearray()
-        self._start = 0
-
-    def feed(self, data: bytes) -> list[dict[str, Any]]:
-        self._buffer += data
-        out: list[dict[str, Any]] = []
-        buf = self._buffer
-        while len(buf) - self._start >= _HEADER.size:
-            (n,) = _HEADER.unpack_from(buf, self._start)
-            if n > MAX_MESSAGE:
-                raise ValueError(f"corrupt message stream (a message of {n} bytes)")
-            begin = self._start + _HEADER.size
-            if len(buf) - begin < n:
-                break
-            out.append(pickle.loads(memoryview(buf)[begin : begin + n]))
-            self._start = begin + n
-        if self._start and (self._start == len(buf) or self._start > (1 << 20)):
-            del buf[: self._start]  # drop what was read (rarely: a memmove of the rest)
-            self._start = 0
-        return out
-
-    @property
-    def pending(self) -> int:
-        """Bytes received but not yet part of a complete message."""
-        return len(self._buffer) - self._start
+#: (the framing lives in :mod:`gradercal.ui.dashboard.protocol`; importable from here too)
+__all__ = [
+    "MAX_MESSAGE",
+    "PROTOCOL",
+    "FrameReader",
+    "Worker",
+    "chart_parts",
+    "encode",
+    "main",
+    "read_message",
+]
 
 
-def read_message(stream: BinaryIO) -> dict[str, Any] | None:
-    """The next message from a blocking stream; None at its end."""
-    head = _read_exactly(stream, _HEADER.size)
-    if head is None:
-        return None
-    (n,) = _HEADER.unpack(head)
-    if n > MAX_MESSAGE:
-        raise ValueError(f"corrupt message stream (a message of {n} bytes)")
-    body = _read_exactly(stream, n)
-    if body is None:
-        return None
-    message: dict[str, Any] = pickle.loads(body)
-    return message
-
-
-def _read_exactly(stream: BinaryIO, n: int) -> bytes | None:
-    chunks = bytearray()
-    while len(chunks) < n:
-        chunk = stream.read(n - len(chunks))
-        if not chunk:
-            return None
-        chunks += chunk
-    return bytes(chunks)
+def _hypothesis(h: Hypothesis | None) -> Hypothesis | None:
+    """``h`` as a tuple (the window may send a list)."""
+    return None if h is None else (h[0], h[1], h[2], h[3])
 
 
 def qt_loaded() -> bool:
@@ -182,31 +153,27 @@ class Worker:
     """The child's state: the open database, the cached frames and results, the running
     request."""
 
-    def __init__(self, send: Callable[[dict[str, Any]], None], use_disk: bool = True) -> None:
+    def __init__(self, send: Callable[[ToWindow], None], use_disk: bool = True) -> None:
         from gradercal.ui.dashboard.disk_cache import DiskCache
         from gradercal.ui.dashboard.results import ResultCache
 
         disk_cache = DiskCache.from_env
 
         self.send = send
-        self.inbox: queue.Queue[dict[str, Any] | None] = queue.Queue()
+        self.inbox: queue.Queue[ToWorker | None] = queue.Queue()
         self._lock = threading.Lock()
         #: generation of the request being computed (``_PREFETCH`` for a prefetch), its
         #: cancel flag, and for a prefetch its (request key, hypothesis)
-        self._running: tuple[int, threading.Event, Any] | None = None
+        self._running: tuple[int, threading.Event, tuple[str, Hypothesis | None] | None] | None = (
+            None
+        )
         #: the newest generation received (older queued requests are skipped)
         self._newest = 0
         self._cancelled_upto = 0
-        self._db: Any = None
+        self._db: Database | None = None
         self._url: str | None = None
-        self._frames: Any = None
-        self._reviews: Any = None
-        self._rounds: Any = None
-        #: the active design's probabilities and draws (read with the frames)
-        self._design: Any = None
-        #: (frames with every verdict, eras) when a criterion was revised, else None:
-        #: the agreement per criterion version (the other sections use ``_frames``)
-        self._versions: Any = None
+        #: the benchmark's data (:func:`gradercal.db.dashboard_data.load_dashboard_data`)
+        self._data: DashboardData | None = None
         self._frames_key: tuple[str, str] | None = None
         #: the database's fingerprint of the frames (read before them)
         self._revision: dict[str, str] = {}
@@ -214,23 +181,25 @@ class Worker:
         self._frozen = False
         self.results = ResultCache()
         #: dashboards kept between sessions (None: off; :mod:`gradercal.ui.dashboard.disk_cache`)
-        self.disk: Any = disk_cache() if use_disk else None
+        self.disk: DiskCache | None = disk_cache() if use_disk else None
         #: disk keys written by this process (a result is written once), the result
         #: waiting to be written (key, result, other keys wanting the same parts) and the
         #: lock held while one is written
         self._written: set[str] = set()
-        self._unwritten: tuple[str, Any, list[str]] | None = None
+        self._unwritten: tuple[str, StoredResult, list[str]] | None = None
         self._writing = threading.Lock()
         #: whether a request arrived (the first is looked up on disk before the imports)
         self._asked = False
         #: (url, benchmark, fingerprint, when) read on ``soon``, for the first lookup
-        self._early: tuple[str, Any, dict[str, str], float] | None = None
+        self._early: tuple[str, str | None, dict[str, str], float] | None = None
         #: the heavy imports, until they run (:meth:`serve`), and the parts of them run
         #: ahead ("first": the headline's, "charts": matplotlib's)
         self._preload: Callable[[], None] | None = None
         self._imported: set[str] = set()
         #: the prefetches waiting: (url, [(request, hypothetical adjudication or None)])
-        self._prefetch: tuple[str, list[tuple[Any, Any]]] | None = None
+        self._prefetch: (
+            tuple[str, list[tuple[PickledRequest | Request, Hypothesis | None]]] | None
+        ) = None
         #: computations made (full dashboards, prefetches included), for the tests
         self.computations = 0
 
@@ -251,56 +220,53 @@ class Worker:
         sys.stderr.flush()
         os._exit(0)
 
-    def receive(self, message: dict[str, Any]) -> bool:
+    def receive(self, message: ToWorker) -> bool:
         """Take one message from the window (on the input thread): cancel or queue what it
         asks. False: ``quit``."""
         from gradercal.ui.dashboard.results import request_key
 
-        op = message.get("op")
-        if op == "quit":
+        if message["op"] == "quit":
             return False
         with self._lock:
-            if op == "cancel":
+            if message["op"] == "cancel":
                 gen = int(message["generation"])
                 self._cancelled_upto = max(self._cancelled_upto, gen)
                 if self._running is not None and self._running[0] <= gen:
                     self._running[1].set()
-            elif op == "compute":
+            elif message["op"] == "compute":
                 gen = int(message["request"].generation)
                 self._newest = max(self._newest, gen)
                 self._prefetch = None  # computed on data about to change
                 running = self._running
                 if running is not None and running[0] == _PREFETCH:
                     expect = message.get("expect")
-                    wanted = (
-                        request_key(message["request"]),
-                        None if expect is None else tuple(expect),
-                    )
-                    if tuple(running[2]) != wanted:
+                    wanted = (request_key(message["request"]), _hypothesis(expect))
+                    if running[2] != wanted:
                         running[1].set()  # not the result wanted now
                 elif running is not None and running[0] < gen:
                     running[1].set()  # superseded
                 self.inbox.put(message)
-            elif op == "prefetch":
-                request = message.get("request")
-                jobs: list[tuple[Any, Any]] = [
-                    (request, tuple(h)) for h in message.get("hypotheses", ())
+            elif message["op"] == "prefetch":
+                jobs: list[tuple[PickledRequest | Request, Hypothesis | None]] = [
+                    (message["request"], _hypothesis(h)) for h in message.get("hypotheses", [])
                 ]
-                jobs += [(r, None) for r in message.get("requests", ())]
+                jobs += [(r, None) for r in message.get("requests", [])]
                 self._prefetch = (str(message["url"]), jobs)
                 running = self._running
                 urgent = any(h is not None for _r, h in jobs)
                 if urgent and running is not None and running[0] == _PREFETCH:
                     self._give_way(running)  # the verdicts of a case before a guess
                 self.inbox.put({"op": "wake"})
-            elif op in ("warm", "soon"):
+            elif message["op"] in ("warm", "soon"):
                 self.inbox.put(message)
         return True
 
     @staticmethod
-    def _give_way(running: tuple[int, threading.Event, Any]) -> None:
+    def _give_way(
+        running: tuple[int, threading.Event, tuple[str, Hypothesis | None] | None],
+    ) -> None:
         """Stop ``running`` (a prefetch) if it computes a guessed filter set."""
-        if running[2][1] is None:
+        if running[2] is not None and running[2][1] is None:
             running[1].set()
 
     # -- the main thread ----------------------------------------------------------------------
@@ -311,14 +277,14 @@ class Worker:
         self._preload = preload
         wait = FIRST_REQUEST_WAIT
         while True:
-            message: dict[str, Any] | None
+            message: ToWorker | None
             if self._preload is not None and self.disk is not None and not self._asked:
                 try:
                     message = self.inbox.get(timeout=wait)
                 except queue.Empty:
                     self._preloaded()
                     continue
-                if message is not None and message.get("op") == "soon":
+                if message is not None and message["op"] == "soon":
                     wait = SOON_WAIT  # the window is still being built: wait for it,
                     self._read_ahead(message)  # reading what the lookup needs meanwhile
                     continue
@@ -339,50 +305,54 @@ class Worker:
             self._asked = True
             if message is None:
                 return
-            op = message.get("op", "compute")
-            if op == "wake":
+            if message["op"] == "wake":
                 self._preloaded()  # inherited by the prefetches' forked children
                 self._run_prefetches()
                 continue
-            if op == "soon":  # too late to matter: the imports are done
-                continue
-            if op == "warm":
+            if message["op"] == "warm":
                 try:
-                    self._warm(str(message["url"]), message.get("benchmark"))
+                    self._warm(str(message["url"]), message["benchmark"])
                 except Exception:  # the first computation will say what is wrong
                     traceback.print_exc()
                 continue
-            request = message["request"]
-            gen = int(request.generation)
-            cancel = threading.Event()
-            with self._lock:
-                skip = gen < self._newest or gen <= self._cancelled_upto
-                if not skip:
-                    self._running = (gen, cancel, None)
-            if skip:
-                kind = "cancelled" if gen <= self._cancelled_upto else "superseded"
-                self._error(gen, kind, f"dashboard computation {kind}")
+            if message["op"] != "compute":  # "soon": too late to matter, imports done
                 continue
-            try:
-                self.compute(request, str(message["url"]), cancel, message.get("have") or {})
-            except BaseException as exc:
-                from gradercal.dashboard import Cancelled
+            self._serve_compute(message)
 
-                if isinstance(exc, Cancelled):
-                    self._error(gen, "cancelled", str(exc) or "dashboard computation cancelled")
-                elif isinstance(exc, KeyboardInterrupt | SystemExit):
-                    raise
-                else:
-                    self._error(
-                        gen,
-                        "error",
-                        str(exc) or type(exc).__name__,
-                        type(exc).__name__,
-                        traceback.format_exc(),
-                    )
-            finally:
-                with self._lock:
-                    self._running = None
+    def _serve_compute(self, message: Compute) -> None:
+        """Compute what ``message`` asks unless a newer request or a cancel came first;
+        any error goes back to the window as an ``error`` message."""
+        request = message["request"]
+        gen = int(request.generation)
+        cancel = threading.Event()
+        with self._lock:
+            skip = gen < self._newest or gen <= self._cancelled_upto
+            if not skip:
+                self._running = (gen, cancel, None)
+        if skip:
+            kind = "cancelled" if gen <= self._cancelled_upto else "superseded"
+            self._error(gen, kind, f"dashboard computation {kind}")
+            return
+        try:
+            self.compute(request, str(message["url"]), cancel, message.get("have") or {})
+        except BaseException as exc:
+            from gradercal.dashboard import Cancelled
+
+            if isinstance(exc, Cancelled):
+                self._error(gen, "cancelled", str(exc) or "dashboard computation cancelled")
+            elif isinstance(exc, KeyboardInterrupt | SystemExit):
+                raise
+            else:
+                self._error(
+                    gen,
+                    "error",
+                    str(exc) or type(exc).__name__,
+                    type(exc).__name__,
+                    traceback.format_exc(),
+                )
+        finally:
+            with self._lock:
+                self._running = None
 
     def _preloaded(self) -> None:
         """Run the pending heavy imports, if any (once)."""
@@ -415,72 +385,67 @@ class Worker:
             }
         )
 
-    def _database(self, url: str) -> Any:
+    def _database(self, url: str) -> Database:
         if self._db is None or self._url != url:
             from gradercal.db.session import open_database
 
             if self._db is not None:
                 self._db.dispose()
                 self._db = None
-            self._frames, self._reviews, self._frames_key = None, None, None
-            self._rounds = None
-            self._design = None
-            self._versions = None
+            self._data, self._frames_key = None, None
             self._revision = {}
             # The window's process opened (and migrated) it already: only check here.
             self._db = open_database(url, migrate=False)
             self._url = url
         return self._db
 
-    def _warm(self, url: str, benchmark: Any, revision: dict[str, str] | None = None) -> None:
+    def _warm(
+        self, url: str, benchmark: str | None, revision: dict[str, str] | None = None
+    ) -> None:
         """Open the database and load the frames before the first request (``revision``:
         its fingerprint, when just read)."""
-        from types import SimpleNamespace
-
         db = self._database(url)
-        self._refresh(SimpleNamespace(benchmark=benchmark, reload=False), url, db, None, revision)
+        self._refresh(benchmark, False, url, db, None, revision)
+
+    def _loaded(self) -> DashboardData:
+        """The data (read by :meth:`_refresh`)."""
+        if self._data is None:
+            raise RuntimeError("the dashboard's data is not loaded")
+        return self._data
 
     def _refresh(
         self,
-        request: Any,
+        benchmark: str | None,
+        reload: bool,
         url: str,
-        db: Any,
+        db: Database,
         progress: Callable[[int, int, str], None] | None,
         revision: dict[str, str] | None = None,
     ) -> tuple[bool, list[str]]:
-        """Bring the frames up to the database's data: ``(loaded, refreshed)`` — whether
-        everything was read, and which parts of the data were (none: unchanged).
-        ``revision``: the database's fingerprint, when just read."""
-        import dataclasses
+        """Bring the data up to the database's: ``(loaded, refreshed)`` — whether
+        everything was read (always with ``reload``), and which parts of the data were
+        (none: unchanged). ``revision``: the database's fingerprint, when just read."""
         import gc
 
-        from gradercal.db.acceptance import load_round_table
-        from gradercal.db.assignments import active_design
-        from gradercal.db.calibrations import load_task_reviews
+        from gradercal.db.dashboard_data import load_dashboard_data, refresh_dashboard_data
         from gradercal.db.repo import Repository
 
         repo = Repository(db)
-        key = (url, str(request.benchmark))
-        full = bool(request.reload) or self._frames is None or self._frames_key != key
+        key = (url, str(benchmark))
+        full = reload or self._data is None or self._frames_key != key
         # The fingerprint is read before the data: a change in between shows next time.
         if revision is None:
-            revision = repo.data_revision(request.benchmark, self._revision)
+            revision = repo.data_revision(benchmark, self._revision)
         changed = [k for k, v in revision.items() if self._revision.get(k) != v]
         if not full and not changed:
             return False, []
-        if not full and not set(changed) - {"adjudications", "reviews", "rounds"}:
-            if "adjudications" in changed:
-                adjudications = repo.load_adjudications(request.benchmark)
-                self._frames = dataclasses.replace(self._frames, adjudications=adjudications)
-            if "reviews" in changed:
-                self._reviews = load_task_reviews(repo, request.benchmark)
-            if "rounds" in changed:
-                self._rounds = load_round_table(db, request.benchmark)
-            if "adjudications" in changed and self._versions is not None:
-                self._versions = _versions(repo, request.benchmark)
-            self._revision = revision
-            return False, changed
-        self._frames = None
+        if not full and self._data is not None:
+            refreshed = refresh_dashboard_data(self._data, repo, benchmark, changed)
+            if refreshed is not None:
+                self._data = refreshed
+                self._revision = revision
+                return False, changed
+        self._data = None
         if self._frozen:
             # Old frames were frozen (below): unfreeze so that they can be collected. (Not
             # before the first read: nothing is frozen yet, and a full collection of the
@@ -490,11 +455,7 @@ class Worker:
             self._frozen = False
         if progress is not None:
             progress(0, 0, "loading the benchmark")
-        self._frames = repo.load_frames(request.benchmark)
-        self._reviews = load_task_reviews(repo, request.benchmark)
-        self._rounds = load_round_table(db, request.benchmark)
-        self._design = active_design(db, request.benchmark)
-        self._versions = _versions(repo, request.benchmark)
+        self._data = load_dashboard_data(repo, benchmark)
         self._frames_key = key
         self._revision = revision
         # Long-lived, millions of objects: out of the collector's sight.
@@ -504,10 +465,10 @@ class Worker:
 
     def compute(
         self,
-        request: Any,
+        request: PickledRequest | Request,
         url: str,
         cancel: threading.Event,
-        have: dict[str, bytes] | None = None,
+        have: dict[Part, bytes] | None = None,
     ) -> None:
         """Compute ``request`` (or find it among the results kept) and send the parts the
         window does not ``have``, then ``done``."""
@@ -516,12 +477,12 @@ class Worker:
         have = have or {}
         t0 = time.perf_counter()
         gen = int(request.generation)
-        last: list[Any] = [0.0, ""]  # when and what progress was last sent
+        last: list[tuple[float, str]] = [(0.0, "")]  # when and what progress was last sent
 
         def progress(done: int, total: int, label: str) -> None:
             now = time.perf_counter()
-            if label != last[1] or now - last[0] > 0.05 or done == total:
-                last[0], last[1] = now, label
+            if label != last[0][1] or now - last[0][0] > 0.05 or done == total:
+                last[0] = (now, label)
                 self.send(
                     {
                         "type": "progress",
@@ -536,10 +497,10 @@ class Worker:
 
                 raise Cancelled("dashboard computation cancelled")
 
-        keys: list[str] = []
-        reused: list[str] = []
+        keys: list[Part] = []
+        reused: list[Part] = []
 
-        def emit(key: str, payload: bytes, dig: bytes) -> None:
+        def emit(key: Part, payload: bytes, dig: bytes) -> None:
             keys.append(key)
             if have.get(key) == dig:
                 reused.append(key)
@@ -566,20 +527,23 @@ class Worker:
             for key, payload, dig in stored.parts:
                 emit(key, payload, dig)
             phase("cache")
-            if self._frames is None or self._revision != revision:
+            if self._data is None or self._revision != revision:
                 self.inbox.put({"op": "warm", "url": url, "benchmark": request.benchmark})
         else:
             self._preloaded_first()  # not found on disk: the imports are needed now
             if isinstance(request, PickledRequest):
                 request = request.load()
-            loaded, refreshed = self._refresh(request, url, db, progress, revision)
+            loaded, refreshed = self._refresh(
+                request.benchmark, request.reload, url, db, progress, revision
+            )
             phase("load")
-            rkey = result_key(request, self._revision, self._frames.adjudications)
+            data = self._loaded()
+            rkey = result_key(request, self._revision, data.frames.adjudications)
             stored = self.results.get(rkey)
             cached = stored is not None
             if stored is None:
 
-                def headline(figures: dict[str, Any]) -> None:
+                def headline(figures: dict[str, object]) -> None:
                     payload = pickle.dumps(figures, protocol=pickle.HIGHEST_PROTOCOL)
                     self.send({"type": "headline", "generation": gen, "payload": payload})
                     # the rest of the imports (matplotlib for the charts, scipy.stats and
@@ -587,9 +551,7 @@ class Worker:
                     # the dashboard is complete then waits for none of them
                     self._preloaded()
 
-                stored = self._produce(
-                    request, self._frames, progress, cancel, emit, phase, headline
-                )
+                stored = self._produce(request, data, progress, cancel, emit, phase, headline)
                 self.results.put(rkey, stored)
             else:
                 for key, payload, dig in stored.parts:
@@ -599,7 +561,12 @@ class Worker:
         # the worker is idle or about to exit, the newest only (each adjudication makes a
         # new result; only the last is worth a file). Set before ``done``, so that a
         # window closing on it finds it.
-        if dkey is not None and not on_disk and request.filters.is_empty():
+        if (
+            dkey is not None
+            and not on_disk
+            and not isinstance(request, PickledRequest)
+            and request.filters.is_empty()
+        ):
             aliases = self._aliases(request, url, revision, stored)
             with self._writing:
                 self._unwritten = (dkey, stored, aliases)
@@ -632,7 +599,12 @@ class Worker:
                 self._written.update((key, *aliases))
 
     @staticmethod
-    def _aliases(request: Any, url: str, revision: Any, stored: Any) -> list[str]:
+    def _aliases(
+        request: PickledRequest | Request,
+        url: str,
+        revision: dict[str, str] | None,
+        stored: StoredResult,
+    ) -> list[str]:
         """Other disk keys that want the very parts of ``stored``: asked without a judge
         (``judge`` None: the one with the most verdicts), the same request naming the
         judge it resolved to. A window's first open asks without one, then remembers that
@@ -642,24 +614,24 @@ class Worker:
         from gradercal.ui.dashboard.data import Request
         from gradercal.ui.dashboard.disk_cache import disk_key
 
-        if not isinstance(request, Request) or request.judge is not None:
+        if not isinstance(request, Request) or request.judge is not None or revision is None:
             return []
-        overview = next((p for k, p, _d in stored.parts if k == "dash:overview"), None)
+        overview = next((p for k, p, _d in stored.parts if k == Part.dash("overview")), None)
         judge = None if overview is None else pickle.loads(overview).get("primary_judge")
         if not isinstance(judge, str):
             return []
         # compute_dashboard(judge=None) is compute_dashboard(judge=<its primary judge>)
         return [disk_key(dataclasses.replace(request, judge=judge), url, revision)]
 
-    def _read_ahead(self, message: dict[str, Any]) -> None:
+    def _read_ahead(self, message: ToWorker) -> None:
         """On ``soon``: open the database and read its fingerprint (and hash the code)
         before the request comes, for its lookup on disk."""
-        if self.disk is None or not message.get("url"):
+        if self.disk is None or message["op"] != "soon" or not message["url"]:
             return
         from gradercal.db.repo import Repository
         from gradercal.ui.dashboard.disk_cache import code_fingerprint, data_key
 
-        url, benchmark = str(message["url"]), message.get("benchmark")
+        url, benchmark = str(message["url"]), message["benchmark"]
         try:
             revision = Repository(self._database(url)).data_revision(benchmark)
             code_fingerprint()
@@ -676,7 +648,9 @@ class Worker:
             with contextlib.suppress(Exception):
                 self._warm(url, benchmark, revision)
 
-    def _from_disk(self, request: Any, url: str, db: Any) -> tuple[Any, str | None, Any]:
+    def _from_disk(
+        self, request: PickledRequest | Request, url: str, db: Database
+    ) -> tuple[dict[str, str] | None, str | None, StoredResult | None]:
         """``(revision, key, result)``: the database's fingerprint, the disk key of
         ``request`` on it and the result kept there (None: absent, or no cache on disk,
         then the key and revision are None too)."""
@@ -723,7 +697,13 @@ class Worker:
                 with self._lock:
                     self._running = None
 
-    def prefetch(self, request: Any, url: str, hypothesis: Any, cancel: threading.Event) -> None:
+    def prefetch(
+        self,
+        request: PickledRequest | Request,
+        url: str,
+        hypothesis: Hypothesis | None,
+        cancel: threading.Event,
+    ) -> None:
         """Compute ``request`` as it would be with the adjudication ``hypothesis`` saved —
         or, ``hypothesis`` None, as the data is (another filter set the window may ask
         for next) — into the result cache; sends ``prefetched``.
@@ -735,7 +715,7 @@ class Worker:
         import dataclasses
 
         from gradercal.dashboard import Cancelled
-        from gradercal.ui.dashboard.results import result_key, with_adjudication
+        from gradercal.ui.dashboard.results import PickledRequest, result_key, with_adjudication
 
         t0 = time.perf_counter()
 
@@ -743,19 +723,23 @@ class Worker:
             if cancel.is_set():
                 raise Cancelled("prefetch cancelled")
 
+        if isinstance(request, PickledRequest):
+            request = request.load()
         db = self._database(url)
-        self._refresh(request, url, db, None)
-        adjudications = self._frames.adjudications
+        self._refresh(request.benchmark, request.reload, url, db, None)
+        data = self._loaded()
+        adjudications = data.frames.adjudications
         if hypothesis is not None:
             adjudications = with_adjudication(adjudications, hypothesis)
         rkey = result_key(request, self._revision, adjudications)
         cached = rkey in self.results
         if not cached:
-            frames = dataclasses.replace(self._frames, adjudications=adjudications)
+            frames = dataclasses.replace(data.frames, adjudications=adjudications)
+            data = dataclasses.replace(data, frames=frames)
             if hypothesis is None and fork_available():
-                stored = self._produce_niced(request, frames, cancel)
+                stored = self._produce_niced(request, data, cancel)
             else:
-                stored = self._produce(request, frames, progress, cancel, None, None)
+                stored = self._produce(request, data, progress, cancel, None, None)
             self.results.put(rkey, stored)
         self.send(
             {
@@ -767,14 +751,16 @@ class Worker:
             }
         )
 
-    def _produce_niced(self, request: Any, frames: Any, cancel: threading.Event) -> Any:
+    def _produce_niced(
+        self, request: Request, data: DashboardData, cancel: threading.Event
+    ) -> StoredResult:
         """:meth:`_produce` in a forked child at a lower priority (killed if cancelled)."""
         from gradercal.dashboard import Cancelled
 
-        def produce() -> Any:
+        def produce() -> StoredResult:
             with contextlib.suppress(OSError):
                 os.nice(GUESS_NICENESS)
-            return self._produce(request, frames, lambda *_a: None, threading.Event(), None, None)
+            return self._produce(request, data, lambda *_a: None, threading.Event(), None, None)
 
         child = ForkedCall(produce)
         try:
@@ -786,34 +772,39 @@ class Worker:
 
     def _produce(
         self,
-        request: Any,
-        frames: Any,
+        request: Request,
+        data: DashboardData,
         progress: Callable[[int, int, str], None],
         cancel: threading.Event,
-        emit: Callable[[str, bytes, bytes], None] | None,
+        emit: Callable[[Part, bytes, bytes], None] | None,
         phase: Callable[[str], None] | None,
-        headline: Callable[[dict[str, Any]], None] | None = None,
-    ) -> Any:
-        """Compute the dashboard of ``frames``, prepare its tables and draw its charts:
+        headline: Callable[[dict[str, object]], None] | None = None,
+    ) -> StoredResult:
+        """Compute the dashboard of ``data``, prepare its tables and draw its charts:
         the :class:`~gradercal.ui.dashboard.results.StoredResult`, each part passed to
         ``emit`` as soon as it is made; ``headline`` gets the headline as soon as it is
         computed (``compute_dashboard(headline=…)``), before the other sections."""
         import dataclasses
 
-        from gradercal.dashboard import Cancelled, compute_dashboard, filter_options
+        from gradercal.dashboard import (
+            Cancelled,
+            DashboardInputs,
+            compute_dashboard,
+            filter_options,
+        )
         from gradercal.ui.dashboard.data import CHART_NAMES, SHARED_FRAMES, TABLES, prepare_table
         from gradercal.ui.dashboard.results import StoredResult, digest
 
         t0 = time.perf_counter()
         stored = StoredResult()
 
-        def pickled(key: str, payload: bytes, dig: bytes | None = None) -> None:
+        def pickled(key: Part, payload: bytes, dig: bytes | None = None) -> None:
             dig = digest(payload) if dig is None else dig
             stored.parts.append((key, payload, dig))
             if emit is not None:
                 emit(key, payload, dig)
 
-        def part(key: str, value: Any) -> None:
+        def part(key: Part, value: object) -> None:
             pickled(key, pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
 
         def step(name: str) -> None:
@@ -822,23 +813,12 @@ class Worker:
 
         self.computations += 1
         progress(0, 0, "computing")
-        extra: dict[str, Any] = {} if request.n_boot is None else {"n_boot": request.n_boot}
         dash = compute_dashboard(
-            frames,
-            **extra,
+            DashboardInputs(data, request.dashboard_request()),
             processes=2,  # a forked child takes some sections on Linux (no Qt here)
-            judge=request.judge,
-            filters=request.filters,
-            calibration=request.calibration,
-            seed=request.seed,
-            benchmark=request.benchmark,
             progress=progress,
             cancelled=cancel.is_set,
-            reviews=self._reviews,
-            rounds=self._rounds,
-            versions=self._versions,
             headline=headline,
-            design=self._design,
         )
         self._preloaded_charts()  # (no headline: cancelled before, or an error)
         step("compute")
@@ -851,12 +831,11 @@ class Worker:
         try:
             # One part per field: the window unpickles each in its own event-loop turn.
             for f in dataclasses.fields(dash):
-                part(f"dash:{f.name}", getattr(dash, f.name))
-            part("options", filter_options(frames))
-            responses = frames.responses
-            first = responses.drop_duplicates("task_id")
+                part(Part.dash(f.name), getattr(dash, f.name))
+            part(Part(PartKind.OPTIONS), filter_options(data.frames))
+            first = data.frames.responses.drop_duplicates("task_id")
             part(
-                "first_response",
+                Part(PartKind.FIRST_RESPONSE),
                 dict(
                     zip(first["task_id"].astype(str), first["response_id"].astype(str), strict=True)
                 ),
@@ -867,13 +846,13 @@ class Worker:
                 table = prepare_table(build(dash))
                 if name in SHARED_FRAMES:  # the window has this frame already (dash:<field>)
                     table = dataclasses.replace(table, frame=None)
-                part(f"table:{name}", table)
+                part(Part.table(name), table)
             step("tables")
             progress(0, 0, "drawing the charts")
             mine = None if charts is None else [n for n in CHART_NAMES if n not in CHILD_CHARTS]
             for chart_key, payload, dig in chart_parts(dash, request, mine):
                 pickled(chart_key, payload, dig)
-            drawn: list[tuple[str, bytes, bytes]] = []
+            drawn: list[tuple[Part, bytes, bytes]] = []
             if charts is not None:
                 try:
                     drawn = charts.result(cancel.is_set)
@@ -897,19 +876,10 @@ class Worker:
 CHILD_CHARTS = ("pairwise", "models", "groups:tag")
 
 
-def _versions(repo: Any, benchmark: Any) -> Any:
-    """(frames with every verdict, eras) when a criterion of the benchmark was revised in
-    a way that changes verdicts, else None (one small query)."""
-    from gradercal.db.eras import load_eras
-
-    eras = load_eras(repo, benchmark)
-    return (repo.load_frames(benchmark, "all"), eras) if eras else None
-
-
 def chart_parts(
-    dash: Any, request: Any, only: Collection[str] | None = None
-) -> list[tuple[str, bytes, bytes]]:
-    """Every chart of ``dash`` (or those in ``only``) as a pickled ``figure:<name>`` part:
+    dash: Dashboard, request: Request, only: Collection[str] | None = None
+) -> list[tuple[Part, bytes, bytes]]:
+    """Every chart of ``dash`` (or those in ``only``) as a pickled ``Part.figure(name)``:
     the Figure with its pixels at the window's chart size (or the text saying why there
     is no chart), with its digest.
 
@@ -920,7 +890,7 @@ def chart_parts(
     from gradercal.ui.dashboard.data import NOT_PRERENDERED, build_figures, render_pixels
     from gradercal.ui.dashboard.results import digest
 
-    out: list[tuple[str, bytes, bytes]] = []
+    out: list[tuple[Part, bytes, bytes]] = []
     for name, fig in build_figures(dash, request.dark, only).items():
         pixels = None
         size = request.chart_size
@@ -931,9 +901,9 @@ def chart_parts(
         if pixels is None:
             dig = digest(payload)
         else:
-            size = f"{pixels.width}x{pixels.height}@{pixels.dpi}".encode()
-            dig = digest(b"pixels " + size + b" " + pixels.rgba)
-        out.append((f"figure:{name}", payload, dig))
+            drawn = f"{pixels.width}x{pixels.height}@{pixels.dpi}".encode()
+            dig = digest(b"pixels " + drawn + b" " + pixels.rgba)
+        out.append((Part.figure(name), payload, dig))
     return out
 
 
@@ -996,7 +966,7 @@ def main() -> int:
     inp = sys.stdin.buffer
     write_lock = threading.Lock()
 
-    def send(message: dict[str, Any]) -> None:
+    def send(message: ToWindow) -> None:
         data = encode(message)
         with write_lock:
             view = memoryview(data)
