@@ -76,7 +76,7 @@ def _parse_line(
     pid = value.get("prompt_id")
     if not isinstance(pid, str) or not pid:
         _err(problems, display, lineno, "prompt_id", "is required (a non-empty string)")
-    prompt = _render_conversation(value.get("prompt"), display, lineno, problems)
+    prompt = render_conversation(value.get("prompt"), display, lineno, problems)
     rubrics = value.get("rubrics")
     criteria: list[Criterion] = []
     if not isinstance(rubrics, list) or not rubrics:
@@ -155,7 +155,7 @@ def _parse_line(
     return task, response
 
 
-def _render_conversation(
+def render_conversation(
     messages: Any, display: str, lineno: int, problems: list[Problem]
 ) -> str | None:
     if isinstance(messages, str) and messages.strip():

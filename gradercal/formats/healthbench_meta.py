@@ -31,7 +31,7 @@ from typing import Any
 
 from gradercal.errors import Problem, ValidationError
 from gradercal.formats._lines import Recognised, first_record, read_jsonl
-from gradercal.formats.healthbench import _render_conversation
+from gradercal.formats.healthbench import render_conversation
 from gradercal.model import (
     Benchmark,
     BenchmarkData,
@@ -125,7 +125,7 @@ def _line(
     for name, v in (("prompt_id", pid), ("completion_id", cid)):
         if not isinstance(v, str) or not v.strip():
             err(name, "is required (a non-empty string)")
-    prompt = _render_conversation(_literal(value.get("prompt")), display, lineno, problems)
+    prompt = render_conversation(_literal(value.get("prompt")), display, lineno, problems)
     completion = value.get("completion")
     if isinstance(completion, list):
         completion = _literal(completion)

@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any, TypeGuard
 
 from gradercal.errors import Problem, ValidationError
 from gradercal.formats._lines import Recognised, check_schema
-from gradercal.formats.healthbench import _render_conversation
+from gradercal.formats.healthbench import render_conversation
 from gradercal.formats.v1 import (
     ADJUDICATIONS_FILE,
     JUDGMENTS_FILE,
@@ -515,7 +515,7 @@ class _Sample:
         if isinstance(value, str):
             return value if value.strip() else None
         turns = [{"role": m.role, "content": m.text} for m in value]
-        return _render_conversation(turns, self.display, 0, [])
+        return render_conversation(turns, self.display, 0, [])
 
     def _criteria(self, items: list[dict[str, Any]]) -> list[Criterion] | None:
         out: list[Criterion] = []

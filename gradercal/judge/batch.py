@@ -51,7 +51,7 @@ from gradercal.judge.client import (
     JudgeClient,
     JudgeFatalError,
     SampleOutcome,
-    _server_message,
+    server_message,
 )
 from gradercal.judge.parse import ReplyParseError, parse_reply
 from gradercal.judge.pricing import Price
@@ -654,7 +654,7 @@ class BatchJudge:
         body = response.get("body")
         if status != 200 or not isinstance(body, dict):
             raw = orjson.dumps(body) if body is not None else b""
-            message = self.client.redact(_server_message(status, raw))
+            message = self.client.redact(server_message(status, raw))
             out.errors.append(f"HTTP {status}: {message}")
             if status == 400:
                 self._rejected.append(message)

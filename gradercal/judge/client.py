@@ -309,7 +309,7 @@ def _http_client(backend: HttpBackend) -> tuple[Any, str]:
         return None, "httpx"
 
 
-def _server_message(status: int, body: bytes) -> str:
+def server_message(status: int, body: bytes) -> str:
     """The SDK's wording of an HTTP error: ``Error code: N - <error.message or body>``."""
     text = body.decode("utf-8", "replace")
     detail: Any = text
@@ -753,7 +753,7 @@ class JudgeClient:
         except (aiohttp.ClientError, OSError) as exc:
             raise _Retry(f"connection error: {self._text(exc)}") from exc
         if status >= 400:
-            raise self._status_error(status, headers, self.redact(_server_message(status, raw)))
+            raise self._status_error(status, headers, self.redact(server_message(status, raw)))
         try:
             reply = orjson.loads(raw)
             if not isinstance(reply, dict):

@@ -110,7 +110,7 @@ def select_examples(
     return picked
 
 
-def _few_shot(item: AdjudicatedItem) -> dict[str, Any]:
+def few_shot_entry(item: AdjudicatedItem) -> dict[str, Any]:
     return {
         "task_prompt": item.task_prompt,
         "response": item.response,
@@ -122,7 +122,7 @@ def _few_shot(item: AdjudicatedItem) -> dict[str, Any]:
     }
 
 
-def _example_record(item: AdjudicatedItem) -> dict[str, Any]:
+def example_record(item: AdjudicatedItem) -> dict[str, Any]:
     return {
         "task_id": item.task_id,
         "response_id": item.response_id,

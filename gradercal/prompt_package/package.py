@@ -37,8 +37,8 @@ from gradercal.prompt_package.card import (
 )
 from gradercal.prompt_package.examples import (
     DEFAULT_EXAMPLES,
-    _example_record,
-    _few_shot,
+    example_record,
+    few_shot_entry,
     select_examples,
     split_tasks,
 )
@@ -198,7 +198,7 @@ def build_package(
     if option:
         options["guidance"] = option
         user = with_guidance_slot(user)
-    few_shot = tuple(_few_shot(a) for a in chosen) if n_examples > 0 else base_prompt.few_shot
+    few_shot = tuple(few_shot_entry(a) for a in chosen) if n_examples > 0 else base_prompt.few_shot
     prompt = PromptTemplate(
         system=base_prompt.system,
         user=user,
@@ -207,7 +207,7 @@ def build_package(
         name=name or f"{judge.get('name')}-calibrated",
         parent_hash=base_prompt.content_hash,
     )
-    examples = [_example_record(a) for a in chosen] if n_examples > 0 else []
+    examples = [example_record(a) for a in chosen] if n_examples > 0 else []
     pool = {
         "calibration_tasks": sorted(calib_tasks) if calibration else None,
         "held_out_tasks": sorted(held_out),

@@ -15,7 +15,7 @@ Two tabs over :mod:`gradercal.ui.grade_next` (Qt-free):
   pilot the assumption fields appear.
 * **Plan**: ``gradercal plan``'s table (tasks graded × experts per item → expected
   half-widths, alt-test power, acceptance error), its targets editable, the **Plan**
-  button, and its chart (the dashboard's :class:`~gradercal.ui.dashboard.qt_view.QtChart`).
+  button, and its chart (the dashboard's :class:`~gradercal.ui.dashboard.qt_charts.QtChart`).
 
 Every computation runs in a worker thread (:func:`gradercal.ui.qt_workers.submit`), its
 progress in a bar. Names (models, graders) are shown as plain text, never as markup.
@@ -310,7 +310,7 @@ class QtGradeNextView(QWidget):
         self.plan_table.horizontalHeader().setSectionResizeMode(
             QHeaderView.ResizeMode.ResizeToContents
         )
-        from gradercal.ui.dashboard.qt_view import QtChart
+        from gradercal.ui.dashboard.qt_charts import QtChart
 
         self.chart = QtChart("Expected half-width against tasks graded", "plan")
         self.chart.message.connect(self.message)

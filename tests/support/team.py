@@ -88,9 +88,9 @@ def crew(pg_url: str, tmp_path: Path) -> Team:
         bob_queue = store.ensure_queue(t.bob, BENCH)
         # bob has graded something already
         store.save_judgment(bob_queue[0].assignment_id, "c1", JudgmentValue(met=True))
-        from gradercal.db.packets._common import _packet_key
+        from gradercal.db.packets._common import packet_key
 
-        _packet_key(db, create=True)
+        packet_key(db, create=True)
         with db.engine.begin() as conn:  # a final verdict already made
             conn.execute(
                 text(

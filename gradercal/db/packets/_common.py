@@ -27,10 +27,10 @@ REVIEW_CONFLICT_ENTITY = "packet_conflict_review"
 #: Longest free text (rationale, note, comment) accepted from a packet.
 MAX_TEXT = 200_000
 
-_FIELDS = ("met", "level", "confidence", "rationale", "unclear", "unclear_note")
+FIELDS = ("met", "level", "confidence", "rationale", "unclear", "unclear_note")
 
 
-def _packet_key(db: Database, *, create: bool) -> bytes | None:
+def packet_key(db: Database, *, create: bool) -> bytes | None:
     """The database's packet sealing key (created on first export)."""
     with db.read() as s:
         row = s.get(m.DatabaseInfo, PACKET_KEY)
@@ -44,7 +44,7 @@ def _packet_key(db: Database, *, create: bool) -> bytes | None:
                 s.add(m.DatabaseInfo(key=PACKET_KEY, value=secrets.token_hex(32)))
     except IntegrityError:  # another client created it at the same moment
         pass
-    return _packet_key(db, create=False)
+    return packet_key(db, create=False)
 
 
 def response_digest(text: str, answer: Any) -> str:
@@ -52,7 +52,7 @@ def response_digest(text: str, answer: Any) -> str:
     return hashlib.sha256(canonical_json([text, answer])).hexdigest()
 
 
-def _value(row: Any) -> dict[str, Any]:
+def judgment_value(row: Any) -> dict[str, Any]:
     """A judgment's comparable value."""
     conf = getattr(row, "confidence", None)
     return {
@@ -65,7 +65,7 @@ def _value(row: Any) -> dict[str, Any]:
     }
 
 
-def _checked_value(v: dict[str, Any], kind: str, levels: int, where: str) -> None:
+def checked_value(v: dict[str, Any], kind: str, levels: int, where: str) -> None:
     if kind != CriterionKind.JUDGMENT.value:
         raise PacketError(f"{where}: the packet judges an auto criterion")
     top = max(levels, 2) - 1
@@ -78,22 +78,22 @@ def _checked_value(v: dict[str, Any], kind: str, levels: int, where: str) -> Non
         raise PacketError(f"{where}: confidence must be between 0 and 1")
 
 
-def _iso(dt: datetime | None) -> str | None:
+def iso_or_none(dt: datetime | None) -> str | None:
     return None if dt is None else dt.isoformat()
 
 
-def _no_nul(value: Any) -> Any:
+def no_nul(value: Any) -> Any:
     """``value`` with NUL characters removed from every string in it."""
     if isinstance(value, str):
         return value.replace("\x00", "")
     if isinstance(value, dict):
-        return {_no_nul(k): _no_nul(v) for k, v in value.items()}
+        return {no_nul(k): no_nul(v) for k, v in value.items()}
     if isinstance(value, list):
-        return [_no_nul(v) for v in value]
+        return [no_nul(v) for v in value]
     return value
 
 
-def _finish_sqlite(path: Path) -> None:
+def finish_sqlite(path: Path) -> None:
     """Fold the WAL into the file so that the file alone is the whole database."""
     conn = sqlite3.connect(str(path))
     try:

@@ -15,14 +15,14 @@ from sqlalchemy.orm import Session
 
 from gradercal.db import models as m
 from gradercal.db.packets._common import (
-    _FIELDS,
     CONFLICT_ENTITY,
+    FIELDS,
     MAX_TEXT,
     REVIEW_CONFLICT_ENTITY,
-    _checked_value,
-    _iso,
-    _no_nul,
-    _value,
+    checked_value,
+    iso_or_none,
+    judgment_value,
+    no_nul,
 )
 from gradercal.db.session import Database
 from gradercal.db.snapshots import judgment_snapshot
@@ -82,7 +82,7 @@ def list_conflicts(
         current: dict[str, Any] | None
         if entity == CONFLICT_ENTITY:
             j = judgments.get(eid)
-            current = None if j is None else {**_value(j), "revision": j.revision}
+            current = None if j is None else {**judgment_value(j), "revision": j.revision}
         else:
             r = reviews.get(eid)
             current = (
@@ -94,11 +94,11 @@ def list_conflicts(
                 "id": rid,
                 "kind": "judgment" if entity == CONFLICT_ENTITY else "task_review",
                 "entity_id": eid,
-                "recorded_at": _iso(changed),
+                "recorded_at": iso_or_none(changed),
                 "status": "open" if resolved is None else "resolved",
                 "resolution": None
                 if resolved is None
-                else {**resolved[0], "by": resolved[1], "at": _iso(resolved[2])},
+                else {**resolved[0], "by": resolved[1], "at": iso_or_none(resolved[2])},
                 "current": current,
             }
         )
@@ -168,7 +168,7 @@ def resolve_conflict(
         )
     by = " ".join((by or "").replace("\x00", " ").split())[:200] or "coordinator"
     if note is not None:
-        note = _no_nul(note).strip() or None
+        note = no_nul(note).strip() or None
     if note is not None and len(note) > MAX_TEXT:
         raise ValidationError([Problem("resolve", None, "note", f"at most {MAX_TEXT} characters")])
     with db.write() as s:
@@ -186,7 +186,7 @@ def resolve_conflict(
         if earlier is not None:
             raise ConflictError(
                 f"conflict {conflict_id} was already resolved by {earlier.actor} at "
-                f"{_iso(earlier.changed_at)} (kept {earlier.data.get('keep')})"
+                f"{iso_or_none(earlier.changed_at)} (kept {earlier.data.get('keep')})"
             )
         data = dict(conflict.data)
         if conflict.entity == CONFLICT_ENTITY:
@@ -235,7 +235,7 @@ def _resolve_judgment(
     ).scalar_one_or_none()
     if row is None:
         raise NotFoundError(f"the judgment of conflict {conflict.id} no longer exists")
-    previous = _value(row)
+    previous = judgment_value(row)
     recorded = data.get("database_revision")
     if not force and recorded is not None and row.revision != recorded:
         raise ConflictError(
@@ -245,7 +245,7 @@ def _resolve_judgment(
     if keep == "database":
         target = previous
     elif keep == "packet":
-        target = {f: data["packet"].get(f) for f in _FIELDS}
+        target = {f: data["packet"].get(f) for f in FIELDS}
     else:
         assert value is not None
         unknown = set(value) - {"met", "level"}
@@ -263,7 +263,7 @@ def _resolve_judgment(
         elif target["met"] is not None and int(crit.levels) > 2:
             target["level"] = top if target["met"] else 0
     try:
-        _checked_value(target, crit.kind, int(crit.levels), f"conflict {conflict.id}")
+        checked_value(target, crit.kind, int(crit.levels), f"conflict {conflict.id}")
     except PacketError as exc:
         raise ValidationError([Problem("resolve", None, "value", str(exc))]) from None
     changed = target != previous
@@ -280,7 +280,7 @@ def _resolve_judgment(
                 changed_at=now,
             )
         )
-        for f in _FIELDS:
+        for f in FIELDS:
             setattr(row, f, target[f])
         if keep == "packet" and data.get("packet_task_version") is not None:
             # the packet's verdict counts under the wording it was given under
@@ -332,7 +332,7 @@ def _resolve_review(
                 entity="task_review",
                 entity_id=row.id,
                 revision=int(n or 0) + 1,
-                data={**previous, "updated_at": _iso(row.updated_at)},
+                data={**previous, "updated_at": iso_or_none(row.updated_at)},
                 actor=by,
                 source="resolve",
                 changed_at=now,

@@ -29,7 +29,7 @@ from gradercal import __version__
 from gradercal._util.scratch import scratch_dir
 from gradercal.db import models as m
 from gradercal.db.grading import blinding_code
-from gradercal.db.packets._common import _finish_sqlite, _packet_key, _value, response_digest
+from gradercal.db.packets._common import finish_sqlite, judgment_value, packet_key, response_digest
 from gradercal.db.progress import record_packet_export
 from gradercal.db.repo import Repository
 from gradercal.db.session import Database, database_id, head_revision, open_database
@@ -95,7 +95,7 @@ def export_packet(
     if db.is_sqlite and db.url.database and out.resolve() == Path(db.url.database).resolve():
         raise PacketError(f"{out} is the database itself; choose another file name")
     bench = Repository(db).benchmark(benchmark)
-    key = _packet_key(db, create=True)
+    key = packet_key(db, create=True)
     assert key is not None
     source_id = database_id(db)
     packet_id = new_packet_id()
@@ -159,7 +159,7 @@ def _write_export(
                 p.add(m.DatabaseInfo(key="packet_source_database_id", value=source_id))
         finally:
             pdb.dispose()
-        _finish_sqlite(sqlite_path)
+        finish_sqlite(sqlite_path)
         record.update(
             {
                 "format_version": 1,
@@ -402,7 +402,7 @@ def _copy_share(
                 "grader_id": g.id,
                 "response_id": new_rid[j.response_id],
                 "criterion_id": j.criterion_id,
-                **_value(j),
+                **judgment_value(j),
                 "source": j.source,
                 "revision": j.revision,
                 "created_at": j.created_at,
@@ -460,7 +460,7 @@ def _copy_share(
                 "assignment_id": assignment_of[j.response_id],
                 "criterion_id": crit_ext[j.criterion_id],
                 "revision": j.revision,
-                "value": _value(j),
+                "value": judgment_value(j),
             }
             for j in judgments
         ],

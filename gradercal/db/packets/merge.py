@@ -30,24 +30,24 @@ from gradercal.db import models as m
 from gradercal.db.clarifications import open_from_flag
 from gradercal.db.grading import REOPEN_ENTITY
 from gradercal.db.packets._common import (
-    _FIELDS,
     CONFLICT_ENTITY,
+    FIELDS,
     REVIEW_CONFLICT_ENTITY,
-    _checked_value,
-    _iso,
-    _no_nul,
-    _value,
+    checked_value,
+    iso_or_none,
+    judgment_value,
+    no_nul,
     response_digest,
 )
 from gradercal.db.packets.read import (
-    _check_belongs,
-    _check_content,
-    _PacketContent,
-    _read_packet_db,
-    _read_record,
-    _Record,
+    PacketContent,
+    Record,
+    check_belongs,
+    check_content,
+    read_packet_db,
+    read_record,
 )
-from gradercal.db.packets.session import _fingerprint, _load_state, default_workdir
+from gradercal.db.packets.session import default_workdir, grading_fingerprint, load_state
 from gradercal.db.progress import record_packet_merge
 from gradercal.db.session import Database
 from gradercal.db.versions import verdict_write, versions_at
@@ -159,10 +159,10 @@ def merge_packet(
     src = Path(path)
     with scratch_dir("gradercal-merge-") as tmp:
         manifest = read_packet(src, tmp, limits)
-        _check_belongs(db, manifest, src)
-        record = _read_record(tmp / EXPORT, manifest)
-        content = _read_packet_db(tmp / DATABASE, manifest)
-    _check_content(content, record, manifest.created_at)
+        check_belongs(db, manifest, src)
+        record = read_record(tmp / EXPORT, manifest)
+        content = read_packet_db(tmp / DATABASE, manifest)
+    check_content(content, record, manifest.created_at)
     if not db.is_sqlite:
         _strip_nul(content, record)
     report = MergeReport(
@@ -187,8 +187,8 @@ def merge_packet(
 
 
 def _check_submissions(
-    content: _PacketContent,
-    record: _Record,
+    content: PacketContent,
+    record: Record,
     found: dict[int, _DbAssignment],
     criteria: dict[tuple[int, str], tuple[int, str, int]],
 ) -> None:
@@ -241,7 +241,7 @@ def _unpacked_work(src: Path, manifest: Manifest) -> list[str]:
     file now and then and on close; after a crash the newest work may be only there.
     """
     work = default_workdir(src.expanduser().absolute())
-    state = _load_state(work)
+    state = load_state(work)
     if (
         state is None
         or state.get("packet_id") != manifest.packet_id
@@ -249,7 +249,7 @@ def _unpacked_work(src: Path, manifest: Manifest) -> list[str]:
     ):
         return []
     try:
-        unpacked = _fingerprint(work / DATABASE) != state.get("fingerprint")
+        unpacked = grading_fingerprint(work / DATABASE) != state.get("fingerprint")
     except PacketError:
         unpacked = True
     newer = int(state.get("generation") or 0) > manifest.generation
@@ -262,24 +262,24 @@ def _unpacked_work(src: Path, manifest: Manifest) -> list[str]:
     ]
 
 
-def _strip_nul(content: _PacketContent, record: _Record) -> None:
+def _strip_nul(content: PacketContent, record: Record) -> None:
     """PostgreSQL text cannot hold NUL: drop it on every side, so comparisons stay fair.
 
     A packet graded in SQLite may hold a NUL a grader pasted; the value is merged without
     it rather than refused (the database's own values can never contain one).
     """
     for j in content.judgments:
-        j.value = _no_nul(j.value)
-        j.history = _no_nul(j.history)
+        j.value = no_nul(j.value)
+        j.history = no_nul(j.history)
     for a in content.assignments.values():
-        a.skip_reason = _no_nul(a.skip_reason)
+        a.skip_reason = no_nul(a.skip_reason)
     for r in content.reviews:
-        r.answers = _no_nul(r.answers)
-        r.comment = _no_nul(r.comment)
-        r.history = _no_nul(r.history)
-    record.judgments = {k: _no_nul(v) for k, v in record.judgments.items()}
-    record.assignments = {k: _no_nul(v) for k, v in record.assignments.items()}
-    record.reviews = {k: _no_nul(v) for k, v in record.reviews.items()}
+        r.answers = no_nul(r.answers)
+        r.comment = no_nul(r.comment)
+        r.history = no_nul(r.history)
+    record.judgments = {k: no_nul(v) for k, v in record.judgments.items()}
+    record.assignments = {k: no_nul(v) for k, v in record.assignments.items()}
+    record.reviews = {k: no_nul(v) for k, v in record.reviews.items()}
 
 
 def _reset(report: MergeReport) -> None:
@@ -316,8 +316,8 @@ class _DbAssignment:
 def _merge(
     db: Database,
     manifest: Manifest,
-    record: _Record,
-    content: _PacketContent,
+    record: Record,
+    content: PacketContent,
     report: MergeReport,
 ) -> None:
     grader = manifest.grader
@@ -406,8 +406,8 @@ def _merge(
 def _merge_judgments(
     s: Session,
     manifest: Manifest,
-    record: _Record,
-    content: _PacketContent,
+    record: Record,
+    content: PacketContent,
     found: dict[int, _DbAssignment],
     criteria: dict[tuple[int, str], tuple[int, str, int]],
     verdict_versions: dict[int, int],
@@ -423,7 +423,7 @@ def _merge_judgments(
                 m.Judgment.id,
                 m.Judgment.response_id,
                 m.Judgment.criterion_id,
-                *[getattr(m.Judgment, f) for f in _FIELDS],
+                *[getattr(m.Judgment, f) for f in FIELDS],
                 m.Judgment.revision,
                 m.Judgment.source,
                 m.Judgment.provenance,
@@ -471,11 +471,11 @@ def _merge_judgments(
         if crit is None:
             raise PacketError(f"{where}: this criterion does not exist in the database")
         cid, kind, levels = crit
-        _checked_value(pj.value, kind, levels, where)
+        checked_value(pj.value, kind, levels, where)
         base_entry = record.judgments.get((pj.assignment_id, pj.criterion_id))
         base = base_entry["value"] if base_entry else None
         d = current.get((a.response_id, cid))
-        dval = _value(d) if d is not None else None
+        dval = judgment_value(d) if d is not None else None
         prov = d.provenance if d is not None and isinstance(d.provenance, dict) else {}
         ours = (
             d is not None and d.source == "packet" and prov.get("packet_id") == manifest.packet_id
@@ -508,7 +508,7 @@ def _merge_judgments(
                     "data": {
                         **dval,
                         "source": d.source,
-                        "updated_at": _iso(d.updated_at),
+                        "updated_at": iso_or_none(d.updated_at),
                         "task_version": int(d.task_version),
                     },
                     "actor": manifest.grader,
@@ -540,7 +540,7 @@ def _merge_judgments(
                 "packet": pj.value,
                 # the version the packet's verdict was given under (kept if it is chosen)
                 "packet_task_version": int(pj.task_version or given_under[a.task_pk]),
-                "packet_updated_at": _iso(pj.updated_at),
+                "packet_updated_at": iso_or_none(pj.updated_at),
                 "packet_history": [_history_json(h) for h in between],
                 "base": base,
                 "database": dval,
@@ -609,7 +609,7 @@ def _merge_judgments(
                 "data": {
                     **dval,
                     "source": d.source,
-                    "updated_at": _iso(d.updated_at),
+                    "updated_at": iso_or_none(d.updated_at),
                     "task_version": int(d.task_version),
                 },
                 "actor": manifest.grader,
@@ -649,7 +649,7 @@ def _merge_judgments(
             .where(_JUDGMENT_TABLE.c.id == bindparam("jid"))
             .values(
                 {
-                    **{f: bindparam(f) for f in _FIELDS},
+                    **{f: bindparam(f) for f in FIELDS},
                     "source": bindparam("source"),
                     "provenance": bindparam("provenance"),
                     "revision": bindparam("revision"),
@@ -695,7 +695,7 @@ def _history_json(h: dict[str, Any]) -> dict[str, Any]:
     return {
         "revision": h["revision"],
         "value": h["value"],
-        "changed_at": _iso(h.get("changed_at")),
+        "changed_at": iso_or_none(h.get("changed_at")),
     }
 
 
@@ -716,8 +716,8 @@ def _history_revision(
 def _merge_assignments(
     s: Session,
     manifest: Manifest,
-    record: _Record,
-    content: _PacketContent,
+    record: Record,
+    content: PacketContent,
     found: dict[int, _DbAssignment],
     now: datetime,
     report: MergeReport,
@@ -781,7 +781,7 @@ def _merge_assignments(
                     "old": {
                         **dbv,
                         "time_spent_s": d.time_spent_s,
-                        "submitted_at": _iso(d.submitted_at),
+                        "submitted_at": iso_or_none(d.submitted_at),
                     },
                     "new": {
                         "status": new["status"],
@@ -813,7 +813,7 @@ def _merge_assignments(
 
 
 def _merge_reopens(
-    s: Session, manifest: Manifest, content: _PacketContent, report: MergeReport
+    s: Session, manifest: Manifest, content: PacketContent, report: MergeReport
 ) -> None:
     """The packet's reopenings join the assignment's reopen history (entity
     :data:`~gradercal.db.grading.REOPEN_ENTITY`, as the app records them online), each
@@ -862,8 +862,8 @@ def _merge_reopens(
 def _merge_reviews(
     s: Session,
     manifest: Manifest,
-    record: _Record,
-    content: _PacketContent,
+    record: Record,
+    content: PacketContent,
     found: dict[int, _DbAssignment],
     gid: int,
     now: datetime,
@@ -965,7 +965,7 @@ def _merge_reviews(
                     data={
                         "answers": dict(row.answers or {}),
                         "comment": row.comment,
-                        "updated_at": _iso(row.updated_at),
+                        "updated_at": iso_or_none(row.updated_at),
                     },
                     actor=manifest.grader,
                     source="packet",

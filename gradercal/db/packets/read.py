@@ -9,7 +9,7 @@ under other names are reported as ignored. The export record (``export.json``) m
 the manifest, and the packet's assignments must match the export record.
 
 :func:`packet_info` checks a packet file's archive and hashes and describes it; with a
-database, also its seal (:func:`_check_belongs`, which
+database, also its seal (:func:`check_belongs`, which
 :func:`~gradercal.db.packets.merge.merge_packet` uses too).
 """
 
@@ -29,7 +29,7 @@ from urllib.parse import quote
 
 from gradercal._util.scratch import scratch_dir
 from gradercal.db.grading import REOPEN_ENTITY
-from gradercal.db.packets._common import _FIELDS, MAX_TEXT, _packet_key, response_digest
+from gradercal.db.packets._common import FIELDS, MAX_TEXT, packet_key, response_digest
 from gradercal.db.session import Database, database_id
 from gradercal.model import AssignmentStatus
 from gradercal.ops.packet_format import EXPORT, Manifest, PacketError, read_packet, verify_seal
@@ -78,7 +78,7 @@ class _PReview:
 
 
 @dataclass
-class _PacketContent:
+class PacketContent:
     grader: str
     assignments: dict[int, _PAssignment]
     judgments: list[_PJudgment]
@@ -108,7 +108,7 @@ _REQUIRED = {
         "grader_id",
         "response_id",
         "criterion_id",
-        *_FIELDS,
+        *FIELDS,
         "revision",
         "created_at",
         "updated_at",
@@ -118,7 +118,7 @@ _REQUIRED = {
 }
 
 
-def _connect_packet_db(path: Path) -> sqlite3.Connection:
+def connect_packet_db(path: Path) -> sqlite3.Connection:
     uri = f"file:{quote(str(path))}?mode=ro&immutable=1"
     try:
         conn = sqlite3.connect(uri, uri=True)
@@ -129,8 +129,8 @@ def _connect_packet_db(path: Path) -> sqlite3.Connection:
     return conn
 
 
-def _read_packet_db(path: Path, manifest: Manifest) -> _PacketContent:
-    conn = _connect_packet_db(path)
+def read_packet_db(path: Path, manifest: Manifest) -> PacketContent:
+    conn = connect_packet_db(path)
     try:
         return _read_packet_rows(conn, manifest)
     except PacketError:
@@ -143,7 +143,7 @@ def _read_packet_db(path: Path, manifest: Manifest) -> _PacketContent:
         conn.close()
 
 
-def _read_packet_rows(conn: sqlite3.Connection, manifest: Manifest) -> _PacketContent:
+def _read_packet_rows(conn: sqlite3.Connection, manifest: Manifest) -> PacketContent:
     try:
         conn.execute("PRAGMA trusted_schema = OFF")
         check = [r[0] for r in conn.execute("PRAGMA quick_check(5)")]
@@ -293,7 +293,7 @@ def _read_packet_rows(conn: sqlite3.Connection, manifest: Manifest) -> _PacketCo
             "changed_at": _parse_dt(changed, "revision.changed_at"),
         }
         if entity == "judgment":
-            item["value"] = _judgment_value(tuple(snap.get(f) for f in _FIELDS))
+            item["value"] = _judgment_value(tuple(snap.get(f) for f in FIELDS))
             item["source"] = _opt_text(snap.get("source"), "revision.data.source")
             item["updated_at"] = _opt_text(snap.get("updated_at"), "revision.data.updated_at")
         else:
@@ -305,7 +305,7 @@ def _read_packet_rows(conn: sqlite3.Connection, manifest: Manifest) -> _PacketCo
                 "comment": _opt_text(snap.get("comment"), "comment"),
             }
         target.history.append(item)
-    return _PacketContent(
+    return PacketContent(
         grader=manifest.grader,
         assignments=assignments,
         judgments=list(judgments.values()),
@@ -432,7 +432,7 @@ def _judgment_value(raw: Sequence[Any]) -> dict[str, Any]:
 
 # -- the export record (export.json) ------------------------------------------------------------
 @dataclass
-class _Record:
+class Record:
     assignments: dict[int, dict[str, Any]]
     judgments: dict[
         tuple[int, str], dict[str, Any]
@@ -440,7 +440,7 @@ class _Record:
     reviews: dict[str, dict[str, Any]]  # task id → {answers, comment}
 
 
-def _read_record(path: Path, manifest: Manifest) -> _Record:
+def read_record(path: Path, manifest: Manifest) -> Record:
     try:
         raw = json.loads(path.read_bytes().decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError):
@@ -459,7 +459,7 @@ def _read_record(path: Path, manifest: Manifest) -> _Record:
         judgments = {
             (int(j["assignment_id"]), str(j["criterion_id"])): {
                 "revision": int(j["revision"]),
-                "value": {f: j["value"][f] for f in _FIELDS},
+                "value": {f: j["value"][f] for f in FIELDS},
             }
             for j in raw["judgments"]
         }
@@ -469,7 +469,7 @@ def _read_record(path: Path, manifest: Manifest) -> _Record:
         }
     except (KeyError, TypeError, ValueError, AssertionError):
         raise PacketError(f"{EXPORT} is malformed") from None
-    return _Record(assignments, judgments, reviews)
+    return Record(assignments, judgments, reviews)
 
 
 # -- checks against the record and the database ------------------------------------------------
@@ -480,7 +480,7 @@ MAX_TIME_ON_TASK_S = 7 * 24 * 3600.0
 CLOCK_SKEW = timedelta(minutes=10)
 
 
-def _check_content(content: _PacketContent, record: _Record, created_at: str | None = None) -> None:
+def check_content(content: PacketContent, record: Record, created_at: str | None = None) -> None:
     """The packet matches its export record, and holds only what the app could have
     written since the export: plausible time on task, and changes (verdicts, their
     history) dated between the export and now."""
@@ -528,7 +528,7 @@ def _check_content(content: _PacketContent, record: _Record, created_at: str | N
             dated(r["changed_at"], f"a reopening of assignment {aid}")
 
 
-def _check_matches_record(content: _PacketContent, record: _Record) -> None:
+def _check_matches_record(content: PacketContent, record: Record) -> None:
     if set(content.assignments) != set(record.assignments):
         extra = sorted(set(content.assignments) - set(record.assignments))
         raise PacketError(
@@ -544,14 +544,14 @@ def _check_matches_record(content: _PacketContent, record: _Record) -> None:
             )
 
 
-def _check_belongs(db: Database, manifest: Manifest, src: Path) -> None:
+def check_belongs(db: Database, manifest: Manifest, src: Path) -> None:
     here = database_id(db)
     if manifest.database_id != here:
         raise PacketError(
             f"{src} belongs to another database (id {manifest.database_id}), not to "
             f"{db.display} (id {here}); merge it into the database it was exported from"
         )
-    key = _packet_key(db, create=False)
+    key = packet_key(db, create=False)
     if key is None or not manifest.seal or not verify_seal(key, manifest):
         raise PacketError(
             f"{src} was altered: its export record does not match the seal this database "
@@ -574,6 +574,6 @@ def packet_info(path: str | os.PathLike[str], db: Database | None = None) -> dic
         out["path"] = str(src)
         out["verified"] = "hashes"
         if db is not None:
-            _check_belongs(db, manifest, src)
+            check_belongs(db, manifest, src)
             out["verified"] = "hashes and seal"
     return out

@@ -22,8 +22,8 @@ from typing import Any
 from urllib.parse import quote
 
 from gradercal._util.scratch import sweep_stale
-from gradercal.db.packets._common import _finish_sqlite
-from gradercal.db.packets.read import _connect_packet_db
+from gradercal.db.packets._common import finish_sqlite
+from gradercal.db.packets.read import connect_packet_db
 from gradercal.db.session import open_database
 from gradercal.ops.packet_format import (
     DATABASE,
@@ -73,8 +73,10 @@ class PacketSession:
 
     def has_unsaved_changes(self) -> bool:
         """True when the working database holds work not yet packed into the file."""
-        state = _load_state(self.workdir)
-        return state is None or state.get("fingerprint") != _fingerprint(self.workdir / DATABASE)
+        state = load_state(self.workdir)
+        return state is None or state.get("fingerprint") != grading_fingerprint(
+            self.workdir / DATABASE
+        )
 
     def save(self) -> Manifest:
         """Pack the working database into the packet file (atomically). Returns the manifest."""
@@ -83,7 +85,7 @@ class PacketSession:
         snap = self.workdir / f".snapshot-{os.getpid()}.sqlite"
         try:
             _snapshot(self.workdir / DATABASE, snap)
-            fp = _fingerprint(snap)
+            fp = grading_fingerprint(snap)
             manifest = self.manifest.with_database(sha256_file(snap), utc_stamp())
             write_packet(self.path, manifest, self.workdir / EXPORT, snap)
         except (OSError, sqlite3.Error, PacketError) as exc:
@@ -160,11 +162,11 @@ def _open_packet(src: Path, work: Path) -> PacketSession:
     try:
         manifest = read_packet(src, incoming)
         _check_grading_db(incoming / DATABASE)
-        fresh = _fingerprint(incoming / DATABASE, immutable=True)
-        state = _load_state(work)
+        fresh = grading_fingerprint(incoming / DATABASE, immutable=True)
+        state = load_state(work)
         reuse = False
         if work.exists():
-            current = _fingerprint(work / DATABASE) if (work / DATABASE).exists() else None
+            current = grading_fingerprint(work / DATABASE) if (work / DATABASE).exists() else None
             if (
                 state is not None
                 and state.get("packet_id") == manifest.packet_id
@@ -198,7 +200,7 @@ def _open_packet(src: Path, work: Path) -> PacketSession:
 
 
 def _check_grading_db(path: Path) -> None:
-    conn = _connect_packet_db(path)
+    conn = connect_packet_db(path)
     try:
         result = [r[0] for r in conn.execute("PRAGMA quick_check(3)")]
     except sqlite3.Error as exc:
@@ -220,10 +222,10 @@ def _snapshot(src: Path, dst: Path) -> None:
             target.close()
     finally:
         source.close()
-    _finish_sqlite(dst)
+    finish_sqlite(dst)
 
 
-def _fingerprint(path: Path, *, immutable: bool = False) -> str:
+def grading_fingerprint(path: Path, *, immutable: bool = False) -> str:
     """Hash of everything grading writes (judgments, history, queue state, reviews)."""
     flags = "mode=ro&immutable=1" if immutable else "mode=ro"
     conn = sqlite3.connect(f"file:{quote(str(path))}?{flags}", uri=True, timeout=30)
@@ -242,7 +244,7 @@ def _fingerprint(path: Path, *, immutable: bool = False) -> str:
     return h.hexdigest()
 
 
-def _load_state(work: Path) -> dict[str, Any] | None:
+def load_state(work: Path) -> dict[str, Any] | None:
     try:
         value = json.loads((work / STATE).read_text("utf-8"))
     except (OSError, ValueError):
