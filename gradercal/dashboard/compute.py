@@ -40,21 +40,21 @@ from gradercal._util.forked import ChildFailed, ForkedCall, fork_available
 from gradercal.analysis.context import AnalysisContext
 from gradercal.dashboard.filters import DashboardFilters, filter_frames
 from gradercal.dashboard.inputs import DEFAULT_N_BOOT, DashboardInputs
-from gradercal.dashboard.result import AGREEMENT_COLUMNS, EXPERTS, Dashboard, _empty
+from gradercal.dashboard.result import AGREEMENT_COLUMNS, EXPERTS, Dashboard, empty_frame
 from gradercal.dashboard.sections import (
-    _agreement_rows,
-    _calibrate,
-    _calibrated_columns,
-    _disagreements,
-    _grouping_rows,
-    _health,
-    _judge_sections,
-    _Judged,
-    _models,
-    _overview,
-    _pairwise,
+    Judged,
+    agreement_rows,
     apply_design,
+    calibrate_section,
+    calibrated_columns,
+    disagreements_section,
+    grouping_rows,
+    health_section,
+    judge_sections,
+    models_section,
     not_weighted_rows,
+    overview_section,
+    pairwise_section,
 )
 from gradercal.dashboard.tables import SectionInputs, TableSection, computed_sections
 from gradercal.errors import GradercalError, NotFoundError
@@ -356,7 +356,7 @@ def compute_dashboard(
     core = _core_sections(run, groupings, processes, headline)
     if run.primary is not None:
         cal_cmp = None if run.late.method == "none" else core.late.cal_cmp
-        _calibrated_columns(core.judge_rows, run.primary, cal_cmp)
+        calibrated_columns(core.judge_rows, run.primary, cal_cmp)
     tables = _table_sections(run, inputs, computed)
     return _assemble(run, core, tables)
 
@@ -372,9 +372,11 @@ def _assemble(run: _Run, core: _Core, tables: dict[str, pd.DataFrame]) -> Dashbo
     run.steps.step("done")
     return Dashboard(
         overview=run.overview,
-        agreement=frame_from_rows(rows, AGREEMENT_COLUMNS) if rows else _empty(AGREEMENT_COLUMNS),
+        agreement=frame_from_rows(rows, AGREEMENT_COLUMNS)
+        if rows
+        else empty_frame(AGREEMENT_COLUMNS),
         pairwise=core.pairwise,
-        judges=pd.DataFrame(core.judge_rows) if core.judge_rows else _empty(_JUDGES_EMPTY),
+        judges=pd.DataFrame(core.judge_rows) if core.judge_rows else empty_frame(_JUDGES_EMPTY),
         confusion=core.judged.confusion,
         reliability=late.reliability,
         models=late.models,
@@ -468,7 +470,7 @@ def _prepare(inputs: DashboardInputs, steps: _Steps) -> _Run:
         judges = sorted({*judges, request.judge})
     context = AnalysisContext() if _SHARE_TABLES else None
     v = verdicts(f, context=context)
-    overview = _overview(f, v, humans, judges, primary, context)
+    overview = overview_section(f, v, humans, judges, primary, context)
     overview["benchmark"] = request.benchmark
     overview["filters"] = (filters or DashboardFilters()).describe()
     overview.update({"n_boot": boot.n_boot, "seed": boot.seed, "ci": boot.ci, "bar": health_bar})
@@ -493,7 +495,7 @@ class _Core:
 
     rows: list[tuple[Any, ...]]
     n_designed: int
-    judged: _Judged
+    judged: Judged
     pairwise: pd.DataFrame
     late: _LateSections
 
@@ -536,14 +538,14 @@ def _core_sections(
     try:
         # Expert–expert agreement, overall.
         ha = human_agreement(f, humans, **boot.kwargs(), context=context)
-        rows = _agreement_rows(
+        rows = agreement_rows(
             "overall", "all", None, EXPERTS, ha.statistics, HUMAN_STATISTICS,
             ha.n_units_paired, ha.n_tasks,
         )  # fmt: skip
         steps.step("expert agreement")
         # Every judge against the consensus (+ every expert as a judge).
         coverage = run.overview["judge_coverage"]
-        judged = _judge_sections(
+        judged = judge_sections(
             f, run.judges, humans, run.primary, coverage, boot, context, steps, run.notes
         )
         rows += judged.rows
@@ -557,12 +559,12 @@ def _core_sections(
         if headline is not None:
             headline(_headline(run, rows, judged))
         n_designed = len(rows)
-        pairwise = _pairwise(f, humans, run.judges, boot, context)
+        pairwise = pairwise_section(f, humans, run.judges, boot, context)
         steps.step("pairwise")
         # Agreement by tag, workflow and domain.
         for by in groupings:
             if by not in child_groupings:
-                rows += _grouping_rows(f, by, humans, run.primary, boot, context, steps)
+                rows += grouping_rows(f, by, humans, run.primary, boot, context, steps)
         late = None if forked is None else _late_result(forked, steps, steps.cancelled, run.notes)
         if late is None:  # one process, or the child failed: its sections computed here
             late = _late_sections(run.late, steps, child_groupings)
@@ -573,14 +575,16 @@ def _core_sections(
     return _Core(rows, n_designed, judged, pairwise, late)
 
 
-def _headline(run: _Run, rows: list[tuple[Any, ...]], judged: _Judged) -> dict[str, Any]:
+def _headline(run: _Run, rows: list[tuple[Any, ...]], judged: Judged) -> dict[str, Any]:
     """The headline (:func:`headline_of`) once the judges are computed."""
     return headline_of(
         overview=run.overview,
-        agreement=frame_from_rows(rows, AGREEMENT_COLUMNS) if rows else _empty(AGREEMENT_COLUMNS),
+        agreement=frame_from_rows(rows, AGREEMENT_COLUMNS)
+        if rows
+        else empty_frame(AGREEMENT_COLUMNS),
         judges=pd.DataFrame([dict(r) for r in judged.table_rows])
         if judged.table_rows
-        else _empty(_JUDGES_EMPTY),
+        else empty_frame(_JUDGES_EMPTY),
         alt_test=judged.alt,
         notes=list(dict.fromkeys(n for n in run.notes if n)),
     )
@@ -594,7 +598,7 @@ def _table_sections(
     data, filters = inputs.data, inputs.request.filters
     reviews = data.reviews
     if reviews is None:
-        reviews = _empty(("task_id", "reviewer", "dimension", "answer"))
+        reviews = empty_frame(("task_id", "reviewer", "dimension", "answer"))
     elif filters is not None and filters.graders is not None:
         reviews = reviews.loc[reviews["reviewer"].isin(list(filters.graders))]
     versions = data.versions
@@ -655,7 +659,7 @@ def _late_sections(
     f, humans, primary, context = a.f, a.humans, a.primary, a.context
     group_rows: list[tuple[Any, ...]] = []
     for by in groupings:
-        group_rows += _grouping_rows(f, by, humans, primary, a.boot, context, own)
+        group_rows += grouping_rows(f, by, humans, primary, a.boot, context, own)
     notes: list[str] = []
     reliability: dict[str, pd.DataFrame] = {}
     cal_info: dict[str, Any] | None = None
@@ -664,23 +668,23 @@ def _late_sections(
     if primary is not None and a.method == "none":
         notes.append("no calibrated judge: calibration 'none' requested")
     elif primary is not None:
-        cal_info, calibrated_scores, rel, cal_cmp = _calibrate(
+        cal_info, calibrated_scores, rel, cal_cmp = calibrate_section(
             f, primary, humans, a.method, a.cal_options, a.cal_source, a.boot, notes, context
         )
         if rel is not None:
             reliability[primary] = rel
     own.step("calibration")
-    models, flips = _models(
+    models, flips = models_section(
         f, primary, humans, calibrated_scores, cal_info, a.boot, notes, context, a.design
     )
     own.step("models")
-    health, crit_rows = _health(f, primary, humans, a.health_bar, context)
+    health, crit_rows = health_section(f, primary, humans, a.health_bar, context)
     cons = (
         consensus_verdicts(f, humans, context=context)
         if humans
         else pd.DataFrame(columns=["response_id", "criterion_id", "met"])
     )
-    disagreements = _disagreements(a.v, cons, primary, humans, health, context)
+    disagreements = disagreements_section(a.v, cons, primary, humans, health, context)
     own.step("health")
     return _LateSections(
         cal_info, reliability, cal_cmp, models, flips, health, crit_rows, disagreements,

@@ -66,7 +66,7 @@ AGREEMENT_COLUMNS: tuple[str, ...] = (
 )
 
 
-def _empty(columns: Sequence[str]) -> pd.DataFrame:
+def empty_frame(columns: Sequence[str]) -> pd.DataFrame:
     return pd.DataFrame({c: pd.Series([], dtype=object) for c in columns})
 
 
@@ -211,7 +211,7 @@ class Dashboard:
             frame: pd.DataFrame = getattr(self, key)
             return frame
         if table.optional:  # absent from this dashboard: no rows
-            return _empty(table.columns)
+            return empty_frame(table.columns)
         raise KeyError(key)
 
     def has_section(self, key: str) -> bool:

@@ -52,7 +52,13 @@ import pandas as pd
 from gradercal.analysis.context import AnalysisContext
 from gradercal.dashboard.filters import NO_VALUE
 from gradercal.dashboard.inputs import Design
-from gradercal.dashboard.result import EXPERTS, JUDGE_STATISTICS, MODEL_SOURCES, UNTAGGED, _empty
+from gradercal.dashboard.result import (
+    EXPERTS,
+    JUDGE_STATISTICS,
+    MODEL_SOURCES,
+    UNTAGGED,
+    empty_frame,
+)
 from gradercal.errors import GradercalError
 from gradercal.frames import Frames
 
@@ -312,7 +318,7 @@ def _n_units(frames: Frames) -> int:
     return int(resp["task_id"].map(per_task).fillna(0).sum())
 
 
-def _overview(
+def overview_section(
     frames: Frames,
     v: pd.DataFrame,
     humans: list[str],
@@ -369,7 +375,7 @@ def _overview(
     }
 
 
-def _agreement_rows(
+def agreement_rows(
     by: str,
     group: str,
     task_id: str | None,
@@ -394,18 +400,18 @@ def _group_rows(by: str, groups: Sequence[Any], judge: str | None) -> list[tuple
     for g in groups:
         label = missing if g.group is None else str(g.group)
         h = g.humans
-        rows += _agreement_rows(
+        rows += agreement_rows(
             by, label, None, EXPERTS, h.statistics, HUMAN_STATISTICS, h.n_units_paired, h.n_tasks
         )
         if g.judge is not None and judge is not None:
             c = g.judge
-            rows += _agreement_rows(
+            rows += agreement_rows(
                 by, label, None, judge, c.metrics, JUDGE_STATISTICS, c.n_units, c.n_tasks
             )
     return rows
 
 
-def _grouping_rows(
+def grouping_rows(
     f: Frames,
     by: Grouping,
     humans: list[str],
@@ -431,7 +437,7 @@ def _grouping_rows(
 
 
 @dataclass
-class _Judged:
+class Judged:
     """The judges section: agreement rows, the judges table's rows, confusion matrices
     and the primary judge's alt-test."""
 
@@ -441,7 +447,7 @@ class _Judged:
     alt: dict[str, Any] | None
 
 
-def _judge_sections(
+def judge_sections(
     f: Frames,
     judges: Sequence[str],
     humans: list[str],
@@ -451,11 +457,11 @@ def _judge_sections(
     context: AnalysisContext | None,
     steps: _Steps,
     notes: list[str],
-) -> _Judged:
+) -> Judged:
     """Every judge against the expert consensus, with its alt-test."""
     from gradercal.analysis.agreement import judge_agreement
 
-    out = _Judged([], [], {}, None)
+    out = Judged([], [], {}, None)
     for jname in judges:
         try:
             ja = judge_agreement(
@@ -470,7 +476,7 @@ def _judge_sections(
             notes.append(f"judge {jname}: {exc}")
             continue
         c = ja.headline
-        out.rows += _agreement_rows(
+        out.rows += agreement_rows(
             "overall", "all", None, jname, c.metrics, JUDGE_STATISTICS, c.n_units, c.n_tasks
         )
         k = c.confusion
@@ -503,7 +509,7 @@ def _judge_sections(
     return out
 
 
-def _pairwise(
+def pairwise_section(
     f: Frames,
     humans: list[str],
     judges: list[str],
@@ -522,11 +528,13 @@ def _pairwise(
                 (p.a, p.b, kinds[p.a], kinds[p.b], stat, value, lo, hi, p.n_units, p.n_tasks)
             )
     return (
-        pd.DataFrame(prow, columns=list(_PAIRWISE_COLUMNS)) if prow else _empty(_PAIRWISE_COLUMNS)
+        pd.DataFrame(prow, columns=list(_PAIRWISE_COLUMNS))
+        if prow
+        else empty_frame(_PAIRWISE_COLUMNS)
     )
 
 
-def _calibrated_columns(judge_rows: list[dict[str, Any]], primary: str, cal_cmp: Any) -> None:
+def calibrated_columns(judge_rows: list[dict[str, Any]], primary: str, cal_cmp: Any) -> None:
     """The calibrated judge's kappa, balanced F1 and leniency (with intervals) on the
     primary judge's row; NaN elsewhere and when there is no calibrated judge."""
     for row in judge_rows:
@@ -554,7 +562,7 @@ def _alt_test(
         return None
 
 
-def _calibrate(
+def calibrate_section(
     f: Frames,
     judge: str,
     humans: Sequence[str],
@@ -659,7 +667,7 @@ def _reliability_frame(before: pd.Series, after: pd.Series, y: pd.Series) -> pd.
     )
 
 
-def _models(
+def models_section(
     f: Frames,
     judge: str | None,
     humans: Sequence[str],
@@ -679,7 +687,7 @@ def _models(
     if judge is None or not humans:
         if judge is not None:
             notes.append("no expert verdicts: per-model comparison skipped")
-        return _empty(_MODEL_COLUMNS), _empty(_FLIP_COLUMNS)
+        return empty_frame(_MODEL_COLUMNS), empty_frame(_FLIP_COLUMNS)
     rep = impact_report(
         f,
         judge,
@@ -702,7 +710,7 @@ def _models(
     )
     rows = _model_rows(rep, est, active)
     order = {s: i for i, s in enumerate(MODEL_SOURCES)}
-    mdf = pd.DataFrame(rows, columns=list(_MODEL_COLUMNS)) if rows else _empty(_MODEL_COLUMNS)
+    mdf = pd.DataFrame(rows, columns=list(_MODEL_COLUMNS)) if rows else empty_frame(_MODEL_COLUMNS)
     if rows:
         mdf = mdf.sort_values(
             ["model", "metric", "source"],
@@ -765,10 +773,10 @@ def _flips(rep: Mapping[str, Any]) -> pd.DataFrame:
         )
         for x in rep["flips"]
     ]
-    return pd.DataFrame(frows, columns=list(_FLIP_COLUMNS)) if frows else _empty(_FLIP_COLUMNS)
+    return pd.DataFrame(frows, columns=list(_FLIP_COLUMNS)) if frows else empty_frame(_FLIP_COLUMNS)
 
 
-def _health(
+def health_section(
     f: Frames,
     judge: str | None,
     humans: Sequence[str],
@@ -782,7 +790,7 @@ def _health(
     t = health_table(f, judge, list(humans), bar=bar, context=context)
     crit_rows: list[tuple[Any, ...]] = []
     if t.empty:
-        return _empty(columns), crit_rows
+        return empty_frame(columns), crit_rows
     cid, task = t["criterion_id"].tolist(), t["task_id"].tolist()
     ha, n_paired = t["human_agreement"].tolist(), t["n_paired"].tolist()
     jd, n_judged = t["judge_disagreement"].tolist(), t["n_judged"].tolist()
@@ -839,7 +847,7 @@ _DISAGREEMENT_COLUMNS = (
 )
 
 
-def _disagreements(
+def disagreements_section(
     v: pd.DataFrame,
     cons: pd.DataFrame,
     judge: str | None,
@@ -863,7 +871,7 @@ def _disagreements(
     cols = [*_DISAGREEMENT_COLUMNS, *(f"verdict:{g}" for g in graders)]
     keep = v["grader"].isin(graders).to_numpy(bool)
     if not keep.any():
-        return _empty(cols)
+        return empty_frame(cols)
     # The judge's rows (of ``v``) whose verdict differs from the decided consensus.
     departing = np.zeros(0, dtype=np.intp)
     if judge is not None and not cons.empty:
@@ -877,7 +885,7 @@ def _disagreements(
             context, v, np.flatnonzero(keep), v_pos[0], v_pos[1], cons, departing, humans, graders
         )
         if out is None:
-            return _empty(cols)
+            return empty_frame(cols)
         return _ranked_disagreements(out, judge, graders, health, cols)
     dep = v.iloc[departing].loc[:, keys]
     v = v.loc[keep]
@@ -890,7 +898,7 @@ def _disagreements(
     else:
         units = units.assign(judge_departs=False)
     if units.empty:
-        return _empty(cols)
+        return empty_frame(cols)
     units = units.assign(
         experts_split=units["experts_split"].fillna(False).astype(bool),
         judge_departs=units["judge_departs"].fillna(False).astype(bool),
@@ -921,7 +929,7 @@ def _disagreements_by_position(
     humans: Sequence[str],
     graders: Sequence[str],
 ) -> pd.DataFrame | None:
-    """:func:`_disagreements`' unit table from unit positions (None: no such unit).
+    """:func:`disagreements_section`' unit table from unit positions (None: no such unit).
 
     ``kept`` are the rows of ``v`` by ``graders``, ``unit_of`` the unit position of every
     row of ``v``, ``departing`` the judge's rows that differ from the consensus. One row
