@@ -83,6 +83,7 @@ from gradercal.stats.bootstrap import (
     BootResult,
     clustered_bootstrap,
 )
+from gradercal.stats.catalogue import in_view, view
 from gradercal.stats.coefficients import (
     fleiss_kappa,
     gwet_ac1,
@@ -127,18 +128,14 @@ Progress = Callable[[str, int, int], None]
 
 #: The category set of binary verdicts (not met, met).
 MET_CATEGORIES: tuple[float, float] = (0.0, 1.0)
-#: Human–human statistics reported for every set of units.
-HUMAN_STATISTICS: tuple[str, ...] = (
-    "percent_agreement",
-    "fleiss_kappa",
-    "gwet_ac1",
-    "krippendorff_alpha",
-)
+#: Human–human statistics reported for every set of units (the catalogue's view ``"human"``).
+HUMAN_STATISTICS: tuple[str, ...] = view("human")
 
 
 @dataclass(frozen=True)
 class ComparisonFigure:
-    """One figure of a candidate–reference comparison (:func:`compare`).
+    """One figure of a candidate–reference comparison (:func:`compare`), read from its
+    entry in :mod:`gradercal.stats.catalogue`.
 
     Attributes:
         key: Its name in every result and ``--json``.
@@ -151,32 +148,11 @@ class ComparisonFigure:
     undefined: str
 
 
-_NOBODY = "no unit rated by both"
-#: The figures of a candidate–reference comparison, in report order: one entry each, from
-#: which the figure names, their labels and their reasons for being undefined are read.
-COMPARISON_FIGURES: tuple[ComparisonFigure, ...] = (
-    ComparisonFigure("percent_agreement", "agreement", _NOBODY),
-    ComparisonFigure("precision_met", "precision (met)", "the candidate never said met"),
-    ComparisonFigure("recall_met", "recall (met)", "the reference never said met"),
-    ComparisonFigure("f1_met", "F1 (met)", "neither said met"),
-    ComparisonFigure(
-        "precision_not_met", "precision (not met)", "the candidate never said not met"
-    ),
-    ComparisonFigure("recall_not_met", "recall (not met)", "the reference never said not met"),
-    ComparisonFigure("f1_not_met", "F1 (not met)", "neither said not met"),
-    ComparisonFigure(
-        "balanced_f1",
-        "balanced F1",
-        "a class occurs in neither the candidate's nor the reference's verdicts",
-    ),
-    ComparisonFigure(
-        "cohen_kappa",
-        "Cohen's kappa",
-        "no variation: chance agreement is 1 (both used a single category)",
-    ),
-    ComparisonFigure("candidate_met_rate", "met rate", _NOBODY),
-    ComparisonFigure("reference_met_rate", "reference met rate", _NOBODY),
-    ComparisonFigure("leniency_bias", "leniency bias", _NOBODY),
+#: The figures of a candidate–reference comparison, in report order: the catalogue's view
+#: ``"comparison"``, from whose entries the names, labels and reasons are read.
+COMPARISON_FIGURES: tuple[ComparisonFigure, ...] = tuple(
+    ComparisonFigure(f.key, f.comparison_label or f.phrase, f.undefined)
+    for f in in_view("comparison")
 )
 #: Names of the figures of a candidate–reference comparison, in report order.
 COMPARISON_METRICS: tuple[str, ...] = tuple(f.key for f in COMPARISON_FIGURES)

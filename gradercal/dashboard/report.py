@@ -36,6 +36,7 @@ import pandas as pd
 from gradercal._util.numbers import finite_fixed, finite_interval, finite_percent
 from gradercal.dashboard.result import EXPERTS, MODEL_SOURCES, Dashboard
 from gradercal.dashboard.tables import TABLE_SECTIONS, TableSection
+from gradercal.stats.catalogue import FIGURES
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -274,14 +275,9 @@ def _overview(d: Dashboard) -> str:
 
 
 def _stat_labels() -> dict[str, str]:
-    """The phrase of each statistic the agreement table shows (the experts' and the
-    judges'), from gradercal.stats.registry (imported here, when a report is rendered:
-    it loads scipy)."""
-    from gradercal.analysis.agreement import HUMAN_STATISTICS
-    from gradercal.dashboard.result import JUDGE_STATISTICS
-    from gradercal.stats.registry import STATISTICS
-
-    return {key: STATISTICS[key].phrase for key in (*HUMAN_STATISTICS, *JUDGE_STATISTICS)}
+    """The phrase of every figure of the catalogue (any statistic the agreement table
+    shows has one)."""
+    return {key: f.phrase for key, f in FIGURES.items()}
 
 
 def _agreement(d: Dashboard, images: Mapping[str, str], max_rows: int) -> str:

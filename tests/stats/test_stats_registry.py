@@ -351,7 +351,10 @@ def test_rendered_labels_are_unchanged() -> None:
         "balanced_f1": "balanced F1",
         "leniency_bias": "leniency bias",
     }
-    assert report._stat_labels() == phrases
+    labels = report._stat_labels()
+    assert {k: labels[k] for k in phrases} == phrases
+    # every figure has its phrase: a statistic the agreement table shows never misses one
+    assert labels == {k: s.phrase for k, s in STATISTICS.items()}
     assert data.STAT_LABELS == {
         "krippendorff_alpha": "α",
         "percent_agreement": "% agree",
