@@ -91,6 +91,10 @@ defined) in about 99% where the raw-proportion interval covers 86%.
 Units are responses; a model with several responses on one task makes them
 correlated and the intervals somewhat narrow (a note says so).
 
+The PPI++ estimators live in :mod:`gradercal.analysis.ppi` (plain and stratified) and
+:mod:`gradercal.analysis.active_ppi` (the active design); this module adds Rogan–Gladen
+and the per-model report, and re-exports them all.
+
 This module imports pandas, numpy, scipy and gradercal's core only.
 """
 
@@ -98,7 +102,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -106,12 +110,39 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from gradercal.analysis.active_ppi import (
+    ACTIVE_PSEUDO,
+    ACTIVE_SMALL_SAMPLE,
+    active_design_mean,
+    active_ppi_mean,
+)
 from gradercal.analysis.context import AnalysisContext
+from gradercal.analysis.ppi import (
+    FLOOR_WEIGHT,
+    MAX_RATE_RATIO,
+    MIN_LABELS,
+    MIN_STRATUM_LABELS,
+    Interval,
+    PpiResult,
+    join_notes,
+    ppi_mean,
+    small_note,
+    stratified_ppi_mean,
+    t_quantile,
+    z_quantile,
+)
 from gradercal.analysis.scoring import PASS_EPSILON, response_scores
 from gradercal.analysis.verdicts import human_graders
 from gradercal.frames import Frames
 
 __all__ = [
+    "ACTIVE_PSEUDO",
+    "ACTIVE_SMALL_SAMPLE",
+    "FLOOR_WEIGHT",
+    "MAX_RATE_RATIO",
+    "MIN_LABELS",
+    "MIN_STRATUM_LABELS",
+    "Interval",
     "PpiResult",
     "RoganGladenResult",
     "active_design_mean",
@@ -123,780 +154,11 @@ __all__ = [
     "stratified_ppi_mean",
 ]
 
+#: The ``t`` quantile under its former name (tests/analysis/test_active_small_sample.py).
+_t = t_quantile
+
 FloatArray = npt.NDArray[np.float64]
 Stratify = Literal["workflow", "domain"]
-
-
-def _z(ci: float) -> float:
-    from scipy.stats import norm  # type: ignore[import-untyped, unused-ignore]
-
-    return float(norm.ppf((1.0 + ci) / 2.0))
-
-
-@functools.lru_cache(maxsize=256)
-def _t(ci: float, df: float) -> float:
-    from scipy.stats import t  # type: ignore[import-untyped, unused-ignore]
-
-    return float(t.ppf((1.0 + ci) / 2.0, df))
-
-
-Interval = Literal["small-sample", "wald"]
-
-#: Below this many human-graded responses (per model, or per stratum) an interval's
-#: coverage was not checked by simulation; the result says so in its note.
-MIN_LABELS = 10
-
-#: Strata with fewer human-graded responses are pooled (see :func:`stratified_ppi_mean`).
-MIN_STRATUM_LABELS = 10
-
-#: Strata are pooled only when their labelling rates differ by less than this factor.
-MAX_RATE_RATIO = 2.0
-
-#: Total weight of the pseudo-pairs at the four corners of [0, 1]² that keep the
-#: variance of a continuous target positive (``t`` intervals).
-FLOOR_WEIGHT = 0.25
-
-_CORNERS = ((0.0, 0.0), (0.0, 1.0), (1.0, 0.0), (1.0, 1.0))
-
-#: Pseudo-pairs of the active design's small-sample pass-rate interval, in units of the
-#: Agresti–Coull ``q²/4`` per cell (see :func:`active_ppi_mean`).
-ACTIVE_PSEUDO = 2.0
-#: Below this many labels the active design's pass-rate interval is the Agresti–Coull-type
-#: one (:func:`active_ppi_mean`): there the plain ``t`` interval covered 69–87% at pass
-#: rates 0.1 and 0.9 (tests/analysis/test_active_small_sample.py); at 100 labels it
-#: covered 99%.
-ACTIVE_SMALL_SAMPLE = 50
-
-
-def _is_binary(*arrays: FloatArray) -> bool:
-    return all(bool(np.all((a == 0.0) | (a == 1.0))) for a in arrays)
-
-
-def _method_name(interval: Interval, binary: bool, ppi: bool) -> str:
-    if interval == "wald":
-        base = "wald (z)"
-    elif binary:
-        base = "agresti-coull (t, n-1 df)"
-    else:
-        base = "t (n-1 df)"
-    return f"ppi++ {base}" if ppi else base
-
-
-@dataclass(frozen=True)
-class _Fit:
-    """The pieces of one PPI++ interval (λ fixed)."""
-
-    estimate: float  # θ̂ (unclipped)
-    center: float  # the interval's centre (θ̂ except for Agresti–Coull)
-    var_l: float  # labelled part of se²
-    var_u: float  # unlabelled part of se²
-    df: float  # degrees of freedom of var_l (inf: normal quantile)
-
-    @property
-    def se(self) -> float:
-        return math.sqrt(self.var_l + self.var_u)
-
-
-def _fit(
-    Y: FloatArray,
-    Yh: FloatArray,
-    Yu: FloatArray,
-    lam: float,
-    *,
-    ci: float,
-    binary: bool,
-    interval: Interval,
-) -> _Fit:
-    """``θ̂`` and its standard error for a fixed ``λ`` (``n ≥ 2``); see ``ppi_mean``."""
-    n, N = len(Y), len(Yu)
-    D = Y - lam * Yh
-    est = float(np.mean(D)) + (lam * float(np.mean(Yu)) if N else 0.0)
-    var_u = float(np.var(lam * Yu)) / N if N else 0.0
-    if interval == "wald":
-        return _Fit(est, est, float(np.var(D)) / n, var_u, math.inf)
-    corners = np.array([y - lam * yh for y, yh in _CORNERS])
-    if binary:
-        # Agresti–Coull: q²/4 pseudo-pairs in each cell of the 2×2 table (human × judge),
-        # the centre and the variance taken over the augmented labelled sample.
-        a = _t(ci, n - 1) ** 2 / 4.0
-        n_aug = n + 4.0 * a
-        mid = (float(D.sum()) + a * float(corners.sum())) / n_aug
-        var = (float(np.sum((D - mid) ** 2)) + a * float(np.sum((corners - mid) ** 2))) / n_aug
-        center = mid + (lam * float(np.mean(Yu)) if N else 0.0)
-        return _Fit(est, center, var / n_aug, var_u, n - 1.0)
-    # t: the sample variance of D with FLOOR_WEIGHT/4 pseudo-pairs at each corner
-    m = float(np.mean(D))
-    a = FLOOR_WEIGHT / 4.0
-    var = (float(np.sum((D - m) ** 2)) + a * float(np.sum((corners - m) ** 2))) / (
-        n - 1.0 + FLOOR_WEIGHT
-    )
-    return _Fit(est, est, var / n, var_u, n - 1.0)
-
-
-def _quantile(ci: float, df: float) -> float:
-    return _z(ci) if math.isinf(df) else _t(ci, df)
-
-
-def _clip01(x: float) -> float:
-    return min(max(x, 0.0), 1.0)
-
-
-@dataclass(frozen=True)
-class PpiResult:
-    """A PPI++ estimate of a mean.
-
-    Attributes:
-        estimate: ``θ̂`` clipped to [0, 1] (None when undefined, see ``note``).
-        ci_low, ci_high: The interval (``method``), clipped to [0, 1].
-        se: The standard error behind the interval.
-        lam: The power-tuning ``λ`` (per stratum: None; see ``strata``).
-        n_labelled: ``n``.
-        n_unlabelled: ``N``.
-        n_effective: ``n · (se_classical/se)²`` (None when undefined).
-        classical: The human-only mean of the labelled ``Y``.
-        classical_ci: Its interval (``classical_method``), clipped to [0, 1].
-        judge_only: The judge's mean over all ``n + N`` responses (biased in general).
-        note: Why a value is missing, or caveats (joined by ``"; "``).
-        strata: Per-stratum results (stratified estimates only).
-        method: How ``ci`` was computed, e.g. ``"ppi++ t (n-1 df)"``.
-        classical_method: How ``classical_ci`` was computed, e.g. ``"agresti-coull
-            (t, n-1 df)"``.
-    """
-
-    estimate: float | None
-    ci_low: float | None
-    ci_high: float | None
-    se: float | None
-    lam: float | None
-    n_labelled: int
-    n_unlabelled: int
-    n_effective: float | None
-    classical: float | None
-    classical_ci: tuple[float, float] | None
-    judge_only: float | None
-    note: str | None = None
-    strata: dict[str, PpiResult] | None = None
-    method: str | None = None
-    classical_method: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-able form."""
-        out: dict[str, Any] = {
-            "estimate": self.estimate,
-            "ci": None
-            if self.ci_low is None or self.ci_high is None
-            else [self.ci_low, self.ci_high],
-            "method": self.method,
-            "se": self.se,
-            "lambda": self.lam,
-            "n_labelled": self.n_labelled,
-            "n_unlabelled": self.n_unlabelled,
-            "n_effective": self.n_effective,
-            "gain": (
-                None
-                if self.n_effective is None or self.n_labelled == 0
-                else self.n_effective / self.n_labelled
-            ),
-            "classical": self.classical,
-            "classical_ci": None if self.classical_ci is None else list(self.classical_ci),
-            "classical_method": self.classical_method,
-            "judge_only": self.judge_only,
-            "note": self.note,
-        }
-        if self.strata is not None:
-            out["strata"] = {k: v.to_dict() for k, v in self.strata.items()}
-        return out
-
-
-def _join(notes: Sequence[str | None]) -> str | None:
-    kept = [x for x in notes if x]
-    return "; ".join(dict.fromkeys(kept)) if kept else None
-
-
-def _small_note(n: int, what: str = "human-graded responses") -> str | None:
-    if n >= MIN_LABELS:
-        return None
-    return (
-        f"only {n} {what}: below {MIN_LABELS} the intervals may cover less than their nominal level"
-    )
-
-
-def _classical(
-    y: FloatArray, ci: float, binary: bool, interval: Interval
-) -> tuple[float | None, tuple[float, float] | None, _Fit | None]:
-    if len(y) == 0:
-        return None, None, None
-    m = float(np.mean(y))
-    if len(y) < 2:
-        return m, None, None
-    empty = np.zeros(0, np.float64)
-    if interval == "wald":
-        # the human-only Wald interval, sd with divisor n − 1
-        s = float(np.std(y, ddof=1)) / math.sqrt(len(y))
-        f = _Fit(m, m, s * s, 0.0, math.inf)
-    else:
-        f = _fit(y, y, empty, 0.0, ci=ci, binary=binary, interval=interval)
-    h = _quantile(ci, f.df) * f.se
-    return m, (_clip01(f.center - h), _clip01(f.center + h)), f
-
-
-def ppi_mean(
-    y: npt.ArrayLike,
-    yhat: npt.ArrayLike,
-    yhat_unlabelled: npt.ArrayLike,
-    *,
-    ci: float = 0.95,
-    lam: float | None = None,
-    binary: bool | None = None,
-    interval: Interval = "small-sample",
-) -> PpiResult:
-    """PPI++ estimate and interval of a mean (see the module docstring).
-
-    Args:
-        y: Human values on the labelled responses.
-        yhat: Judge values on the same responses.
-        yhat_unlabelled: Judge values on the unlabelled responses.
-        ci: Confidence level.
-        lam: A fixed ``λ`` (None: power-tuned and clipped to [0, 1]).
-        binary: Whether the values are 0/1 (None: when all of them are).
-        interval: ``"small-sample"`` (default: Agresti–Coull-type for a binary target,
-            ``t`` with ``n − 1`` df and a variance floor otherwise) or ``"wald"`` (the
-            textbook ``θ̂ ± z se`` of ``ppi_py``, unclipped).
-
-    Returns:
-        The estimate; with ``N = 0`` it is the classical mean (``λ = 0``). Undefined
-        (None with a note) with fewer than two labelled responses.
-    """
-    if not 0.0 < ci < 1.0:
-        raise ValueError("ci must be between 0 and 1")
-    Y = np.asarray(y, np.float64)
-    Yh = np.asarray(yhat, np.float64)
-    Yu = np.asarray(yhat_unlabelled, np.float64)
-    if Y.shape != Yh.shape:
-        raise ValueError("y and yhat must have the same length")
-    n, N = len(Y), len(Yu)
-    is_bin = _is_binary(Y, Yh, Yu) if binary is None else bool(binary)
-    method = _method_name(interval, is_bin, ppi=True)
-    classical_method = _method_name(interval, is_bin, ppi=False)
-    classical, classical_ci, cfit = _classical(Y, ci, is_bin, interval)
-    all_hat = np.concatenate([Yh, Yu])
-    judge_only = float(np.mean(all_hat)) if len(all_hat) else None
-    if n < 2:
-        return PpiResult(
-            None,
-            None,
-            None,
-            None,
-            None,
-            n,
-            N,
-            None,
-            classical,
-            classical_ci,
-            judge_only,
-            note=f"needs at least two human-graded responses (found {n})",
-            method=method,
-            classical_method=classical_method,
-        )
-    if N == 0:
-        lam_v = 0.0
-    elif lam is not None:
-        lam_v = float(lam)
-    else:
-        cov = float(np.mean((Y - Y.mean()) * (Yh - Yh.mean())))
-        var = float(np.var(all_hat, ddof=1))
-        lam_v = 0.0 if var <= 0 else float(np.clip(cov / ((1.0 + n / N) * var), 0.0, 1.0))
-    f = _fit(Y, Yh, Yu, lam_v, ci=ci, binary=is_bin, interval=interval)
-    se = f.se
-    h = _quantile(ci, f.df) * se
-    if interval == "wald":
-        lo, hi, est = f.center - h, f.center + h, f.estimate
-        se_cl2 = float(np.var(Y)) / n
-    else:
-        lo, hi, est = _clip01(f.center - h), _clip01(f.center + h), _clip01(f.estimate)
-        se_cl2 = cfit.se**2 if cfit is not None else 0.0
-    n_eff = n * se_cl2 / se**2 if se > 0 and se_cl2 > 0 else None
-    notes = [
-        None if N else "no response without human grades: the human-only mean",
-        None if est == f.estimate else f"θ̂ = {f.estimate:.4g} lies outside [0, 1] and was clipped",
-        _small_note(n),
-    ]
-    return PpiResult(
-        est,
-        lo,
-        hi,
-        se,
-        lam_v,
-        n,
-        N,
-        n_eff,
-        classical,
-        classical_ci,
-        judge_only,
-        note=_join(notes),
-        method=method,
-        classical_method=classical_method,
-    )
-
-
-def _batches(
-    P: FloatArray, rounds: npt.ArrayLike | None
-) -> tuple[list[npt.NDArray[np.bool_]], list[float]]:
-    """The batches of an active design (the pilot first, then each round) and their
-    shares of the labels; see :func:`active_ppi_mean`."""
-    drawn = np.isfinite(P)
-    if np.any(P[drawn] <= 0.0) or np.any(P[drawn] > 1.0):
-        raise ValueError("inclusion probabilities must lie in (0, 1]")
-    rnd = np.ones(len(P), np.int64) if rounds is None else np.asarray(rounds, np.int64)
-    if rnd.shape != P.shape:
-        raise ValueError("rounds must have the length of prob")
-    batches = [~drawn] + [drawn & (rnd == k) for k in sorted(set(rnd[drawn].tolist()))]
-    n = max(len(P), 1)
-    return batches, [float(b.sum()) / n for b in batches]
-
-
-def _batch_mean(
-    D: FloatArray,
-    P: FloatArray,
-    batches: Sequence[npt.NDArray[np.bool_]],
-    alphas: Sequence[float],
-    N: int,
-) -> tuple[float, float]:
-    """The design-weighted mean of ``D`` over a population of ``N`` and its variance:
-    the pilot's mean and each round's Hájek estimate combined with the batch shares
-    (the estimator of :func:`active_ppi_mean` with ``λ = 0``)."""
-    pilot = batches[0]
-    n0 = int(pilot.sum())
-    d = var = 0.0
-    if n0:
-        d += alphas[0] * float(D[pilot].mean())
-        if n0 > 1:
-            var += alphas[0] ** 2 * (1.0 - n0 / N) * float(np.var(D[pilot], ddof=1)) / n0
-    before = pilot.copy()
-    for b, alpha in zip(batches[1:], alphas[1:], strict=True):
-        act, pa = D[b], P[b]
-        w_sum = float(before.sum()) + float(np.sum(1.0 / pa))
-        d_r = (float(D[before].sum()) + float(np.sum(act / pa))) / w_sum
-        v_r = float(np.sum((1.0 - pa) / pa**2 * (act - d_r) ** 2)) / (N * N)
-        d += alpha * d_r
-        var += alpha**2 * v_r
-        before |= b
-    return d, var
-
-
-def active_design_mean(
-    y: npt.ArrayLike,
-    prob: npt.ArrayLike,
-    n_population: int,
-    *,
-    rounds: npt.ArrayLike | None = None,
-) -> tuple[float, float]:
-    """The design-weighted mean of any per-response value ``y`` over the ``n_population``
-    responses, from the labelled ones under an active design, and its variance.
-
-    The expert-only estimator of :func:`active_ppi_mean` (``λ = 0``, unclipped):
-    ``prob`` and ``rounds`` as there (NaN: the uniform pilot). For figures other than
-    the mean score and pass rate (e.g. the dashboard's design-weighted judge–consensus
-    agreement), which combine such means.
-
-    Returns:
-        ``(mean, variance)``; NaN for both with fewer than one labelled response.
-    """
-    Y = np.asarray(y, np.float64)
-    P = np.asarray(prob, np.float64)
-    if Y.shape != P.shape:
-        raise ValueError("y and prob must have the same length")
-    if len(Y) == 0 or n_population < len(Y):
-        return math.nan, math.nan
-    batches, alphas = _batches(P, rounds)
-    return _batch_mean(Y, P, batches, alphas, n_population)
-
-
-def active_ppi_mean(
-    y: npt.ArrayLike,
-    yhat: npt.ArrayLike,
-    prob: npt.ArrayLike,
-    yhat_all: npt.ArrayLike,
-    *,
-    ci: float = 0.95,
-    binary: bool | None = None,
-    rounds: npt.ArrayLike | None = None,
-) -> PpiResult:
-    """PPI++ under an active design: the actively drawn responses weighted by ``1/π_i``.
-
-    Active inference (Zrnic & Candès 2024) in batches. ``prob`` holds each labelled
-    response's inclusion probability ``π_i``, or NaN for a response labelled outside the
-    active draws (the *pilot*: earlier uniform assignments, assumed a random sample as
-    :func:`ppi_mean` assumes). ``rounds`` (default: one round) numbers the active draws;
-    round ``r`` sampled, with its probabilities, only responses labelled in neither the
-    pilot nor an earlier round. With ``D_i = Y_i − λ f_i``:
-
-    * each round's Hájek estimate of the population mean of ``D``, counting the responses
-      labelled before it with certainty:
-      ``D̄_r = (Σ_before D + Σ_r D/π)/(n_before + Σ_r 1/π)``, with the Poisson-sampling
-      variance ``V_r = Σ_r (1 − π)/π² (D − D̄_r)²/N²``;
-    * the pilot's own mean ``D̄₀`` with ``V₀ = (1 − n₀/N) s²_D/n₀``;
-    * combined with the batch shares ``α_k = n_k/n``: ``D̄ = Σ α_k D̄_k``,
-      ``V = Σ α_k² V_k`` (uncorrelated: each ``D̄_r`` is conditionally unbiased given
-      what came before). The pilot's labels therefore count as a uniform batch instead
-      of being spent on themselves only, and a draw that came out uniform gives the
-      variance of a uniform sample of ``n``.
-
-    ``λ`` is power-tuned for this design: the slope of ``Y`` on ``f`` over the labelled
-    responses weighted by their coefficients in ``V`` (the ``λ`` that minimises the
-    estimated variance), clipped to [0, 1]. ``θ̂ = λ mean_all(f) + D̄``,
-    ``se² = V + Var(λ f_all)/N`` (the population term of :func:`ppi_mean`), interval
-    ``θ̂ ± t_{n−1} se`` clipped to [0, 1]. ``classical`` is the same estimator with
-    ``λ = 0`` (experts only, weighted); ``n_effective = n · se_classical²/se²``.
-
-    **Small samples, binary target** (fewer than :data:`ACTIVE_SMALL_SAMPLE` labels): the
-    plain ``t`` interval covered only 61–81% at 20–40 labels and pass rates 0.1 / 0.9
-    (the judge's rarer kind of error sits on responses of small probability, and a small
-    sample often holds none). The interval is then Agresti–Coull-type on the design's
-    effective number of labels ``n* = s²_D/V_D`` (Korn & Graubard 1998; ``s²_D`` the
-    design-weighted variance of ``D``, ``V_D`` the variance of its weighted mean; ``n``
-    when either is 0): ``a = ACTIVE_PSEUDO·q²/4`` pseudo-pairs at each corner ``c`` of
-    the 2×2 table (``D`` at ``0, −λ, 1, 1 − λ``), centre ``m = (n* D̄ + a Σc)/(n* + 4a)``
-    (plus ``λ mean_all(f)``), variance ``[n*(s²_D + (D̄ − m)²) + a Σ(c − m)²]/(n* + 4a)²``
-    plus the population term, and ``q`` the ``t`` quantile with Kish's effective number
-    of labels minus one as df (the pilot's count plus each round's ``(Σ1/π)²/Σ1/π²``).
-    Coverage: tests/analysis/test_active_small_sample.py (docs/planning.md). ``θ̂`` itself
-    is unchanged.
-    """
-    if not 0.0 < ci < 1.0:
-        raise ValueError("ci must be between 0 and 1")
-    Y = np.asarray(y, np.float64)
-    F = np.asarray(yhat, np.float64)
-    P = np.asarray(prob, np.float64)
-    A = np.asarray(yhat_all, np.float64)
-    if not (Y.shape == F.shape == P.shape):
-        raise ValueError("y, yhat and prob must have the same length")
-    drawn = np.isfinite(P)
-    batches, alphas = _batches(P, rounds)
-    n, N = len(Y), len(A)
-    is_bin = _is_binary(Y, F, A) if binary is None else bool(binary)
-    kind = (
-        "agresti-coull on the effective n, t with kish df"
-        if is_bin and n < ACTIVE_SMALL_SAMPLE
-        else "t, n-1 df"
-    )
-    method = f"active ppi++ hajek ({kind})"
-    classical_method = f"active hajek ({kind})"
-    judge_only = float(np.mean(A)) if N else None
-    if n < 2 or N == 0:
-        return PpiResult(
-            None,
-            None,
-            None,
-            None,
-            None,
-            n,
-            N - n,
-            None,
-            None,
-            None,
-            judge_only,
-            note=f"needs at least two human-graded responses (found {n})",
-            method=method,
-            classical_method=classical_method,
-        )
-    q = _t(ci, n - 1.0)
-    pilot = ~drawn
-    n0 = int(pilot.sum())
-    safe_p = np.where(drawn, P, 1.0)
-    # each labelled response's coefficient in V: λ minimises
-    # Σ c_i (Y_i − λ f_i − centre)² + λ² Var(f_all)/N, a weighted regression slope
-    c = np.zeros(n)
-    if n0 > 1:
-        c[pilot] = alphas[0] ** 2 * (1.0 - n0 / N) / (n0 * (n0 - 1))
-    for b, alpha in zip(batches[1:], alphas[1:], strict=True):
-        c[b] = alpha**2 * (1.0 - safe_p[b]) / safe_p[b] ** 2 / (N * N)
-    csum = float(c.sum())
-    if csum > 0:
-        fc = float(np.sum(c * F)) / csum
-        yc = float(np.sum(c * Y)) / csum
-        sxy = float(np.sum(c * (F - fc) * (Y - yc)))
-        sxx = float(np.sum(c * (F - fc) ** 2)) + float(np.var(A)) / N
-        lam = 0.0 if sxx <= 0 else float(np.clip(sxy / sxx, 0.0, 1.0))
-    else:
-        lam = 1.0
-
-    def combine(lam_v: float) -> tuple[float, float]:
-        d, var = _batch_mean(Y - lam_v * F, P, batches, alphas, N)
-        return lam_v * float(np.mean(A)) + d, var + float(np.var(lam_v * A)) / N
-
-    def adjusted(lam_v: float) -> tuple[float, float]:
-        """The Agresti–Coull-type interval of a binary target under the design, on the
-        design's *effective* number of labels ``n* = s²_D/V_D`` (Korn & Graubard 1998;
-        ``s²_D`` the design-weighted variance of ``D``, ``V_D`` the variance of its
-        weighted mean; ``n`` when either is 0): ``a = PSEUDO·q²/4`` pseudo-pairs at each
-        corner ``c`` of the 2×2 table (``D`` at ``0, −λ, 1, 1 − λ``), centre
-        ``m = (n* D̄ + a Σc)/(n* + 4a)``, variance
-        ``[n* (s²_D + (D̄ − m)²) + a Σ(c − m)²]/(n* + 4a)²``. The pseudo-pairs stand for
-        the rare cell (the judge's rarer kind of error) that a small sample misses."""
-        D = Y - lam_v * F
-        d, v_d = _batch_mean(D, P, batches, alphas, N)
-        s2 = max(_batch_mean((D - d) ** 2, P, batches, alphas, N)[0], 0.0)
-        n_star = float(n) if v_d <= 0 or s2 <= 0 else s2 / v_d
-        a = ACTIVE_PSEUDO * q_kish * q_kish / 4.0
-        corners = np.array([0.0, -lam_v, 1.0, 1.0 - lam_v])
-        n_aug = n_star + 4.0 * a
-        mid = (n_star * d + a * float(corners.sum())) / n_aug
-        v = (n_star * (s2 + (d - mid) ** 2) + a * float(np.sum((corners - mid) ** 2))) / n_aug
-        h = q_kish * math.sqrt(v / n_aug + float(np.var(lam_v * A)) / N)
-        centre = lam_v * float(np.mean(A)) + mid
-        return _clip01(centre - h), _clip01(centre + h)
-
-    # Kish's effective number of labels (the pilot's count, each round's (Σw)²/Σw²) for
-    # the binary interval's t quantile: a few heavy weights make a small sample
-    n_kish = float(n0) + sum(
-        float(np.sum(1.0 / P[b])) ** 2 / float(np.sum(1.0 / P[b] ** 2))
-        for b in batches[1:]
-        if b.any()
-    )
-    q_kish = _t(ci, max(n_kish - 1.0, 1.0))
-    est, var = combine(lam)
-    cl, cvar = combine(0.0)
-    se = math.sqrt(var)
-    csd = math.sqrt(cvar)
-    small = is_bin and n < ACTIVE_SMALL_SAMPLE
-    if small:
-        (lo, hi), classical_ci = adjusted(lam), adjusted(0.0)
-    else:
-        lo, hi = _clip01(est - q * se), _clip01(est + q * se)
-        classical_ci = (_clip01(cl - q * csd), _clip01(cl + q * csd))
-    n_eff = n * cvar / var if var > 0 and cvar > 0 else None
-    notes = [
-        None if _clip01(est) == est else f"θ̂ = {est:.4g} lies outside [0, 1] and was clipped",
-        _small_note(n),
-    ]
-    return PpiResult(
-        _clip01(est),
-        lo,
-        hi,
-        se,
-        lam,
-        n,
-        N - n,
-        n_eff,
-        _clip01(cl),
-        classical_ci,
-        judge_only,
-        note=_join(notes),
-        method=method,
-        classical_method=classical_method,
-    )
-
-
-def _compatible(rates: Sequence[float]) -> bool:
-    """Whether strata labelled at these rates may be pooled: largest / smallest below
-    :data:`MAX_RATE_RATIO` (a stratum without labels pools with none)."""
-    lo, hi = min(rates), max(rates)
-    return lo > 0.0 and hi < MAX_RATE_RATIO * lo
-
-
-def _pool_strata(
-    counts: dict[str, int], totals: dict[str, int], minimum: int
-) -> tuple[dict[str, list[str]], list[str]]:
-    """Groups of strata with at least ``minimum`` labels each, and the strata left over.
-
-    A stratum with ``minimum`` labels is a group of its own. The others are pooled only
-    with strata labelled at a similar rate (``counts/totals``; :func:`_compatible`):
-    taken in order of rate, each joins the pool of the previous ones while the rates
-    stay compatible, else starts a new pool. A pool still short absorbs, while it is,
-    the compatible group with the fewest labels. Pools that stay short are returned as
-    left over (pooling them with strata labelled at other rates would bias the
-    estimate: the labelled responses would over-represent the better-labelled stratum)
-    — unless every stratum is labelled at a compatible rate: then all form one group.
-    """
-    rate = {k: counts[k] / totals[k] if totals[k] else 0.0 for k in counts}
-    groups = {k: [k] for k, c in counts.items() if c >= minimum}
-    small = sorted((k for k, c in counts.items() if c < minimum), key=lambda k: (rate[k], k))
-    pools: list[list[str]] = []
-    for k in small:
-        if pools and _compatible([rate[x] for x in [*pools[-1], k]]):
-            pools[-1].append(k)
-        else:
-            pools.append([k])
-    left: list[str] = []
-    for pool in pools:
-        while sum(counts[k] for k in pool) < minimum:
-            fits = [
-                g for g, members in groups.items() if _compatible([rate[x] for x in pool + members])
-            ]
-            if not fits:
-                break
-            g = min(fits, key=lambda g: (sum(counts[s] for s in groups[g]), g))
-            pool += groups.pop(g)
-        if sum(counts[k] for k in pool) >= minimum:
-            groups["(pooled) " + " + ".join(sorted(pool))] = sorted(pool)
-        else:
-            left += pool
-    if left and _compatible([rate[k] for k in counts]):
-        return {"(pooled) " + " + ".join(sorted(counts)): sorted(counts)}, []  # plain PPI++
-    return groups, sorted(left)
-
-
-def stratified_ppi_mean(
-    y: npt.ArrayLike,
-    yhat: npt.ArrayLike,
-    strata: Sequence[Any],
-    yhat_unlabelled: npt.ArrayLike,
-    strata_unlabelled: Sequence[Any],
-    *,
-    ci: float = 0.95,
-    binary: bool | None = None,
-    interval: Interval = "small-sample",
-    min_labels: int = MIN_STRATUM_LABELS,
-) -> PpiResult:
-    """Stratified PPI++: one power-tuned estimate per stratum, weighted by stratum size.
-
-    Strata with fewer than ``min_labels`` labelled responses are pooled into
-    ``"(pooled) a + b"`` strata with strata labelled at a similar rate (within
-    :data:`MAX_RATE_RATIO`; see :func:`_pool_strata`); when a single stratum is left the
-    result is plain PPI++ with a note; when a short stratum has no stratum of a similar
-    rate to pool with, the estimate is refused (None, the note says which and why). The combined
-    interval is ``Σ w_k c_k ± q·se`` with ``c_k`` the strata's centres,
-    ``se² = Σ w_k² se_k²`` and ``q`` the ``t`` quantile with Welch–Satterthwaite df over
-    the strata's labelled variance parts (small-sample) or ``z`` (Wald).
-
-    Args:
-        y: Human values on the labelled responses.
-        yhat: Judge values on them.
-        strata: The stratum of each labelled response.
-        yhat_unlabelled: Judge values on the unlabelled responses.
-        strata_unlabelled: Their strata.
-        ci: Confidence level.
-        binary: See :func:`ppi_mean`.
-        interval: See :func:`ppi_mean`.
-        min_labels: The fewest labelled responses a stratum may have (at least 2).
-
-    Returns:
-        The combined estimate with ``strata`` filled in (the pooled groups); undefined
-        with fewer than two labelled responses in all.
-    """
-    if min_labels < 2:
-        raise ValueError("min_labels must be at least 2")
-    Y = np.asarray(y, np.float64)
-    Yh = np.asarray(yhat, np.float64)
-    Yu = np.asarray(yhat_unlabelled, np.float64)
-    s_l = np.asarray([str(s) for s in strata], dtype=object)
-    s_u = np.asarray([str(s) for s in strata_unlabelled], dtype=object)
-    labels = sorted(set(s_l) | set(s_u))
-    total = len(Y) + len(Yu)
-    is_bin = _is_binary(Y, Yh, Yu) if binary is None else bool(binary)
-    kw: dict[str, Any] = {"ci": ci, "binary": is_bin, "interval": interval}
-    counts = {k: int(np.sum(s_l == k)) for k in labels}
-    totals = {k: counts[k] + int(np.sum(s_u == k)) for k in labels}
-    groups, left = _pool_strata(counts, totals, min_labels)
-    pooled = sorted(k for k in labels if counts[k] < min_labels and k not in left)
-    pool_note = (
-        f"strata with fewer than {min_labels} human-graded responses pooled: " + ", ".join(pooled)
-        if pooled
-        else None
-    )
-    if left:
-        rates = ", ".join(
-            f"{k} {counts[k]} of {totals[k]} ({counts[k] / totals[k]:.0%})" for k in left
-        )
-        why = (
-            f"stratification refused: {rates} human-graded, fewer than {min_labels}, and no "
-            f"stratum labelled at a rate within {MAX_RATE_RATIO:g}x to pool with (pooling "
-            "strata labelled at different rates biases the estimate); label more of them, "
-            "or estimate without --stratify"
-        )
-        all_hat = np.concatenate([Yh, Yu])
-        classical, classical_ci, _ = _classical(Y, ci, is_bin, interval)
-        return PpiResult(
-            None,
-            None,
-            None,
-            None,
-            None,
-            len(Y),
-            len(Yu),
-            None,
-            classical,
-            classical_ci,
-            float(np.mean(all_hat)) if len(all_hat) else None,
-            note=why,
-            strata={},
-            method="stratified "
-            + _method_name(interval, is_bin, ppi=True).replace("n-1 df", "Welch-Satterthwaite df"),
-            classical_method=_method_name(interval, is_bin, ppi=False),
-        )
-    if len(groups) <= 1:
-        plain = ppi_mean(Y, Yh, Yu, **kw)
-        why = (
-            f"stratification refused (no two strata with {min_labels} human-graded "
-            "responses each): plain PPI++"
-        )
-        return PpiResult(
-            plain.estimate,
-            plain.ci_low,
-            plain.ci_high,
-            plain.se,
-            plain.lam,
-            plain.n_labelled,
-            plain.n_unlabelled,
-            plain.n_effective,
-            plain.classical,
-            plain.classical_ci,
-            plain.judge_only,
-            note=_join([why if labels else "no data", plain.note]),
-            strata={},
-            method=plain.method,
-            classical_method=plain.classical_method,
-        )
-    parts: dict[str, PpiResult] = {}
-    fits: dict[str, tuple[_Fit, float]] = {}
-    for g, members in groups.items():
-        ml, mu = np.isin(s_l, members), np.isin(s_u, members)
-        r = ppi_mean(Y[ml], Yh[ml], Yu[mu], **kw)
-        parts[g] = r
-        f = _fit(
-            Y[ml], Yh[ml], Yu[mu], float(r.lam or 0.0), ci=ci, binary=is_bin, interval=interval
-        )
-        fits[g] = (f, (int(ml.sum()) + int(mu.sum())) / total)
-    est_raw = sum(w * f.estimate for f, w in fits.values())
-    center = sum(w * f.center for f, w in fits.values())
-    var_l = sum(w**2 * f.var_l for f, w in fits.values())
-    var_u = sum(w**2 * f.var_u for f, w in fits.values())
-    se = math.sqrt(var_l + var_u)
-    if interval == "wald":
-        q = _z(ci)
-        lo, hi, est = center - q * se, center + q * se, est_raw
-    else:
-        # Welch–Satterthwaite df of the labelled parts (the judge-only parts: infinite df)
-        den = sum((w**2 * f.var_l) ** 2 / f.df for f, w in fits.values())
-        df = var_l**2 / den if den > 0 else math.inf
-        q = _quantile(ci, df)
-        lo, hi, est = _clip01(center - q * se), _clip01(center + q * se), _clip01(est_raw)
-    classical, classical_ci, cfit = _classical(Y, ci, is_bin, interval)
-    se_cl2 = (float(np.var(Y)) / len(Y)) if interval == "wald" else (cfit.se**2 if cfit else 0.0)
-    notes = [
-        pool_note,
-        None if est == est_raw else f"θ̂ = {est_raw:.4g} lies outside [0, 1] and was clipped",
-        _small_note(len(Y)),
-    ]
-    return PpiResult(
-        est,
-        lo,
-        hi,
-        se,
-        None,
-        len(Y),
-        len(Yu),
-        len(Y) * se_cl2 / se**2 if se > 0 and se_cl2 > 0 else None,
-        classical,
-        classical_ci,
-        float(np.mean(np.concatenate([Yh, Yu]))),
-        note=_join(notes),
-        strata=parts,
-        method="stratified "
-        + _method_name(interval, is_bin, ppi=True).replace("n-1 df", "Welch-Satterthwaite df"),
-        classical_method=_method_name(interval, is_bin, ppi=False),
-    )
 
 
 @dataclass(frozen=True)
@@ -994,25 +256,18 @@ def rogan_gladen(
     if j <= 0:
         return undefined(f"Se + Sp − 1 = {j:.3g} ≤ 0: the judge's verdicts carry no information")
     pi = (p + sp - 1.0) / j
-    z = _z(ci)
-
-    def binom_var(x: float, m: int) -> float:
-        """``x(1 − x)/m``, at the Agresti–Coull-adjusted proportion when small-sample."""
-        if interval == "wald":
-            return x * (1 - x) / m
-        m_aug = m + z * z
-        x_aug = (x * m + z * z / 2.0) / m_aug
-        return x_aug * (1 - x_aug) / m_aug
-
+    z = z_quantile(ci)
     var = (
-        binom_var(p, n_all) + pi**2 * binom_var(se, n_pos) + (1 - pi) ** 2 * binom_var(sp, n_neg)
+        _binom_var(p, n_all, z, interval)
+        + pi**2 * _binom_var(se, n_pos, z, interval)
+        + (1 - pi) ** 2 * _binom_var(sp, n_neg, z, interval)
     ) / j**2
     half = z * math.sqrt(var)
     clipped = min(max(pi, 0.0), 1.0)
-    note = _join(
+    note = join_notes(
         [
             None if clipped == pi else f"π̂ = {pi:.4g} lies outside [0, 1] and was clipped",
-            _small_note(n_pos + n_neg),
+            small_note(n_pos + n_neg),
         ]
     )
     return RoganGladenResult(
@@ -1029,6 +284,15 @@ def rogan_gladen(
         note,
         method,
     )
+
+
+def _binom_var(x: float, m: int, z: float, interval: Interval) -> float:
+    """``x(1 − x)/m``, at the Agresti–Coull-adjusted proportion when small-sample."""
+    if interval == "wald":
+        return x * (1 - x) / m
+    m_aug = m + z * z
+    x_aug = (x * m + z * z / 2.0) / m_aug
+    return x_aug * (1 - x_aug) / m_aug
 
 
 def estimate_table(
@@ -1112,63 +376,129 @@ def estimate_report(
     """
     t = estimate_table(frames, judge, humans, context=context)
     active = bool(inclusion)
-    probs = (
-        t["response_id"].map(dict(inclusion or {})).to_numpy(np.float64)
-        if active
-        else np.full(len(t), np.nan)
-    )
-    draw_round = (
-        t["response_id"].map(dict(rounds or {})).fillna(1).to_numpy(np.int64)
-        if active
-        else np.ones(len(t), np.int64)
-    )
     cut = float(frames.pass_threshold) - PASS_EPSILON
     lab = t["human_score"].notna().to_numpy(bool)
     jpass = t["judge_score"].to_numpy(np.float64) >= cut
     hpass = t["human_score"].to_numpy(np.float64) >= cut
-    models = sorted({str(m) for m in t["model"]})
-    rows = []
-    for model in models:
-        sel = (t["model"] == model).to_numpy(bool)
-        lm, um = sel & lab, sel & ~lab
-        row: dict[str, Any] = {
-            "model": model,
-            "n_responses": int(sel.sum()),
-            "n_human_graded": int(lm.sum()),
-            "n_incomplete_consensus": int((sel & ~lab & t["human_graded"].to_numpy(bool)).sum()),
-        }
-        per_task = t.loc[sel].groupby("task_id").size()
-        notes = []
-        if (per_task > 1).any():
-            notes.append("several responses per task: intervals treat them as independent")
-        for fig, yv, yh in (
-            (
-                "mean_score",
-                t["human_score"].to_numpy(np.float64),
-                t["judge_score"].to_numpy(np.float64),
-            ),
-            ("pass_rate", hpass.astype(np.float64), jpass.astype(np.float64)),
-        ):
-            binary = True if fig == "pass_rate" else None
-            if active:
-                res = active_ppi_mean(
-                    yv[lm], yh[lm], probs[lm], yh[sel], ci=ci, binary=binary, rounds=draw_round[lm]
-                )
-            elif stratify is None:
-                res = ppi_mean(yv[lm], yh[lm], yh[um], ci=ci, binary=binary)
-            else:
-                s = t[stratify].map(lambda x: "(none)" if x is None else str(x)).to_numpy(object)
-                res = stratified_ppi_mean(
-                    yv[lm], yh[lm], list(s[lm]), yh[um], list(s[um]), ci=ci, binary=binary
-                )
-            row[fig] = res.to_dict()
-        if pooled:
-            rg = rogan_gladen(jpass[sel], jpass[lab], hpass[lab], ci=ci)
-        else:
-            rg = rogan_gladen(jpass[sel], jpass[lm], hpass[lm], ci=ci)
-        row["pass_rate_rogan_gladen"] = rg.to_dict()
-        row["notes"] = notes
-        rows.append(row)
+    values = {
+        "mean_score": (
+            t["human_score"].to_numpy(np.float64),
+            t["judge_score"].to_numpy(np.float64),
+        ),
+        "pass_rate": (hpass.astype(np.float64), jpass.astype(np.float64)),
+    }
+    if active:
+        probs = t["response_id"].map(dict(inclusion or {})).to_numpy(np.float64)
+        draw_round = t["response_id"].map(dict(rounds or {})).fillna(1).to_numpy(np.int64)
+        estimate = functools.partial(_active_figure, probs=probs, rounds=draw_round, ci=ci)
+    else:
+        strata = (
+            None
+            if stratify is None
+            else t[stratify].map(lambda x: "(none)" if x is None else str(x)).to_numpy(object)
+        )
+        estimate = functools.partial(_uniform_figure, strata=strata, ci=ci)
+    rows = [
+        _model_row(t, model, lab, values, estimate, passes=(jpass, hpass), pooled=pooled, ci=ci)
+        for model in sorted({str(m) for m in t["model"]})
+    ]
+    return {
+        "benchmark": benchmark,
+        "judge": judge,
+        "pass_threshold": float(frames.pass_threshold),
+        "ci": ci,
+        "stratify": None if active else stratify,
+        "design": "active" if active else "uniform",
+        "rogan_gladen_pooled": pooled,
+        "n_responses": len(t),
+        "n_human_graded": int(lab.sum()),
+        "models": rows,
+        "notes": _report_notes(frames, t, lab, active, stratify),
+    }
+
+
+Masks = npt.NDArray[np.bool_]
+
+
+def _active_figure(
+    yv: FloatArray,
+    yh: FloatArray,
+    masks: tuple[Masks, Masks, Masks],
+    *,
+    binary: bool | None,
+    probs: npt.NDArray[np.floating[Any]],
+    rounds: npt.NDArray[np.integer[Any]],
+    ci: float,
+) -> PpiResult:
+    """One model's figure under an active design; ``masks``: the model's responses, its
+    labelled and its unlabelled ones."""
+    sel, lm, _um = masks
+    return active_ppi_mean(
+        yv[lm], yh[lm], probs[lm], yh[sel], ci=ci, binary=binary, rounds=rounds[lm]
+    )
+
+
+def _uniform_figure(
+    yv: FloatArray,
+    yh: FloatArray,
+    masks: tuple[Masks, Masks, Masks],
+    *,
+    binary: bool | None,
+    strata: npt.NDArray[np.object_] | None,
+    ci: float,
+) -> PpiResult:
+    """One model's figure, PPI++ (stratified by ``strata`` when given); ``masks`` as in
+    :func:`_active_figure`."""
+    _sel, lm, um = masks
+    if strata is None:
+        return ppi_mean(yv[lm], yh[lm], yh[um], ci=ci, binary=binary)
+    s = strata
+    return stratified_ppi_mean(
+        yv[lm], yh[lm], list(s[lm]), yh[um], list(s[um]), ci=ci, binary=binary
+    )
+
+
+def _model_row(
+    t: pd.DataFrame,
+    model: str,
+    lab: Masks,
+    values: Mapping[str, tuple[FloatArray, FloatArray]],
+    estimate: Callable[..., PpiResult],
+    *,
+    passes: tuple[Masks, Masks],
+    pooled: bool,
+    ci: float,
+) -> dict[str, Any]:
+    """One model's row of :func:`estimate_report`: its counts, each figure of ``values``
+    (human and judge values) by ``estimate``, and the Rogan–Gladen pass rate from
+    ``passes`` (the judge's and the consensus's pass verdicts)."""
+    sel = (t["model"] == model).to_numpy(bool)
+    lm, um = sel & lab, sel & ~lab
+    row: dict[str, Any] = {
+        "model": model,
+        "n_responses": int(sel.sum()),
+        "n_human_graded": int(lm.sum()),
+        "n_incomplete_consensus": int((sel & ~lab & t["human_graded"].to_numpy(bool)).sum()),
+    }
+    per_task = t.loc[sel].groupby("task_id").size()
+    notes = []
+    if (per_task > 1).any():
+        notes.append("several responses per task: intervals treat them as independent")
+    for fig, (yv, yh) in values.items():
+        binary = True if fig == "pass_rate" else None
+        row[fig] = estimate(yv, yh, (sel, lm, um), binary=binary).to_dict()
+    jpass, hpass = passes
+    rl = lab if pooled else lm
+    row["pass_rate_rogan_gladen"] = rogan_gladen(jpass[sel], jpass[rl], hpass[rl], ci=ci).to_dict()
+    row["notes"] = notes
+    return row
+
+
+def _report_notes(
+    frames: Frames, t: pd.DataFrame, lab: npt.NDArray[np.bool_], active: bool, stratify: str | None
+) -> list[str]:
+    """The report's notes: responses left out, the active design's caveats, incomplete
+    consensus (``t``: :func:`estimate_table`; ``lab``: its responses with a consensus score)."""
     n_inc = int((~lab & t["human_graded"].to_numpy(bool)).sum())
     notes = []
     n_no_judge = int(frames.responses["response_id"].nunique()) - len(t)
@@ -1191,16 +521,4 @@ def estimate_report(
             f"{n_inc} human-graded responses lack a complete consensus score (ties or "
             "missing verdicts) and count as unlabelled; if that is not at random, PPI may be biased"
         )
-    return {
-        "benchmark": benchmark,
-        "judge": judge,
-        "pass_threshold": float(frames.pass_threshold),
-        "ci": ci,
-        "stratify": None if active else stratify,
-        "design": "active" if active else "uniform",
-        "rogan_gladen_pooled": pooled,
-        "n_responses": len(t),
-        "n_human_graded": int(lab.sum()),
-        "models": rows,
-        "notes": notes,
-    }
+    return notes

@@ -186,20 +186,8 @@ def fit_pilot(frames: Frames, judge: str, *, n_tasks: int | None = None) -> Plan
     Raises:
         ValueError: no judge verdicts, no human verdicts, or no item graded by two experts.
     """
-    crit = frames.criteria
-    crit = crit.loc[crit["kind"] == "judgment", ["task_id", "criterion_id", "points"]]
-    resp = frames.responses[["response_id", "task_id", "model"]]
-    j = frames.judgments
-    j = j.loc[j["met"].notna(), ["response_id", "criterion_id", "grader", "grader_kind", "met"]]
-    j = j.merge(resp, on="response_id").merge(crit, on=["task_id", "criterion_id"])
-    j["met"] = j["met"].astype(bool)
-    jj = j.loc[j["grader"] == judge]
-    hh = j.loc[j["grader_kind"] == "human"]
-    if jj.empty:
-        raise ValueError(f"no verdicts of the judge {judge!r} to plan from")
-    if hh.empty:
-        raise ValueError("no expert verdicts yet: give --assume instead of a pilot")
-    models = tuple(sorted({str(m) for m in resp["model"]}))
+    crit, j, jj, hh = _pilot_verdicts(frames, judge)
+    models = tuple(sorted({str(m) for m in frames.responses["model"]}))
     key = ["response_id", "criterion_id"]
     agg = hh.groupby(key, sort=False).agg(
         k=("met", "size"), c=("met", "sum"), task_id=("task_id", "first")
@@ -211,84 +199,15 @@ def fit_pilot(frames: Frames, judge: str, *, n_tasks: int | None = None) -> Plan
             "no item graded by two experts: the expert error cannot be fitted "
             "(grade some items twice, or give --assume)"
         )
-    k_, c_ = multi["k"].to_numpy(float), multi["c"].to_numpy(float)
-    pairs = k_ * (k_ - 1) / 2
-    dis = c_ * (k_ - c_)  # disagreeing pairs
-    d = float(dis.sum() / pairs.sum())
-    e = (1.0 - math.sqrt(max(1.0 - 2.0 * d, 0.0))) / 2.0
-    e = min(max(e, 1e-3), 0.45)
-    # spread of per-task disagreement beyond binomial noise → σ_e on the logit scale
-    per_task = (
-        pd.DataFrame({"t": multi["task_id"].to_numpy(), "dis": dis, "pairs": pairs})
-        .groupby("t")
-        .sum()
-    )
-    dt = (per_task["dis"] / per_task["pairs"]).to_numpy(float)
-    if len(dt) >= 3:
-        noise = float(np.mean(d * (1 - d) / per_task["pairs"].to_numpy(float)))
-        excess = max(float(np.var(dt, ddof=1)) - noise, 0.0)
-        # d = 2e(1-e): dd/dlogit(e) = 2e(1-e)(1-2e)
-        slope = 2 * e * (1 - e) * (1 - 2 * e)
-        sd_e = min(math.sqrt(excess) / slope, 2.0) if slope > 0 else 0.0
-    else:
-        sd_e = 0.0
+    d, e, sd_e = _expert_error(multi)
     k_pilot = max(round(float(agg["k"].median())), 1)
     e_c = _majority_error(e, k_pilot)
     decided = agg.loc[agg["c"] * 2 != agg["k"]].assign(cons=lambda x: x["c"] * 2 > x["k"])
     both = decided.merge(jj[[*key, "met"]], on=key).merge(
         j.drop_duplicates(key)[[*key, "model", "points"]], on=key
     )
-    scale = 1.0 - 2.0 * e_c
-
-    def corrected(q: float) -> float:
-        return min(max((q - e_c) / scale, 0.005), 0.995)
-
-    a_m, b_m, tau2s = [], [], []
-    pos_both = both.loc[both["points"] > 0]
-    neg_both = both.loc[both["points"] < 0]
-    frac_by_model: dict[str, pd.Series] = {}
-    for m in models:
-        pm = pos_both.loc[pos_both["model"] == m]
-        nm = neg_both.loc[neg_both["model"] == m]
-        q = float(pm["cons"].mean()) if len(pm) else 0.5
-        p = corrected(q)
-        a_m.append(_logit(p))
-        b_m.append(_logit(corrected(float(nm["cons"].mean()))) if len(nm) else _logit(0.1))
-        g = pm.groupby("response_id")["cons"].agg(["mean", "size"])
-        if len(g) >= 3:
-            frac = ((g["mean"] - e_c) / scale).clip(0.0, 1.0)
-            frac_by_model[m] = pd.Series(
-                frac.to_numpy(), index=pm.groupby("response_id")["task_id"].first().loc[g.index]
-            )
-            binom_noise = float(np.mean(q * (1 - q) / g["size"])) / scale**2
-            v = max(float(np.var(frac, ddof=1)) - binom_noise, 0.0)
-            tau2s.append(v / (p * (1 - p)) ** 2)
-    tau = math.sqrt(float(np.mean(tau2s))) if tau2s else 1.0
-    tau = min(tau, 4.0)
-    # task share ρ: covariance of the models' met fractions within a task
-    rho = 0.5
-    if len(frac_by_model) >= 2:
-        wide = pd.DataFrame({m: s.groupby(level=0).mean() for m, s in frac_by_model.items()})
-        wide = wide.dropna()
-        if len(wide) >= 3:
-            cov = wide.cov().to_numpy()
-            off = cov[~np.eye(len(cov), dtype=bool)].mean()
-            tot = max(float(np.mean(np.diag(cov))), 1e-9)
-            rho = float(min(max(off / tot, 0.0), 1.0))
-    # judge Se/Sp against the truth, per model, from the judge × consensus table
-    sens, spec = [], []
-    for mname in models:
-        bm = both.loc[both["model"] == mname]
-        if len(bm) < 10:
-            bm = both
-        prev = corrected(float(bm["cons"].mean())) if len(bm) else 0.5
-        p11 = float((bm["met"] & bm["cons"]).mean()) if len(bm) else 0.4
-        p10 = float((bm["met"] & ~bm["cons"]).mean()) if len(bm) else 0.1
-        # p11 = prev·Se·(1−e_c) + (1−prev)·F·e_c ; p10 = prev·Se·e_c + (1−prev)·F·(1−e_c)
-        mat = np.array([[prev * (1 - e_c), (1 - prev) * e_c], [prev * e_c, (1 - prev) * (1 - e_c)]])
-        se_j, fpr = np.linalg.solve(mat, np.array([p11, p10]))
-        sens.append(float(np.clip(se_j, 0.5, 0.999)))
-        spec.append(float(np.clip(1 - fpr, 0.5, 0.999)))
+    a_m, b_m, tau, rho = _model_rates(both, models, e_c)
+    sens, spec = _judge_rates(both, models, e_c)
     rubrics = tuple(
         tuple(int(x) for x in g.to_numpy())
         for _, g in crit.groupby("task_id", sort=True)["points"]
@@ -319,6 +238,124 @@ def fit_pilot(frames: Frames, judge: str, *, n_tasks: int | None = None) -> Plan
         source="pilot",
         pilot=pilot,
     )
+
+
+def _pilot_verdicts(
+    frames: Frames, judge: str
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """The judgment criteria, every verdict (with its response's task and model and its
+    criterion's points), the judge's and the experts' (refused when either is empty)."""
+    crit = frames.criteria
+    crit = crit.loc[crit["kind"] == "judgment", ["task_id", "criterion_id", "points"]]
+    resp = frames.responses[["response_id", "task_id", "model"]]
+    j = frames.judgments
+    j = j.loc[j["met"].notna(), ["response_id", "criterion_id", "grader", "grader_kind", "met"]]
+    j = j.merge(resp, on="response_id").merge(crit, on=["task_id", "criterion_id"])
+    j["met"] = j["met"].astype(bool)
+    jj = j.loc[j["grader"] == judge]
+    hh = j.loc[j["grader_kind"] == "human"]
+    if jj.empty:
+        raise ValueError(f"no verdicts of the judge {judge!r} to plan from")
+    if hh.empty:
+        raise ValueError("no expert verdicts yet: give --assume instead of a pilot")
+    return crit, j, jj, hh
+
+
+def _expert_error(multi: pd.DataFrame) -> tuple[float, float, float]:
+    """``(d, e, σ_e)`` from the items graded by two experts or more (``k`` verdicts, ``c``
+    of them met, their ``task_id``): the disagreement, the expert error (``d = 2e(1 − e)``,
+    kept within [0.001, 0.45]) and its spread over tasks beyond binomial noise (logit
+    scale, at most 2)."""
+    k_, c_ = multi["k"].to_numpy(float), multi["c"].to_numpy(float)
+    pairs = k_ * (k_ - 1) / 2
+    dis = c_ * (k_ - c_)  # disagreeing pairs
+    d = float(dis.sum() / pairs.sum())
+    e = (1.0 - math.sqrt(max(1.0 - 2.0 * d, 0.0))) / 2.0
+    e = min(max(e, 1e-3), 0.45)
+    # spread of per-task disagreement beyond binomial noise → σ_e on the logit scale
+    per_task = (
+        pd.DataFrame({"t": multi["task_id"].to_numpy(), "dis": dis, "pairs": pairs})
+        .groupby("t")
+        .sum()
+    )
+    dt = (per_task["dis"] / per_task["pairs"]).to_numpy(float)
+    if len(dt) < 3:
+        return d, e, 0.0
+    noise = float(np.mean(d * (1 - d) / per_task["pairs"].to_numpy(float)))
+    excess = max(float(np.var(dt, ddof=1)) - noise, 0.0)
+    # d = 2e(1-e): dd/dlogit(e) = 2e(1-e)(1-2e)
+    slope = 2 * e * (1 - e) * (1 - 2 * e)
+    return d, e, min(math.sqrt(excess) / slope, 2.0) if slope > 0 else 0.0
+
+
+def _corrected(q: float, e_c: float) -> float:
+    """A consensus met rate ``q`` corrected for the consensus's error ``e_c``, within
+    [0.005, 0.995]."""
+    scale = 1.0 - 2.0 * e_c
+    return min(max((q - e_c) / scale, 0.005), 0.995)
+
+
+def _model_rates(
+    both: pd.DataFrame, models: Sequence[str], e_c: float
+) -> tuple[list[float], list[float], float, float]:
+    """``(a_m, b_m, τ, ρ)`` from the decided consensus verdicts (``both``: ``cons``,
+    ``model``, ``points``, ``response_id``, ``task_id``; ``e_c`` the consensus's error):
+    the models' met and penalty logits, the latent spread and its task share."""
+    scale = 1.0 - 2.0 * e_c
+    a_m, b_m, tau2s = [], [], []
+    pos_both = both.loc[both["points"] > 0]
+    neg_both = both.loc[both["points"] < 0]
+    frac_by_model: dict[str, pd.Series] = {}
+    for m in models:
+        pm = pos_both.loc[pos_both["model"] == m]
+        nm = neg_both.loc[neg_both["model"] == m]
+        q = float(pm["cons"].mean()) if len(pm) else 0.5
+        p = _corrected(q, e_c)
+        a_m.append(_logit(p))
+        b_m.append(_logit(_corrected(float(nm["cons"].mean()), e_c)) if len(nm) else _logit(0.1))
+        g = pm.groupby("response_id")["cons"].agg(["mean", "size"])
+        if len(g) >= 3:
+            frac = ((g["mean"] - e_c) / scale).clip(0.0, 1.0)
+            frac_by_model[m] = pd.Series(
+                frac.to_numpy(), index=pm.groupby("response_id")["task_id"].first().loc[g.index]
+            )
+            binom_noise = float(np.mean(q * (1 - q) / g["size"])) / scale**2
+            v = max(float(np.var(frac, ddof=1)) - binom_noise, 0.0)
+            tau2s.append(v / (p * (1 - p)) ** 2)
+    tau = math.sqrt(float(np.mean(tau2s))) if tau2s else 1.0
+    tau = min(tau, 4.0)
+    # task share ρ: covariance of the models' met fractions within a task
+    rho = 0.5
+    if len(frac_by_model) >= 2:
+        wide = pd.DataFrame({m: s.groupby(level=0).mean() for m, s in frac_by_model.items()})
+        wide = wide.dropna()
+        if len(wide) >= 3:
+            cov = wide.cov().to_numpy()
+            off = cov[~np.eye(len(cov), dtype=bool)].mean()
+            tot = max(float(np.mean(np.diag(cov))), 1e-9)
+            rho = float(min(max(off / tot, 0.0), 1.0))
+    return a_m, b_m, tau, rho
+
+
+def _judge_rates(
+    both: pd.DataFrame, models: Sequence[str], e_c: float
+) -> tuple[list[float], list[float]]:
+    """The judge's sensitivity and specificity against the truth, per model (all models'
+    verdicts for a model with fewer than 10), from the judge × consensus table."""
+    sens, spec = [], []
+    for mname in models:
+        bm = both.loc[both["model"] == mname]
+        if len(bm) < 10:
+            bm = both
+        prev = _corrected(float(bm["cons"].mean()), e_c) if len(bm) else 0.5
+        p11 = float((bm["met"] & bm["cons"]).mean()) if len(bm) else 0.4
+        p10 = float((bm["met"] & ~bm["cons"]).mean()) if len(bm) else 0.1
+        # p11 = prev·Se·(1−e_c) + (1−prev)·F·e_c ; p10 = prev·Se·e_c + (1−prev)·F·(1−e_c)
+        mat = np.array([[prev * (1 - e_c), (1 - prev) * e_c], [prev * e_c, (1 - prev) * (1 - e_c)]])
+        se_j, fpr = np.linalg.solve(mat, np.array([p11, p10]))
+        sens.append(float(np.clip(se_j, 0.5, 0.999)))
+        spec.append(float(np.clip(1 - fpr, 0.5, 0.999)))
+    return sens, spec
 
 
 def _kappa_sym(e: float, p: float) -> float:
@@ -559,28 +596,11 @@ def plan(
         ValueError: an unknown target, or a design outside the benchmark.
     """
     targets = dict(targets or {})
-    for name in targets:
-        if name not in TARGETS:
-            raise ValueError(f"unknown target {name!r} (known: {', '.join(TARGETS)})")
-    grid_t = sorted(set(tasks or default_task_grid(model.n_tasks)))
-    grid_k = sorted(set(experts))
-    if not grid_t or grid_t[0] < 2 or grid_t[-1] > model.n_tasks:
-        raise ValueError(f"tasks graded must be between 2 and {model.n_tasks} (the benchmark)")
-    if not grid_k or grid_k[0] < 1 or grid_k[-1] > 15:
-        raise ValueError("experts per item must be between 1 and 15")
+    grid_t, grid_k = _design_grid(model, targets, tasks, experts)
     rng = np.random.default_rng(seed)
-    M, G, Kmax, Tmax = len(model.models), model.n_tasks, grid_k[-1], grid_t[-1]
-    cmax = max(len(r) for r in model.rubrics)
-    templates = np.zeros((len(model.rubrics), cmax), np.float64)
-    for i, r in enumerate(model.rubrics):
-        templates[i, : len(r)] = r
-    a_m = np.asarray(model.logit_met)[None, :, None, None]
-    b_m = np.asarray(model.logit_penalty)[None, :, None, None]
-    tau, rho = model.latent_sd, model.task_share
-    thr = model.pass_threshold - 1e-9
-    z = 1.959963984540054
-    from scipy.stats import norm  # type: ignore[import-untyped, unused-ignore]
-
+    M, G, Kmax = len(model.models), model.n_tasks, grid_k[-1]
+    templates = _templates(model)
+    cmax = templates.shape[1]
     keys = [(t, k) for t in grid_t for k in grid_k]
     acc: dict[tuple[int, int], dict[str, list[FloatArray]]] = {
         key: {n: [] for n in ("pass", "mean", "kappa", "alt", "accept")} for key in keys
@@ -589,143 +609,14 @@ def plan(
     done = 0
     while done < n_sims:
         S = min(chunk, n_sims - done)
-        pick = rng.integers(0, len(model.rubrics), size=(S, G))
-        pts = templates[pick]  # (S, G, C)
-        valid = pts != 0
-        u = rng.standard_normal((S, 1, G, 1)) * tau * math.sqrt(rho)
-        v = rng.standard_normal((S, M, G, 1)) * tau * math.sqrt(1 - rho)
-        eta = np.where(pts[:, None] > 0, a_m, b_m) + u + v  # (S, M, G, C)
-        truth = rng.random(eta.shape) < _sigmoid(eta)
-        uj = rng.random(eta.shape)
-        sens = np.asarray(model.judge_sensitivity)[None, :, None, None]
-        spec = np.asarray(model.judge_specificity)[None, :, None, None]
-        judge = np.where(truth, uj < sens, uj >= spec)
-        e_t = _sigmoid(
-            _logit(model.expert_error) + model.expert_error_sd * rng.standard_normal((S, Tmax))
-        )
-        flips = rng.random((Kmax, S, M, Tmax, cmax)) < e_t[None, :, None, :, None]
-        experts_met = truth[None, :, :, :Tmax] ^ flips  # (K, S, M, T, C)
-        cum = np.cumsum(experts_met, axis=0, dtype=np.int16)  # met counts of the first k
-
-        def score(met: BoolArray, p: FloatArray) -> FloatArray:
-            tot = np.where(p > 0, p, 0).sum(-1)
-            raw = (p * met).sum(-1) / np.maximum(tot, 1e-12)
-            out: FloatArray = np.clip(raw, 0, 1)
-            return out
-
-        j_score = score(judge, pts[:, None])  # (S, M, G)
-        j_pass = (j_score >= thr).astype(np.float64)
+        sim = _simulate(rng, model, templates, S, grid_t[-1], Kmax)
         for k in grid_k:
-            cnt = cum[k - 1]
-            cons = cnt * 2 > k  # (S, M, T, C)
-            tie = (cnt * 2 == k) & valid[:, None, :Tmax]
-            resp_ok = ~tie.any(-1)  # (S, M, T)
-            c_score = score(cons, pts[:, None, :Tmax])
-            c_pass = (c_score >= thr).astype(np.float64)
-            agree = (cons == judge[:, :, :Tmax]) & valid[:, None, :Tmax] & ~tie
-            unit = valid[:, None, :Tmax] & ~tie
-            if k >= 2:
-                pairs = k * (k - 1) / 2
-                ag_pairs = (cnt * (cnt - 1) / 2 + (k - cnt) * (k - cnt - 1) / 2) / pairs
-            # per-task sums, once per k (a design with t tasks takes the first t)
-            un_all = unit.sum(axis=(1, 3)).astype(np.float64)  # (S, Tmax)
-            ag_all = agree.sum(axis=(1, 3)).astype(np.float64)
-            jm_all = (judge[:, :, :Tmax] & unit).sum(axis=(1, 3)).astype(np.float64)
-            cm_all = (cons & unit).sum(axis=(1, 3)).astype(np.float64)
-            if k >= 2:
-                # acceptance: per task, reviewer percent agreement against the bar
-                w = valid[:, None, :Tmax]
-                obs_all = (ag_pairs * w).sum(axis=(1, 3)) / (M * w.sum(axis=(1, 3)))
-                true_ag = 1 - 2 * e_t * (1 - e_t)
-                wrong_all = ((obs_all >= bar) != (true_ag >= bar)).astype(np.float64)
-                # alt-test: each expert slot against the others, d summed per task
-                n_items = np.broadcast_to(w, cons.shape).sum(axis=(1, 3)).astype(np.float64)
-                st_slots = []
-                for slot in range(k):
-                    me = experts_met[slot]
-                    others = cnt - me
-                    s_h = np.where(me, others, (k - 1) - others)
-                    s_f = np.where(judge[:, :, :Tmax], others, (k - 1) - others)
-                    dd = (s_h >= s_f).astype(np.int8) - (s_f >= s_h).astype(np.int8)
-                    st_slots.append((dd * w).sum(axis=(1, 3)).astype(np.float64))  # (S, Tmax)
-            y_pass = np.zeros((S, M, G))
-            y_pass[:, :, :Tmax] = c_pass
-            y_mean = np.zeros((S, M, G))
-            y_mean[:, :, :Tmax] = c_score
-            for t in grid_t:
-                lab = np.zeros((S, M, G), bool)
-                lab[:, :, :t] = resp_ok[:, :, :t]
-                box = acc[(t, k)]
-                box["pass"].append(ppi_half_widths(y_pass, j_pass, lab, binary=True, ci=ci))
-                box["mean"].append(ppi_half_widths(y_mean, j_score, lab, binary=False, ci=ci))
-                # κ over the graded criteria, task-clustered linearisation
-                un, ag, jm, cm = un_all[:, :t], ag_all[:, :t], jm_all[:, :t], cm_all[:, :t]
-                ntot = un.sum(-1)
-                po, pj, pc = ag.sum(-1) / ntot, jm.sum(-1) / ntot, cm.sum(-1) / ntot
-                pe = pj * pc + (1 - pj) * (1 - pc)
-                d_po = 1 / (1 - pe)
-                d_pe = (po - 1) / (1 - pe) ** 2
-                inf = (
-                    d_po[:, None] * (ag - po[:, None] * un)
-                    + d_pe[:, None] * (2 * pc - 1)[:, None] * (jm - pj[:, None] * un)
-                    + d_pe[:, None] * (2 * pj - 1)[:, None] * (cm - pc[:, None] * un)
-                ) / ntot[:, None]
-                se_k = np.sqrt(t / (t - 1) * (inf**2).sum(-1))
-                box["kappa"].append(z * se_k)
-                if k >= 2:
-                    box["accept"].append(wrong_all[:, :t].mean(-1))
-                    nt = n_items[:, :t]
-                    pvals = []
-                    for st_all in st_slots:
-                        st = st_all[:, :t]
-                        dbar = st.sum(-1) / nt.sum(-1)
-                        se_d = np.sqrt(
-                            t / (t - 1) * ((st - dbar[:, None] * nt) ** 2).sum(-1)
-                        ) / nt.sum(-1)
-                        zz = (dbar - epsilon) / np.maximum(se_d, 1e-12)
-                        pvals.append(norm.cdf(zz))
-                    pv = np.stack(pvals, axis=-1)
-                    box["alt"].append((_by(pv, 0.05).mean(-1) >= 0.5).astype(np.float64))
+            sums = _expert_sums(sim, k, bar)
+            _add_figures(acc, sim, sums, k, grid_t, ci=ci, epsilon=epsilon)
         done += S
         if progress is not None:
             progress("simulating designs", done, n_sims)
-    designs = []
-    for t, k in keys:
-        box = acc[(t, k)]
-        pr = np.concatenate(box["pass"], axis=0)  # (sims, M)
-        ms = np.concatenate(box["mean"], axis=0)
-        kp = np.concatenate(box["kappa"])
-        per_model = {
-            name: {
-                "pass_rate_half_width": _nanmean(pr[:, i]),
-                "mean_score_half_width": _nanmean(ms[:, i]),
-            }
-            for i, name in enumerate(model.models)
-        }
-        hw = {
-            "pass_rate_half_width": max(
-                v["pass_rate_half_width"] or 0.0 for v in per_model.values()
-            ),
-            "mean_score_half_width": max(
-                v["mean_score_half_width"] or 0.0 for v in per_model.values()
-            ),
-            "kappa_half_width": _nanmean(kp),
-        }
-        power = {
-            "alttest_power": _nanmean(np.concatenate(box["alt"])) if box["alt"] else None,
-            "acceptance_error": _nanmean(np.concatenate(box["accept"])) if box["accept"] else None,
-        }
-        designs.append(
-            {
-                "tasks": t,
-                "experts_per_item": k,
-                "expert_items": t * M * k,
-                "expected_half_width": hw,
-                "power": power,
-                "per_model": per_model,
-                "meets_targets": _meets(hw, power, targets) if targets else None,
-            }
-        )
+    designs = [_design_row(model, t, k, acc[(t, k)], targets) for t, k in keys]
     ok = [d for d in designs if d["meets_targets"]]
     recommended = None
     if ok:
@@ -746,6 +637,263 @@ def plan(
     if 1 in grid_k:
         notes.append("with one expert per item there is no alt-test and no acceptance agreement")
     return PlanResult(model, targets, designs, recommended, n_sims, epsilon, bar, ci, seed, notes)
+
+
+#: The normal quantile of a 95% interval (the κ half-width).
+_Z95 = 1.959963984540054
+
+
+def _design_grid(
+    model: PlanModel,
+    targets: Mapping[str, float],
+    tasks: Sequence[int] | None,
+    experts: Sequence[int],
+) -> tuple[list[int], list[int]]:
+    """The tasks and experts of :func:`plan`'s grid, sorted (refused outside the benchmark
+    or with an unknown target)."""
+    for name in targets:
+        if name not in TARGETS:
+            raise ValueError(f"unknown target {name!r} (known: {', '.join(TARGETS)})")
+    grid_t = sorted(set(tasks or default_task_grid(model.n_tasks)))
+    grid_k = sorted(set(experts))
+    if not grid_t or grid_t[0] < 2 or grid_t[-1] > model.n_tasks:
+        raise ValueError(f"tasks graded must be between 2 and {model.n_tasks} (the benchmark)")
+    if not grid_k or grid_k[0] < 1 or grid_k[-1] > 15:
+        raise ValueError("experts per item must be between 1 and 15")
+    return grid_t, grid_k
+
+
+def _templates(model: PlanModel) -> FloatArray:
+    """The template tasks' criteria points, one row per task (0: no criterion)."""
+    cmax = max(len(r) for r in model.rubrics)
+    templates = np.zeros((len(model.rubrics), cmax), np.float64)
+    for i, r in enumerate(model.rubrics):
+        templates[i, : len(r)] = r
+    return templates
+
+
+def _score(met: BoolArray, p: FloatArray) -> FloatArray:
+    """Rubric scores: the points of the criteria met over the positive points, in [0, 1]."""
+    tot = np.where(p > 0, p, 0).sum(-1)
+    raw = (p * met).sum(-1) / np.maximum(tot, 1e-12)
+    out: FloatArray = np.clip(raw, 0, 1)
+    return out
+
+
+@dataclass(frozen=True)
+class _Population:
+    """``S`` simulated benchmarks: their criteria, the judge's verdicts and scores on every
+    response, and the verdicts of ``Kmax`` experts on the first ``Tmax`` tasks."""
+
+    pts: FloatArray  # (S, G, C) points, 0 where a task has fewer criteria
+    judge: BoolArray  # (S, M, G, C)
+    e_t: FloatArray  # (S, Tmax) each task's expert error
+    experts_met: BoolArray  # (K, S, M, T, C)
+    cum: npt.NDArray[np.int16]  # met counts of the first k experts
+    j_score: FloatArray  # (S, M, G)
+    j_pass: FloatArray
+    thr: float  # the pass threshold (less a rounding margin)
+
+    @property
+    def valid(self) -> BoolArray:
+        out: BoolArray = self.pts != 0
+        return out
+
+
+def _simulate(
+    rng: np.random.Generator, model: PlanModel, templates: FloatArray, S: int, Tmax: int, Kmax: int
+) -> _Population:
+    """Draw ``S`` benchmarks of ``model`` (see the module docstring), in :func:`plan`'s order
+    of random draws."""
+    M, G = len(model.models), model.n_tasks
+    cmax = templates.shape[1]
+    a_m = np.asarray(model.logit_met)[None, :, None, None]
+    b_m = np.asarray(model.logit_penalty)[None, :, None, None]
+    tau, rho = model.latent_sd, model.task_share
+    thr = model.pass_threshold - 1e-9
+    pick = rng.integers(0, len(model.rubrics), size=(S, G))
+    pts = templates[pick]  # (S, G, C)
+    u = rng.standard_normal((S, 1, G, 1)) * tau * math.sqrt(rho)
+    v = rng.standard_normal((S, M, G, 1)) * tau * math.sqrt(1 - rho)
+    eta = np.where(pts[:, None] > 0, a_m, b_m) + u + v  # (S, M, G, C)
+    truth = rng.random(eta.shape) < _sigmoid(eta)
+    uj = rng.random(eta.shape)
+    sens = np.asarray(model.judge_sensitivity)[None, :, None, None]
+    spec = np.asarray(model.judge_specificity)[None, :, None, None]
+    judge = np.where(truth, uj < sens, uj >= spec)
+    e_t = _sigmoid(
+        _logit(model.expert_error) + model.expert_error_sd * rng.standard_normal((S, Tmax))
+    )
+    flips = rng.random((Kmax, S, M, Tmax, cmax)) < e_t[None, :, None, :, None]
+    experts_met = truth[None, :, :, :Tmax] ^ flips  # (K, S, M, T, C)
+    cum = np.cumsum(experts_met, axis=0, dtype=np.int16)  # met counts of the first k
+    j_score = _score(judge, pts[:, None])  # (S, M, G)
+    j_pass = (j_score >= thr).astype(np.float64)
+    return _Population(pts, judge, e_t, experts_met, cum, j_score, j_pass, thr)
+
+
+@dataclass(frozen=True)
+class _ExpertSums:
+    """The consensus of the first ``k`` experts of a :class:`_Population` and its per-task
+    sums (a design with ``t`` tasks takes the first ``t``)."""
+
+    resp_ok: BoolArray  # (S, M, T) responses with a consensus on every criterion
+    c_score: FloatArray  # (S, M, T)
+    c_pass: FloatArray
+    un_all: FloatArray  # (S, T) units, judge–consensus agreements, judge and consensus mets
+    ag_all: FloatArray
+    jm_all: FloatArray
+    cm_all: FloatArray
+    wrong_all: FloatArray | None  # (S, T) acceptance decided wrongly (k ≥ 2)
+    n_items: FloatArray | None  # (S, T) items per task (k ≥ 2)
+    st_slots: list[FloatArray]  # per expert slot: the alt-test's d summed per task (k ≥ 2)
+
+
+def _expert_sums(sim: _Population, k: int, bar: float) -> _ExpertSums:
+    """:class:`_ExpertSums` of the first ``k`` experts (``bar``: the acceptance bar)."""
+    Tmax, M = sim.e_t.shape[1], sim.judge.shape[1]
+    valid, judge = sim.valid, sim.judge
+    cnt = sim.cum[k - 1]
+    cons = cnt * 2 > k  # (S, M, T, C)
+    tie = (cnt * 2 == k) & valid[:, None, :Tmax]
+    resp_ok = ~tie.any(-1)  # (S, M, T)
+    c_score = _score(cons, sim.pts[:, None, :Tmax])
+    c_pass = (c_score >= sim.thr).astype(np.float64)
+    agree = (cons == judge[:, :, :Tmax]) & valid[:, None, :Tmax] & ~tie
+    unit = valid[:, None, :Tmax] & ~tie
+    un_all = unit.sum(axis=(1, 3)).astype(np.float64)  # (S, Tmax)
+    ag_all = agree.sum(axis=(1, 3)).astype(np.float64)
+    jm_all = (judge[:, :, :Tmax] & unit).sum(axis=(1, 3)).astype(np.float64)
+    cm_all = (cons & unit).sum(axis=(1, 3)).astype(np.float64)
+    wrong_all = n_items = None
+    st_slots = []
+    if k >= 2:
+        pairs = k * (k - 1) / 2
+        ag_pairs = (cnt * (cnt - 1) / 2 + (k - cnt) * (k - cnt - 1) / 2) / pairs
+        # acceptance: per task, reviewer percent agreement against the bar
+        w = valid[:, None, :Tmax]
+        obs_all = (ag_pairs * w).sum(axis=(1, 3)) / (M * w.sum(axis=(1, 3)))
+        true_ag = 1 - 2 * sim.e_t * (1 - sim.e_t)
+        wrong_all = ((obs_all >= bar) != (true_ag >= bar)).astype(np.float64)
+        # alt-test: each expert slot against the others, d summed per task
+        n_items = np.broadcast_to(w, cons.shape).sum(axis=(1, 3)).astype(np.float64)
+        for slot in range(k):
+            me = sim.experts_met[slot]
+            others = cnt - me
+            s_h = np.where(me, others, (k - 1) - others)
+            s_f = np.where(judge[:, :, :Tmax], others, (k - 1) - others)
+            dd = (s_h >= s_f).astype(np.int8) - (s_f >= s_h).astype(np.int8)
+            st_slots.append((dd * w).sum(axis=(1, 3)).astype(np.float64))  # (S, Tmax)
+    return _ExpertSums(
+        resp_ok, c_score, c_pass, un_all, ag_all, jm_all, cm_all, wrong_all, n_items, st_slots
+    )
+
+
+def _add_figures(
+    acc: dict[tuple[int, int], dict[str, list[FloatArray]]],
+    sim: _Population,
+    sums: _ExpertSums,
+    k: int,
+    grid_t: Sequence[int],
+    *,
+    ci: float,
+    epsilon: float,
+) -> None:
+    """Append each design ``(t, k)``'s figures of these simulations to ``acc``."""
+    S, M, G = sim.j_score.shape
+    Tmax = sim.e_t.shape[1]
+    y_pass = np.zeros((S, M, G))
+    y_pass[:, :, :Tmax] = sums.c_pass
+    y_mean = np.zeros((S, M, G))
+    y_mean[:, :, :Tmax] = sums.c_score
+    for t in grid_t:
+        lab = np.zeros((S, M, G), bool)
+        lab[:, :, :t] = sums.resp_ok[:, :, :t]
+        box = acc[(t, k)]
+        box["pass"].append(ppi_half_widths(y_pass, sim.j_pass, lab, binary=True, ci=ci))
+        box["mean"].append(ppi_half_widths(y_mean, sim.j_score, lab, binary=False, ci=ci))
+        box["kappa"].append(_kappa_half_width(sums, t))
+        if k >= 2:
+            assert sums.wrong_all is not None
+            box["accept"].append(sums.wrong_all[:, :t].mean(-1))
+            box["alt"].append(_alttest_passes(sums, t, epsilon))
+
+
+def _kappa_half_width(sums: _ExpertSums, t: int) -> FloatArray:
+    """The judge–consensus κ's 95% half-width over the first ``t`` tasks' graded criteria,
+    from the task-clustered linearisation."""
+    un, ag = sums.un_all[:, :t], sums.ag_all[:, :t]
+    jm, cm = sums.jm_all[:, :t], sums.cm_all[:, :t]
+    ntot = un.sum(-1)
+    po, pj, pc = ag.sum(-1) / ntot, jm.sum(-1) / ntot, cm.sum(-1) / ntot
+    pe = pj * pc + (1 - pj) * (1 - pc)
+    d_po = 1 / (1 - pe)
+    d_pe = (po - 1) / (1 - pe) ** 2
+    inf = (
+        d_po[:, None] * (ag - po[:, None] * un)
+        + d_pe[:, None] * (2 * pc - 1)[:, None] * (jm - pj[:, None] * un)
+        + d_pe[:, None] * (2 * pj - 1)[:, None] * (cm - pc[:, None] * un)
+    ) / ntot[:, None]
+    se_k = np.sqrt(t / (t - 1) * (inf**2).sum(-1))
+    out: FloatArray = _Z95 * se_k
+    return out
+
+
+def _alttest_passes(sums: _ExpertSums, t: int, epsilon: float) -> FloatArray:
+    """1 where the alt-test over the first ``t`` tasks finds that the judge may replace
+    the experts (half of the expert slots rejected after Benjamini–Yekutieli), else 0."""
+    from scipy.stats import norm  # type: ignore[import-untyped, unused-ignore]
+
+    assert sums.n_items is not None
+    nt = sums.n_items[:, :t]
+    pvals = []
+    for st_all in sums.st_slots:
+        st = st_all[:, :t]
+        dbar = st.sum(-1) / nt.sum(-1)
+        se_d = np.sqrt(t / (t - 1) * ((st - dbar[:, None] * nt) ** 2).sum(-1)) / nt.sum(-1)
+        zz = (dbar - epsilon) / np.maximum(se_d, 1e-12)
+        pvals.append(norm.cdf(zz))
+    pv = np.stack(pvals, axis=-1)
+    out: FloatArray = (_by(pv, 0.05).mean(-1) >= 0.5).astype(np.float64)
+    return out
+
+
+def _design_row(
+    model: PlanModel,
+    t: int,
+    k: int,
+    box: Mapping[str, list[FloatArray]],
+    targets: Mapping[str, float],
+) -> dict[str, Any]:
+    """One design's entry of :attr:`PlanResult.designs` from its simulated figures."""
+    pr = np.concatenate(box["pass"], axis=0)  # (sims, M)
+    ms = np.concatenate(box["mean"], axis=0)
+    kp = np.concatenate(box["kappa"])
+    per_model = {
+        name: {
+            "pass_rate_half_width": _nanmean(pr[:, i]),
+            "mean_score_half_width": _nanmean(ms[:, i]),
+        }
+        for i, name in enumerate(model.models)
+    }
+    hw = {
+        "pass_rate_half_width": max(v["pass_rate_half_width"] or 0.0 for v in per_model.values()),
+        "mean_score_half_width": max(v["mean_score_half_width"] or 0.0 for v in per_model.values()),
+        "kappa_half_width": _nanmean(kp),
+    }
+    power = {
+        "alttest_power": _nanmean(np.concatenate(box["alt"])) if box["alt"] else None,
+        "acceptance_error": _nanmean(np.concatenate(box["accept"])) if box["accept"] else None,
+    }
+    return {
+        "tasks": t,
+        "experts_per_item": k,
+        "expert_items": t * len(model.models) * k,
+        "expected_half_width": hw,
+        "power": power,
+        "per_model": per_model,
+        "meets_targets": _meets(hw, power, targets) if targets else None,
+    }
 
 
 def _nanmean(x: FloatArray) -> float | None:
@@ -826,33 +974,7 @@ def next_batches(
     grid_k = [k_now, k_more] if t_now >= 2 else [k_now]
     result = plan(model, tasks=grid_t, experts=grid_k, n_sims=n_sims, seed=seed, progress=progress)
     found = {(d["tasks"], d["experts_per_item"]): d for d in result.designs}
-    empty = {
-        "expected_half_width": dict.fromkeys(HEADLINE),
-        "per_model": {
-            name: {"pass_rate_half_width": None, "mean_score_half_width": None}
-            for name in model.models
-        },
-    }
-    now = found.get((t_now, k_now), empty)
-
-    def row(kind: str, t: int, k: int, added: int, items: int) -> dict[str, Any]:
-        d = found[(t, k)]
-        hw = {key: d["expected_half_width"][key] for key in HEADLINE}
-        before = now["expected_half_width"]
-        return {
-            "kind": kind,
-            "tasks": t,
-            "experts_per_item": k,
-            "added_responses": added,
-            "added_items": items,
-            "expected_half_width": hw,
-            "per_model": d["per_model"],
-            "shrink": {
-                key: None if before[key] is None or hw[key] is None else before[key] - hw[key]
-                for key in HEADLINE
-            },
-        }
-
+    now = found.get((t_now, k_now), _no_figures(model))
     added = (t_after - t_now) * m
     rows = [
         {
@@ -865,10 +987,46 @@ def next_batches(
             "per_model": now["per_model"],
             "shrink": dict.fromkeys(HEADLINE, 0.0 if t_now >= 2 else None),
         },
-        row("uniform", t_after, k_now, added, added * k_now),
-        {**row("active", t_after, k_now, added, added * k_now), "bound": "at most"},
+        _batch_row(found[(t_after, k_now)], now, "uniform", added, added * k_now),
+        {
+            **_batch_row(found[(t_after, k_now)], now, "active", added, added * k_now),
+            "bound": "at most",
+        },
     ]
     if t_now >= 2:
-        more = row("experts", t_now, k_more, 0, t_now * m * (k_more - k_now))
+        more = _batch_row(found[(t_now, k_more)], now, "experts", 0, t_now * m * (k_more - k_now))
         rows.append({**more, "added_experts": k_more - k_now})
     return rows
+
+
+def _no_figures(model: PlanModel) -> dict[str, Any]:
+    """A design's figures when there are none (fewer than two tasks graded)."""
+    return {
+        "expected_half_width": dict.fromkeys(HEADLINE),
+        "per_model": {
+            name: {"pass_rate_half_width": None, "mean_score_half_width": None}
+            for name in model.models
+        },
+    }
+
+
+def _batch_row(
+    d: Mapping[str, Any], now: Mapping[str, Any], kind: str, added: int, items: int
+) -> dict[str, Any]:
+    """A row of :func:`next_batches`: design ``d`` of the plan after a batch of ``kind``,
+    and how much it shrinks the figures of ``now``."""
+    hw = {key: d["expected_half_width"][key] for key in HEADLINE}
+    before = now["expected_half_width"]
+    return {
+        "kind": kind,
+        "tasks": d["tasks"],
+        "experts_per_item": d["experts_per_item"],
+        "added_responses": added,
+        "added_items": items,
+        "expected_half_width": hw,
+        "per_model": d["per_model"],
+        "shrink": {
+            key: None if before[key] is None or hw[key] is None else before[key] - hw[key]
+            for key in HEADLINE
+        },
+    }

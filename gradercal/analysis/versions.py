@@ -51,6 +51,7 @@ from gradercal.analysis.agreement import MET_CATEGORIES, compare
 from gradercal.analysis.verdicts import consensus_verdicts, human_graders, verdicts
 from gradercal.frames import ADJUDICATION_DTYPES, JUDGMENT_DTYPES, Frames, make_frame
 from gradercal.stats.bootstrap import BootResult, clustered_bootstrap
+from gradercal.stats.catalogue import view
 from gradercal.stats.coefficients import RatingTable, krippendorff_alpha, percent_agreement
 from gradercal.stats.intervals import boot_json
 
@@ -62,10 +63,10 @@ __all__ = [
     "versions_report",
 ]
 
-#: Human–human statistics per criterion version.
-VERSION_STATISTICS: tuple[str, ...] = ("percent_agreement", "krippendorff_alpha")
-#: Judge-vs-consensus figures per criterion version.
-JUDGE_FIGURES: tuple[str, ...] = ("percent_agreement", "cohen_kappa")
+#: Human–human statistics per criterion version (the catalogue's view ``"version"``).
+VERSION_STATISTICS: tuple[str, ...] = view("version")
+#: Judge-vs-consensus figures per criterion version (view ``"version_judge"``).
+JUDGE_FIGURES: tuple[str, ...] = view("version_judge")
 
 
 @dataclass(frozen=True)

@@ -26,20 +26,13 @@ from gradercal.cli.common import (
     text_console,
 )
 from gradercal.errors import GradercalError
+from gradercal.stats.catalogue import view
 
 __all__ = ["progress", "tasks"]
 
-#: The statistics an acceptance bar may use (kept in step with gradercal.ops.acceptance
-#: by tests/cli/test_tasks.py; listed here so --help needs no import of pandas).
-_ACCEPT_STATISTICS = (
-    "percent_agreement",
-    "gwet_ac1",
-    "krippendorff_alpha",
-    "fleiss_kappa",
-    "bennett_s",
-    "light_kappa",
-    "conger_kappa",
-)
+#: The statistics an acceptance bar may use: the catalogue's view, as in
+#: gradercal.ops.acceptance (the catalogue loads no pandas, so --help stays light).
+_ACCEPT_STATISTICS = view("acceptance")
 
 _TITLES = {"graders": "Graders", "packets": "Offline packets", "tasks": "Tasks"}
 

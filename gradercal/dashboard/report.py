@@ -36,6 +36,7 @@ import pandas as pd
 from gradercal._util.numbers import finite_fixed, finite_interval, finite_percent
 from gradercal.dashboard.result import EXPERTS, MODEL_SOURCES, Dashboard
 from gradercal.dashboard.tables import TABLE_SECTIONS, TableSection
+from gradercal.stats.catalogue import FIGURES
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -274,47 +275,20 @@ def _overview(d: Dashboard) -> str:
 
 
 def _stat_labels() -> dict[str, str]:
-    """The phrase of each statistic the agreement table shows (the experts' and the
-    judges'), from gradercal.stats.registry (imported here, when a report is rendered:
-    it loads scipy)."""
-    from gradercal.analysis.agreement import HUMAN_STATISTICS
-    from gradercal.dashboard.result import JUDGE_STATISTICS
-    from gradercal.stats.registry import STATISTICS
-
-    return {key: STATISTICS[key].phrase for key in (*HUMAN_STATISTICS, *JUDGE_STATISTICS)}
+    """The phrase of every figure of the catalogue (any statistic the agreement table
+    shows has one)."""
+    return {key: f.phrase for key, f in FIGURES.items()}
 
 
 def _agreement(d: Dashboard, images: Mapping[str, str], max_rows: int) -> str:
     a = d.agreement
     if a.empty:
         return "<p>No verdicts to compare.</p>"
-    labels = _stat_labels()
     parts = []
-    ov = a.loc[a["by"] == "overall"]
     if charts := _charts(images, "agreement"):
         parts.append(charts)
     parts.append("<h3>Overall</h3>")
-    parts.append(
-        _table(
-            ["comparison", "statistic", "value [CI]", "items", "tasks", "note"],
-            [
-                [
-                    _t(
-                        "experts among themselves"
-                        if r.comparison == EXPERTS
-                        else f"{r.comparison} vs expert consensus"
-                    ),
-                    _t(labels.get(r.statistic, r.statistic)),
-                    _n(_ci(r.value, r.ci_low, r.ci_high)),
-                    _n(_e(r.n_items)),
-                    _n(_e(r.n_tasks)),
-                    _t(r.note),
-                ]
-                for r in _rows(ov)
-            ],
-        )
-    )
-    judge = d.primary_judge
+    parts.append(_agreement_overall(a.loc[a["by"] == "overall"]))
     for by in ("tag", "workflow", "domain"):
         sub = a.loc[a["by"] == by]
         if sub.empty:
@@ -322,68 +296,96 @@ def _agreement(d: Dashboard, images: Mapping[str, str], max_rows: int) -> str:
         parts.append(f"<h3>By {_e(by)}</h3>")
         if charts := _charts(images, "agreement", by):
             parts.append(charts)
-        header = [by, "expert items", "experts: % agreement", "experts: Fleiss' kappa"]
-        if judge is not None:
-            header += [
-                f"{judge}: Cohen's kappa",
-                f"{judge}: balanced F1",
-                f"{judge}: leniency bias",
-            ]
-        rows = []
-        for g in dict.fromkeys(sub["group"]):
-            gs = sub.loc[sub["group"] == g]
-
-            def cell(comp: str, stat: str, gs: pd.DataFrame = gs) -> str:
-                r = gs.loc[(gs["comparison"] == comp) & (gs["statistic"] == stat)]
-                if r.empty:
-                    return "—"
-                x = r.iloc[0]
-                return _ci(x["value"], x["ci_low"], x["ci_high"])
-
-            items = gs.loc[gs["comparison"] == EXPERTS, "n_items"]
-            row = [
-                _t(g),
-                _n(_e(items.iloc[0] if len(items) else None)),
-                _n(cell(EXPERTS, "percent_agreement")),
-                _n(cell(EXPERTS, "fleiss_kappa")),
-            ]
-            if judge is not None:
-                row += [_n(cell(judge, s)) for s in ("cohen_kappa", "balanced_f1", "leniency_bias")]
-            rows.append(row)
-        parts.append(_table(header, rows))
+        parts.append(_agreement_by(sub, by, d.primary_judge))
     crit = a.loc[a["by"] == "criterion"]
     if not crit.empty:
-        ex = crit.loc[crit["comparison"] == EXPERTS].sort_values("value", kind="stable")
-        jd = crit.loc[crit["comparison"] != EXPERTS].set_index(["task_id", "group"])["value"]
-        parts.append("<h3>By criterion (lowest expert agreement first)</h3>")
-        parts.append(
-            '<p class="meta">One task is one cluster, so per-criterion figures have no '
-            "interval; they rest on the few responses to the task.</p>"
-        )
-        rows = [
-            [
-                _t(r.task_id),
-                _t(r.group),
-                _n(_e(r.n_items)),
-                _n(_num(r.value)),
-                _n(_num(jd.get((r.task_id, r.group), math.nan)) if judge else "—"),
-            ]
-            for r in _rows(ex.head(max_rows))
-        ]
-        parts.append(
-            _table(
-                [
-                    "task",
-                    "criterion",
-                    "responses",
-                    "experts: % agreement",
-                    f"{judge or 'judge'}: % agreement",
-                ],
-                rows,
-                total=len(ex),
-            )
-        )
+        parts += _agreement_by_criterion(crit, d.primary_judge, max_rows)
     return "\n".join(parts)
+
+
+def _agreement_overall(ov: pd.DataFrame) -> str:
+    """Every overall row: each statistic named by its phrase in the catalogue."""
+    labels = _stat_labels()
+    return _table(
+        ["comparison", "statistic", "value [CI]", "items", "tasks", "note"],
+        [
+            [
+                _t(
+                    "experts among themselves"
+                    if r.comparison == EXPERTS
+                    else f"{r.comparison} vs expert consensus"
+                ),
+                _t(labels.get(r.statistic, r.statistic)),
+                _n(_ci(r.value, r.ci_low, r.ci_high)),
+                _n(_e(r.n_items)),
+                _n(_e(r.n_tasks)),
+                _t(r.note),
+            ]
+            for r in _rows(ov)
+        ],
+    )
+
+
+def _agreement_by(sub: pd.DataFrame, by: str, judge: str | None) -> str:
+    """One row per group of ``by``: the experts' and the primary judge's main figures."""
+    header = [by, "expert items", "experts: % agreement", "experts: Fleiss' kappa"]
+    if judge is not None:
+        header += [
+            f"{judge}: Cohen's kappa",
+            f"{judge}: balanced F1",
+            f"{judge}: leniency bias",
+        ]
+    rows = []
+    for g in dict.fromkeys(sub["group"]):
+        gs = sub.loc[sub["group"] == g]
+
+        def cell(comp: str, stat: str, gs: pd.DataFrame = gs) -> str:
+            r = gs.loc[(gs["comparison"] == comp) & (gs["statistic"] == stat)]
+            if r.empty:
+                return "—"
+            x = r.iloc[0]
+            return _ci(x["value"], x["ci_low"], x["ci_high"])
+
+        items = gs.loc[gs["comparison"] == EXPERTS, "n_items"]
+        row = [
+            _t(g),
+            _n(_e(items.iloc[0] if len(items) else None)),
+            _n(cell(EXPERTS, "percent_agreement")),
+            _n(cell(EXPERTS, "fleiss_kappa")),
+        ]
+        if judge is not None:
+            row += [_n(cell(judge, s)) for s in ("cohen_kappa", "balanced_f1", "leniency_bias")]
+        rows.append(row)
+    return _table(header, rows)
+
+
+def _agreement_by_criterion(crit: pd.DataFrame, judge: str | None, max_rows: int) -> list[str]:
+    """The criteria with the lowest expert agreement first (no intervals: one cluster)."""
+    ex = crit.loc[crit["comparison"] == EXPERTS].sort_values("value", kind="stable")
+    jd = crit.loc[crit["comparison"] != EXPERTS].set_index(["task_id", "group"])["value"]
+    rows = [
+        [
+            _t(r.task_id),
+            _t(r.group),
+            _n(_e(r.n_items)),
+            _n(_num(r.value)),
+            _n(_num(jd.get((r.task_id, r.group), math.nan)) if judge else "—"),
+        ]
+        for r in _rows(ex.head(max_rows))
+    ]
+    header = [
+        "task",
+        "criterion",
+        "responses",
+        "experts: % agreement",
+        f"{judge or 'judge'}: % agreement",
+    ]
+    return [
+        "<h3>By criterion (lowest expert agreement first)</h3>",
+        '<p class="meta">One task is one cluster, so per-criterion figures have no '
+        "interval; they rest on the few responses to the task.</p>",
+        _table(header, rows, total=len(ex)),
+    ]
 
 
 def _pairwise(d: Dashboard, images: Mapping[str, str]) -> str:

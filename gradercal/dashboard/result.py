@@ -23,6 +23,7 @@ import pandas as pd
 
 from gradercal._util.jsonsafe import json_safe
 from gradercal.dashboard.tables import section
+from gradercal.stats.catalogue import view
 
 __all__ = [
     "AGREEMENT_COLUMNS",
@@ -41,13 +42,9 @@ EXPERTS = "experts"
 UNTAGGED = "(untagged)"
 #: The ``by`` values of :attr:`Dashboard.agreement`, in display order.
 GROUP_BYS: tuple[str, ...] = ("overall", "tag", "workflow", "domain", "criterion")
-#: Judge-vs-consensus figures listed in the agreement table (the judges table has more).
-JUDGE_STATISTICS: tuple[str, ...] = (
-    "percent_agreement",
-    "cohen_kappa",
-    "balanced_f1",
-    "leniency_bias",
-)
+#: Judge-vs-consensus figures listed in the agreement table (the judges table has more):
+#: the catalogue's view ``"judge"``.
+JUDGE_STATISTICS: tuple[str, ...] = view("judge")
 #: ``source`` values of :attr:`Dashboard.models`, in display order.
 MODEL_SOURCES: tuple[str, ...] = ("experts", "judge_raw", "judge_calibrated", "estimate")
 #: Columns of :attr:`Dashboard.agreement`.

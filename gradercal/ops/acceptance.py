@@ -74,6 +74,7 @@ from gradercal._util.numbers import trimmed
 from gradercal.model import REVIEW_DIMENSIONS
 from gradercal.stats import coefficients as co
 from gradercal.stats.bootstrap import DEFAULT_CI_METHOD, clustered_bootstrap
+from gradercal.stats.catalogue import view
 from gradercal.stats.intervals import clustered_wilson
 from gradercal.stats.registry import STATISTICS as _REGISTRY
 
@@ -106,23 +107,16 @@ TASK_STATUSES: tuple[str, ...] = ("draft", "in review", "needs revision", "accep
 ROUND_STATES: tuple[str, ...] = ("open", "closed", "accepted", "rejected", "needs_revision")
 #: What a coordinator can do to a task.
 ACTIONS: tuple[str, ...] = ("open", "close", "accept", "reject", "reopen")
-#: The statistics an acceptance bar may use (multi-rater coefficients of gradercal.stats).
-STATISTICS: tuple[str, ...] = (
-    "percent_agreement",
-    "gwet_ac1",
-    "krippendorff_alpha",
-    "fleiss_kappa",
-    "bennett_s",
-    "light_kappa",
-    "conger_kappa",
-)
+#: The statistics an acceptance bar may use (multi-rater coefficients of gradercal.stats):
+#: the catalogue's view ``"acceptance"``.
+STATISTICS: tuple[str, ...] = view("acceptance")
 _DIMENSIONS = tuple(d.key for d in REVIEW_DIMENSIONS)
 #: How the agreement must compare with the bar (see the module docstring, "Proposal").
 RULES: tuple[str, ...] = ("point", "interval")
 #: The interval of percent agreement and Bennett's S (``Measure.method``).
 WILSON_METHOD = "clustered_wilson"
 #: Statistics whose interval is the clustered Wilson interval of percent agreement.
-_WILSON_STATISTICS = ("percent_agreement", "bennett_s")
+_WILSON_STATISTICS = view("wilson")
 #: Fewer criteria than this: the interval's coverage was not checked (a note says so).
 FEW_CRITERIA = 10
 #: What an :class:`AtBar` probability assumes (its JSON ``model``).

@@ -62,6 +62,7 @@ from scipy import sparse  # type: ignore[import-untyped, unused-ignore]
 from scipy.special import ndtr, ndtri, stdtrit  # type: ignore[import-untyped, unused-ignore]
 
 from gradercal.stats import coefficients as co
+from gradercal.stats.catalogue import view
 from gradercal.stats.coefficients import (
     FloatArray,
     IntArray,
@@ -102,13 +103,9 @@ CI_METHODS: tuple[CiMethod, ...] = get_args(CiMethod)
 #: and survey engines unless told otherwise (see the module docstring).
 DEFAULT_CI_METHOD: CiMethod = "expanded_percentile"
 
-#: What :func:`clustered_bootstrap` computes when ``statistics`` is not given.
-DEFAULT_STATISTICS: tuple[str, ...] = (
-    "percent_agreement",
-    "fleiss_kappa",
-    "gwet_ac1",
-    "krippendorff_alpha",
-)
+#: What :func:`clustered_bootstrap` computes when ``statistics`` is not given: the
+#: experts' statistics (the catalogue's view ``"human"``).
+DEFAULT_STATISTICS: tuple[str, ...] = view("human")
 #: Alpha at the ordinal or ratio level uses per-cluster ``q × q`` coincidence matrices up
 #: to this many categories (interval and nominal alpha have a fast path for any ``q``).
 MAX_COINCIDENCE_CATEGORIES = 64

@@ -144,6 +144,8 @@ class QtGradingView(QWidget):
         self._text_criterion: str | None = None
         self._text_dirty = False
         self._ready_pending = False
+        #: Set by :meth:`shutdown`: the view is finished and writes nothing more.
+        self._shut_down = False
         #: After a verdict moved the cursor on: (row answered, row moved to). ``R`` writes the
         #: rationale of the row answered while the cursor still stands where the verdict left it.
         self._answered_moved: tuple[int, int] | None = None
@@ -315,7 +317,7 @@ class QtGradingView(QWidget):
 
     # -- opening an item -------------------------------------------------------------------
     def open_index(self, index: int, row: int = 0) -> bool:
-        if not (0 <= index < len(self.queue)):
+        if self._shut_down or not (0 <= index < len(self.queue)):
             return False
         self.leave_item()
         q = self.queue[index]
@@ -440,10 +442,21 @@ class QtGradingView(QWidget):
         self.flush_time(final=True)
 
     def shutdown(self) -> None:
-        """Called when the window closes: nothing typed or timed is lost."""
+        """Called when the window closes (or the grader is switched): nothing typed or timed
+        is lost, and nothing is written afterwards.
+
+        The text and time pending on the open item are saved, then the view is finished:
+        its timers stop, and a timer tick or queued call still due (time on task every
+        :data:`TIME_FLUSH_MS`, a rationale's pause, a reload, a queue arriving) writes
+        nothing. A packet window packs its file right after this; a later write would be
+        in the working folder only, and merge would warn that the file lacks it.
+        """
         self.leave_item()
         self._save_position()
         self.settings.sync()
+        for timer in (self._text_timer, self._time_timer, self._prefetch_timer):
+            timer.stop()
+        self._shut_down = True
 
     def _save_position(self) -> None:
         if self.current is not None:
@@ -938,6 +951,8 @@ class QtGradingView(QWidget):
     def flush_text(self) -> None:
         """Save the rationale and note being typed (called after a pause, on leaving, on close)."""
         self._text_timer.stop()
+        if self._shut_down:  # flushed by shutdown(); the editors are gone with the window
+            return
         if not self._text_dirty or self.state is None or self._text_criterion is None:
             self._text_dirty = False
             return
@@ -953,7 +968,9 @@ class QtGradingView(QWidget):
 
     # -- time ---------------------------------------------------------------------------------------
     def flush_time(self, final: bool = False) -> None:
-        if not self.track_time or self.current is None:
+        """Save the time on task counted since the last save (at least a second of it,
+        or any with ``final``); after :meth:`shutdown` nothing (it saved the last)."""
+        if self._shut_down or not self.track_time or self.current is None:
             return
         self._unsaved_time += self.tracker.take()
         if self._unsaved_time < 1.0 and not (final and self._unsaved_time > 0):

@@ -103,6 +103,7 @@ class QtPacketController(QObject):
         self._autosave.timeout.connect(self.save_if_changed)
         self._autosave.start()
         self._hooked = False
+        self._closed = False
         window.closed.connect(self.close)  # type: ignore[attr-defined]
         window.session_started.connect(self._hook_views)  # type: ignore[attr-defined]
         self._hook_views()
@@ -119,14 +120,23 @@ class QtPacketController(QObject):
     def _hook_views(self) -> None:
         grading = getattr(self.window, "grading", None)
         if grading is not None and not self._hooked:
-            grading.queue_changed.connect(self._debounce.start)
+            grading.queue_changed.connect(self._queue_changed)
             self._hooked = True
         review = getattr(self.window, "review", None)
         if review is not None:
-            review.queue_changed.connect(self._debounce.start)
+            review.queue_changed.connect(self._queue_changed)
+
+    def _queue_changed(self) -> None:
+        if not self._closed:
+            self._debounce.start()
 
     def save_if_changed(self) -> bool:
-        """Pack the working database into the file when it holds something new."""
+        """Pack the working database into the file when it holds something new.
+
+        After :meth:`close` nothing (a queue change arriving late restarts no save).
+        """
+        if self._closed:
+            return True
         try:
             if not self.session.has_unsaved_changes():
                 return True
@@ -160,7 +170,13 @@ class QtPacketController(QObject):
             self.window.statusBar().showMessage(text, ms)
 
     def close(self) -> None:
-        """Final save and release (when the window closes)."""
+        """Final save and release (when the window closes).
+
+        The window's views have saved what was pending and stopped writing (see
+        :meth:`gradercal.ui.qt_grading_view.QtGradingView.shutdown`), so the file packed
+        here holds everything the window wrote.
+        """
+        self._closed = True
         self._debounce.stop()
         self._autosave.stop()
         try:

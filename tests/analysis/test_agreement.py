@@ -16,6 +16,8 @@ from sklearn.metrics import (
 )
 
 from gradercal.analysis import agreement as ag
+from gradercal.analysis.agreement.compare import paired_units
+from gradercal.analysis.agreement.humans import unit_ratings
 from gradercal.analysis.verdicts import human_graders, judge_graders, verdicts
 from gradercal.formats import read_path
 from gradercal.frames import Frames, frames_from_data
@@ -218,7 +220,7 @@ def test_human_statistics_match_independent_implementations(demo: Frames) -> Non
         reliability_data=wide.T.to_numpy(float), level_of_measurement="nominal"
     )
     assert hh.statistics["krippendorff_alpha"].value == pytest.approx(alpha, abs=1e-12)
-    ratings = ag._ratings(v)
+    ratings = unit_ratings(v)
     assert hh.statistics["percent_agreement"].value == percent_agreement(ratings).value
     assert hh.statistics["fleiss_kappa"].value == fleiss_kappa(ratings).value
 
@@ -300,24 +302,23 @@ def test_per_criterion_statistics_equal_gradercal_stats(
 ) -> None:
     """The vectorised per-criterion statistics equal gradercal.stats on each criterion,
     notes of undefined values included."""
-    from gradercal.stats import gwet_ac1, krippendorff_alpha
+    from gradercal.stats.catalogue import FIGURES, Options
+    from gradercal.stats.coefficients.ratings import rating_table
 
     frames: Frames = request.getfixturevalue(bench)
     judge = judge_graders(frames)[0]
     rows = ag.group_agreement(frames, "criterion", judge=judge, n_boot=0)
     v = verdicts(frames, human_graders(frames))
-    paired, _ = ag._paired(frames, verdicts(frames, [judge]), judge, human_graders(frames))
+    paired, _ = paired_units(frames, verdicts(frames, [judge]), judge, human_graders(frames))
     n_undefined = 0
     for r in rows[:40]:
         sub = v.loc[(v["task_id"] == r.task_id) & (v["criterion_id"] == r.group)]
-        ratings = ag._ratings(sub)
-        for name, fn in (
-            ("percent_agreement", percent_agreement),
-            ("fleiss_kappa", fleiss_kappa),
-            ("gwet_ac1", gwet_ac1),
-            ("krippendorff_alpha", krippendorff_alpha),
-        ):
-            expected = fn(ratings, categories=[0.0, 1.0])
+        ratings = unit_ratings(sub)
+        table = rating_table(ratings, [0.0, 1.0])
+        for name in ag.HUMAN_STATISTICS:  # every statistic of the catalogue's view "human"
+            compute = FIGURES[name].compute
+            assert compute is not None
+            expected = compute(table, Options(level="nominal"))
             got = r.humans.statistics[name]
             if expected.value is None:
                 n_undefined += 1

@@ -218,7 +218,7 @@ def test_group_statistics_from_integer_codes_match_the_strings(
 ) -> None:
     """Groups rated from integer codes (unit positions, grader / task codes) give the
     figures of the rating tables built from the identifier strings."""
-    import gradercal.analysis.agreement as agreement_mod
+    import gradercal.analysis.agreement.humans as agreement_mod
 
     f = benchmarks[name]
     humans = human_graders(f)
@@ -229,7 +229,7 @@ def test_group_statistics_from_integer_codes_match_the_strings(
         for by in GROUPINGS
     }
     # Column names no table has: every group falls back to the string identifiers.
-    monkeypatch.setattr(agreement_mod, "_CODE_COLUMNS", ("_absent_a", "_absent_b", "_absent_c"))
+    monkeypatch.setattr(agreement_mod, "CODE_COLUMNS", ("_absent_a", "_absent_b", "_absent_c"))
     for by, rows in coded.items():
         plain = group_agreement(f, by, humans, judge, **kw)
         assert [r.to_dict() for r in rows] == [r.to_dict() for r in plain], by

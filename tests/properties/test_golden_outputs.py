@@ -86,6 +86,44 @@ def test_the_comparison_fails_on_any_visible_change() -> None:
         assert json_differences(actual, expected), (actual, expected)
 
 
+def test_a_figure_added_to_the_catalogue_needs_no_new_golden(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Keys and rows of a figure the golden file never mentions are left out; nothing else."""
+    from tests.support import golden
+
+    monkeypatch.setattr(golden, "FIGURES", {**golden.FIGURES, "added_b": None})
+    expected = {
+        "n": 3,
+        "percent_agreement": {"value": 0.5},
+        "rows": [{"statistic": "percent_agreement", "value": 0.5}],
+        "order": ["percent_agreement"],
+    }
+    row = {"statistic": "percent_agreement", "value": 0.5}
+    forgiven = {
+        "n": 3,
+        "percent_agreement": {"value": 0.5},
+        "added_b": {"value": 0.1},
+        "rows": [row, {"statistic": "added_b", "value": 0.1}],
+        "order": ["percent_agreement", "added_b"],
+    }
+    assert json_differences(forgiven, expected) == []
+    still_caught = [
+        {**expected, "other": 1},  # a key that is no figure
+        {**expected, "rows": [row, {"statistic": "other", "value": 0.1}]},
+        {**expected, "rows": [row, row]},  # a figure the golden records, twice
+        {**expected, "order": ["percent_agreement", "other"]},
+        {k: v for k, v in expected.items() if k != "percent_agreement"},  # a recorded figure gone
+        {**expected, "percent_agreement": {"value": 0.6}},
+        {"percent_agreement": {"value": 0.5}, **expected},  # key order
+    ]
+    for actual in still_caught:
+        assert json_differences(actual, expected), actual
+    # once the golden file mentions it, the added figure is pinned like any other
+    recorded = {**expected, "added_b": {"value": 0.1}}
+    assert json_differences({**expected, "added_b": {"value": 0.2}}, recorded)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", list(COMMANDS))
 def test_json_output_is_unchanged(demo_db: Path, name: str) -> None:

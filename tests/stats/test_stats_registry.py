@@ -351,8 +351,11 @@ def test_rendered_labels_are_unchanged() -> None:
         "balanced_f1": "balanced F1",
         "leniency_bias": "leniency bias",
     }
-    assert report._stat_labels() == phrases
-    assert data.STAT_LABELS == {
+    labels = report._stat_labels()
+    assert {k: labels[k] for k in phrases} == phrases
+    # every figure has its phrase: a statistic the agreement table shows never misses one
+    assert labels == {k: s.phrase for k, s in STATISTICS.items()}
+    shorts = {
         "krippendorff_alpha": "α",
         "percent_agreement": "% agree",
         "fleiss_kappa": "Fleiss κ",
@@ -361,6 +364,9 @@ def test_rendered_labels_are_unchanged() -> None:
         "balanced_f1": "bal. F1",
         "leniency_bias": "leniency",
     }
+    assert {k: data.STAT_LABELS[k] for k in shorts} == shorts
+    # and every figure with a short header has its column label (a new one included)
+    assert {k: s.short for k, s in STATISTICS.items() if s.short} == data.STAT_LABELS
 
 
 def test_the_bootstrap_refuses_what_it_does_not_know() -> None:

@@ -300,6 +300,70 @@ def test_every_verdict_is_durable_before_the_packet_file_is_saved(
     assert report.judgments_added == 1 and report.warnings == []
 
 
+def test_closing_the_window_packs_every_write_and_nothing_is_written_after(
+    qtbot: Any, tmp_path: Path, team: str, windows: list[QtMainWindow], monkeypatch: Any
+) -> None:
+    """Closing a packet window packs all it wrote, and the closed window writes no more.
+
+    The flake behind this test: the time-on-task timer (every ``TIME_FLUSH_MS``) of a
+    closed window kept running, and on a loaded machine it fired after the close-time
+    pack, adding time to the working database that the file lacked (merge then warned
+    "the working folder … holds grading that is not in …"). Here the timer is fast, the
+    clock is fake, and every timer and queued reload of the closed view is fired by hand.
+    """
+    from gradercal.db.packets.session import grading_fingerprint, load_state
+    from gradercal.ui import qt_grading_view
+    from gradercal.ui.grading_state import TimeTracker
+
+    monkeypatch.setattr(qt_grading_view, "TIME_FLUSH_MS", 20)
+    path = tmp_path / "ana.gcpkg"
+    cli("packet", "export", "--db", team, "--grader", "u-ana", "-o", str(path))
+    window = open_packet_window(qtbot, path, tmp_path, windows)
+    g = window.grading
+    assert g is not None and g.state is not None and g.current is not None
+    clock = [1000.0]
+    g.tracker = TimeTracker(clock=lambda: clock[0])
+    g.flush_time(final=True)  # whatever the opening took, before the fake clock
+    aid, index = g.current.item.assignment_id, g.index
+    row = next(i for i, r in enumerate(g.state.rows) if not r.is_auto)
+    g.rubric.set_current_row(row)
+    clock[0] += 30
+    press(qtbot, window, "N")  # a verdict, and 30 s on task
+    clock[0] += 12  # reading on: 12 s more, saved when the window closes
+    before = g.store.queue_item(aid).time_spent_s
+    window.close()
+    windows.remove(window)
+    work = path.with_name(path.name + ".work")
+
+    def packed() -> bool:
+        state = load_state(work)
+        return state is not None and state["fingerprint"] == grading_fingerprint(work / DATABASE)
+
+    assert packed()
+    # after the close: time passes, the timers and a queued reload come due
+    clock[0] += 20
+    qtbot.wait(100)
+    for timer in (g._time_timer, g._text_timer, g._prefetch_timer):
+        timer.timeout.emit()
+    g._reload(aid, index, row)
+    clock[0] += 20
+    qtbot.wait(100)
+    assert packed(), "the closed window wrote to the working database after the final pack"
+    controller = window.packet  # type: ignore[attr-defined]
+    g.queue_changed.emit()  # a late queue change saves nothing and shows no error
+    assert controller.save_if_changed() and controller.last_error is None
+    assert not controller._debounce.isActive()
+    team_db = open_database(team)
+    try:
+        report = merge_packet(team_db, path)
+        assert report.warnings == [] and report.judgments_added == 1
+        with team_db.read() as s:
+            spent = s.scalar(select(m.Assignment.time_spent_s).where(m.Assignment.id == aid))
+    finally:
+        team_db.dispose()
+    assert spent == pytest.approx(before + 12.0)  # the time up to the close, not after
+
+
 # -- damaged database ---------------------------------------------------------------------------
 def corrupt_index(path: Path, index: str) -> None:
     """Overwrite the root page of ``index`` with garbage (the tables stay readable)."""

@@ -26,6 +26,7 @@ import pandas as pd
 
 from gradercal.dashboard.charts import CHART_REGISTRY, DEFAULT_GROUPING, GROUPINGS, chart_figures
 from gradercal.dashboard.tables import TABLE_SECTIONS
+from gradercal.stats.catalogue import view
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -291,17 +292,10 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-#: Order of the agreement table's statistic columns (the first ones fit on screen).
-STAT_ORDER = (
-    "krippendorff_alpha",
-    "percent_agreement",
-    "cohen_kappa",
-    "balanced_f1",
-    "leniency_bias",
-    "fleiss_kappa",
-    "gwet_ac1",
-)
-EXPERT_HEADLINE = ("krippendorff_alpha", "percent_agreement")
+#: Order of the agreement table's statistic columns (the first ones fit on screen) and
+#: the experts' statistics shown first: the catalogue's views.
+STAT_ORDER = view("columns")
+EXPERT_HEADLINE = view("headline")
 AGREEMENT_BYS = ("tag", "workflow", "domain", "criterion", "overall")
 
 
