@@ -42,6 +42,7 @@ from gradercal.dashboard.filters import DashboardFilters, filter_frames
 from gradercal.dashboard.inputs import DEFAULT_N_BOOT, DashboardInputs
 from gradercal.dashboard.result import AGREEMENT_COLUMNS, EXPERTS, Dashboard, _empty
 from gradercal.dashboard.sections import (
+    AltTestRun,
     _agreement_rows,
     _calibrate,
     _calibrated_columns,
@@ -53,6 +54,7 @@ from gradercal.dashboard.sections import (
     _models,
     _overview,
     _pairwise,
+    alt_tests,
     apply_design,
     not_weighted_rows,
 )
@@ -521,6 +523,48 @@ def _fork_late(
     return None, []
 
 
+class _AltTestsAhead:
+    """The judges' alt-tests from a forked child (:func:`alt_tests`), for
+    ``_judge_sections(ahead=...)``: the first call waits for the child; a judge it has no
+    result for (or every judge, when the child died) is computed here, with the same
+    numbers and notes.
+
+    Raises (from a call):
+        Cancelled: ``cancelled()`` turned True while waiting (the child is killed).
+    """
+
+    def __init__(self, forked: ForkedCall[dict[str, AltTestRun]], run: _Run) -> None:
+        self.forked, self.run = forked, run
+        self.results: dict[str, AltTestRun] | None = None
+
+    def __call__(self, judge: str) -> AltTestRun:
+        if self.results is None:
+            try:
+                self.results = self.forked.result(self.run.steps.cancelled)
+            except InterruptedError:
+                raise Cancelled("dashboard computation cancelled") from None
+            except ChildFailed:
+                self.results = {}
+        if judge not in self.results:
+            run = self.run
+            self.results.update(alt_tests(run.f, [judge], run.humans, run.context))
+        return self.results[judge]
+
+
+def _fork_alt_tests(run: _Run, processes: int) -> _AltTestsAhead | None:
+    """With a headline to send and ``processes`` ≥ 2 where fork is available: the judges'
+    alt-tests in a forked child while this process computes the experts' and the judges'
+    agreement — the headline needs all three (on 750 tasks the alt-test is about half of
+    the judges' part). The late sections' child is forked after the headline then, so
+    that the headline has both cores."""
+    if processes < 2 or not fork_available() or not run.judges:
+        return None
+    with contextlib.suppress(ChildFailed, OSError):
+        call = functools.partial(alt_tests, run.f, list(run.judges), run.humans, run.context)
+        return _AltTestsAhead(ForkedCall(call), run)
+    return None
+
+
 def _core_sections(
     run: _Run,
     groupings: list[Grouping],
@@ -532,7 +576,11 @@ def _core_sections(
     from gradercal.analysis.agreement import HUMAN_STATISTICS, human_agreement
 
     f, humans, boot, context, steps = run.f, run.humans, run.boot, run.context, run.steps
-    forked, child_groupings = _fork_late(run, groupings, processes)
+    early = None if headline is None else _fork_alt_tests(run, processes)
+    forked: ForkedCall[_LateSections] | None = None
+    child_groupings: list[Grouping] = []
+    if early is None:
+        forked, child_groupings = _fork_late(run, groupings, processes)
     try:
         # Expert–expert agreement, overall.
         ha = human_agreement(f, humans, **boot.kwargs(), context=context)
@@ -544,7 +592,7 @@ def _core_sections(
         # Every judge against the consensus (+ every expert as a judge).
         coverage = run.overview["judge_coverage"]
         judged = _judge_sections(
-            f, run.judges, humans, run.primary, coverage, boot, context, steps, run.notes
+            f, run.judges, humans, run.primary, coverage, boot, context, steps, run.notes, early
         )
         rows += judged.rows
         steps.step("judges")
@@ -556,6 +604,9 @@ def _core_sections(
         )  # fmt: skip
         if headline is not None:
             headline(_headline(run, rows, judged))
+        if early is not None:  # the headline is out: the late sections' child now
+            early.forked.kill()
+            forked, child_groupings = _fork_late(run, groupings, processes)
         n_designed = len(rows)
         pairwise = _pairwise(f, humans, run.judges, boot, context)
         steps.step("pairwise")
@@ -568,8 +619,9 @@ def _core_sections(
             late = _late_sections(run.late, steps, child_groupings)
             run.notes += late.notes
     finally:
-        if forked is not None:
-            forked.kill()  # no-op once its result is in; else a cancel or error here
+        for child in (forked, None if early is None else early.forked):
+            if child is not None:
+                child.kill()  # no-op once its result is in; else a cancel or error here
     return _Core(rows, n_designed, judged, pairwise, late)
 
 
