@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, TypedDict, Unpack
@@ -236,39 +237,53 @@ def _calibration_spec(calibration: Mapping[str, Any] | None) -> tuple[str, dict[
     return str(method), options, "saved"
 
 
-#: Modules a dashboard computation imports on first use: the engines and their scipy,
-#: scikit-learn and krippendorff parts (about 2 s on a 2-core machine, once per process).
+#: Modules a dashboard computation imports on first use: the engines and their scipy and
+#: krippendorff parts (about 1 s on a 2-core machine, once per process).
 _PRELOAD = (
     "gradercal.analysis.agreement",
     "gradercal.analysis.alt_test",
-    "gradercal.analysis.calibration",
     "gradercal.analysis.estimate",
     "gradercal.analysis.health",
     "gradercal.analysis.impact",
     "gradercal.stats.bootstrap",
     "gradercal.stats.coefficients",
+    "krippendorff",
+    "threadpoolctl",
+)
+#: What the calibration section adds (scikit-learn and the scipy.stats it loads, about
+#: 0.8 s more): with ``processes=2`` that section runs in the forked child, which imports
+#: these itself when this process has not (:func:`preload` with ``late=False``).
+_LATE_PRELOAD = (
+    "gradercal.analysis.calibration",
     "scipy.stats",
     "sklearn.isotonic",
     "sklearn.linear_model",
     "sklearn.model_selection",
     "sklearn.utils.multiclass",
     "sklearn.utils.validation",
-    "krippendorff",
-    "threadpoolctl",
 )
 
 
-def preload() -> None:
+def preload(*, late: bool = True) -> None:
     """Import now what :func:`compute_dashboard` would import on its first call.
 
     For a long-lived process that computes dashboards (the window's worker process): it
     calls this while idle, so that the first dashboard costs its computation only, and a
     forked child (``processes=2``) inherits the modules instead of importing them again.
+    ``late=False`` leaves out the calibration's modules (:data:`_LATE_PRELOAD`): for a
+    process that computes one dashboard with two processes (``gradercal report``), whose
+    forked child imports them while this one computes the rest.
     """
     import importlib
 
-    for name in _PRELOAD:
+    for name in (*_PRELOAD, *(_LATE_PRELOAD if late else ())):
         importlib.import_module(name)
+
+
+def _late_modules_loaded() -> bool:
+    """Whether a forked child would inherit the calibration's modules (else it imports
+    them, ≈ 0.8 s, and takes no grouping from this process)."""
+    return all(name in sys.modules for name in _LATE_PRELOAD)
 
 
 class DashboardOptions(TypedDict, total=False):
@@ -515,8 +530,9 @@ def _fork_late(
     if processes < 2 or not fork_available():
         return None, []
     # For balance, the child also takes the last grouping (on 750 tasks × 25 criteria,
-    # after the overview: ≈ 2 s of work in each process).
-    child_groupings = groupings[-1:]
+    # after the overview: ≈ 2 s of work in each process) — unless it must import
+    # scikit-learn first.
+    child_groupings = groupings[-1:] if _late_modules_loaded() else []
     with contextlib.suppress(ChildFailed, OSError):
         call = functools.partial(_late_sections, run.late, None, child_groupings)
         return ForkedCall(call), child_groupings
