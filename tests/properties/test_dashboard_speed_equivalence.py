@@ -311,6 +311,73 @@ def test_dashboard_child_failure_falls_back_to_one_process(
     assert "waiting for the child" not in got.elapsed
 
 
+def test_the_headlines_alt_tests_from_a_child_give_the_one_process_dashboard(
+    benchmarks: dict[str, Frames], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """With a headline to send, the judges' alt-tests are computed in a forked child while
+    this process computes the agreement (the late sections' child comes after the
+    headline): the same headline, dashboard, notes and steps as one process."""
+    if not fork_available():
+        pytest.skip("the forked child is used on Linux only")
+    f = benchmarks["plain"]
+    where = tmp_path / "alt-tests-ran-in"
+    real = dashboard_mod.alt_tests
+
+    def recorded(*args: Any, **kwargs: Any) -> Any:
+        with where.open("a") as out:
+            out.write(f"{os.getpid()}\n")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(dashboard_mod, "alt_tests", recorded)
+    runs: dict[int, tuple[list[dict[str, Any]], list[tuple[int, int, str]], Any]] = {}
+    for n in (1, 2):
+        heads: list[dict[str, Any]] = []
+        steps: list[tuple[int, int, str]] = []
+        d = compute_dashboard(
+            f,
+            n_boot=30,
+            processes=n,
+            headline=heads.append,
+            progress=lambda *a, steps=steps: steps.append(a),
+        )
+        runs[n] = (heads, steps, d)
+    pids = [int(x) for x in where.read_text().split()]
+    assert len(pids) == 1 and pids[0] != os.getpid()  # once, in a child (n=2 only)
+    (one_head,), one_steps, one = runs[1]
+    (two_head,), two_steps, two = runs[2]
+    assert json.dumps(two.to_json(), sort_keys=True) == json.dumps(one.to_json(), sort_keys=True)
+    assert two_steps == one_steps
+    assert two_head["alt_test"] == one_head["alt_test"] == one.alt_test
+    assert two_head["judges"].equals(one_head["judges"])
+    assert two_head["notes"] == one_head["notes"]
+
+
+def test_a_dead_alt_test_child_is_computed_here(
+    benchmarks: dict[str, Frames], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every forked child dies (the alt-tests' and the late sections'): the headline and
+    the dashboard are the one-process ones."""
+    import gradercal._util.forked as forked_mod
+
+    if not fork_available():
+        pytest.skip("the forked child is used on Linux only")
+    f = benchmarks["plain"]
+    heads: list[dict[str, Any]] = []
+    expected = compute_dashboard(f, n_boot=10, headline=heads.append)
+
+    def dying(fn: Any, fd: int, parent: int) -> None:
+        os._exit(3)  # no result written
+
+    monkeypatch.setattr(forked_mod, "_child", dying)
+    got_heads: list[dict[str, Any]] = []
+    got = compute_dashboard(f, n_boot=10, processes=2, headline=got_heads.append)
+    assert json.dumps(got.to_json(), sort_keys=True) == json.dumps(
+        expected.to_json(), sort_keys=True
+    )
+    assert got_heads[0]["alt_test"] == heads[0]["alt_test"]
+    assert got_heads[0]["notes"] == heads[0]["notes"]
+
+
 def test_dashboard_reads_of_an_adjudication_only_its_unit_met_and_level(
     benchmarks: dict[str, Frames],
 ) -> None:
