@@ -124,6 +124,26 @@ def test_a_figure_added_to_the_catalogue_needs_no_new_golden(
     assert json_differences({**expected, "added_b": {"value": 0.2}}, recorded)
 
 
+def test_a_table_section_added_to_the_dashboard_needs_no_new_golden(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A table section's key the golden file never mentions is a new section (left out);
+    a key that is no section, or a recorded section changed, is still caught."""
+    from tests.support import golden
+
+    added = golden.TABLE_SECTIONS[0].__class__(
+        key="drift_by_week", title="", filter_hint="", empty_text="", report=lambda *a: None
+    )
+    monkeypatch.setattr(golden, "TABLE_SECTIONS", (*golden.TABLE_SECTIONS, added))
+    expected = {"format": "gradercal.dashboard", "flips": [{"response_id": "R1"}]}
+    grown = {**expected, "drift_by_week": [{"week": "2026-W01", "kappa": 0.5}]}
+    assert json_differences(grown, expected) == []
+    assert json_differences({**expected, "other": []}, expected)
+    assert json_differences({**grown, "flips": []}, expected)
+    # once recorded, the new section is pinned like any other
+    assert json_differences({**expected, "drift_by_week": []}, grown)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", list(COMMANDS))
 def test_json_output_is_unchanged(demo_db: Path, name: str) -> None:

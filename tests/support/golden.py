@@ -20,6 +20,11 @@ their order, every other list item, and every value of every figure it records. 
 figure's values are pinned by its own tests (the catalogue's generic tests and its entry's
 ``checked_in``), so a golden file needs no editing when a statistic is added; a figure the
 golden file records can never vanish or move unnoticed.
+
+**Table sections added after the golden file was recorded** are treated the same way: a key
+of :data:`gradercal.dashboard.tables.TABLE_SECTIONS` that the golden file never mentions is
+a new section of the dashboard's JSON (and of ``report --json``), pinned by the section's
+own test, so adding a section needs no golden edit either (:func:`new_names`).
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ import json
 import math
 from typing import Any
 
+from gradercal.dashboard.tables import TABLE_SECTIONS
 from gradercal.stats.catalogue import FIGURES
 
 REL_TOL = 1e-9
@@ -49,8 +55,10 @@ def _mentioned(value: Any, into: set[str]) -> set[str]:
 
 
 def new_figures(expected: Any) -> frozenset[str]:
-    """The catalogue's figure keys that ``expected`` never mentions (added after it)."""
-    return frozenset(FIGURES) - _mentioned(expected, set())
+    """The catalogue's figure keys and the dashboard's table-section keys that
+    ``expected`` never mentions (added after it was recorded)."""
+    names = frozenset(FIGURES) | {section.key for section in TABLE_SECTIONS}
+    return names - _mentioned(expected, set())
 
 
 def _names_new(item: Any, new: frozenset[str]) -> bool:
