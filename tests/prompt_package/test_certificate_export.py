@@ -30,7 +30,7 @@ from gradercal.db.session import open_database
 from gradercal.formats import read_folder
 from gradercal.prompt_package import package_from_dict, to_markdown
 from tests.cli.test_judge_align import KEY_ENV, _answers, _cli
-from tests.conftest import ROOT
+from tests.conftest import ROOT, DatabaseTemplates
 from tests.support.align_judge import AlignJudgeServer
 
 pytestmark = pytest.mark.slow
@@ -38,19 +38,25 @@ pytestmark = pytest.mark.slow
 _LITERAL = re.compile(r"^PACKAGE_JSON = (\(\n.*?\n\))$", re.MULTILINE | re.DOTALL)
 
 
-@pytest.fixture
-def aligned(db_url: str) -> tuple[str, dict[str, Any]]:
-    """The demo with judge ``j`` run and aligned; its stored certificate row."""
-    db = open_database(db_url)
+def _align_demo(url: str) -> None:
+    """The demo imported into ``url``, judge ``j`` run and aligned (certificate stored)."""
+    db = open_database(url)
     try:
         Repository(db).import_data(read_folder(ROOT / "samples" / "demo"))
     finally:
         db.dispose()
-    demo_db = db_url
-    with AlignJudgeServer(_answers(demo_db)) as srv:
+    with AlignJudgeServer(_answers(url)) as srv:
         conn = ["--model", "m", "--base-url", srv.base_url, "--api-key-env", KEY_ENV]
-        _cli("run", "--db", demo_db, "--judge", "j", *conn, "--no-logprobs")
-        _cli("align", "--db", demo_db, "--judge", "j", *conn, "--json", "--n-boot", "200")
+        _cli("run", "--db", url, "--judge", "j", *conn, "--no-logprobs")
+        _cli("align", "--db", url, "--judge", "j", *conn, "--json", "--n-boot", "200")
+
+
+@pytest.fixture
+def aligned(db_url: str, db_templates: DatabaseTemplates) -> tuple[str, dict[str, Any]]:
+    """The demo with judge ``j`` run and aligned; its stored certificate row. Built once per
+    session and backend (the judge run and the alignment are most of these tests' time)
+    and copied into the test's own database: every test may change its copy."""
+    demo_db = db_templates.fill(db_url, "demo, judge j run and aligned", _align_demo)
     db = open_database(demo_db)
     try:
         rows = JudgeStore(db).certificates("j")
