@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, TypedDict, Unpack
@@ -279,6 +280,12 @@ def preload(*, late: bool = True) -> None:
         importlib.import_module(name)
 
 
+def _late_modules_loaded() -> bool:
+    """Whether a forked child would inherit the calibration's modules (else it imports
+    them, ≈ 0.8 s, and takes no grouping from this process)."""
+    return all(name in sys.modules for name in _LATE_PRELOAD)
+
+
 class DashboardOptions(TypedDict, total=False):
     """The keyword form of :func:`compute_dashboard` (``compute_dashboard(frames, …)``):
     the fields of :class:`DashboardRequest` and :class:`DashboardData` by name, with the
@@ -525,9 +532,9 @@ def _fork_late(
     if processes < 2 or not fork_available():
         return None, []
     # For balance, the child also takes the last grouping (on 750 tasks × 25 criteria,
-    # after the overview: ≈ 2 s of work in each process, the child's including the
-    # import of scikit-learn where this process has not loaded it: `gradercal report`).
-    child_groupings = groupings[-1:]
+    # after the overview: ≈ 2 s of work in each process) — unless it must import
+    # scikit-learn first.
+    child_groupings = groupings[-1:] if _late_modules_loaded() else []
     with contextlib.suppress(ChildFailed, OSError):
         call = functools.partial(_late_sections, run.late, None, child_groupings)
         return ForkedCall(call), child_groupings
@@ -613,12 +620,11 @@ def _core_sections(
             f, run.late.design, humans, boot.ci, context, rows, judged.table_rows, judged.alt,
             run.overview, run.notes,
         )  # fmt: skip
-        if early is not None:  # the alt-tests are in: the late sections' child now, before
-            # the headline is handed over (its receiver may import for a while)
-            early.forked.kill()
-            forked, child_groupings = _fork_late(run, groupings, processes)
         if headline is not None:
             headline(_headline(run, rows, judged))
+        if early is not None:  # the headline is out: the late sections' child now
+            early.forked.kill()
+            forked, child_groupings = _fork_late(run, groupings, processes)
         n_designed = len(rows)
         pairwise = pairwise_section(f, humans, run.judges, boot, context)
         steps.step("pairwise")
