@@ -403,24 +403,3 @@ LIKERT: dict[int, str] = {
     4: "Agree",
     5: "Strongly agree",
 }
-
-
-#: Which verdicts the frames hold after rubric revisions (issue #16): ``"current"`` (the
-#: default) leaves stale ones out, ``"all"`` keeps every verdict, a number N keeps, for
-#: each criterion, the verdicts that were current when its task was at version N.
-Version = str | int
-
-
-def parse_version(text: str | int) -> Version:
-    """``all``, ``current`` or a version number ≥ 1 (a clear error otherwise).
-
-    Here, in the kernel, so that the command line parses ``--version`` without loading
-    the database layer (the ``report`` command forks its reading child before that).
-    """
-    if isinstance(text, int) or (isinstance(text, str) and text.strip().isdigit()):
-        n = int(text)
-        if n >= 1:
-            return n
-    elif text in ("all", "current"):
-        return text
-    raise ValueError(f"version {text!r}: use all, current or a version number (1, 2, …)")

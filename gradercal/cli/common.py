@@ -204,7 +204,7 @@ ci_option = click.option(
 
 
 def _parse_version(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
-    from gradercal.model import parse_version
+    from gradercal.db.frames_read import parse_version
 
     try:
         return parse_version(value)
@@ -214,7 +214,7 @@ def _parse_version(ctx: click.Context, param: click.Parameter, value: Any) -> An
 
 #: ``--version all|current|N`` of the commands that read verdicts for scores and statistics
 #: (issue #16): which verdicts count after a rubric revision. Parsed by
-#: :func:`gradercal.model.parse_version` ("current", "all" or an int ≥ 1).
+#: :func:`gradercal.db.frames_read.parse_version` ("current", "all" or an int ≥ 1).
 version_option = click.option(
     "--version",
     "version",

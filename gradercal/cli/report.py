@@ -298,9 +298,7 @@ def _import_engines(*, charts: bool, png: bool) -> None:
     ``png``) would import on first use."""
     from gradercal.dashboard.compute import preload
 
-    # not the calibration's scikit-learn: the forked child that computes that section
-    # imports it while this process computes the others
-    preload(late=False)
+    preload()
     if charts:
         from gradercal.dashboard.report import preload_charts
 

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, TypedDict, Unpack
@@ -43,10 +42,8 @@ from gradercal.dashboard.filters import DashboardFilters, filter_frames
 from gradercal.dashboard.inputs import DEFAULT_N_BOOT, DashboardInputs
 from gradercal.dashboard.result import AGREEMENT_COLUMNS, EXPERTS, Dashboard, empty_frame
 from gradercal.dashboard.sections import (
-    AltTestRun,
     Judged,
     agreement_rows,
-    alt_tests,
     apply_design,
     calibrate_section,
     calibrated_columns,
@@ -237,53 +234,39 @@ def _calibration_spec(calibration: Mapping[str, Any] | None) -> tuple[str, dict[
     return str(method), options, "saved"
 
 
-#: Modules a dashboard computation imports on first use: the engines and their scipy and
-#: krippendorff parts (about 1 s on a 2-core machine, once per process).
+#: Modules a dashboard computation imports on first use: the engines and their scipy,
+#: scikit-learn and krippendorff parts (about 2 s on a 2-core machine, once per process).
 _PRELOAD = (
     "gradercal.analysis.agreement",
     "gradercal.analysis.alt_test",
+    "gradercal.analysis.calibration",
     "gradercal.analysis.estimate",
     "gradercal.analysis.health",
     "gradercal.analysis.impact",
     "gradercal.stats.bootstrap",
     "gradercal.stats.coefficients",
-    "krippendorff",
-    "threadpoolctl",
-)
-#: What the calibration section adds (scikit-learn and the scipy.stats it loads, about
-#: 0.8 s more): with ``processes=2`` that section runs in the forked child, which imports
-#: these itself when this process has not (:func:`preload` with ``late=False``).
-_LATE_PRELOAD = (
-    "gradercal.analysis.calibration",
     "scipy.stats",
     "sklearn.isotonic",
     "sklearn.linear_model",
     "sklearn.model_selection",
     "sklearn.utils.multiclass",
     "sklearn.utils.validation",
+    "krippendorff",
+    "threadpoolctl",
 )
 
 
-def preload(*, late: bool = True) -> None:
+def preload() -> None:
     """Import now what :func:`compute_dashboard` would import on its first call.
 
     For a long-lived process that computes dashboards (the window's worker process): it
     calls this while idle, so that the first dashboard costs its computation only, and a
     forked child (``processes=2``) inherits the modules instead of importing them again.
-    ``late=False`` leaves out the calibration's modules (:data:`_LATE_PRELOAD`): for a
-    process that computes one dashboard with two processes (``gradercal report``), whose
-    forked child imports them while this one computes the rest.
     """
     import importlib
 
-    for name in (*_PRELOAD, *(_LATE_PRELOAD if late else ())):
+    for name in _PRELOAD:
         importlib.import_module(name)
-
-
-def _late_modules_loaded() -> bool:
-    """Whether a forked child would inherit the calibration's modules (else it imports
-    them, ≈ 0.8 s, and takes no grouping from this process)."""
-    return all(name in sys.modules for name in _LATE_PRELOAD)
 
 
 class DashboardOptions(TypedDict, total=False):
@@ -532,55 +515,12 @@ def _fork_late(
     if processes < 2 or not fork_available():
         return None, []
     # For balance, the child also takes the last grouping (on 750 tasks × 25 criteria,
-    # after the overview: ≈ 2 s of work in each process) — unless it must import
-    # scikit-learn first.
-    child_groupings = groupings[-1:] if _late_modules_loaded() else []
+    # after the overview: ≈ 2 s of work in each process).
+    child_groupings = groupings[-1:]
     with contextlib.suppress(ChildFailed, OSError):
         call = functools.partial(_late_sections, run.late, None, child_groupings)
         return ForkedCall(call), child_groupings
     return None, []
-
-
-class _AltTestsAhead:
-    """The judges' alt-tests from a forked child (:func:`alt_tests`), for
-    ``judge_sections(ahead=...)``: the first call waits for the child; a judge it has no
-    result for (or every judge, when the child died) is computed here, with the same
-    numbers and notes.
-
-    Raises (from a call):
-        Cancelled: ``cancelled()`` turned True while waiting (the child is killed).
-    """
-
-    def __init__(self, forked: ForkedCall[dict[str, AltTestRun]], run: _Run) -> None:
-        self.forked, self.run = forked, run
-        self.results: dict[str, AltTestRun] | None = None
-
-    def __call__(self, judge: str) -> AltTestRun:
-        if self.results is None:
-            try:
-                self.results = self.forked.result(self.run.steps.cancelled)
-            except InterruptedError:
-                raise Cancelled("dashboard computation cancelled") from None
-            except ChildFailed:
-                self.results = {}
-        if judge not in self.results:
-            run = self.run
-            self.results.update(alt_tests(run.f, [judge], run.humans, run.context))
-        return self.results[judge]
-
-
-def _fork_alt_tests(run: _Run, processes: int) -> _AltTestsAhead | None:
-    """With a headline to send and ``processes`` ≥ 2 where fork is available: the judges'
-    alt-tests in a forked child while this process computes the experts' and the judges'
-    agreement — the headline needs all three (on 750 tasks the alt-test is about half of
-    the judges' part). The late sections' child is forked after the headline then, so
-    that the headline has both cores."""
-    if processes < 2 or not fork_available() or not run.judges:
-        return None
-    with contextlib.suppress(ChildFailed, OSError):
-        call = functools.partial(alt_tests, run.f, list(run.judges), run.humans, run.context)
-        return _AltTestsAhead(ForkedCall(call), run)
-    return None
 
 
 def _core_sections(
@@ -594,11 +534,7 @@ def _core_sections(
     from gradercal.analysis.agreement import HUMAN_STATISTICS, human_agreement
 
     f, humans, boot, context, steps = run.f, run.humans, run.boot, run.context, run.steps
-    early = None if headline is None else _fork_alt_tests(run, processes)
-    forked: ForkedCall[_LateSections] | None = None
-    child_groupings: list[Grouping] = []
-    if early is None:
-        forked, child_groupings = _fork_late(run, groupings, processes)
+    forked, child_groupings = _fork_late(run, groupings, processes)
     try:
         # Expert–expert agreement, overall.
         ha = human_agreement(f, humans, **boot.kwargs(), context=context)
@@ -610,7 +546,7 @@ def _core_sections(
         # Every judge against the consensus (+ every expert as a judge).
         coverage = run.overview["judge_coverage"]
         judged = judge_sections(
-            f, run.judges, humans, run.primary, coverage, boot, context, steps, run.notes, early
+            f, run.judges, humans, run.primary, coverage, boot, context, steps, run.notes
         )
         rows += judged.rows
         steps.step("judges")
@@ -622,9 +558,6 @@ def _core_sections(
         )  # fmt: skip
         if headline is not None:
             headline(_headline(run, rows, judged))
-        if early is not None:  # the headline is out: the late sections' child now
-            early.forked.kill()
-            forked, child_groupings = _fork_late(run, groupings, processes)
         n_designed = len(rows)
         pairwise = pairwise_section(f, humans, run.judges, boot, context)
         steps.step("pairwise")
@@ -637,9 +570,8 @@ def _core_sections(
             late = _late_sections(run.late, steps, child_groupings)
             run.notes += late.notes
     finally:
-        for child in (forked, None if early is None else early.forked):
-            if child is not None:
-                child.kill()  # no-op once its result is in; else a cancel or error here
+        if forked is not None:
+            forked.kill()  # no-op once its result is in; else a cancel or error here
     return _Core(rows, n_designed, judged, pairwise, late)
 
 

@@ -41,7 +41,7 @@ This module imports pandas, numpy and gradercal's core only (no SQL, no Qt).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -457,10 +457,8 @@ def judge_sections(
     context: AnalysisContext | None,
     steps: _Steps,
     notes: list[str],
-    ahead: Callable[[str], AltTestRun] | None = None,
 ) -> Judged:
-    """Every judge against the expert consensus, with its alt-test (from ``ahead`` when
-    given: :func:`alt_tests` computed in a forked child meanwhile)."""
+    """Every judge against the expert consensus, with its alt-test."""
     from gradercal.analysis.agreement import judge_agreement
 
     out = Judged([], [], {}, None)
@@ -500,11 +498,7 @@ def judge_sections(
         loo = ja.judge_loo_mean.get("cohen_kappa")
         row["kappa_judge_loo"] = math.nan if loo is None else float(loo)
         row["kappa_within_experts"] = ja.within_human_range.get("cohen_kappa")
-        if ahead is None:
-            res = _alt_test(f, jname, humans, notes, context)
-        else:  # computed meanwhile elsewhere: its result and the notes it wrote
-            res, said = ahead(jname)
-            notes += said
+        res = _alt_test(f, jname, humans, notes, context)
         row["alt_test_passed"] = None if res is None else bool(res["passed"])
         row["alt_test_winning_rate"] = math.nan if res is None else float(res["winning_rate"])
         row["alt_test_advantage"] = math.nan if res is None else float(res["advantage_probability"])
@@ -551,24 +545,6 @@ def calibrated_columns(judge_rows: list[dict[str, Any]], primary: str, cal_cmp: 
             row[f"calibrated_{name}"] = value
             row[f"calibrated_{name}_low"] = lo
             row[f"calibrated_{name}_high"] = hi
-
-
-#: One judge's alt-test (:meth:`AltTestResult.to_dict`, or None when skipped) and the notes
-#: its computation wrote.
-AltTestRun = tuple[dict[str, Any] | None, list[str]]
-
-
-def alt_tests(
-    f: Frames, judges: Sequence[str], humans: Sequence[str], context: AnalysisContext | None
-) -> dict[str, AltTestRun]:
-    """Every judge's alt-test as :func:`judge_sections` computes it, with the notes each
-    wrote (what a forked child computes while the parent computes the judges' agreement,
-    so that the headline comes sooner)."""
-    out: dict[str, AltTestRun] = {}
-    for judge in judges:
-        said: list[str] = []
-        out[judge] = (_alt_test(f, judge, humans, said, context), said)
-    return out
 
 
 def _alt_test(

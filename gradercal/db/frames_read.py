@@ -48,7 +48,6 @@ from gradercal.frames import (
     make_frame,
     object_frame,
 )
-from gradercal.model import Version, parse_version
 
 __all__ = [
     "REVISION_PARTS",
@@ -61,6 +60,22 @@ __all__ = [
     "read_revision",
     "verdict_changes",
 ]
+
+#: Which verdicts the frames hold after rubric revisions (issue #16): ``"current"`` (the
+#: default) leaves stale ones out, ``"all"`` keeps every verdict, a number N keeps, for
+#: each criterion, the verdicts that were current when its task was at version N.
+Version = str | int
+
+
+def parse_version(text: str | int) -> Version:
+    """``all``, ``current`` or a version number ≥ 1 (a clear error otherwise)."""
+    if isinstance(text, int) or (isinstance(text, str) and text.strip().isdigit()):
+        n = int(text)
+        if n >= 1:
+            return n
+    elif text in ("all", "current"):
+        return text
+    raise ValueError(f"version {text!r}: use all, current or a version number (1, 2, …)")
 
 
 def verdict_changes(conn: Connection, bench_id: int) -> dict[int, list[int]]:
