@@ -638,7 +638,11 @@ def test_screenshot_of_the_dashboard(db_path: str, tmp_path: Path) -> None:
 
 # -- the worker process --------------------------------------------------------------------
 def test_the_computation_runs_in_the_worker_process(
-    qtbot: Any, open_coordinator: Opener, db_path: str, monkeypatch: pytest.MonkeyPatch
+    qtbot: Any,
+    open_coordinator: Opener,
+    db_path: str,
+    monkeypatch: pytest.MonkeyPatch,
+    real_dashboard_worker: None,
 ) -> None:
     import gradercal.dashboard
 

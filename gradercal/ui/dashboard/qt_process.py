@@ -58,6 +58,11 @@ if TYPE_CHECKING:  # data imports pandas: not needed to start the worker
 YOUNG_LIMIT = 5_000
 #: How long :meth:`QtDashboardProcess.stop` waits for the worker to exit before killing it.
 STOP_WAIT_MS = 1_000
+#: The program and arguments that start the worker. The test suite points this at a
+#: launcher that forks a worker whose imports are already done
+#: (``tests/support/worker_fork_server.py``); the worker it runs is the same.
+DEFAULT_WORKER_COMMAND: tuple[str, ...] = (sys.executable, "-m", "gradercal.ui.dashboard.worker")
+WORKER_COMMAND: tuple[str, ...] = DEFAULT_WORKER_COMMAND
 _LIVE: weakref.WeakSet[QtDashboardProcess] = weakref.WeakSet()
 _HOOKED: list[QObject] = []
 _PREIMPORT: list[bool] = []
@@ -159,8 +164,8 @@ class QtDashboardProcess(QObject):
         self._writes = []
         self.pid = 0
         proc = QProcess(self)
-        proc.setProgram(sys.executable)
-        proc.setArguments(["-m", "gradercal.ui.dashboard.worker"])
+        proc.setProgram(WORKER_COMMAND[0])
+        proc.setArguments(list(WORKER_COMMAND[1:]))
         env = QProcessEnvironment.systemEnvironment()
         env.insert("MPLBACKEND", "Agg")
         proc.setProcessEnvironment(env)
