@@ -234,8 +234,10 @@ def _calibration_spec(calibration: Mapping[str, Any] | None) -> tuple[str, dict[
     return str(method), options, "saved"
 
 
-#: Modules a dashboard computation imports on first use: the engines and their scipy,
-#: scikit-learn and krippendorff parts (about 2 s on a 2-core machine, once per process).
+#: Modules a dashboard computation imports on first use: the engines and their scipy and
+#: krippendorff parts (about 1 s on a 2-core machine, once per process). The default
+#: calibration (``threshold``, as ``leniency``) needs no scikit-learn
+#: (:mod:`gradercal.analysis.calibration.thresholds`).
 _PRELOAD = (
     "gradercal.analysis.agreement",
     "gradercal.analysis.alt_test",
@@ -245,27 +247,35 @@ _PRELOAD = (
     "gradercal.analysis.impact",
     "gradercal.stats.bootstrap",
     "gradercal.stats.coefficients",
+    "krippendorff",
+    "threadpoolctl",
+)
+#: What the ``isotonic`` and ``platt`` calibrations add: scikit-learn's estimators (and
+#: scipy.stats, which scikit-learn imports; about 0.8 s more).
+_PRELOAD_ESTIMATORS = (
     "scipy.stats",
     "sklearn.isotonic",
     "sklearn.linear_model",
     "sklearn.model_selection",
     "sklearn.utils.multiclass",
     "sklearn.utils.validation",
-    "krippendorff",
-    "threadpoolctl",
+    "gradercal.analysis.calibration.calibrators",
 )
 
 
-def preload() -> None:
+def preload(*, estimators: bool = True) -> None:
     """Import now what :func:`compute_dashboard` would import on its first call.
 
     For a long-lived process that computes dashboards (the window's worker process): it
     calls this while idle, so that the first dashboard costs its computation only, and a
     forked child (``processes=2``) inherits the modules instead of importing them again.
+    ``estimators=False`` leaves out scikit-learn (:data:`_PRELOAD_ESTIMATORS`), which
+    only the ``isotonic`` and ``platt`` calibrations import (on first use): for a process
+    that computes one dashboard of another method (``gradercal report``).
     """
     import importlib
 
-    for name in _PRELOAD:
+    for name in _PRELOAD + (_PRELOAD_ESTIMATORS if estimators else ()):
         importlib.import_module(name)
 
 
