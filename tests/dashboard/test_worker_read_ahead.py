@@ -1,0 +1,100 @@
+"""The worker reads the data in a forked child while it imports the headline's engines (#33).
+
+A window being built tells its worker that a request comes ``soon``; with nothing kept on
+disk for the data, the worker imports what the headline needs and reads the data at
+once. Both hold the GIL, and at 750 tasks they are ≈ 0.45 s and ≈ 0.55 s of the way to
+the window's first numbers: the read goes to a forked child (its own connection) while
+the worker imports. These tests check that the read happens in a child (the reading
+function is never called in the worker's process), that the data kept equals a direct
+read, and that without fork the worker reads it itself.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from gradercal.db import dashboard_data
+from gradercal.db.repo import Repository
+from gradercal.db.session import open_database
+from gradercal.formats import read_path
+from gradercal.ui.dashboard import disk_cache, worker
+from tests.conftest import DEMO
+
+
+@pytest.fixture(scope="module")
+def demo_url(tmp_path_factory: pytest.TempPathFactory) -> str:
+    url = f"sqlite:///{tmp_path_factory.mktemp('readahead') / 'demo.sqlite'}"
+    db = open_database(url)
+    try:
+        Repository(db).import_data(read_path(DEMO))
+    finally:
+        db.dispose()
+    return url
+
+
+@pytest.fixture
+def reads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The pids of the processes that called ``load_dashboard_data`` and reported it here
+    (a forked child's call is not seen: its list is its own copy)."""
+    monkeypatch.setenv(disk_cache.ENV, str(tmp_path / "cache"))
+    monkeypatch.setenv(disk_cache.ENV_KEY, str(tmp_path / "key"))
+    calls: list[int] = []
+    real = dashboard_data.load_dashboard_data
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        calls.append(os.getpid())
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(dashboard_data, "load_dashboard_data", counted)
+    return calls
+
+
+def _read_ahead(url: str) -> worker.Worker:
+    w = worker.Worker(lambda message: None)
+    assert w.disk is not None
+    imported: list[str] = []
+    w._preload = lambda: imported.append("all")  # pending heavy imports (serve sets it)
+    try:
+        w._read_ahead({"op": "soon", "url": url, "benchmark": None})
+    finally:
+        if w._frozen:
+            import gc
+
+            gc.unfreeze()
+    assert w._imported == {"first"} and imported == []  # the headline's imports only
+    return w
+
+
+def _same_data(got: Any, url: str) -> None:
+    db = open_database(url)
+    try:
+        ref = dashboard_data.load_dashboard_data(Repository(db), None)
+    finally:
+        db.dispose()
+    for name in ("tasks", "criteria", "responses", "judgments", "adjudications"):
+        pd.testing.assert_frame_equal(getattr(got.frames, name), getattr(ref.frames, name))
+    assert got.frames.pass_threshold == ref.frames.pass_threshold
+    assert (got.rounds is None) == (ref.rounds is None)
+    assert (got.versions is None) == (ref.versions is None)
+
+
+def test_soon_reads_the_data_in_a_child_while_importing(demo_url: str, reads: list[int]) -> None:
+    w = _read_ahead(demo_url)
+    assert w._data is not None and w._revision and w._frames_key == (demo_url, "None")
+    assert reads == []  # read in the forked child, not here
+    _same_data(w._data, demo_url)
+
+
+def test_without_fork_the_worker_reads_itself(
+    demo_url: str, reads: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(worker, "_READ_IN_CHILD", False)
+    w = _read_ahead(demo_url)
+    assert reads == [os.getpid()]
+    assert w._data is not None
+    _same_data(w._data, demo_url)
