@@ -5,7 +5,7 @@ without the estimators (:mod:`gradercal.analysis.calibration.thresholds`); sciki
 with scipy.stats costs ≈ 1 s of the report's ≈ 4 s at 750 tasks on a 2-core machine
 (scipy.stats itself may still come: on the demo, the estimates' small-sample t quantile
 imports it). A report is run as a process (on the demo, HTML and JSON), and the modules loaded at its
-exit are checked — with fork off too, so that the reading, the calibration and the
+exit are checked (on SQLite and PostgreSQL) — with fork off too, so that the reading, the calibration and the
 charts all run in the one process checked (with fork they run partly in children).
 An ``isotonic`` report still imports it (the estimators are needed there).
 """
@@ -37,15 +37,15 @@ main()
 """
 
 
-@pytest.fixture(scope="module")
-def demo_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("reportdb") / "demo.sqlite"
-    res = CliRunner().invoke(main, ["import", str(DEMO), "--db", str(path)])
+@pytest.fixture
+def demo_db(db_url: str) -> str:
+    """The demo in a fresh database of each backend (SQLite, PostgreSQL)."""
+    res = CliRunner().invoke(main, ["import", str(DEMO), "--db", db_url])
     assert res.exit_code == 0, res.output
-    return path
+    return db_url
 
 
-def _loaded(mode: str, db: Path, *args: str) -> list[str]:
+def _loaded(mode: str, db: str, *args: str) -> list[str]:
     out = subprocess.run(
         [sys.executable, "-c", _CHILD, mode, "--db", str(db), "--bootstrap", "20", *args],
         capture_output=True,
@@ -67,5 +67,5 @@ def test_a_default_report_imports_no_scikit_learn(demo_db: Path, tmp_path: Path,
     assert _loaded(mode, demo_db, "--json", "--calibration", "leniency") == []
 
 
-def test_an_isotonic_report_still_imports_it(demo_db: Path) -> None:
+def test_an_isotonic_report_still_imports_it(demo_db: str) -> None:
     assert "sklearn" in _loaded("nofork", demo_db, "--json", "--calibration", "isotonic")

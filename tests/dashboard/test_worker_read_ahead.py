@@ -6,7 +6,8 @@ once. Both hold the GIL, and at 750 tasks they are ≈ 0.45 s and ≈ 0.55 s of 
 the window's first numbers: the read goes to a forked child (its own connection) while
 the worker imports. These tests check that the read happens in a child (the reading
 function is never called in the worker's process), that the data kept equals a direct
-read, and that without fork the worker reads it itself.
+read, and that without fork the worker reads it itself — on SQLite and PostgreSQL (the
+child opens its own connection; the worker's stays unused across the fork).
 """
 
 from __future__ import annotations
@@ -26,9 +27,10 @@ from gradercal.ui.dashboard import disk_cache, worker
 from tests.conftest import DEMO
 
 
-@pytest.fixture(scope="module")
-def demo_url(tmp_path_factory: pytest.TempPathFactory) -> str:
-    url = f"sqlite:///{tmp_path_factory.mktemp('readahead') / 'demo.sqlite'}"
+@pytest.fixture
+def demo_url(db_url: str) -> str:
+    """The demo in a fresh database of each backend (SQLite, PostgreSQL)."""
+    url = db_url if "://" in db_url else f"sqlite:///{db_url}"
     db = open_database(url)
     try:
         Repository(db).import_data(read_path(DEMO))
