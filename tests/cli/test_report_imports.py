@@ -60,7 +60,7 @@ def _loaded(mode: str, db: str, *args: str) -> list[str]:
 
 
 @pytest.mark.parametrize("mode", ["fork", "nofork"])
-def test_a_default_report_imports_no_scikit_learn(demo_db: Path, tmp_path: Path, mode: str) -> None:
+def test_a_default_report_imports_no_scikit_learn(demo_db: str, tmp_path: Path, mode: str) -> None:
     html = tmp_path / "r.html"
     assert _loaded(mode, demo_db, "-o", str(html)) == []
     assert "threshold calibration cross-fitted out of fold" in html.read_text("utf-8")
