@@ -644,49 +644,9 @@ class Worker:
             # Nothing computed on this data: whatever is asked will be computed, so
             # import and load now, while the window is still being built — what the
             # headline needs only: the rest follows once the headline is sent.
-            with contextlib.suppress(Exception):
-                self._warm_meanwhile(url, benchmark, revision)
-
-    def _warm_meanwhile(self, url: str, benchmark: str | None, revision: dict[str, str]) -> None:
-        """:meth:`_preloaded_first` and :meth:`_warm` at once: the data is read in a
-        forked child (:func:`_read_data`, on its own connection) while this process
-        imports what the headline needs.
-
-        Both hold the GIL (a thread would not overlap them): at 750 tasks the read is
-        ≈ 0.55 s and the imports ≈ 0.45 s, on the window's critical path to its first
-        numbers. The child sends the data pickled (≈ 13 MiB, a few hundredths of a second
-        each way; equal values, one shared object per distinct name as the loader makes
-        them). Without fork, with data already loaded, or when the child dies, the data is
-        read here afterwards (an error of the reading is raised again from the child).
-        """
-        forked: ForkedCall[DashboardData] | None = None
-        if _READ_IN_CHILD and fork_available() and self._data is None:
-            with contextlib.suppress(ChildFailed, OSError):
-                forked = ForkedCall(functools.partial(_read_data, url, benchmark))
-        try:
             self._preloaded_first()
-            if forked is not None:
-                with contextlib.suppress(ChildFailed):
-                    data = forked.result()
-                    self._database(url)  # (open: the fingerprint was read on it)
-                    if self._data is None and self._url == url:
-                        self._adopt(data, (url, str(benchmark)), revision)
-                        return
-        finally:
-            if forked is not None:
-                forked.kill()  # no-op once its result is in
-        self._warm(url, benchmark, revision)
-
-    def _adopt(self, data: DashboardData, key: tuple[str, str], revision: dict[str, str]) -> None:
-        """Keep ``data`` (read for ``key`` after the fingerprint ``revision`` was read) as
-        :meth:`_refresh` keeps what it reads."""
-        import gc
-
-        self._data = data
-        self._frames_key = key
-        self._revision = revision
-        gc.freeze()  # long-lived, millions of objects: out of the collector's sight
-        self._frozen = True
+            with contextlib.suppress(Exception):
+                self._warm(url, benchmark, revision)
 
     def _from_disk(
         self, request: PickledRequest | Request, url: str, db: Database
@@ -945,21 +905,6 @@ def chart_parts(
             dig = digest(b"pixels " + drawn + b" " + pixels.rgba)
         out.append((Part.figure(name), payload, dig))
     return out
-
-
-#: Whether :meth:`Worker._warm_meanwhile` may read the data in a forked child (the tests
-#: switch it off to compare the two paths).
-_READ_IN_CHILD = True
-
-
-def _read_data(url: str, benchmark: str | None) -> DashboardData:
-    """The dashboard's data, read on a connection of its own (in a forked child: the
-    parent's connection is never used across the fork)."""
-    from gradercal.db.dashboard_data import load_dashboard_data
-    from gradercal.db.repo import Repository
-    from gradercal.db.session import open_database
-
-    return load_dashboard_data(Repository(open_database(url, migrate=False)), benchmark)
 
 
 #: What the headline of a computation needs (:func:`preload_first`): the engines of the
