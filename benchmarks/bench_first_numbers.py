@@ -121,6 +121,7 @@ def window(tree: Path, db: str) -> tuple[float, float, float, float]:
         out = subprocess.run(
             [sys.executable, "-c", _WINDOW_CHILD, db],
             env=_env(tree, cache),
+            cwd=tree,  # (``-c`` and ``-m`` put the working folder first on sys.path)
             check=True,
             capture_output=True,
             text=True,
@@ -139,6 +140,7 @@ def report(tree: Path, db: str) -> float:
         subprocess.run(
             [sys.executable, "-m", "gradercal", "report", "--db", db, "-o", str(html)],
             env=_env(tree, cache),
+            cwd=tree,
             check=True,
             capture_output=True,
         )

@@ -39,6 +39,9 @@ if TYPE_CHECKING:
 __all__ = ["report"]
 
 _CAL_CHOICES = ("active", "none", "threshold", "leniency", "isotonic", "platt")
+#: The calibrations that fit scikit-learn estimators (the others need no scikit-learn; an
+#: active saved calibration of these imports it when the computation meets it).
+_ESTIMATOR_METHODS = ("isotonic", "platt")
 
 
 def _names(value: str | None) -> tuple[str, ...] | None:
@@ -198,6 +201,7 @@ def report(
                 read,
                 charts=output is not None or pdf is not None,
                 png=images == "png" or pdf is not None,
+                estimators=calibration in _ESTIMATOR_METHODS,
             ),
             filters, n_boot, seed, ci, output, pdf, images, max_rows, title, as_json,
         )  # fmt: skip
@@ -264,11 +268,14 @@ def _read_request(
 _READ_IN_CHILD = True
 
 
-def _read_meanwhile(read: Callable[[], _Request], *, charts: bool, png: bool) -> _Request:
-    """``read()``, done in a forked child while this process imports the engines.
+def _read_meanwhile(
+    read: Callable[[], _Request], *, charts: bool, png: bool, estimators: bool = False
+) -> _Request:
+    """``read()``, done in a forked child while this process imports the engines (with
+    ``estimators``, scikit-learn's too).
 
-    Reading the frames (about 1 s at 750 tasks) and importing scipy, scikit-learn and
-    matplotlib (about 1.3 s) both hold the GIL, so a thread would not overlap them; a
+    Reading the frames (about 1 s at 750 tasks) and importing scipy and matplotlib
+    (about 0.6 s) both hold the GIL, so a thread would not overlap them; a
     child does, and it sends the frames back pickled (13 MiB, well under 0.1 s each way;
     equal values, and one shared object per distinct name as the loader makes them). The
     parent never opens the database before the child ends, so no connection crosses the
@@ -282,7 +289,7 @@ def _read_meanwhile(read: Callable[[], _Request], *, charts: bool, png: bool) ->
     if _READ_IN_CHILD and fork_available():
         with contextlib.suppress(ChildFailed, OSError):
             forked = ForkedCall(read)
-    _import_engines(charts=charts, png=png)
+    _import_engines(charts=charts, png=png, estimators=estimators)
     if forked is not None:
         try:
             return forked.result()
@@ -293,12 +300,12 @@ def _read_meanwhile(read: Callable[[], _Request], *, charts: bool, png: bool) ->
     return read()
 
 
-def _import_engines(*, charts: bool, png: bool) -> None:
+def _import_engines(*, charts: bool, png: bool, estimators: bool = False) -> None:
     """Import what the computation (and with ``charts`` the charts, in PNG too with
-    ``png``) would import on first use."""
+    ``png``; with ``estimators`` scikit-learn's calibrators) would import on first use."""
     from gradercal.dashboard.compute import preload
 
-    preload()
+    preload(estimators=estimators)
     if charts:
         from gradercal.dashboard.report import preload_charts
 

@@ -234,8 +234,10 @@ def _calibration_spec(calibration: Mapping[str, Any] | None) -> tuple[str, dict[
     return str(method), options, "saved"
 
 
-#: Modules a dashboard computation imports on first use: the engines and their scipy,
-#: scikit-learn and krippendorff parts (about 2 s on a 2-core machine, once per process).
+#: Modules a dashboard computation imports on first use: the engines and their scipy and
+#: krippendorff parts (about 1 s on a 2-core machine, once per process). The default
+#: calibration (``threshold``, as ``leniency``) needs no scikit-learn
+#: (:mod:`gradercal.analysis.calibration.thresholds`).
 _PRELOAD = (
     "gradercal.analysis.agreement",
     "gradercal.analysis.alt_test",
@@ -245,27 +247,36 @@ _PRELOAD = (
     "gradercal.analysis.impact",
     "gradercal.stats.bootstrap",
     "gradercal.stats.coefficients",
+    # the estimates' t quantiles (gradercal.analysis.ppi; ≈ 0.35 s)
     "scipy.stats",
+    "krippendorff",
+    "threadpoolctl",
+)
+#: What the ``isotonic`` and ``platt`` calibrations add: scikit-learn's estimators (about
+#: 0.6 s more).
+_PRELOAD_ESTIMATORS = (
     "sklearn.isotonic",
     "sklearn.linear_model",
     "sklearn.model_selection",
     "sklearn.utils.multiclass",
     "sklearn.utils.validation",
-    "krippendorff",
-    "threadpoolctl",
+    "gradercal.analysis.calibration.calibrators",
 )
 
 
-def preload() -> None:
+def preload(*, estimators: bool = True) -> None:
     """Import now what :func:`compute_dashboard` would import on its first call.
 
     For a long-lived process that computes dashboards (the window's worker process): it
     calls this while idle, so that the first dashboard costs its computation only, and a
     forked child (``processes=2``) inherits the modules instead of importing them again.
+    ``estimators=False`` leaves out scikit-learn (:data:`_PRELOAD_ESTIMATORS`), which
+    only the ``isotonic`` and ``platt`` calibrations import (on first use): for a process
+    that computes one dashboard of another method (``gradercal report``).
     """
     import importlib
 
-    for name in _PRELOAD:
+    for name in _PRELOAD + (_PRELOAD_ESTIMATORS if estimators else ()):
         importlib.import_module(name)
 
 
@@ -322,7 +333,7 @@ def compute_dashboard(
             (:mod:`gradercal.dashboard.sections`, "Active designs").
         progress: ``progress(done, total, label)`` after every section.
         cancelled: Polled between sections; True raises :class:`Cancelled`.
-        processes: 2 (or more): on Linux, compute the agreement by domain, calibration,
+        processes: 2 (or more): on Linux, compute the agreement by tag, calibration,
             models and health sections in a forked child process while this one computes
             the other agreement sections (:mod:`gradercal._util.forked`; about 30% less wall
             time on 2 cores, same numbers). Only for a process without Qt or other
@@ -363,8 +374,14 @@ def compute_dashboard(
 
 def _assemble(run: _Run, core: _Core, tables: dict[str, pd.DataFrame]) -> Dashboard:
     """The :class:`Dashboard` of the computed sections (the last step)."""
+    from gradercal.analysis.agreement import GROUPINGS
+
     late = core.late
-    rows = [*core.rows, *late.group_rows, *late.crit_rows]
+    # the agreement by tag, workflow and domain in that order, whichever process
+    # computed which (a stable sort: each grouping's rows keep their order)
+    order = {by: i for i, by in enumerate(GROUPINGS)}
+    grouped = sorted([*core.rows[core.n_designed :], *late.group_rows], key=lambda r: order[r[0]])
+    rows = [*core.rows[: core.n_designed], *grouped, *late.crit_rows]
     rows = rows[: core.n_designed] + not_weighted_rows(run.late.design, rows[core.n_designed :])
     notes = run.notes
     if run.primary is not None and not late.reliability and run.late.method != "none":
@@ -507,20 +524,24 @@ class _Core:
 def _fork_late(
     run: _Run, groupings: list[Grouping], processes: int
 ) -> tuple[ForkedCall[_LateSections] | None, list[Grouping]]:
-    """The late sections (and the last grouping) in a forked child, with ``processes``
-    ≥ 2 where fork is available: ``(the child, the groupings it takes)``."""
+    """The late sections (and the groupings of :data:`_CHILD_GROUPINGS`) in a forked
+    child, with ``processes`` ≥ 2 where fork is available: ``(the child or None, the
+    groupings the late sections take)`` — the same groupings without a child, so that
+    one process computes the sections in the same order (the same progress)."""
+    # For balance, the child also takes the agreement by tag (on 750 tasks × 25
+    # criteria, one process: tag 0.60 s, workflow 0.20 s, domain 0.18 s; the child's
+    # calibration, models and health 0.56 s; the parent's expert and judge agreement
+    # 0.77 s — ≈ 1.15 s in each process).
+    child_groupings = [g for g in groupings if g in _CHILD_GROUPINGS]
     # The calibration, models and health sections need nothing from the sections in
     # between: with two processes they run in a forked child meanwhile (same tables in
     # its copy of the context, so the same numbers).
     if processes < 2 or not fork_available():
-        return None, []
-    # For balance, the child also takes the last grouping (on 750 tasks × 25 criteria,
-    # after the overview: ≈ 2 s of work in each process).
-    child_groupings = groupings[-1:]
+        return None, child_groupings
     with contextlib.suppress(ChildFailed, OSError):
         call = functools.partial(_late_sections, run.late, None, child_groupings)
         return ForkedCall(call), child_groupings
-    return None, []
+    return None, child_groupings
 
 
 def _core_sections(
@@ -622,6 +643,9 @@ def _table_sections(
         run.steps.step(table.title.lower())
     return tables
 
+
+#: The groupings whose agreement the forked child computes (``processes=2``).
+_CHILD_GROUPINGS: tuple[Grouping, ...] = ("tag",)
 
 #: The sections of :func:`_late_sections` after its groupings, in order (their progress
 #: labels).

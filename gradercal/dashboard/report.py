@@ -26,6 +26,7 @@ import html
 import io
 import math
 import re
+import secrets
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -735,11 +736,15 @@ def render_html(
     """
     if image_format not in ("svg", "png"):
         raise ValueError("image_format must be svg or png")
+
+    def document(images: Mapping[str, str]) -> str:
+        return _document(
+            d, images, title=title, css=_CSS, max_rows=max_rows, generated_at=generated_at
+        )
+
     if charts is not None:
-        images = _encoded(dict(charts), image_format, progress)
-    else:
-        images = _chart_images(d, image_format, progress, processes)
-    return _document(d, images, title=title, css=_CSS, max_rows=max_rows, generated_at=generated_at)
+        return document(_encoded(dict(charts), image_format, progress))
+    return _with_chart_images(d, image_format, progress, processes, document)
 
 
 def _encoded(
@@ -784,40 +789,49 @@ def _report_keys(d: Dashboard) -> list[str]:
     return [chart.report_key(by) for chart, by in chart_figures(present)]
 
 
-def _chart_images(
+def _with_chart_images(
     d: Dashboard,
     fmt: str,
     progress: Callable[[int, int, str], None] | None,
     processes: int,
-) -> dict[str, str]:
-    """The ``<img>`` element of every report chart; with ``processes`` ≥ 2 on Linux, every
-    other chart (the 1st, 3rd, …) comes from a forked child."""
+    document: Callable[[Mapping[str, str]], str],
+) -> str:
+    """``document(images)`` with the ``<img>`` element of every report chart; with
+    ``processes`` ≥ 2 on Linux, every other chart (the 1st, 3rd, …) comes from a forked
+    child, and the document is written while the child draws — its charts' places held
+    by unique tokens, replaced by their images when they come (the same text as
+    ``document`` of every image: each place holds exactly what ``document`` put there)."""
     from gradercal._util.forked import ChildFailed, ForkedCall, fork_available
 
     keys = _report_keys(d)
     if processes < 2 or len(keys) < 2 or not fork_available():
-        return _encoded(report_charts(d), fmt, progress)
+        return document(_encoded(report_charts(d), fmt, progress))
     theirs, mine = keys[::2], keys[1::2]
     forked: ForkedCall[dict[str, str]] | None = None
     with contextlib.suppress(ChildFailed, OSError):
         forked = ForkedCall(functools.partial(_drawn, d, theirs, fmt))
     if forked is None:
-        return _encoded(report_charts(d), fmt, progress)
+        return document(_encoded(report_charts(d), fmt, progress))
     images: dict[str, str] = {}
     try:
         for key in mine:
             images.update(_drawn(d, [key], fmt))
             if progress:
                 progress(len(images), len(keys), "charts")
+        # (a token of 128 random bits: it occurs nowhere else in the document)
+        tokens = {key: f"<!--chart {secrets.token_hex(16)}-->" for key in theirs}
+        page = document({**images, **tokens})
         try:
-            images.update(forked.result())
+            drawn = forked.result()
         except ChildFailed:  # the child died: its charts are drawn here
-            images.update(_drawn(d, theirs, fmt))
+            drawn = _drawn(d, theirs, fmt)
     finally:
         forked.kill()  # no-op once its result is in
+    for key in theirs:
+        page = page.replace(tokens[key], drawn[key])
     if progress:
         progress(len(keys), len(keys), "charts")
-    return {key: images[key] for key in keys}
+    return page
 
 
 def preload_charts(*, png: bool = False) -> None:

@@ -87,6 +87,29 @@ def test_charts_from_a_child_give_the_same_html(dash: Dashboard, fmt: str) -> No
     assert seen and seen[-1][0] == seen[-1][1] == len(report_mod._report_keys(dash))
 
 
+def test_the_document_is_written_while_the_child_draws(
+    dash: Dashboard, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """#33: the tables of the page are written before waiting for the child's charts
+    (their places held by tokens): the same page."""
+    one = render_html(dash, generated_at=_WHEN)
+    order: list[str] = []
+    document, result = report_mod._document, ForkedCall.result
+
+    def written(*args: Any, **kwargs: Any) -> str:
+        order.append("document")
+        return document(*args, **kwargs)
+
+    def waited(self: ForkedCall[Any], *args: Any, **kwargs: Any) -> Any:
+        order.append("the child's charts")
+        return result(self, *args, **kwargs)
+
+    monkeypatch.setattr(report_mod, "_document", written)
+    monkeypatch.setattr(ForkedCall, "result", waited)
+    assert render_html(dash, generated_at=_WHEN, processes=2) == one
+    assert order == ["document", "the child's charts"]
+
+
 def test_a_dead_chart_child_falls_back(
     dash: Dashboard, monkeypatch: pytest.MonkeyPatch, failures: list[str]
 ) -> None:

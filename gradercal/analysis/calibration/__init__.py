@@ -24,6 +24,8 @@ The modules, each importing only the ones before it:
 * :mod:`~gradercal.analysis.calibration.tables`: the judge's probability ``s`` and the
   experts' consensus per item and per response; calibrated response scores;
 * :mod:`~gradercal.analysis.calibration.reliability`: Brier score, reliability table, ECE;
+* :mod:`~gradercal.analysis.calibration.thresholds`: what the ``threshold`` and
+  ``leniency`` calibrators learn and predict, and the task folds, on plain arrays;
 * :mod:`~gradercal.analysis.calibration.calibrators`: the estimators;
 * :mod:`~gradercal.analysis.calibration.bootstrap`: the figures of a cross-fit and the task
   bootstrap of the whole cross-fit;
@@ -35,10 +37,17 @@ The modules, each importing only the ones before it:
   calibration (not imported here).
 
 This package imports pandas, numpy, scikit-learn (and scipy, which it requires) and
-gradercal's core only.
+gradercal's core only — scikit-learn only when an estimator is needed: the calibrator
+classes (imported from here on first use), :attr:`CrossFit.estimator`,
+:func:`fit_calibration`'s result and :func:`calibrator_from_params`, the ``isotonic`` and
+``platt`` methods. A cross-fit of ``threshold`` or ``leniency`` (the dashboard's and the
+report's default) computes the estimators' numbers without it
+(:mod:`~gradercal.analysis.calibration.thresholds`).
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
 
 from gradercal.analysis.calibration._types import (
     CRITERION_METHODS,
@@ -49,11 +58,6 @@ from gradercal.analysis.calibration._types import (
     ThresholdMetric,
 )
 from gradercal.analysis.calibration.bootstrap import OOF_INTERVALS, OofInterval
-from gradercal.analysis.calibration.calibrators import (
-    LeniencyCalibrator,
-    ScoreCalibrator,
-    ThresholdCalibrator,
-)
 from gradercal.analysis.calibration.crossfit import (
     MIN_HOLDOUT_TASKS,
     CrossFit,
@@ -79,6 +83,13 @@ from gradercal.analysis.calibration.tables import (
     item_table,
     response_table,
 )
+
+if TYPE_CHECKING:
+    from gradercal.analysis.calibration.calibrators import (
+        LeniencyCalibrator,
+        ScoreCalibrator,
+        ThresholdCalibrator,
+    )
 
 __all__ = [
     "CRITERION_METHODS",
@@ -110,3 +121,14 @@ __all__ = [
     "reliability_table",
     "response_table",
 ]
+
+#: The estimators, imported (with scikit-learn) on first use.
+_ESTIMATORS = ("LeniencyCalibrator", "ScoreCalibrator", "ThresholdCalibrator")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _ESTIMATORS:
+        from gradercal.analysis.calibration import calibrators
+
+        return getattr(calibrators, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

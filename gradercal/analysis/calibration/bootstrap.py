@@ -37,13 +37,14 @@ from gradercal.analysis.calibration._types import (
     ThresholdMetric,
     calibration_level,
 )
-from gradercal.analysis.calibration.calibrators import (
-    ScoreCalibrator,
-    make_calibrator,
-    thresholds_from_counts,
-)
 from gradercal.analysis.calibration.reliability import N_BINS, bin_index
 from gradercal.analysis.calibration.tables import credit_parts
+from gradercal.analysis.calibration.thresholds import (
+    LENIENCY_MIN_GROUP_SIZE,
+    THRESHOLD_MIN_GROUP_SIZE,
+    group_folds,
+    thresholds_from_counts,
+)
 from gradercal.analysis.context import AnalysisContext
 from gradercal.analysis.scoring import PASS_EPSILON
 from gradercal.frames import Frames
@@ -132,7 +133,6 @@ def make_design(
     names, row_task = _task_index(tasks, lab)
     fold_order = np.asarray(sorted(range(len(names)), key=lambda k: names[k]), dtype=np.intp)
     fold_size = np.bincount(row_task[lab], minlength=len(names)).astype(np.float64)
-    est = make_calibrator(method, per_group, metric)
     level = calibration_level(method)
     group = (
         np.asarray(np.rint(X[:, 1]), dtype=np.intp)
@@ -144,7 +144,7 @@ def make_design(
         method=method,
         per_group=per_group and level == "criterion",
         metric="rate" if method == "leniency" else metric,
-        min_group_size=int(getattr(est, "min_group_size", 0)),
+        min_group_size=_MIN_GROUP_SIZE.get(method, 0),
         n_splits=n_splits,
         task_names=names,
         fold_order=fold_order,
@@ -165,21 +165,14 @@ def make_design(
     )
 
 
-def _group_folds(sizes: FloatArray, k: int) -> IntArray:
-    """scikit-learn's ``GroupKFold(k)`` (no shuffle) assignment of groups to folds.
-
-    ``sizes`` are the groups' sizes in the order of their sorted ids; the largest group
-    goes first (ties: the later one), each to the currently lightest fold (ties: the
-    first one). ``tests/analysis/test_calibration.py`` checks it against ``GroupKFold``.
-    """
-    order = np.argsort(sizes, kind="stable")[::-1]
-    load = [0.0] * k
-    fold = np.empty(len(sizes), dtype=np.intp)
-    for g in order.tolist():
-        j = load.index(min(load))
-        load[j] += float(sizes[g])
-        fold[g] = j
-    return fold
+#: The calibrators' default ``min_group_size`` (what :func:`make_design`'s fits use; the
+#: response-level methods have no groups).
+_MIN_GROUP_SIZE: dict[str, int] = {
+    "threshold": THRESHOLD_MIN_GROUP_SIZE,
+    "leniency": LENIENCY_MIN_GROUP_SIZE,
+}
+#: scikit-learn's ``GroupKFold`` assignment of groups to folds (the name the tests know)
+_group_folds = group_folds
 
 
 def refit_oof(d: RefitDesign, w: FloatArray) -> tuple[FloatArray, FloatArray] | None:
@@ -251,6 +244,8 @@ def _weighted_score_map(
         beta = beta - step
         if float(np.max(np.abs(step))) < 1e-10:
             return np.asarray(1.0 / (1.0 + np.exp(-(beta[0] * x_new + beta[1]))), np.float64)
+    from gradercal.analysis.calibration.calibrators import ScoreCalibrator
+
     idx = np.repeat(np.arange(len(x)), w.astype(np.intp))
     est = ScoreCalibrator(method="platt").fit(x[idx][:, None], y[idx])
     return np.asarray(est.predict(x_new[:, None]), np.float64)

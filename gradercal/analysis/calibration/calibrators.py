@@ -21,15 +21,38 @@ import numpy as np
 import numpy.typing as npt
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin  # type: ignore[import-untyped, unused-ignore]
 
-from gradercal.analysis.agreement import comparison_metrics
 from gradercal.analysis.calibration._types import (
     RESPONSE_METHODS,
     FloatArray,
     Method,
     ThresholdMetric,
 )
+from gradercal.analysis.calibration.thresholds import (
+    LENIENCY_MIN_GROUP_SIZE,
+    THRESHOLD_MIN_GROUP_SIZE,
+    ThresholdFit,
+    fit_thresholds,
+    group_codes,
+    leniencies,
+    threshold_curve,
+    threshold_from_counts,
+    thresholds_from_counts,
+    thresholds_of,
+)
 
-__all__ = ["LeniencyCalibrator", "ScoreCalibrator", "ThresholdCalibrator"]
+__all__ = [
+    "LeniencyCalibrator",
+    "ScoreCalibrator",
+    "ThresholdCalibrator",
+    "calibrator_from_fit",
+    "thresholds_from_counts",
+]
+
+# (the arithmetic lives in :mod:`gradercal.analysis.calibration.thresholds`; the names the
+# tests and older callers know stay importable from here)
+_groups = group_codes
+_threshold_curve = threshold_curve
+_threshold_from_counts = threshold_from_counts
 
 
 def _validate_fit(
@@ -64,101 +87,6 @@ def _binary_target(est: Any, y: Any) -> npt.NDArray[np.bool_]:
     return np.asarray(y == classes[-1], dtype=bool)
 
 
-def _groups(X: FloatArray, per_group: bool) -> npt.NDArray[np.int64]:
-    if not per_group:
-        return np.full(len(X), -1, dtype=np.int64)
-    if X.shape[1] < 2:
-        raise ValueError(
-            f"per_group needs a second column of X with group codes (n_features = {X.shape[1]})"
-        )
-    return np.asarray(np.rint(X[:, 1]), dtype=np.int64)
-
-
-def _threshold_curve(
-    score: FloatArray, y: npt.NDArray[np.bool_], metric: str
-) -> tuple[float, float]:
-    """The threshold that is best for ``metric`` of ``score ≥ t`` against ``y``, and its value.
-
-    Candidates: ``min s``, the midpoints between consecutive distinct values of ``s`` and
-    just above ``max s``. ``metric="rate"`` minimises ``|share(s ≥ t) − share(y)|``
-    (its value is reported as minus that gap). Ties go to the candidate closest to 0.5.
-    """
-    u = np.unique(score)
-    cands = np.concatenate([[u[0]], (u[:-1] + u[1:]) / 2.0, [np.nextafter(u[-1], np.inf)]])
-    # Counts of s ≥ t for every candidate from the sorted scores (O(n log n)).
-    order = np.argsort(score, kind="stable")
-    s_sorted = score[order]
-    y_sorted = y[order].astype(np.float64)
-    suffix = np.concatenate([np.cumsum(y_sorted[::-1])[::-1], [0.0]])
-    n = float(len(score))
-    idx = np.searchsorted(s_sorted, cands, side="left")
-    return _best_candidate(cands, n - idx, suffix[idx], n, float(y.sum()), metric)
-
-
-def _threshold_from_counts(
-    values: FloatArray, count: FloatArray, positive: FloatArray, metric: str
-) -> float:
-    """:func:`_threshold_curve` from (weighted) counts per distinct score.
-
-    ``count[j]`` items score ``values[j]`` (sorted, distinct), ``positive[j]`` of them
-    labelled met; values with ``count == 0`` are absent. With integer counts (copies of
-    items) the result is exactly that of :func:`_threshold_curve` on the copies.
-    """
-    return thresholds_from_counts(values, count[None, :], positive[None, :], metric)[0]
-
-
-def thresholds_from_counts(
-    values: FloatArray, count: FloatArray, positive: FloatArray, metric: str
-) -> list[float]:
-    """:func:`_threshold_from_counts` of every row of ``count`` and ``positive`` (one
-    figure evaluation for all rows)."""
-    segs = []
-    for c_row, p_row in zip(count, positive, strict=True):
-        present = c_row > 0
-        u, c, pos = values[present], c_row[present], p_row[present]
-        cands = np.concatenate([[u[0]], (u[:-1] + u[1:]) / 2.0, [np.nextafter(u[-1], np.inf)]])
-        pred_pos = np.concatenate([np.cumsum(c[::-1])[::-1], [0.0]])
-        tp = np.concatenate([np.cumsum(pos[::-1])[::-1], [0.0]])
-        segs.append(
-            (cands, pred_pos, tp, np.full(len(cands), pred_pos[0]), np.full(len(cands), tp[0]))
-        )
-    cands, pred_pos, tp, n, n_met = (np.concatenate(z) for z in zip(*segs, strict=True))
-    values_all = _candidate_values(pred_pos, tp, n, n_met, metric)
-    out, start = [], 0
-    for seg in segs:
-        stop = start + len(seg[0])
-        out.append(_pick(cands[start:stop], values_all[start:stop])[0])
-        start = stop
-    return out
-
-
-def _candidate_values(pred_pos: Any, tp: Any, n: Any, n_met: Any, metric: str) -> FloatArray:
-    """The objective at each candidate from the counts of ``s ≥ t`` (−inf: undefined)."""
-    if metric == "rate":
-        return np.asarray(-np.abs(pred_pos / n - n_met / n), np.float64)
-    fp = pred_pos - tp
-    fn = n_met - tp
-    tn = n - pred_pos - fn
-    m = comparison_metrics(np.stack([tp, fp, fn, tn], axis=1))
-    key = {"kappa": "cohen_kappa", "f1": "f1_met", "balanced_f1": "balanced_f1"}[metric]
-    return np.asarray(np.where(np.isfinite(m[key]), m[key], -np.inf), np.float64)
-
-
-def _pick(cands: FloatArray, values: FloatArray) -> tuple[float, float]:
-    """The best candidate; ties go to the one closest to 0.5 (then the lowest)."""
-    best = np.max(values)
-    ties = np.flatnonzero(values == best)
-    pick = ties[np.argmin(np.abs(cands[ties] - 0.5))]
-    return float(cands[pick]), float(best)
-
-
-def _best_candidate(
-    cands: FloatArray, pred_pos: Any, tp: Any, n: float, n_met: float, metric: str
-) -> tuple[float, float]:
-    """The best candidate threshold given, per candidate, the counts of ``s ≥ t``."""
-    return _pick(cands, _candidate_values(pred_pos, tp, n, n_met, metric))
-
-
 class ThresholdBase(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
     """Shared prediction of the threshold-type calibrators (per-group thresholds)."""
 
@@ -172,23 +100,13 @@ class ThresholdBase(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
     def _fit_thresholds(self, X: Any, y: Any, metric: str) -> tuple[FloatArray, Any]:
         Xv, yv = _validate_fit(self, X, y, classifier=True)
         yb = _binary_target(self, yv)
-        s = Xv[:, 0]
-        self.threshold_, self.score_ = _threshold_curve(s, yb, metric)
-        self.group_thresholds_ = {}
-        g = _groups(Xv, self.per_group)
-        if self.per_group:
-            for code in np.unique(g):
-                sel = g == code
-                if sel.sum() >= self.min_group_size and 0 < yb[sel].sum() < sel.sum():
-                    self.group_thresholds_[int(code)] = _threshold_curve(s[sel], yb[sel], metric)[0]
+        self.threshold_, self.score_, self.group_thresholds_ = fit_thresholds(
+            Xv, yb, self.per_group, self.min_group_size, metric
+        )
         return Xv, yb
 
     def _thresholds(self, Xv: FloatArray) -> FloatArray:
-        g = _groups(Xv, self.per_group)
-        t = np.full(len(Xv), self.threshold_)
-        for code, value in self.group_thresholds_.items():
-            t[g == code] = value
-        return t
+        return thresholds_of(Xv, self.per_group, self.threshold_, self.group_thresholds_)
 
     def decision_function(self, X: Any) -> FloatArray:
         """``s − t`` (positive: met)."""
@@ -236,7 +154,10 @@ class ThresholdCalibrator(ThresholdBase):
     """
 
     def __init__(
-        self, metric: ThresholdMetric = "kappa", per_group: bool = False, min_group_size: int = 30
+        self,
+        metric: ThresholdMetric = "kappa",
+        per_group: bool = False,
+        min_group_size: int = THRESHOLD_MIN_GROUP_SIZE,
     ) -> None:
         self.metric = metric
         self.per_group = per_group
@@ -273,20 +194,16 @@ class LeniencyCalibrator(ThresholdBase):
         n_features_in_: Columns of ``X`` seen in ``fit``.
     """
 
-    def __init__(self, per_group: bool = True, min_group_size: int = 20) -> None:
+    def __init__(
+        self, per_group: bool = True, min_group_size: int = LENIENCY_MIN_GROUP_SIZE
+    ) -> None:
         self.per_group = per_group
         self.min_group_size = min_group_size
 
     def fit(self, X: Any, y: Any) -> LeniencyCalibrator:
         """Learn the rate-matching threshold(s) from ``X[:, 0]`` and labels ``y``."""
         Xv, yb = self._fit_thresholds(X, y, "rate")
-        raw = Xv[:, 0] >= 0.5
-        self.leniency_: dict[int, float] = {-1: float(np.mean(raw) - np.mean(yb))}
-        if self.per_group:
-            g = _groups(Xv, True)
-            for code in np.unique(g):
-                sel = g == code
-                self.leniency_[int(code)] = float(np.mean(raw[sel]) - np.mean(yb[sel]))
+        self.leniency_: dict[int, float] = leniencies(Xv, yb, self.per_group)
         return self
 
 
@@ -389,3 +306,23 @@ def make_calibrator(method: Method, per_group: bool, metric: ThresholdMetric) ->
     if method == "leniency":
         return LeniencyCalibrator(per_group=per_group)
     return ScoreCalibrator(method=method)
+
+
+def calibrator_from_fit(fit: ThresholdFit) -> ThresholdBase:
+    """The fitted estimator whose ``fit`` learned ``fit`` (a cross-fit computed without
+    scikit-learn: :func:`gradercal.analysis.calibration.crossfit.cross_fit`): the same
+    parameters and fitted attributes as the estimator fitted on the same rows."""
+    est: ThresholdBase
+    if fit.method == "threshold":
+        est = ThresholdCalibrator(metric=fit.metric, per_group=fit.per_group)  # type: ignore[arg-type]
+    elif fit.method == "leniency":
+        est = LeniencyCalibrator(per_group=fit.per_group)
+    else:
+        raise ValueError(f"not a threshold-type method: {fit.method!r}")
+    est.classes_ = fit.classes
+    est.threshold_, est.score_ = fit.threshold, fit.score
+    est.group_thresholds_ = dict(fit.group_thresholds)
+    if isinstance(est, LeniencyCalibrator):
+        est.leniency_ = dict(fit.leniency or {})
+    est.n_features_in_ = fit.n_features
+    return est

@@ -17,29 +17,40 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
-from sklearn.base import BaseEstimator  # type: ignore[import-untyped, unused-ignore]
 
 from gradercal._util.distinct import map_distinct
 from gradercal.analysis.calibration._types import (
+    CRITERION_METHODS,
     FloatArray,
     Method,
     ThresholdMetric,
     calibration_level,
 )
 from gradercal.analysis.calibration.bootstrap import RefitDesign, add_responses, make_design
-from gradercal.analysis.calibration.calibrators import make_calibrator
 from gradercal.analysis.calibration.tables import (
     calibrated_response_scores,
     item_table,
     response_table,
 )
+from gradercal.analysis.calibration.thresholds import (
+    LENIENCY_MIN_GROUP_SIZE,
+    THRESHOLD_MIN_GROUP_SIZE,
+    ThresholdFit,
+    fit_thresholds,
+    leniencies,
+    met_probabilities,
+    task_folds,
+)
 from gradercal.analysis.context import AnalysisContext
 from gradercal.frames import Frames
+
+if TYPE_CHECKING:
+    from sklearn.base import BaseEstimator  # type: ignore[import-untyped, unused-ignore]
 
 __all__ = ["MIN_HOLDOUT_TASKS", "CrossFit", "cross_fit", "holdout_tasks"]
 
@@ -84,11 +95,12 @@ class CrossFit:
             (the calibrated score under :attr:`estimator` on the held-out tasks).
         groups: Group labels in code order (criterion level).
         held_out: The held-out tasks (sorted), never used to fit anything.
-        estimator: The calibrator fitted on every labelled item (criterion level) or
-            response (response level) of the calibration tasks.
-        n_train: How many items or responses it was fitted on.
+        n_train: How many items or responses the final calibrator was fitted on.
         design: What the bootstrap of the whole cross-fit needs to redo it on task
             resamples (internal).
+        fitted: What the final calibrator learned, when the cross-fit was computed
+            without the estimators (``threshold`` and ``leniency``:
+            :mod:`~gradercal.analysis.calibration.thresholds`); None otherwise.
     """
 
     method: Method
@@ -98,9 +110,21 @@ class CrossFit:
     responses: pd.DataFrame
     groups: list[str] = field(default_factory=list)
     held_out: list[str] = field(default_factory=list)
-    estimator: BaseEstimator | None = None
     n_train: int = 0
     design: RefitDesign | None = field(default=None, repr=False)
+    fitted: ThresholdFit | None = field(default=None, repr=False)
+    _estimator: BaseEstimator | None = field(default=None, repr=False)
+
+    @property
+    def estimator(self) -> BaseEstimator | None:
+        """The calibrator fitted on every labelled item (criterion level) or response
+        (response level) of the calibration tasks: a scikit-learn estimator (built from
+        :attr:`fitted` on first use, importing scikit-learn then)."""
+        if self._estimator is None and self.fitted is not None:
+            from gradercal.analysis.calibration.calibrators import calibrator_from_fit
+
+            self._estimator = calibrator_from_fit(self.fitted)
+        return self._estimator
 
 
 #: Fewest labelled tasks that allow a held-out split (at least one held out and two
@@ -209,25 +233,114 @@ def cross_fit(
     calib = labelled & ~in_held
     k = max(2, min(n_splits, _count_calibration_tasks(tasks, calib)))
     folds, fold_of = _task_folds(tasks, calib, k)
-
-    def fit_predict(
-        train: npt.NDArray[np.bool_], test: npt.NDArray[np.bool_], into: FloatArray
-    ) -> BaseEstimator:
-        return _fit_predict(make_calibrator(method, pg, metric), level, X, y, train, test, into)
-
     oof = np.full(len(X), np.nan)
-    for f in range(k):
-        fit_predict(calib & (fold_of != f), fold_of == f, oof)
-    # The final calibrator: every calibration task; it alone predicts the held-out tasks.
     test_p = np.full(len(X), np.nan)
-    final = fit_predict(calib, in_held, test_p)
+    fitted: ThresholdFit | None = None
+    final: BaseEstimator | None = None
+    if _ESTIMATOR_FREE and _plain_threshold_fits(method, metric, X, y, calib, fold_of, in_held):
+        # threshold, leniency: the estimators' arithmetic on the same rows, without
+        # scikit-learn (the same numbers: tests/analysis/test_calibration_no_sklearn.py)
+        for f in range(k):
+            _fit_predict_plain(method, pg, metric, X, y, calib & (fold_of != f), fold_of == f, oof)
+        # The final calibrator: every calibration task; it alone predicts the held-out tasks.
+        fitted = _fit_predict_plain(method, pg, metric, X, y, calib, in_held, test_p)
+    else:
+        from gradercal.analysis.calibration.calibrators import make_calibrator
+
+        def fit_predict(
+            train: npt.NDArray[np.bool_], test: npt.NDArray[np.bool_], into: FloatArray
+        ) -> BaseEstimator:
+            est = make_calibrator(method, pg, metric)
+            return _fit_predict(est, level, X, y, train, test, into)
+
+        for f in range(k):
+            fit_predict(calib & (fold_of != f), fold_of == f, oof)
+        # The final calibrator: every calibration task; it alone predicts the held-out tasks.
+        final = fit_predict(calib, in_held, test_p)
     items, resp = _with_predictions(frames, items, resp, oof, test_p, list(folds), held, context)
     judge_met = items["judge_met"].to_numpy(bool) if items is not None else None
     design = make_design(method, pg, metric, n_splits, tasks, X, y, calib, judge_met)
     add_responses(design, frames, items, resp, context)
     return CrossFit(
-        method, level, folds, items, resp, groups, held, final, int(calib.sum()), design
+        method,
+        level,
+        folds,
+        items,
+        resp,
+        groups,
+        held,
+        n_train=int(calib.sum()),
+        design=design,
+        fitted=fitted,
+        _estimator=final,
     )
+
+
+#: Whether :func:`cross_fit` fits ``threshold`` and ``leniency`` without the estimators
+#: (the tests switch it off to compare the two paths).
+_ESTIMATOR_FREE = True
+
+
+def _plain_threshold_fits(
+    method: Method,
+    metric: str,
+    X: FloatArray,
+    y: FloatArray,
+    calib: npt.NDArray[np.bool_],
+    fold_of: npt.NDArray[np.int64],
+    in_held: npt.NDArray[np.bool_],
+) -> bool:
+    """Whether the cross-fit of ``method`` may run on plain arrays with the estimators'
+    numbers: a ``threshold`` or ``leniency`` fit on the input the estimators accept
+    without a complaint — finite features on every row fitted or predicted, labels 0/1,
+    a known metric. Anything else takes the estimators' path (and meets their errors)."""
+    if method not in CRITERION_METHODS:
+        return False
+    if method == "threshold" and metric not in get_args(ThresholdMetric):
+        return False
+    seen = calib | (fold_of >= 0) | in_held
+    if X.ndim != 2 or not np.isfinite(X[seen]).all():
+        return False
+    return bool(np.isin(y[calib], (0.0, 1.0)).all())
+
+
+def _fit_predict_plain(
+    method: Method,
+    per_group: bool,
+    metric: str,
+    X: FloatArray,
+    y: FloatArray,
+    train: npt.NDArray[np.bool_],
+    test: npt.NDArray[np.bool_],
+    into: FloatArray,
+) -> ThresholdFit:
+    """:func:`_fit_predict` of a ``threshold`` or ``leniency`` calibrator, computed as
+    its ``fit`` and ``predict_proba`` compute (:mod:`~gradercal.analysis.calibration.thresholds`):
+    what it learned on the ``train`` rows; the probabilities of "met" of the ``test``
+    rows are written ``into``."""
+    Xt = X[train]
+    yi = y[train].astype(np.int64)
+    classes = np.unique(yi)
+    yb = np.asarray(yi == classes[-1], dtype=bool)
+    lenient = method == "leniency"
+    min_size = LENIENCY_MIN_GROUP_SIZE if lenient else THRESHOLD_MIN_GROUP_SIZE
+    threshold, score, groups = fit_thresholds(
+        Xt, yb, per_group, min_size, "rate" if lenient else metric
+    )
+    fit = ThresholdFit(
+        method=method,
+        per_group=per_group,
+        metric=metric,
+        classes=classes,
+        threshold=threshold,
+        score=score,
+        group_thresholds=groups,
+        leniency=leniencies(Xt, yb, per_group) if lenient else None,
+        n_features=int(X.shape[1]),
+    )
+    if test.any():
+        into[test] = met_probabilities(fit, X[test])
+    return fit
 
 
 def _count_calibration_tasks(tasks: Any, calib: npt.NDArray[np.bool_]) -> int:
@@ -294,15 +407,21 @@ def _task_folds(
     tasks: npt.NDArray[Any], calib: npt.NDArray[np.bool_], k: int
 ) -> tuple[dict[str, int], npt.NDArray[np.int64]]:
     """``GroupKFold(k)`` of the calibration rows by task: each calibration task's fold,
-    and each row's fold (-1 outside the calibration tasks)."""
-    from sklearn.model_selection import GroupKFold  # type: ignore[import-untyped, unused-ignore]
-
-    gkf = GroupKFold(n_splits=k)
+    and each row's fold (-1 outside the calibration tasks). Task ids that are strings
+    (always, from the frames) are split without scikit-learn, exactly as ``GroupKFold``
+    splits them (:func:`~gradercal.analysis.calibration.thresholds.task_folds`)."""
     lab_idx = np.flatnonzero(calib)
+    groups = tasks[lab_idx]
     folds: dict[str, int] = {}
-    for f, (_, test) in enumerate(gkf.split(lab_idx, groups=tasks[lab_idx])):
-        for t in set(tasks[lab_idx[test]]):
-            folds[str(t)] = f
+    if all(isinstance(t, str) for t in pd.unique(pd.Series(groups, dtype=object))):
+        folds = task_folds(groups, k)
+    else:
+        from sklearn.model_selection import GroupKFold  # type: ignore[import-untyped, unused-ignore]
+
+        gkf = GroupKFold(n_splits=k)
+        for f, (_, test) in enumerate(gkf.split(lab_idx, groups=groups)):
+            for t in set(tasks[lab_idx[test]]):
+                folds[str(t)] = f
     return folds, map_distinct(tasks, lambda t: folds.get(str(t), -1)).astype(np.int64)
 
 

@@ -16,12 +16,11 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
-from sklearn.base import BaseEstimator  # type: ignore[import-untyped, unused-ignore]
 
 from gradercal.analysis.calibration._types import (
     CRITERION_METHODS,
@@ -42,12 +41,6 @@ from gradercal.analysis.calibration.bootstrap import (
     response_features,
     response_figures,
 )
-from gradercal.analysis.calibration.calibrators import (
-    LeniencyCalibrator,
-    ScoreCalibrator,
-    ThresholdBase,
-    ThresholdCalibrator,
-)
 from gradercal.analysis.calibration.crossfit import (
     CrossFit,
     HoldoutRefused,
@@ -63,6 +56,9 @@ from gradercal.analysis.calibration.tables import (
 )
 from gradercal.analysis.verdicts import human_graders
 from gradercal.frames import Frames
+
+if TYPE_CHECKING:
+    from sklearn.base import BaseEstimator  # type: ignore[import-untyped, unused-ignore]
 
 __all__ = [
     "CalibrationResult",
@@ -117,6 +113,12 @@ class CalibrationResult:
 
 
 def _params(est: BaseEstimator, method: Method, groups: list[str]) -> dict[str, Any]:
+    from gradercal.analysis.calibration.calibrators import (
+        LeniencyCalibrator,
+        ScoreCalibrator,
+        ThresholdBase,
+    )
+
     p: dict[str, Any] = {
         "method": method,
         "sklearn_params": est.get_params(),
@@ -152,6 +154,13 @@ def calibrator_from_params(params: dict[str, Any]) -> BaseEstimator:
 
     Group codes are positions in ``params["groups"]``.
     """
+    from gradercal.analysis.calibration.calibrators import (
+        LeniencyCalibrator,
+        ScoreCalibrator,
+        ThresholdBase,
+        ThresholdCalibrator,
+    )
+
     method = params["method"]
     groups: list[str] = list(params.get("groups") or [])
     code = {g: k for k, g in enumerate(groups)}
