@@ -13,6 +13,7 @@ import sys
 import traceback
 from pathlib import Path
 from types import TracebackType
+from typing import TYPE_CHECKING
 
 # isort: off
 # SQLAlchemy (through gradercal.db) is imported *before* PySide6: once PySide6 is loaded,
@@ -23,7 +24,7 @@ import gradercal.db.grading  # noqa: F401
 import sqlalchemy.dialects.sqlite  # noqa: F401  (loaded by the first SQLite engine)
 
 # isort: on
-from PySide6.QtCore import QEventLoop, QThreadPool, QTimer
+from PySide6.QtCore import QCoreApplication, QEventLoop, QObject, QThreadPool, QTimer
 from PySide6.QtWidgets import QApplication, QMessageBox
 from sqlalchemy.exc import SQLAlchemyError
 
@@ -33,6 +34,9 @@ from gradercal.ui.qt_grading_view import QtGradingView
 from gradercal.ui.qt_main_window import QtMainWindow
 from gradercal.ui.qt_review_view import QtReviewView
 from gradercal.ui.qt_settings import QtAppSettings
+
+if TYPE_CHECKING:
+    from gradercal.ui.dashboard.qt_process import QtDashboardProcess
 
 SCREENSHOT_TIMEOUT_MS = 20_000
 
@@ -225,6 +229,14 @@ def coordinator_benchmark(store: GradingStore, display: str, benchmark: str | No
     return names[0]
 
 
+def _discard(worker: QtDashboardProcess, owner: QObject | None) -> None:
+    """Stop a worker started for a dashboard that is not shown after all. It is handed to
+    ``owner`` rather than left to the garbage collector: deleting it while its process's
+    last events are queued crashes Qt."""
+    worker.stop()
+    worker.setParent(owner)
+
+
 def build_coordinator_window(
     db: str | None = None,
     adjudicator: str | None = None,
@@ -243,24 +255,34 @@ def build_coordinator_window(
     from gradercal.ui.dashboard.qt_process import QtDashboardProcess
 
     application()
-    preload_pdf_engine()
-    store, display = open_store(db)
-    # #33: an empty database opens a coordinator window too, on a page that offers
-    # File ▸ Import a benchmark… (the first step of a round run without the terminal)
-    if benchmark is None and not store.benchmark_names():
-        from gradercal.ui.qt_ops_actions import show_empty_page
+    # The dashboard's worker process starts first of all (#33): its start-up and its
+    # import of the database layer overlap the database's check here and the window's
+    # build; it is told the database and the benchmark once they are known.
+    worker = QtDashboardProcess("")
+    worker.launch()
+    try:
+        preload_pdf_engine()
+        store, display = open_store(db)
+        # #33: an empty database opens a coordinator window too, on a page that offers
+        # File ▸ Import a benchmark… (the first step of a round run without the terminal)
+        if benchmark is None and not store.benchmark_names():
+            from gradercal.ui.qt_ops_actions import show_empty_page
 
-        window = QtMainWindow(
-            store, settings or QtAppSettings(), display, track_time=False, coordinator=True
-        )
-        mark(window, store)
-        show_empty_page(window)
-        window.show()
-        return window
-    bench = coordinator_benchmark(store, display, benchmark)
-    # The dashboard's worker starts first: its start-up (or its answer from the disk)
-    # overlaps the window's; a window opened on another view lets it load the frames.
-    worker = QtDashboardProcess(store.db.url.render_as_string(hide_password=False))
+            window = QtMainWindow(
+                store, settings or QtAppSettings(), display, track_time=False, coordinator=True
+            )
+            _discard(worker, window)
+            mark(window, store)
+            show_empty_page(window)
+            window.show()
+            return window
+        bench = coordinator_benchmark(store, display, benchmark)
+    except BaseException:
+        _discard(worker, QCoreApplication.instance())
+        raise
+    # Its first request follows (or its answer from the disk); a window opened on another
+    # view lets it load the frames.
+    worker.url = store.db.url.render_as_string(hide_password=False)
     if compute:
         worker.start(bench)
     else:

@@ -1015,3 +1015,45 @@ def test_agreement_per_criterion_version_tab_appears_after_a_revision(
     assert widget.proxy.rowCount() == 2
     shown = table_texts(widget)
     assert shown[0][column(widget, "task_id")] == task.id
+
+
+def _worker_children() -> list[int]:
+    """This process's live children that run a dashboard worker (or its fork client)."""
+    out = []
+    for pid in _children(os.getpid()):
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except FileNotFoundError:
+            continue
+        if (b"dashboard.worker" in cmdline or b"worker_fork_server" in cmdline) and process_alive(
+            pid
+        ):
+            out.append(pid)
+    return out
+
+
+def test_the_worker_started_before_the_database_opens_ends_when_no_dashboard_follows(
+    qtbot: Any, db_path: str, tmp_path: Path
+) -> None:
+    """#33: the coordinator window starts its dashboard worker before it opens the
+    database. When no dashboard follows — an unknown benchmark (an error), an empty
+    database (the import page) — that worker is ended, and the app outlives it (it was
+    dropped to the garbage collector once, which crashed Qt)."""
+    import gc
+
+    from PySide6.QtTest import QTest
+
+    from gradercal.ui.qt_app import build_coordinator_window
+
+    before = set(_worker_children())
+    settings = QtAppSettings(str(tmp_path / "s.ini"))
+    with pytest.raises(GradercalError, match="no-such-benchmark"):
+        build_coordinator_window(db_path, benchmark="no-such-benchmark", settings=settings)
+    window = build_coordinator_window(str(tmp_path / "empty.sqlite"), settings=settings)
+    qtbot.addWidget(window)
+    assert window.coordination is None  # the import page: no dashboard
+    gc.collect()
+    QTest.qWait(300)  # the queued deletions and process events run
+    gc.collect()
+    assert window.isVisible()
+    assert set(_worker_children()) <= before

@@ -99,7 +99,10 @@ def _stop_all() -> None:
 
 
 class QtDashboardProcess(QObject):
-    """One worker process for one dashboard view (started on the first computation)."""
+    """One worker process for one dashboard view (started on the first computation).
+
+    Give it a parent (the view, the window): one that ran a process and is then left to
+    the garbage collector crashes Qt when the event loop next runs (PySide6 6.12)."""
 
     #: generation, done, total, label
     progress = Signal(int, int, int, str)
@@ -261,6 +264,11 @@ class QtDashboardProcess(QObject):
                 self.restarts += 1
                 self.restarted.emit(f"Restarted the dashboard process ({why}).")
             self._start()
+
+    def launch(self) -> None:
+        """Start the worker process now, nothing asked yet: its start-up overlaps what the
+        window does before it knows what to ask (opening the database, building itself)."""
+        self._ensure_started()
 
     def start(self, benchmark: str) -> None:
         """Start the worker now, as the window is being built: its first request (about

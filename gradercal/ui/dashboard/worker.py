@@ -977,6 +977,12 @@ def main() -> int:
     worker = Worker(send)
     send({"type": "hello", "pid": os.getpid(), "protocol": PROTOCOL, "qt": qt_loaded()})
     threading.Thread(target=worker.listen, args=(inp,), daemon=True, name="input").start()
+    # Every request needs the database layer (one answered from the disk too: its lookup
+    # reads the database's fingerprint): imported now, while the window that started this
+    # process opens the database and builds itself (0.3 s; #33).
+    import gradercal.db.repo
+    import gradercal.ui.dashboard.disk_cache  # noqa: F401
+
     # Heavy imports before anything is computed (paid once either way; a forked child
     # then inherits them instead of importing) — after the first request if that comes
     # at once and the result is on disk.
