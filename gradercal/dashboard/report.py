@@ -907,22 +907,43 @@ def _render(story: Any, page: Any, where: Any) -> tuple[bytes, list[tuple[int, f
     return buf.getvalue(), placed
 
 
+#: Points of a section that must follow its heading at the bottom of a page when the
+#: section goes on over the page (about a paragraph and a table's header row and first
+#: rows); less, and the heading starts the next page instead.
+KEEP_WITH_HEADING = 72.0
+
+
 def headings_alone(pdf: bytes, placed: Sequence[tuple[int, float, float]]) -> set[int]:
-    """The headings (numbered as in ``placed``) left as the last block of a page, where
-    keep-with-next is broken; of a run of headings with nothing between them (a section
-    and its first subsection), the first of the run, which is where the break belongs."""
+    """The headings (numbered as in ``placed``) that keep-with-next leaves stranded at the
+    bottom of a page: the page's last block, or followed there by less than
+    :data:`KEEP_WITH_HEADING` points of a section that goes on over the page (say its
+    introduction and a table's header row, the rows on the next page). Of a run of
+    headings with nothing between them (a section and its first subsection), the first
+    of the run, which is where the break belongs."""
     from gradercal._util.pdf import import_pymupdf
 
     pymupdf = import_pymupdf()
 
     with pymupdf.open(stream=pdf, filetype="pdf") as doc:
-        bottoms = [
-            max((float(b["bbox"][3]) for b in p.get_text("dict")["blocks"]), default=0.0)
+        spans = [
+            [(float(b["bbox"][1]), float(b["bbox"][3])) for b in p.get_text("dict")["blocks"]]
             for p in doc
         ]
+    bottoms = [max((bottom for _t, bottom in page), default=0.0) for page in spans]
+    tops = [min((top for top, _b in page), default=0.0) for page in spans]
     alone: set[int] = set()
     for k, (pg, _top, bottom) in enumerate(placed):
-        if pg < len(bottoms) - 1 and bottoms[pg] <= bottom + 1.0:
+        if pg >= len(bottoms) - 1:
+            continue
+        below = bottoms[pg] - bottom
+        # the section goes on over the page unless the next page opens with the next heading
+        following = placed[k + 1] if k + 1 < len(placed) else None
+        goes_on = (
+            following is None
+            or following[0] > pg + 1
+            or (following[0] == pg + 1 and following[1] > tops[pg + 1] + 1.0)
+        )
+        if below <= 1.0 or (goes_on and below < KEEP_WITH_HEADING):
             first = k  # walk back over the headings directly above it
             while (
                 first > 0
