@@ -19,7 +19,7 @@ command line names the worker module.
 Not used by the tests of the worker's start itself (its imports, its answer from the disk
 before them, its command line): they start ``python -m gradercal.ui.dashboard.worker``.
 
-    python worker_fork_server.py serve SOCKET MODULE    # the server (prints "ready")
+    python worker_fork_server.py serve SOCKET MODULE PARENT  # the server (prints "ready")
     python worker_fork_server.py client SOCKET          # what the window starts
 """
 
@@ -110,9 +110,10 @@ def _child(request: dict[str, object], fds: list[int], module: object) -> None:
         os._exit(code)
 
 
-def serve(path: str, module_name: str) -> None:
+def serve(path: str, module_name: str, parent: int) -> None:
     """Import ``module_name`` and its heavy imports (its ``preload``), then fork one child per
-    client until the parent process (pytest) goes away or this process is terminated."""
+    client until process ``parent`` (pytest, which started this one) goes away or this
+    process is terminated."""
     import gc
     import importlib
 
@@ -122,7 +123,6 @@ def serve(path: str, module_name: str) -> None:
     gc.collect()
     gc.freeze()  # what is imported stays shared with the children, untouched
 
-    parent = os.getppid()
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_r, False)
     os.set_blocking(wake_w, False)
@@ -212,8 +212,8 @@ def _reap(children: dict[int, socket.socket], selector: selectors.BaseSelector) 
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["serve"]:
-        serve(sys.argv[2], sys.argv[3])
+        serve(sys.argv[2], sys.argv[3], int(sys.argv[4]))
     elif sys.argv[1:2] == ["client"]:
         raise SystemExit(client(sys.argv[2]))
     else:
-        raise SystemExit(f"usage: {sys.argv[0]} serve SOCKET MODULE | client SOCKET")
+        raise SystemExit(f"usage: {sys.argv[0]} serve SOCKET MODULE PARENT | client SOCKET")

@@ -33,7 +33,14 @@ def dashboard_worker_fork_server() -> Iterator[str | None]:
     script = str(ROOT / "tests" / "support" / "worker_fork_server.py")
     with (folder / "server.log").open("wb") as log:
         server = subprocess.Popen(
-            [sys.executable, script, "serve", sock, "gradercal.ui.dashboard.worker"],
+            [
+                sys.executable,
+                script,
+                "serve",
+                sock,
+                "gradercal.ui.dashboard.worker",
+                str(os.getpid()),
+            ],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=log,

@@ -40,7 +40,7 @@ def server(tmp_path: Path) -> Iterator[str]:
     (tmp_path / "fake_worker.py").write_text(FAKE)
     sock = str(tmp_path / "s")
     proc = subprocess.Popen(
-        [sys.executable, str(SCRIPT), "serve", sock, "fake_worker"],
+        [sys.executable, str(SCRIPT), "serve", sock, "fake_worker", str(os.getpid())],
         cwd=tmp_path,
         env={**os.environ, "PYTHONPATH": str(tmp_path)},
         stdin=subprocess.DEVNULL,
@@ -104,3 +104,20 @@ def test_a_killed_client_takes_its_worker_along(server: str, tmp_path: Path) -> 
     while process_alive(worker) and time.monotonic() < deadline:
         time.sleep(0.02)
     assert not process_alive(worker)
+
+
+def test_a_server_whose_pytest_is_gone_ends_by_itself(tmp_path: Path) -> None:
+    """A pytest process that died while its server was still importing (a crash in the
+    first test) left the server running for good: it took the parent it found after its
+    imports (init by then) for pytest's. It is told pytest's id instead."""
+    (tmp_path / "fake_worker.py").write_text(FAKE)
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    proc = subprocess.Popen(
+        [sys.executable, str(SCRIPT), "serve", str(tmp_path / "s"), "fake_worker", str(gone.pid)],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(tmp_path)},
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+    )
+    assert proc.wait(timeout=60) == 0
