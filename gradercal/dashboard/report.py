@@ -955,6 +955,44 @@ def headings_alone(pdf: bytes, placed: Sequence[tuple[int, float, float]]) -> se
     return alone
 
 
+#: The PDF's charts: PNGs at this resolution (dots per inch), drawn at this share of their
+#: size (capped at the text width).
+PDF_CHART_DPI = 110
+PDF_CHART_SCALE = 0.75
+
+
+def chart_width(pixels: float, text_width: float) -> int:
+    """The width in points a PDF chart of ``pixels`` columns is given."""
+    return int(min(text_width, pixels / PDF_CHART_DPI * 72 * PDF_CHART_SCALE))
+
+
+def charts_squeezed(
+    pdf: bytes, placed: Sequence[tuple[int, float, float]], text_width: float
+) -> set[int]:
+    """The headings (numbered as in ``placed``) whose chart the layout shrank to fit the
+    rest of a page (PyMuPDF 1.x draws an image too tall for the space left smaller: a
+    thumbnail nobody can read): the heading above such a chart on its page, unless that
+    heading already starts the page (a chart taller than a page is drawn as large as a
+    page allows)."""
+    from gradercal._util.pdf import import_pymupdf
+
+    pymupdf = import_pymupdf()
+
+    out: set[int] = set()
+    with pymupdf.open(stream=pdf, filetype="pdf") as doc:
+        for number, page in enumerate(doc):
+            blocks = page.get_text("dict")["blocks"]
+            first_top = min((b["bbox"][1] for b in blocks), default=0.0)
+            for block in blocks:
+                x0, top, x1, _bottom = block["bbox"]
+                if block.get("type") != 1 or x1 - x0 >= chart_width(block["width"], text_width) - 1:
+                    continue
+                above = [k for k, (pg, _t, low) in enumerate(placed) if pg == number and low <= top]
+                if above and placed[above[-1]][1] > first_top + 1.0:
+                    out.add(above[-1])
+    return out
+
+
 def write_pdf(
     d: Dashboard,
     path: str | Path,
@@ -985,9 +1023,9 @@ def write_pdf(
     where = pymupdf.Rect(page.x0 + 36, page.y0 + 36, page.x1 - 36, page.y1 - 36)
     for i, (key, fig) in enumerate(figs.items()):
         name = f"chart-{key}.png"
-        archive.add((figure_bytes(fig, "png", dpi=110), name))
+        archive.add((figure_bytes(fig, "png", dpi=PDF_CHART_DPI), name))
         w_in, _ = fig.get_size_inches()
-        width = int(min(where.width, w_in * 72 * 0.75))
+        width = chart_width(w_in * PDF_CHART_DPI, where.width)
         images[key] = _img(name, CHART_TITLES.get(key, key), width)
         if progress:
             progress(i + 1, len(figs), "charts")
@@ -997,7 +1035,8 @@ def write_pdf(
     for _attempt in range(8):  # each pass moves at least one heading; a few suffice
         story = pymupdf.Story(html=_with_breaks(doc, breaks), user_css=_PDF_CSS, archive=archive)
         pdf, placed = _render(story, page, where)
-        alone = headings_alone(pdf, placed) - breaks
+        squeezed = charts_squeezed(pdf, placed, where.width)
+        alone = (headings_alone(pdf, placed) | squeezed) - breaks
         if not alone:
             break
         breaks |= alone

@@ -180,16 +180,52 @@ def test_pdf_never_ends_a_page_with_a_tables_header_row(tmp_path: Path) -> None:
     for number, page in enumerate(doc):
         if number == doc.page_count - 1:
             continue
+        # every block, text or image (a chart below a heading is what follows it)
         cells = [
-            (b["bbox"][3], [s for line in b["lines"] for s in line["spans"] if s["text"].strip()])
+            (
+                b["bbox"][3],
+                [s for line in b.get("lines", []) for s in line["spans"] if s["text"].strip()],
+                bool(b.get("lines")),
+            )
             for b in page.get_text("dict")["blocks"]
-            if b.get("lines")
         ]
-        bottom = max(b for b, _spans in cells)
-        last_row = [spans for b, spans in cells if b > bottom - 2.0 and spans]
-        bold = all(s["flags"] & 16 for spans in last_row for s in spans)
+        bottom = max(b for b, _spans, _text in cells)
+        last = [(spans, text) for b, spans, text in cells if b > bottom - 2.0]
+        last_row = [spans for spans, _text in last if spans]
+        bold = all(text for _spans, text in last) and all(
+            s["flags"] & 16 for spans in last_row for s in spans
+        )
         text = " | ".join(s["text"] for spans in last_row for s in spans)
         assert not bold, f"page {number + 1} ends with a table's header row: {text}"
+
+
+def test_pdf_draws_every_chart_at_its_size(tmp_path: Path) -> None:
+    """Looking at the demo's PDF with the locked PyMuPDF (1.28, session 16): the "By tag"
+    chart, too tall for the rest of page 1, was drawn there as an unreadable thumbnail
+    (164 pt wide instead of 432). A chart that does not fit moves to the next page with
+    its heading; only one under a heading that starts its page (taller than a page can
+    hold) is drawn smaller."""
+    import pymupdf
+
+    from gradercal.dashboard.report import chart_width
+
+    d = compute_dashboard(frames_from_data(read_path(DEMO)), n_boot=200)
+    doc = pymupdf.open(write_pdf(d, tmp_path / "r.pdf"))
+    drawn = 0
+    for number, page in enumerate(doc):
+        blocks = page.get_text("dict")["blocks"]
+        for block in blocks:
+            if block.get("type") != 1:
+                continue
+            drawn += 1
+            x0, top, x1, _y1 = block["bbox"]
+            given = chart_width(block["width"], page.rect.width - 72)
+            above = [b for b in blocks if b["bbox"][3] <= top]
+            assert x1 - x0 >= given - 1.0 or len(above) <= 1, (
+                f"page {number + 1}: a chart drawn {x1 - x0:.0f} pt wide, given {given} pt, "
+                f"under {len(above)} blocks"
+            )
+    assert drawn == 7
 
 
 def test_a_left_out_expert_is_said_not_tested_once() -> None:
