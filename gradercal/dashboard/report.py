@@ -913,24 +913,30 @@ def _render(story: Any, page: Any, where: Any) -> tuple[bytes, list[tuple[int, f
 KEEP_WITH_HEADING = 72.0
 
 
-def headings_alone(pdf: bytes, placed: Sequence[tuple[int, float, float]]) -> set[int]:
+#: The blocks of each page of a PDF, as PyMuPDF's ``get_text("dict")`` gives them.
+PageBlocks = list[list[dict[str, Any]]]
+
+
+def page_blocks(pdf: bytes) -> PageBlocks:
+    """The text and image blocks of every page of ``pdf`` (read once per layout pass, for
+    :func:`headings_alone` and :func:`charts_squeezed`)."""
+    from gradercal._util.pdf import import_pymupdf
+
+    pymupdf = import_pymupdf()
+
+    with pymupdf.open(stream=pdf, filetype="pdf") as doc:
+        return [list(p.get_text("dict")["blocks"]) for p in doc]
+
+
+def headings_alone(pages: PageBlocks, placed: Sequence[tuple[int, float, float]]) -> set[int]:
     """The headings (numbered as in ``placed``) that keep-with-next leaves stranded at the
     bottom of a page: the page's last block, or followed there by less than
     :data:`KEEP_WITH_HEADING` points of a section that goes on over the page (say its
     introduction and a table's header row, the rows on the next page). Of a run of
     headings with nothing between them (a section and its first subsection), the first
     of the run, which is where the break belongs."""
-    from gradercal._util.pdf import import_pymupdf
-
-    pymupdf = import_pymupdf()
-
-    with pymupdf.open(stream=pdf, filetype="pdf") as doc:
-        spans = [
-            [(float(b["bbox"][1]), float(b["bbox"][3])) for b in p.get_text("dict")["blocks"]]
-            for p in doc
-        ]
-    bottoms = [max((bottom for _t, bottom in page), default=0.0) for page in spans]
-    tops = [min((top for top, _b in page), default=0.0) for page in spans]
+    bottoms = [max((float(b["bbox"][3]) for b in page), default=0.0) for page in pages]
+    tops = [min((float(b["bbox"][1]) for b in page), default=0.0) for page in pages]
     alone: set[int] = set()
     for k, (pg, _top, bottom) in enumerate(placed):
         if pg >= len(bottoms) - 1:
@@ -967,29 +973,23 @@ def chart_width(pixels: float, text_width: float) -> int:
 
 
 def charts_squeezed(
-    pdf: bytes, placed: Sequence[tuple[int, float, float]], text_width: float
+    pages: PageBlocks, placed: Sequence[tuple[int, float, float]], text_width: float
 ) -> set[int]:
     """The headings (numbered as in ``placed``) whose chart the layout shrank to fit the
     rest of a page (PyMuPDF 1.x draws an image too tall for the space left smaller: a
     thumbnail nobody can read): the heading above such a chart on its page, unless that
     heading already starts the page (a chart taller than a page is drawn as large as a
     page allows)."""
-    from gradercal._util.pdf import import_pymupdf
-
-    pymupdf = import_pymupdf()
-
     out: set[int] = set()
-    with pymupdf.open(stream=pdf, filetype="pdf") as doc:
-        for number, page in enumerate(doc):
-            blocks = page.get_text("dict")["blocks"]
-            first_top = min((b["bbox"][1] for b in blocks), default=0.0)
-            for block in blocks:
-                x0, top, x1, _bottom = block["bbox"]
-                if block.get("type") != 1 or x1 - x0 >= chart_width(block["width"], text_width) - 1:
-                    continue
-                above = [k for k, (pg, _t, low) in enumerate(placed) if pg == number and low <= top]
-                if above and placed[above[-1]][1] > first_top + 1.0:
-                    out.add(above[-1])
+    for number, blocks in enumerate(pages):
+        first_top = min((b["bbox"][1] for b in blocks), default=0.0)
+        for block in blocks:
+            x0, top, x1, _bottom = block["bbox"]
+            if block.get("type") != 1 or x1 - x0 >= chart_width(block["width"], text_width) - 1:
+                continue
+            above = [k for k, (pg, _t, low) in enumerate(placed) if pg == number and low <= top]
+            if above and placed[above[-1]][1] > first_top + 1.0:
+                out.add(above[-1])
     return out
 
 
@@ -1035,8 +1035,10 @@ def write_pdf(
     for _attempt in range(8):  # each pass moves at least one heading; a few suffice
         story = pymupdf.Story(html=_with_breaks(doc, breaks), user_css=_PDF_CSS, archive=archive)
         pdf, placed = _render(story, page, where)
-        squeezed = charts_squeezed(pdf, placed, where.width)
-        alone = (headings_alone(pdf, placed) | squeezed) - breaks
+        pages = page_blocks(pdf)
+        alone = (
+            headings_alone(pages, placed) | charts_squeezed(pages, placed, where.width)
+        ) - breaks
         if not alone:
             break
         breaks |= alone

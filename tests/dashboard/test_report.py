@@ -167,7 +167,14 @@ def test_pdf_keeps_each_heading_with_what_follows_and_draws_no_stray_rules(
     assert {"Overall", "By tag", "Per-model scores"} <= seen & headings
 
 
-def test_pdf_never_ends_a_page_with_a_tables_header_row(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def demo_pdf(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The demo's PDF report (200 resamples), laid out once for the layout tests."""
+    d = compute_dashboard(frames_from_data(read_path(DEMO)), n_boot=200)
+    return write_pdf(d, tmp_path_factory.mktemp("demo-pdf") / "r.pdf")
+
+
+def test_pdf_never_ends_a_page_with_a_tables_header_row(demo_pdf: Path) -> None:
     """#33 (seen on the demo, session 16): "Judges and prompt versions", its introduction
     and its table's header row ended page 5, the table's only row on page 6. A section
     that goes on over the page keeps at least KEEP_WITH_HEADING points under its heading,
@@ -175,8 +182,7 @@ def test_pdf_never_ends_a_page_with_a_tables_header_row(tmp_path: Path) -> None:
     (bold cells) either way."""
     import pymupdf
 
-    d = compute_dashboard(frames_from_data(read_path(DEMO)), n_boot=200)
-    doc = pymupdf.open(write_pdf(d, tmp_path / "r.pdf"))
+    doc = pymupdf.open(demo_pdf)
     for number, page in enumerate(doc):
         if number == doc.page_count - 1:
             continue
@@ -199,7 +205,7 @@ def test_pdf_never_ends_a_page_with_a_tables_header_row(tmp_path: Path) -> None:
         assert not bold, f"page {number + 1} ends with a table's header row: {text}"
 
 
-def test_pdf_draws_every_chart_at_its_size(tmp_path: Path) -> None:
+def test_pdf_draws_every_chart_at_its_size(demo_pdf: Path) -> None:
     """Looking at the demo's PDF with the locked PyMuPDF (1.28, session 16): the "By tag"
     chart, too tall for the rest of page 1, was drawn there as an unreadable thumbnail
     (164 pt wide instead of 432). A chart that does not fit moves to the next page with
@@ -209,8 +215,7 @@ def test_pdf_draws_every_chart_at_its_size(tmp_path: Path) -> None:
 
     from gradercal.dashboard.report import chart_width
 
-    d = compute_dashboard(frames_from_data(read_path(DEMO)), n_boot=200)
-    doc = pymupdf.open(write_pdf(d, tmp_path / "r.pdf"))
+    doc = pymupdf.open(demo_pdf)
     drawn = 0
     for number, page in enumerate(doc):
         blocks = page.get_text("dict")["blocks"]
