@@ -25,17 +25,20 @@ FloatArray = npt.NDArray[np.float64]
 
 def z_quantile(ci: float) -> float:
     """The normal quantile of a two-sided ``ci`` interval."""
-    from scipy.stats import norm  # type: ignore[import-untyped, unused-ignore]
+    # (scipy.special's function is what scipy.stats.norm.ppf computes, without importing
+    # scipy.stats: about 0.35 s of a report)
+    from scipy.special import ndtri  # type: ignore[import-untyped, unused-ignore]
 
-    return float(norm.ppf((1.0 + ci) / 2.0))
+    return float(ndtri((1.0 + ci) / 2.0))
 
 
 @functools.lru_cache(maxsize=256)
 def t_quantile(ci: float, df: float) -> float:
     """The ``t`` quantile (``df`` degrees of freedom) of a two-sided ``ci`` interval."""
-    from scipy.stats import t  # type: ignore[import-untyped, unused-ignore]
+    # (scipy.stats.t.ppf computes scipy.special.stdtrit)
+    from scipy.special import stdtrit  # type: ignore[import-untyped, unused-ignore]
 
-    return float(t.ppf((1.0 + ci) / 2.0, df))
+    return float(stdtrit(df, (1.0 + ci) / 2.0))
 
 
 Interval = Literal["small-sample", "wald"]

@@ -40,7 +40,7 @@ This module imports pandas, numpy and gradercal's core only (no SQL, no Qt).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -48,8 +48,9 @@ import numpy as np
 import pandas as pd
 
 from gradercal.analysis.agreement import MET_CATEGORIES, compare
+from gradercal.analysis.verdict_eras import VerdictEras
 from gradercal.analysis.verdicts import consensus_verdicts, human_graders, verdicts
-from gradercal.frames import ADJUDICATION_DTYPES, JUDGMENT_DTYPES, Frames, make_frame
+from gradercal.frames import Frames
 from gradercal.stats.bootstrap import BootResult, clustered_bootstrap
 from gradercal.stats.catalogue import view
 from gradercal.stats.coefficients import RatingTable, krippendorff_alpha, percent_agreement
@@ -67,36 +68,6 @@ __all__ = [
 VERSION_STATISTICS: tuple[str, ...] = view("version")
 #: Judge-vs-consensus figures per criterion version (view ``"version_judge"``).
 JUDGE_FIGURES: tuple[str, ...] = view("version_judge")
-
-
-@dataclass(frozen=True)
-class VerdictEras:
-    """The revised criteria and the era of each verdict on them.
-
-    Attributes:
-        revised: ``(task_id, criterion_id) → (1, v₂, …)``: the task versions at which
-            each era of the criterion began, ascending; the last is its current one.
-        judgments: the ``judgments`` frame's columns and ``era`` (int): one row per
-            judgment on a revised criterion and era it was given in, with its value then.
-        adjudications: the ``adjudications`` frame's columns and ``era``: the same for
-            adjudications.
-    """
-
-    revised: Mapping[tuple[str, str], tuple[int, ...]]
-    judgments: pd.DataFrame
-    adjudications: pd.DataFrame
-
-    @classmethod
-    def empty(cls) -> VerdictEras:
-        """No criterion was revised."""
-        judgments = make_frame(JUDGMENT_DTYPES)
-        judgments["era"] = pd.Series([], dtype=np.int64)
-        adjudications = make_frame(ADJUDICATION_DTYPES)
-        adjudications["era"] = pd.Series([], dtype=np.int64)
-        return cls({}, judgments, adjudications)
-
-    def __bool__(self) -> bool:
-        return bool(self.revised)
 
 
 @dataclass(frozen=True)

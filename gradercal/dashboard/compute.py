@@ -247,8 +247,9 @@ _PRELOAD = (
     "gradercal.analysis.impact",
     "gradercal.stats.bootstrap",
     "gradercal.stats.coefficients",
-    # the estimates' t quantiles (gradercal.analysis.ppi; ≈ 0.35 s)
-    "scipy.stats",
+    # (not scipy.stats, ≈ 0.35 s: the estimates' t quantiles come from scipy.special; the
+    # few engines that need it — correlations of scales, the alt-test's exact test without
+    # tasks — import it on first use)
     "krippendorff",
     "threadpoolctl",
 )

@@ -149,9 +149,8 @@ def design_weighted_agreement(
     the linearised values (the influence of each response on the ratio). Under a
     uniform design the point values equal the unit-level figures. NaN when undefined.
     """
-    from scipy.stats import t as t_dist  # type: ignore[import-untyped, unused-ignore]
-
     from gradercal.analysis.estimate import active_design_mean
+    from gradercal.analysis.ppi import t_quantile
     from gradercal.analysis.verdicts import consensus_verdicts, verdicts
 
     nan3 = (math.nan, math.nan, math.nan)
@@ -177,7 +176,7 @@ def design_weighted_agreement(
     M, A, J, C = (mean(cols[k])[0] for k in ("m", "a", "j", "c"))
     if not M > 0:
         return out
-    q = float(t_dist.ppf((1.0 + ci) / 2.0, n - 1))
+    q = t_quantile(ci, n - 1)
     po, pj, pc = A / M, J / M, C / M
     infl = {k: (cols[k] - r * cols["m"]) / M for k, r in (("a", po), ("j", pj), ("c", pc))}
     h = q * math.sqrt(max(mean(infl["a"])[1], 0.0))

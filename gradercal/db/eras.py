@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 from sqlalchemy import Connection, select
 
-from gradercal.analysis.versions import VerdictEras
+from gradercal.analysis.verdict_eras import VerdictEras
 from gradercal.db import models as m
 from gradercal.db.frames_read import verdict_changes, verdicts_by_era
 from gradercal.frames import ADJUDICATION_DTYPES, JUDGMENT_DTYPES, make_frame

@@ -73,9 +73,7 @@ import pandas as pd
 from gradercal._util.numbers import trimmed
 from gradercal.model import REVIEW_DIMENSIONS
 from gradercal.stats import coefficients as co
-from gradercal.stats.bootstrap import DEFAULT_CI_METHOD, clustered_bootstrap
 from gradercal.stats.catalogue import view
-from gradercal.stats.intervals import clustered_wilson
 from gradercal.stats.registry import STATISTICS as _REGISTRY
 
 __all__ = [
@@ -366,6 +364,10 @@ def measure(ratings: Iterable[Rating], settings: Settings) -> Measure:
     if settings.n_boot == 0:
         point = getattr(co, stat)(df[["unit", "rater", "value"]], categories=categories)
         return Measure(stat, point.value, None, None, n_units, n_criteria, point.note)
+    # (imported here: the bootstrap brings scipy, ≈ 0.2 s, which reading a benchmark's
+    # rounds — gradercal.db.acceptance, on every dashboard — does not need)
+    from gradercal.stats.bootstrap import DEFAULT_CI_METHOD, clustered_bootstrap
+
     res = clustered_bootstrap(
         df,
         "criterion",
@@ -404,6 +406,8 @@ def _wilson_measure(
     if len(totals) < 2:
         why = "no interval: needs at least two clusters (criteria)"
         return Measure(stat, point.value, None, None, n_units, n_criteria, why)
+    from gradercal.stats.intervals import clustered_wilson
+
     low, high, _, n_eff = clustered_wilson(totals, sizes, settings.ci)
     if settings.n_boot == 0:  # the point value only (a draft's preview)
         return Measure(stat, point.value, None, None, n_units, n_criteria, point.note, None, n_eff)

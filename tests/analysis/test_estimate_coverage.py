@@ -383,6 +383,21 @@ def _t(df: float, ci: float = 0.95) -> float:
     return float(t.ppf((1 + ci) / 2, df))
 
 
+def test_the_quantiles_are_scipy_stats_own() -> None:
+    """The t and normal quantiles (taken from scipy.special, so that a report need not
+    import scipy.stats) equal scipy.stats' ``t.ppf`` and ``norm.ppf`` exactly."""
+    from scipy.stats import norm
+
+    from gradercal.analysis.ppi import quantile, t_quantile, z_quantile
+
+    for ci in (0.5, 0.8, 0.9, 0.95, 0.99, 0.999):
+        assert z_quantile(ci) == float(norm.ppf((1 + ci) / 2))
+        assert quantile(ci, math.inf) == z_quantile(ci)
+        for df in (1, 2, 3, 4.5, 9, 29, 120, 1e6):
+            assert t_quantile(ci, df) == _t(df, ci)
+            assert quantile(ci, df) == t_quantile(ci, df)
+
+
 def test_classical_rate_is_agresti_coull_with_t_quantile() -> None:
     """The experts-only pass-rate interval is statsmodels' Agresti–Coull interval at the
     level whose normal quantile is ``t_{n−1}`` (so the pseudo-count is ``t²/2``)."""
