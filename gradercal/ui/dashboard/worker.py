@@ -546,8 +546,8 @@ class Worker:
                 def headline(figures: dict[str, object]) -> None:
                     payload = pickle.dumps(figures, protocol=pickle.HIGHEST_PROTOCOL)
                     self.send({"type": "headline", "generation": gen, "payload": payload})
-                    # the rest of the imports (matplotlib for the charts, scipy.stats and
-                    # scikit-learn) while the rest computes: a filter change asked once
+                    # the rest of the imports (matplotlib for the charts, scikit-learn
+                    # with its scipy.stats) while the rest computes: a filter change asked once
                     # the dashboard is complete then waits for none of them
                     self._preloaded()
 
@@ -909,7 +909,8 @@ def chart_parts(
 
 #: What the headline of a computation needs (:func:`preload_first`): the engines of the
 #: overview, the expert and judge agreement and the alt-test, with krippendorff — not
-#: scipy.stats (≈ 0.5 s; the correlations and the later sections), scikit-learn (the
+#: scipy.stats (≈ 0.5 s; only the correlations of scales and the alt-test's exact test
+#: need it: the t quantiles come from scipy.special), scikit-learn (the
 #: calibration, in the forked child) nor matplotlib (the charts).
 HEADLINE_MODULES = (
     "gradercal.db.repo",
