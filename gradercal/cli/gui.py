@@ -231,6 +231,11 @@ def gui(
             sys.exit(1)
         click.echo(f"screenshot saved to {screenshot}")
         sys.exit(code)
+    from gradercal.ui import COORDINATOR_VIEWS
+    from gradercal.ui.qt_launch import launch_dashboard_worker
+
+    if view in COORDINATOR_VIEWS:
+        launch_dashboard_worker()
     from gradercal.ui.qt_app import run
 
     sys.exit(run(db, grader, benchmark, view))

@@ -24,12 +24,14 @@ import gradercal.db.grading  # noqa: F401
 import sqlalchemy.dialects.sqlite  # noqa: F401  (loaded by the first SQLite engine)
 
 # isort: on
-from PySide6.QtCore import QCoreApplication, QEventLoop, QObject, QThreadPool, QTimer
-from PySide6.QtWidgets import QApplication, QMessageBox
+from PySide6.QtCore import QCoreApplication, QEventLoop, QObject, QTimer
+from PySide6.QtWidgets import QMessageBox
 from sqlalchemy.exc import SQLAlchemyError
 
 from gradercal.db.grading import GradingStore
 from gradercal.errors import GradercalError
+from gradercal.ui import COORDINATOR_VIEWS
+from gradercal.ui.qt_application import application
 from gradercal.ui.qt_grading_view import QtGradingView
 from gradercal.ui.qt_main_window import QtMainWindow
 from gradercal.ui.qt_review_view import QtReviewView
@@ -39,27 +41,6 @@ if TYPE_CHECKING:
     from gradercal.ui.dashboard.qt_process import QtDashboardProcess
 
 SCREENSHOT_TIMEOUT_MS = 20_000
-
-
-def application() -> QApplication:
-    app = QApplication.instance()
-    if isinstance(app, QApplication):
-        return app
-    app = QApplication(sys.argv[:1])
-    # Keep worker threads alive between jobs (starting a thread costs milliseconds).
-    QThreadPool.globalInstance().setExpiryTimeout(-1)
-    app.setApplicationName("gradercal")
-    app.setOrganizationName("gradercal")
-    app.setApplicationDisplayName("gradercal")
-    # Fusion follows the system's light or dark colour scheme and looks the same everywhere.
-    app.setStyle("Fusion")
-    from gradercal.ui.qt_theme import apply_theme
-
-    apply_theme(app)  # the system's scheme, unless --theme / $GRADERCAL_THEME says otherwise
-    from gradercal.ui.qt_workers import collect_garbage_on_ui_thread
-
-    collect_garbage_on_ui_thread()
-    return app
 
 
 def _install_excepthook(window: QtMainWindow) -> None:
@@ -173,7 +154,7 @@ def build_window(
     Raises:
         GradercalError: the database cannot be opened, or the benchmark is unknown.
     """
-    if view in ("dashboard", "progress", "tasks", "clarifications", "history", "next"):
+    if view in COORDINATOR_VIEWS:
         window = build_coordinator_window(
             db, grader, benchmark, settings=settings, compute=view == "dashboard"
         )
@@ -252,13 +233,14 @@ def build_coordinator_window(
     session. ``adjudicator`` is the name adjudications are recorded under (editable in
     the adjudication view).
     """
-    from gradercal.ui.dashboard.qt_process import QtDashboardProcess
+    from gradercal.ui.dashboard.qt_process import QtDashboardProcess, take_early
 
     application()
     # The dashboard's worker process starts first of all (#33): its start-up and its
     # import of the database layer overlap the database's check here and the window's
-    # build; it is told the database and the benchmark once they are known.
-    worker = QtDashboardProcess("")
+    # build; it is told the database and the benchmark once they are known. ``gradercal
+    # gui`` started it earlier still, before this module was imported (launch_early).
+    worker = take_early() or QtDashboardProcess("")
     worker.launch()
     try:
         preload_pdf_engine()

@@ -76,3 +76,26 @@ def test_the_readme_lists_the_packages() -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     for package in ("libxcb-cursor0", "libxcb-icccm4", "libxcb-keysyms1", "libxkbcommon-x11-0"):
         assert package in readme
+
+
+@pytest.mark.parametrize(
+    ("view", "early"),
+    [("dashboard", True), ("tasks", True), ("next", True), ("grading", False), ("review", False)],
+)
+def test_a_coordinator_view_starts_the_dashboard_worker_first(
+    monkeypatch: pytest.MonkeyPatch, view: str, early: bool
+) -> None:
+    """#33: on a coordinator view the dashboard's worker starts before the window's
+    modules are imported (``launch_dashboard_worker``, then ``run``); a grader's window
+    has no dashboard and starts none."""
+    import gradercal.ui.qt_app as qt_app
+    import gradercal.ui.qt_launch as qt_launch
+    from gradercal.cli import main
+
+    calls: list[str] = []
+    monkeypatch.setenv("QT_QPA_PLATFORM", "offscreen")
+    monkeypatch.setattr(qt_launch, "launch_dashboard_worker", lambda: calls.append("launch"))
+    monkeypatch.setattr(qt_app, "run", lambda *_a, **_k: calls.append("run") or 0)
+    res = CliRunner().invoke(main, ["gui", "--view", view, "--db", "x.sqlite"])
+    assert res.exit_code == 0, res.output
+    assert calls == (["launch", "run"] if early else ["run"])

@@ -540,6 +540,39 @@ def test_the_worker_process_answers_from_the_disk_before_its_imports(
         third.wait()
 
 
+def test_a_worker_started_before_the_window_knows_its_database(
+    db_file: str,  # noqa: F811
+    cache: Path,
+) -> None:
+    """#33: ``gradercal gui`` starts the worker before the window knows its database and
+    tells it a request comes ``soon`` with no database: it imports what the headline
+    needs while the window builds itself — not everything (a result on disk is still
+    answered before the rest of the imports)."""
+    url = f"sqlite:///{db_file}"
+    bench = Repository(open_database(url)).benchmark(None).name
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", disk_cache.ENV: str(cache)}
+    request = Request(1, bench, DashboardFilters(), None, False, n_boot=20)
+    first = _worker(env)
+    try:
+        assert not _ask(first, request, url)["disk"]
+    finally:
+        assert first.stdin is not None
+        first.stdin.close()  # it exits once the result is on disk
+        assert first.wait(timeout=60) == 0
+    early = _worker(env)
+    try:
+        assert early.stdin is not None
+        early.stdin.write(encode({"op": "soon", "url": "", "benchmark": None}))
+        early.stdin.flush()
+        time.sleep(1.0)  # the window imports and builds itself (longer than FIRST_REQUEST_WAIT)
+        done = _ask(early, request, url)
+        assert done["disk"] and not done["preloaded"]  # not every import: from the disk
+        assert done["imported"] == ["first"]  # the headline's, ahead of the request
+    finally:
+        early.kill()
+        early.wait()
+
+
 def test_threads_and_disk_off_keep_the_old_order(db_file: str) -> None:  # noqa: F811
     """With the cache off (as in every other test) the worker imports first, then serves."""
     s = Session(db_file)

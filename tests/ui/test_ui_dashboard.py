@@ -1032,6 +1032,36 @@ def _worker_children() -> list[int]:
     return out
 
 
+def test_the_window_takes_the_worker_started_before_its_modules(
+    qtbot: Any, db_path: str, tmp_path: Path
+) -> None:
+    """#33: ``gradercal gui`` on a coordinator view starts the dashboard's worker before
+    the window's modules are imported (``launch_dashboard_worker``); the coordinator
+    window then takes that worker — no second one is started — and computes with it."""
+    from PySide6.QtTest import QTest
+
+    from gradercal.ui.dashboard import qt_process
+    from gradercal.ui.qt_app import build_coordinator_window
+    from gradercal.ui.qt_launch import launch_dashboard_worker
+
+    before = set(_worker_children())
+    launch_dashboard_worker()
+    early = qt_process._EARLY[0]
+    assert early.running
+    qtbot.waitUntil(lambda: early.pid != 0, timeout=30_000)  # its hello came
+    window = build_coordinator_window(db_path, settings=QtAppSettings(str(tmp_path / "s.ini")))
+    qtbot.addWidget(window)
+    board = window.coordination.dashboard
+    assert board.worker is early and not qt_process._EARLY
+    # one worker process (under the tests' fork server: the client the window started)
+    assert len(set(_worker_children()) - before) == 1
+    qtbot.waitUntil(lambda: board.result is not None, timeout=120_000)
+    assert board.worker.pid == early.pid and board.worker.restarts == 0
+    assert qt_process.take_early() is None  # taken once
+    board.shutdown()
+    QTest.qWait(100)
+
+
 def test_the_worker_started_before_the_database_opens_ends_when_no_dashboard_follows(
     qtbot: Any, db_path: str, tmp_path: Path
 ) -> None:

@@ -134,7 +134,8 @@ class Warm(TypedDict):
 
 
 class Soon(TypedDict):
-    """A ``compute`` follows once the window is built."""
+    """A ``compute`` follows once the window is built (``url`` empty: the window does not
+    know its database yet)."""
 
     op: Literal["soon"]
     url: str
@@ -215,6 +216,7 @@ class Done(TypedDict):
     cached: bool
     disk: bool
     preloaded: bool
+    imported: list[str]
 
 
 class Prefetched(TypedDict):

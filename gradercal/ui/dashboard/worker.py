@@ -30,7 +30,8 @@ Window → worker (``op``):
     ``warm``: ``url``, ``benchmark`` — open the database and load the frames now.
     ``soon``: a ``compute`` follows once the window is built: wait for it (up to
         :data:`SOON_WAIT` seconds) before the heavy imports, as it may be answered from
-        the disk without them.
+        the disk without them. With ``url`` empty (the window does not know its database
+        yet: ``launch_early``), import what the headline needs meanwhile.
     ``cancel``: ``generation`` — stop that computation (and any older one).
     ``quit``: exit now. End of input (the window's process gone) exits too.
 
@@ -68,7 +69,8 @@ Worker → window (``type``):
         ``refreshed`` (the parts of the data read again), ``cached`` (answered from the
         result cache: nothing computed), ``disk`` (answered from the cache on disk,
         :mod:`gradercal.ui.dashboard.disk_cache`), ``preloaded`` (the heavy imports were
-        done when it was sent).
+        done when it was sent), ``imported`` (the parts of them done ahead: ``first``,
+        what the headline needs; ``charts``, matplotlib).
     ``prefetched``: ``hypothesis`` (None for one of ``requests``), ``request`` (that one),
         ``cached`` (it was computed already), ``seconds``.
     ``error``: ``generation``, ``kind`` (``cancelled``, ``superseded`` or ``error``),
@@ -585,6 +587,8 @@ class Worker:
                 "cached": cached,
                 "disk": on_disk,
                 "preloaded": self._preload is None,
+                # the parts of the imports run ahead ("first": the headline's)
+                "imported": sorted(self._imported),
             }
         )
 
@@ -626,7 +630,13 @@ class Worker:
     def _read_ahead(self, message: ToWorker) -> None:
         """On ``soon``: open the database and read its fingerprint (and hash the code)
         before the request comes, for its lookup on disk."""
-        if self.disk is None or message["op"] != "soon" or not message["url"]:
+        if self.disk is None or message["op"] != "soon":
+            return
+        if not message["url"]:
+            # Started before the window knew its database (``launch_early``): what the
+            # headline needs is imported while the window imports and builds itself
+            # (a result on disk needs pandas to be read too).
+            self._preloaded_first()
             return
         from gradercal.db.repo import Repository
         from gradercal.ui.dashboard.disk_cache import code_fingerprint, data_key
