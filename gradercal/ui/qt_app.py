@@ -291,16 +291,55 @@ def run(
 ) -> int:
     """Run the app on a database, or (``packet``) on an offline grading packet."""
     app = application()
+    window: list[QtMainWindow] = []
+    stopped_by = _close_on_signals(window)
     try:
         if packet is not None:
-            window = build_packet_window(packet, view)
+            window.append(build_packet_window(packet, view))
         else:
-            window = build_window(db, grader, benchmark, view)
+            window.append(build_window(db, grader, benchmark, view))
     except GradercalError as exc:
         QMessageBox.critical(None, "gradercal", f"Cannot start:\n\n{exc}")
         return 1
-    _install_excepthook(window)
-    return app.exec()
+    _install_excepthook(window[0])
+    code = app.exec()
+    return stopped_by[0] if stopped_by else code
+
+
+#: How often Python gets to run while Qt's event loop waits (ms): a signal's handler runs
+#: only then.
+_SIGNAL_POLL_MS = 200
+
+
+def _close_on_signals(window: list[QtMainWindow]) -> list[int]:
+    """Ctrl+C in the terminal (SIGINT) and SIGTERM close the window (``window``'s one,
+    once built) as its close button does — what is pending saved, the window's geometry
+    kept, the dashboard's worker stopped — and end the app; ``run`` then returns 128 +
+    the signal's number (the returned list holds it once a signal came). While the window
+    is being built they end the process at once (``SystemExit``; the dashboard's worker
+    is stopped at exit). Before, Ctrl+C did nothing and SIGTERM ended the interpreter
+    under Qt's objects, the worker still running."""
+    import signal
+    from types import FrameType
+
+    stopped_by: list[int] = []
+
+    def close(signum: int, _frame: FrameType | None) -> None:
+        if not window:
+            raise SystemExit(128 + signum)
+        if not stopped_by:
+            stopped_by.append(128 + signum)
+            window[0].close()
+        QCoreApplication.quit()
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, close)
+    # Qt's loop runs no Python code of its own accord: a timer lets the handler run.
+    app = QCoreApplication.instance()
+    poll = QTimer(app)
+    poll.timeout.connect(lambda: None)
+    poll.start(_SIGNAL_POLL_MS)
+    return stopped_by
 
 
 def _wait(signal_owner_ready: bool, signal: object, timeout_ms: int) -> bool:

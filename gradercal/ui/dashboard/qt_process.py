@@ -26,6 +26,8 @@ away (its standard input closes).
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import gc
 import os
 import pickle
@@ -120,7 +122,13 @@ def take_early() -> QtDashboardProcess | None:
 
 def _stop_all() -> None:
     for client in list(_LIVE):
-        client.stop()
+        with contextlib.suppress(RuntimeError):  # its Qt objects are gone already
+            client.stop()
+
+
+# At the interpreter's exit too (a SystemExit before the event loop ran, a signal): a
+# QProcess destroyed with its worker still running would kill it instead of stopping it.
+atexit.register(_stop_all)
 
 
 class QtDashboardProcess(QObject):
