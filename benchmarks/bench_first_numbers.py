@@ -51,11 +51,11 @@ bare_all(sys.argv[2], int(sys.argv[3]))
 _WINDOW_CHILD = """
 import sys, tempfile, time
 try:  # what ``gradercal gui --view dashboard`` does first (an older tree has no such step)
-    from gradercal.ui.qt_launch import launch_dashboard_worker
+    from gradercal.ui.dashboard.qt_process import launch_early
 except ImportError:
     pass
 else:
-    launch_dashboard_worker()
+    launch_early()
 from gradercal.ui.qt_app import build_coordinator_window
 from gradercal.ui.qt_settings import QtAppSettings
 from PySide6.QtCore import QEventLoop, QTimer

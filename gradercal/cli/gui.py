@@ -232,10 +232,11 @@ def gui(
         click.echo(f"screenshot saved to {screenshot}")
         sys.exit(code)
     from gradercal.ui import COORDINATOR_VIEWS
-    from gradercal.ui.qt_launch import launch_dashboard_worker
 
-    if view in COORDINATOR_VIEWS:
-        launch_dashboard_worker()
+    if view in COORDINATOR_VIEWS:  # the dashboard's worker first of all (#33)
+        from gradercal.ui.dashboard.qt_process import launch_early
+
+        launch_early()
     from gradercal.ui.qt_app import run
 
     sys.exit(run(db, grader, benchmark, view))

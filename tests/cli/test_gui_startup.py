@@ -86,15 +86,15 @@ def test_a_coordinator_view_starts_the_dashboard_worker_first(
     monkeypatch: pytest.MonkeyPatch, view: str, early: bool
 ) -> None:
     """#33: on a coordinator view the dashboard's worker starts before the window's
-    modules are imported (``launch_dashboard_worker``, then ``run``); a grader's window
+    modules are imported (``qt_process.launch_early``, then ``run``); a grader's window
     has no dashboard and starts none."""
+    import gradercal.ui.dashboard.qt_process as qt_process
     import gradercal.ui.qt_app as qt_app
-    import gradercal.ui.qt_launch as qt_launch
     from gradercal.cli import main
 
     calls: list[str] = []
     monkeypatch.setenv("QT_QPA_PLATFORM", "offscreen")
-    monkeypatch.setattr(qt_launch, "launch_dashboard_worker", lambda: calls.append("launch"))
+    monkeypatch.setattr(qt_process, "launch_early", lambda: calls.append("launch"))
     monkeypatch.setattr(qt_app, "run", lambda *_a, **_k: calls.append("run") or 0)
     res = CliRunner().invoke(main, ["gui", "--view", view, "--db", "x.sqlite"])
     assert res.exit_code == 0, res.output

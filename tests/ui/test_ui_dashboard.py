@@ -1036,16 +1036,15 @@ def test_the_window_takes_the_worker_started_before_its_modules(
     qtbot: Any, db_path: str, tmp_path: Path
 ) -> None:
     """#33: ``gradercal gui`` on a coordinator view starts the dashboard's worker before
-    the window's modules are imported (``launch_dashboard_worker``); the coordinator
+    the window's modules are imported (``qt_process.launch_early``); the coordinator
     window then takes that worker — no second one is started — and computes with it."""
     from PySide6.QtTest import QTest
 
     from gradercal.ui.dashboard import qt_process
     from gradercal.ui.qt_app import build_coordinator_window
-    from gradercal.ui.qt_launch import launch_dashboard_worker
 
     before = set(_worker_children())
-    launch_dashboard_worker()
+    qt_process.launch_early()
     early = qt_process._EARLY[0]
     assert early.running
     qtbot.waitUntil(lambda: early.pid != 0, timeout=30_000)  # its hello came
