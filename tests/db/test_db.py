@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import shutil
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +29,7 @@ from gradercal.db.session import (
 from gradercal.errors import ConflictError, NotFoundError
 from gradercal.formats import read_folder, read_path
 from gradercal.frames import frames_from_data
-from tests.conftest import DATA, fingerprint, read_jsonl, write_jsonl
+from tests.conftest import DATA, ROOT, fingerprint, read_jsonl, write_jsonl
 
 
 def test_migrations_produce_exactly_the_models_schema(db_url: str) -> None:
@@ -43,6 +45,27 @@ def test_migrations_produce_exactly_the_models_schema(db_url: str) -> None:
         }
     finally:
         db.dispose()
+
+
+def test_a_sqlite_database_is_read_without_the_postgresql_dialect(tmp_path: Path) -> None:
+    """Opening and reading an existing SQLite database (as ``report`` and the window do)
+    loads no PostgreSQL dialect: a ``postgresql_*`` option in the models would import it
+    with them (≈ 50 ms of every command's start; the partial index's PostgreSQL clause
+    lives in its migration)."""
+    path = str(tmp_path / "g.sqlite")
+    open_database(path, create=True).dispose()
+    code = (
+        "import sys\n"
+        "from gradercal.cli.common import open_repo\n"
+        f"print(open_repo({path!r}).benchmarks())\n"
+        "print(sorted(m for m in sys.modules if m.startswith('sqlalchemy.dialects.')))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
+    ).stdout
+    loaded = out.strip().splitlines()[-1]
+    assert "sqlalchemy.dialects.sqlite" in loaded
+    assert "postgresql" not in loaded
 
 
 def test_import_is_one_transaction_and_idempotent(
