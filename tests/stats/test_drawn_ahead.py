@@ -94,3 +94,42 @@ def test_the_memory_cap_leaves_the_rest_to_the_callers(monkeypatch: pytest.Monke
     assert ahead.wait(30)
     assert ahead.drawn == {(50, 100, 0), (50, 100, 1)}
     assert ahead.get((50, 100, 2)) is None
+
+
+def test_a_stop_part_way_through_a_matrix_leaves_it_whole_to_the_caller(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(drawn_ahead, "BLOCK_ROWS", 4)
+    started, release = threading.Event(), threading.Event()
+    blocks: list[int] = []
+    real = drawn_ahead.draw
+
+    def held(gen: np.random.Generator, n: int, b: int) -> np.ndarray:
+        blocks.append(b)
+        if len(blocks) == 1:
+            started.set()
+            release.wait(5)
+        return real(gen, n, b)
+
+    monkeypatch.setattr(drawn_ahead, "draw", held)
+    ahead = DrawnAhead()
+    ahead.start([(20, 10, 0)])  # three blocks: 4, 4 and 2 resamples
+    assert started.wait(5)
+    stopper = threading.Thread(target=ahead.stop)
+    stopper.start()
+    while not ahead._stopping.is_set():
+        pass
+    release.set()
+    stopper.join(5)
+    assert blocks == [4]  # the block under way ended, no other began
+    assert ahead.drawn == set()
+    assert ahead.get((20, 10, 0)) is None
+
+
+def test_blocks_of_resamples_are_the_rows_of_one_draw(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(drawn_ahead, "BLOCK_ROWS", 7)
+    ahead = DrawnAhead()
+    ahead.start([(33, 50, 5), (33, 7, 5), (2, 3, 1)])
+    assert ahead.wait(30)
+    for n, b, seed in [(33, 50, 5), (33, 7, 5), (2, 3, 1)]:
+        np.testing.assert_array_equal(ahead.get((n, b, seed)), _in_place(n, b, seed))
