@@ -16,8 +16,7 @@ way is waited for. The keys are a guess (the tasks of each group as the frames l
 them); a wrong guess costs only the idle core's time.
 
 Before a process forks, the thread is stopped (:meth:`DrawnAhead.stop` returns once the
-block of resamples under way is drawn): a child never starts with a thread that vanished
-mid-draw, waited for by nobody.
+draw under way ends): a child never starts with a thread that vanished mid-draw.
 """
 
 from __future__ import annotations
@@ -38,10 +37,6 @@ Key = tuple[int, int, int]
 #: resamples is 6 MB): a benchmark with thousands of tasks and many tags draws the rest
 #: where they are needed.
 MAX_BYTES = 256 * 2**20
-
-
-#: Resamples drawn at a time (at 750 tasks about 5 ms): the longest a stop waits.
-BLOCK_ROWS = 128
 
 
 def draw(gen: np.random.Generator, n_clusters: int, n_boot: int) -> npt.NDArray[np.int64]:
@@ -91,9 +86,7 @@ class DrawnAhead:
                     if key in self._claimed:  # a caller needed it first and draws it
                         continue
                     self._claimed.add(key)
-                out = self._draw(n, b, seed)
-                if out is None:  # stopped part-way: the caller draws it whole
-                    return
+                out = draw(np.random.default_rng(seed), n, b)
                 out.setflags(write=False)
                 self._arrays[key] = out
                 self._done[key].set()
@@ -102,18 +95,6 @@ class DrawnAhead:
         finally:
             for event in self._done.values():  # whatever was not drawn is drawn where needed
                 event.set()
-
-    def _draw(self, n: int, b: int, seed: int) -> npt.NDArray[np.int64] | None:
-        """:func:`draw` of ``default_rng(seed)`` in blocks of :data:`BLOCK_ROWS` resamples
-        (the generator's stream is used in the same order: the same rows), so that
-        :meth:`stop` waits for one block at most; None when stopped part-way."""
-        gen = np.random.default_rng(seed)
-        blocks = []
-        for start in range(0, b, BLOCK_ROWS):
-            if start and self._stopping.is_set():
-                return None
-            blocks.append(draw(gen, n, min(BLOCK_ROWS, b - start)))
-        return blocks[0] if len(blocks) == 1 else np.concatenate(blocks)
 
     def get(self, key: Key) -> npt.NDArray[np.int64] | None:
         """The weights of ``key`` when drawn ahead (waiting for a draw under way), None when
@@ -136,8 +117,8 @@ class DrawnAhead:
         return True
 
     def stop(self) -> None:
-        """Draw nothing more; returns when the block under way has been drawn (call it
-        before a fork). What was drawn whole stays available."""
+        """Draw nothing more; returns when the draw under way has ended (call it before
+        a fork). What was drawn stays available."""
         self._stopping.set()
         if self._thread is not None:
             self._thread.join()
