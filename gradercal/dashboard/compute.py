@@ -60,7 +60,6 @@ from gradercal.dashboard.tables import SectionInputs, TableSection, computed_sec
 from gradercal.errors import GradercalError, NotFoundError
 from gradercal.frames import Frames, frame_from_rows
 from gradercal.stats.boot_settings import BootSettings
-from gradercal.stats.drawn_ahead import DrawnAhead, Key, drawing_ahead
 
 if TYPE_CHECKING:
     from gradercal.analysis.agreement import Grouping
@@ -365,15 +364,13 @@ def compute_dashboard(
 
     groupings: list[Grouping] = [g for g in GROUPINGS if g != "criterion"]
     computed = computed_sections()
-    with drawing_ahead() as ahead:
-        steps = _Steps(8 + len(groupings) + len(computed), progress, cancelled)
-        run = _prepare(inputs, steps, ahead)
-        core = _core_sections(run, groupings, processes, headline)
-        if run.primary is not None:
-            cal_cmp = None if run.late.method == "none" else core.late.cal_cmp
-            calibrated_columns(core.judge_rows, run.primary, cal_cmp)
-        tables = _table_sections(run, inputs, computed)
-        return _assemble(run, core, tables)
+    run = _prepare(inputs, _Steps(8 + len(groupings) + len(computed), progress, cancelled))
+    core = _core_sections(run, groupings, processes, headline)
+    if run.primary is not None:
+        cal_cmp = None if run.late.method == "none" else core.late.cal_cmp
+        calibrated_columns(core.judge_rows, run.primary, cal_cmp)
+    tables = _table_sections(run, inputs, computed)
+    return _assemble(run, core, tables)
 
 
 def _assemble(run: _Run, core: _Core, tables: dict[str, pd.DataFrame]) -> Dashboard:
@@ -443,8 +440,6 @@ class _Run:
     overview: dict[str, Any]
     notes: list[str]
     steps: _Steps
-    #: The bootstrap weights being drawn ahead (stopped before a fork).
-    ahead: DrawnAhead
 
     @property
     def f(self) -> Frames:
@@ -467,9 +462,9 @@ class _Run:
         return self.late.context
 
 
-def _prepare(inputs: DashboardInputs, steps: _Steps, ahead: DrawnAhead) -> _Run:
+def _prepare(inputs: DashboardInputs, steps: _Steps) -> _Run:
     """Check the request, filter the frames, find the graders and compute the overview
-    (the first step); the bootstrap's weights are drawn ahead meanwhile."""
+    (the first step)."""
     from gradercal.analysis.health import DEFAULT_BAR
     from gradercal.analysis.verdicts import verdicts
 
@@ -491,7 +486,6 @@ def _prepare(inputs: DashboardInputs, steps: _Steps, ahead: DrawnAhead) -> _Run:
     if request.judge is not None and request.judge in humans:
         humans = [h for h in humans if h != request.judge]
         judges = sorted({*judges, request.judge})
-    ahead.start(_weights_ahead(f, humans, primary, boot))
     context = AnalysisContext() if _SHARE_TABLES else None
     v = verdicts(f, context=context)
     overview = overview_section(f, v, humans, judges, primary, context)
@@ -510,49 +504,7 @@ def _prepare(inputs: DashboardInputs, steps: _Steps, ahead: DrawnAhead) -> _Run:
         f, v, primary, humans, method, cal_options, cal_source, health_bar, boot, context,
         data.design,
     )  # fmt: skip
-    return _Run(late, judges, overview, notes, steps, ahead)
-
-
-def _weights_ahead(
-    f: Frames, humans: Sequence[str], primary: str | None, boot: BootSettings
-) -> list[Key]:
-    """The bootstrap weights the sections will most likely draw, the headline's first:
-    the experts' agreement over every task, the alt-test's, then each workflow's,
-    domain's and tag's (largest first; one cluster per task of the group, as when every
-    task was graded by the experts — a wrong guess only costs the idle core's time)."""
-    from gradercal.analysis.alt_test import CLUSTER_BOOTSTRAP
-
-    n_tasks = len(f.tasks)
-    keys: list[Key] = []
-    if boot.n_boot > 0:
-        keys.append((n_tasks, boot.n_boot, boot.seed))
-    if primary is not None and len(humans) >= 2:
-        keys.append((n_tasks, CLUSTER_BOOTSTRAP, 0))  # the alt-test's own seed
-    if boot.n_boot > 0:
-        sizes = {*_group_sizes(f.tasks["workflow"]), *_group_sizes(f.tasks["domain"])}
-        sizes.update(_tag_sizes(f.criteria))
-        keys += [(n, boot.n_boot, boot.seed) for n in sorted(sizes, reverse=True)]
-    return keys
-
-
-def _group_sizes(labels: pd.Series) -> list[int]:
-    """The number of tasks of each label, missing labels one group."""
-    counts = labels.value_counts(dropna=False)
-    return [int(n) for n in counts.to_numpy()]
-
-
-def _tag_sizes(criteria: pd.DataFrame) -> list[int]:
-    """The number of tasks with a criterion of each tag (untagged criteria one group)."""
-    try:
-        codes, uniq = pd.factorize(criteria["tags"].to_numpy(object), sort=False)
-    except TypeError:  # unhashable tag lists: not guessed
-        return []
-    pairs = pd.DataFrame({"task": criteria["task_id"].to_numpy(object), "code": codes})
-    tasks: dict[object, set[object]] = {}
-    for task, code in pairs.drop_duplicates().itertuples(index=False):
-        for tag in (uniq[code] or (None,)) if code >= 0 else (None,):
-            tasks.setdefault(tag, set()).add(task)
-    return [len(t) for t in tasks.values()]
+    return _Run(late, judges, overview, notes, steps)
 
 
 @dataclass
@@ -587,7 +539,6 @@ def _fork_late(
     # its copy of the context, so the same numbers).
     if processes < 2 or not fork_available():
         return None, child_groupings
-    run.ahead.stop()  # no thread may be drawing when the process forks
     with contextlib.suppress(ChildFailed, OSError):
         call = functools.partial(_late_sections, run.late, None, child_groupings)
         return ForkedCall(call), child_groupings

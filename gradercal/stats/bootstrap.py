@@ -62,7 +62,6 @@ from scipy import sparse  # type: ignore[import-untyped, unused-ignore]
 from scipy.special import ndtr, ndtri, stdtrit  # type: ignore[import-untyped, unused-ignore]
 
 from gradercal.stats import coefficients as co
-from gradercal.stats import drawn_ahead
 from gradercal.stats.catalogue import view
 from gradercal.stats.coefficients import (
     FloatArray,
@@ -207,17 +206,15 @@ def resampling_weights(
         raise ValueError("n_boot must be at least 1")
     if isinstance(rng, int) and not isinstance(rng, bool):
         # A seed: the same draws every time, so the last few are kept (many groups
-        # of one benchmark share the number of clusters), and a dashboard draws them
-        # ahead on its idle core (gradercal.stats.drawn_ahead).
-        ahead = drawn_ahead.drawn((n_clusters, n_boot, rng))
-        if ahead is not None:
-            return ahead.copy()
+        # of one benchmark share the number of clusters).
         return _seeded_weights(n_clusters, n_boot, rng).copy()
     gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
     return _draw(gen, n_clusters, n_boot)
 
 
-_draw = drawn_ahead.draw
+def _draw(gen: np.random.Generator, n_clusters: int, n_boot: int) -> npt.NDArray[np.int64]:
+    p = np.full(n_clusters, 1.0 / n_clusters)
+    return np.asarray(gen.multinomial(n_clusters, p, size=n_boot), dtype=np.int64)
 
 
 @functools.lru_cache(maxsize=16)
