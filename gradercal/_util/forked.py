@@ -13,7 +13,10 @@ caller runs the function inline, with the same result.
 
 The child never returns into the caller's code: it runs the function, writes the result
 (or the exception) to the pipe and leaves with :func:`os._exit`, so no ``atexit`` handler,
-buffered stream or finaliser of the parent runs twice.
+buffered stream or finaliser of the parent runs twice. It closes the pipe as soon as the
+result is written: the parent takes the result while the child's copy of the process is
+unmapped (15-30 ms for the report's children), and a thread reaps the child
+(``benchmarks/bench_forked_exit.py``).
 """
 
 from __future__ import annotations
@@ -74,6 +77,7 @@ class ForkedCall(Generic[_T]):
         )
         self._reader.start()
         self._status: int | None = None
+        self._received = False  # the whole result is in: the child is only exiting
 
     def _drain(self, fd: int) -> None:
         # Read while the parent works: the child would block on a full pipe otherwise.
@@ -103,11 +107,16 @@ class ForkedCall(Generic[_T]):
                 self.kill()
                 raise InterruptedError("cancelled")
             self._reader.join(poll)
-        self._reap()
         data = b"".join(self._chunks)
         self._chunks = []
         if not data:
+            self._reap()
             raise ChildFailed(f"the child process ended without a result (status {self._status})")
+        # The child closed the pipe once its result was written and is now only exiting:
+        # unmapping its copy of this process takes 15-30 ms, which nobody needs to wait
+        # for. A thread reaps it.
+        self._received = True
+        threading.Thread(target=self._reap, daemon=True, name=f"forked-reap-{self.pid}").start()
         try:
             kind, payload = pickle.loads(data)
         except Exception as exc:  # a truncated stream: the child died mid-write
@@ -120,7 +129,10 @@ class ForkedCall(Generic[_T]):
         raise ChildFailed(str(payload))
 
     def kill(self) -> None:
-        """Stop the child (if still running) and reap it."""
+        """Stop the child (if still running) and reap it; nothing once its result is in
+        (it is exiting, and is reaped meanwhile)."""
+        if self._received:
+            return
         if self._status is None:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(self.pid, signal.SIGKILL)
@@ -130,9 +142,11 @@ class ForkedCall(Generic[_T]):
     def _reap(self) -> None:
         if self._status is None:
             try:
-                _, self._status = os.waitpid(self.pid, 0)
-            except ChildProcessError:
-                self._status = -1
+                _, status = os.waitpid(self.pid, 0)
+            except ChildProcessError:  # reaped already
+                status = -1
+            if self._status is None:
+                self._status = status
 
 
 def _die_with_parent(parent: int) -> None:
@@ -168,7 +182,13 @@ def _child(fn: Callable[[], Any], fd: int, parent: int) -> None:
         while view:
             n = os.write(fd, view)
             view = view[n:]
+        os.close(fd)  # the parent has it all now, without waiting for this exit
     except BaseException:
         code = 1
     finally:
-        os._exit(code)
+        _leave(code)
+
+
+def _leave(code: int) -> None:
+    """The child's exit (no ``atexit`` handler, no flush of the parent's buffers)."""
+    os._exit(code)

@@ -31,7 +31,11 @@ def test_the_result_comes_from_another_process() -> None:
     pid, total = call.result()
     assert pid != parent and pid == call.pid
     assert total == 499500
-    assert call.done() and not _alive(call.pid)  # reaped, not a zombie
+    assert call.done()
+    deadline = time.monotonic() + 10
+    while _alive(call.pid) and time.monotonic() < deadline:  # reaped as it exits …
+        time.sleep(0.02)
+    assert not _alive(call.pid)  # … not left a zombie
 
 
 def test_a_result_larger_than_the_pipe_while_the_parent_works() -> None:
@@ -79,6 +83,30 @@ def test_kill_after_the_result_is_harmless() -> None:
     assert call.result() == 5
     call.kill()
     call.kill()
+
+
+def test_the_result_is_in_before_the_child_has_exited(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A large child takes 15-30 ms to exit (its copy of the process is unmapped); the
+    parent takes the result as soon as it is written, and the child is reaped meanwhile.
+    Here the child's exit is made to take a second."""
+
+    def slow_exit(code: int) -> None:
+        time.sleep(1.0)
+        os._exit(code)
+
+    monkeypatch.setattr(forked_mod, "_leave", slow_exit)
+    call = ForkedCall(lambda: "sent")
+    t0 = time.perf_counter()
+    assert call.result() == "sent"
+    call.kill()  # nothing to stop: it returns at once too
+    assert time.perf_counter() - t0 < 0.6
+    os.kill(call.pid, 0)  # still exiting …
+    deadline = time.monotonic() + 10
+    while call._status is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert call._status == 0  # … then reaped, by nobody waiting for it
+    with pytest.raises(ProcessLookupError):
+        os.kill(call.pid, 0)
 
 
 def test_refused_where_fork_is_not_available(monkeypatch: pytest.MonkeyPatch) -> None:
