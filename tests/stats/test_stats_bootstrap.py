@@ -272,12 +272,49 @@ def test_many_categories_use_moment_and_recompute_paths() -> None:
 # ---------------------------------------------------------------------------------------
 
 
-def test_resampling_weights_are_seeded_multinomial_draws() -> None:
+def counted_draws(n_clusters: int, n_boot: int, seed: int) -> np.ndarray:
+    """The weights as documented, counted one resample at a time: each resample draws
+    ``n_clusters`` cluster indices with ``default_rng(seed).integers`` (32-bit), in order."""
+    gen = np.random.default_rng(seed)
+    drawn = gen.integers(0, n_clusters, size=(n_boot, n_clusters), dtype=np.int32)
+    out = np.zeros((n_boot, n_clusters), dtype=np.int64)
+    for b in range(n_boot):
+        for k in drawn[b]:
+            out[b, k] += 1
+    return out
+
+
+def test_resampling_weights_count_seeded_uniform_draws() -> None:
     w = resampling_weights(7, 50, 42)
     assert w.shape == (50, 7)
+    assert w.dtype == np.int64
     assert (w.sum(axis=1) == 7).all()
-    expected = np.random.default_rng(42).multinomial(7, [1 / 7] * 7, size=50)
-    np.testing.assert_array_equal(w, expected)
+    np.testing.assert_array_equal(w, counted_draws(7, 50, 42))
+
+
+def test_resampling_weights_drawn_in_chunks_are_the_same_draws(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # 3 resamples of 50 clusters per chunk (the real chunk holds 4 Mi indices): 17 chunks
+    monkeypatch.setattr(bs, "_DRAW_CHUNK", 150)
+    w = bs._draw(np.random.default_rng(3), 50, 49)
+    np.testing.assert_array_equal(w, counted_draws(50, 49, 3))
+
+
+def test_resampling_weights_are_multinomial_in_distribution() -> None:
+    """Each row is multinomial(n, 1/n each): a cluster's count is binomial(n, 1/n), two
+    clusters' counts have covariance −1/n (20,000 resamples of 5 clusters; the bounds
+    are about 5 standard errors)."""
+    from scipy import stats
+
+    n, n_boot = 5, 20_000
+    w = resampling_weights(n, n_boot, 11)
+    observed = np.bincount(w[:, 0], minlength=n + 1)
+    expected = stats.binom(n, 1 / n).pmf(np.arange(n + 1)) * n_boot
+    chi2 = float(np.sum((observed - expected) ** 2 / expected))
+    assert stats.chi2(n).sf(chi2) > 1e-4
+    cov = np.cov(w[:, 0], w[:, 1])[0, 1]
+    assert cov == pytest.approx(-1 / n, abs=5 * 0.8 / np.sqrt(n_boot))
 
 
 def test_same_seed_same_intervals_different_seed_different() -> None:
