@@ -34,6 +34,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from gradercal.frame_rows import FrameRows
 from gradercal.model import DEFAULT_PASS_THRESHOLD, Adjudication, BenchmarkData
 
 __all__ = [
@@ -45,6 +46,7 @@ __all__ = [
     "JUDGMENT_DTYPES",
     "RESPONSE_COLUMNS",
     "RESPONSE_DTYPES",
+    "REVIEW_COLUMNS",
     "TASK_COLUMNS",
     "TASK_DTYPES",
     "DtypeSpec",
@@ -53,8 +55,10 @@ __all__ = [
     "empty_frames",
     "frame_from_rows",
     "frames_from_data",
+    "frames_from_rows",
     "make_frame",
     "object_frame",
+    "reviews_frame",
 ]
 
 #: dtype spec of a column: a numpy/pandas dtype name, or ``object``.
@@ -345,6 +349,56 @@ def empty_frames(pass_threshold: float = DEFAULT_PASS_THRESHOLD) -> Frames:
         responses=make_frame(RESPONSE_DTYPES),
         judgments=make_frame(JUDGMENT_DTYPES),
         adjudications=make_frame(ADJUDICATION_DTYPES),
+    )
+
+
+#: Columns of :func:`reviews_frame` (the task review answers).
+REVIEW_COLUMNS: tuple[str, ...] = ("task_id", "reviewer", "dimension", "answer")
+
+
+def reviews_frame(records: Sequence[tuple[str, str, str, int]]) -> pd.DataFrame:
+    """The task review answers as a long frame: one row per answered survey item
+    (``gradercal.db.calibrations.task_review_records``)."""
+    return pd.DataFrame(list(records), columns=list(REVIEW_COLUMNS)).astype(
+        {"task_id": object, "reviewer": object, "dimension": object, "answer": "int64"}
+    )
+
+
+def frames_from_rows(rows: FrameRows) -> Frames:
+    """The frames of rows read from the database (:mod:`gradercal.db.frames_fetch`): each
+    frame made by :func:`make_frame`, the judgments' names taken from the responses,
+    criteria and graders (one shared, interned object per name)."""
+    tasks = make_frame(TASK_DTYPES, rows.tasks)
+    criteria = make_frame(CRITERION_DTYPES, rows.criteria)
+    responses = make_frame(RESPONSE_DTYPES, rows.responses)
+    j = rows.judgments
+    if isinstance(j, list):
+        judgments = make_frame(JUDGMENT_DTYPES, j)
+    else:
+        graders = _interned(j.grader_names)
+        kinds = _interned(j.grader_kinds)
+        no_level = np.isnan(j.level)
+        level = np.where(no_level, 0.0, j.level).astype(np.int64)
+        data = {
+            "response_id": responses["response_id"].to_numpy(dtype=object)[j.response_pos],
+            "criterion_id": criteria["criterion_id"].to_numpy(dtype=object)[j.criterion_pos],
+            "grader": graders[j.grader_pos],
+            "grader_kind": kinds[j.grader_pos],
+            "met": pd.arrays.BooleanArray(j.met == 1.0, np.isnan(j.met)),
+            "level": pd.arrays.IntegerArray(level, no_level),
+            "confidence": j.confidence,
+            "rationale": j.rationale,
+            "unclear": j.unclear,
+        }
+        assert tuple(data) == JUDGMENT_COLUMNS
+        judgments = object_frame(data)
+    return Frames(
+        pass_threshold=rows.pass_threshold,
+        tasks=tasks,
+        criteria=criteria,
+        responses=responses,
+        judgments=judgments,
+        adjudications=make_frame(ADJUDICATION_DTYPES, rows.adjudications),
     )
 
 

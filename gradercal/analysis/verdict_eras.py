@@ -11,13 +11,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from gradercal.frame_rows import EraRows
 from gradercal.frames import ADJUDICATION_DTYPES, JUDGMENT_DTYPES, make_frame
 
-__all__ = ["VerdictEras"]
+__all__ = ["VerdictEras", "eras_from_rows"]
 
 
 @dataclass(frozen=True)
@@ -48,3 +50,22 @@ class VerdictEras:
 
     def __bool__(self) -> bool:
         return bool(self.revised)
+
+
+def _with_era(dtypes: Mapping[str, Any], rows: list[Any]) -> pd.DataFrame:
+    """The frame of ``rows`` (a verdict frame's columns, then the era) with ``era``."""
+    frame = make_frame(dtypes, (tuple(r[:-1]) for r in rows))
+    frame["era"] = np.fromiter((r[-1] for r in rows), dtype=np.int64, count=len(rows))
+    return frame
+
+
+def eras_from_rows(rows: EraRows | None) -> VerdictEras:
+    """The :class:`VerdictEras` of rows read by :func:`gradercal.db.frames_fetch.fetch_eras`
+    (None: no criterion was revised)."""
+    if rows is None:
+        return VerdictEras.empty()
+    return VerdictEras(
+        revised=rows.revised,
+        judgments=_with_era(JUDGMENT_DTYPES, rows.judgments),
+        adjudications=_with_era(ADJUDICATION_DTYPES, rows.adjudications),
+    )

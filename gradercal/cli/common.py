@@ -204,7 +204,7 @@ ci_option = click.option(
 
 
 def _parse_version(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
-    from gradercal.db.frames_read import parse_version
+    from gradercal.frame_rows import parse_version
 
     try:
         return parse_version(value)
@@ -214,7 +214,7 @@ def _parse_version(ctx: click.Context, param: click.Parameter, value: Any) -> An
 
 #: ``--version all|current|N`` of the commands that read verdicts for scores and statistics
 #: (issue #16): which verdicts count after a rubric revision. Parsed by
-#: :func:`gradercal.db.frames_read.parse_version` ("current", "all" or an int ≥ 1).
+#: :func:`gradercal.frame_rows.parse_version` ("current", "all" or an int ≥ 1).
 version_option = click.option(
     "--version",
     "version",
@@ -244,7 +244,7 @@ def version_used(repo: Repository, benchmark: str | None, version: Any) -> Any:
     )
     if given:
         return version
-    from gradercal.db.eras import has_verdict_changes
+    from gradercal.db.frames_fetch import has_verdict_changes
 
     return version if has_verdict_changes(repo, benchmark) else None
 

@@ -34,7 +34,9 @@ from gradercal.cli.common import (
 from gradercal.errors import GradercalError
 
 if TYPE_CHECKING:
+    from gradercal._util.forked import ForkedCall
     from gradercal.dashboard import DashboardData, DashboardFilters
+    from gradercal.frame_rows import DashboardRows
 
 __all__ = ["report"]
 
@@ -171,8 +173,6 @@ def report(
     When a criterion was revised in a way that changes verdicts, a section compares its
     agreement per version (from every verdict, whatever --version says).
     """
-    from gradercal.dashboard import DashboardFilters
-
     if output is None and pdf is None and not as_json:
         raise click.UsageError("give -o FILE.html, --pdf FILE.pdf or --json")
     to_stdout = [opt for path, opt in ((output, "-o"), (pdf, "--pdf")) if path == _STDOUT]
@@ -181,6 +181,13 @@ def report(
     for path, opt in ((output, "-o"), (pdf, "--pdf")):
         if path is not None and path != _STDOUT:
             _writable(path, opt)
+    # The reading starts now, in a forked child that imports neither pandas nor the
+    # engines, while this process imports them (see _read_meanwhile).
+    forked = _fork_fetch(
+        functools.partial(_fetch_request, db, benchmark, version, calibration, as_json)
+    )
+    from gradercal.dashboard import DashboardFilters
+
     filters = DashboardFilters(
         models=_names(models),
         workflows=_names(workflows),
@@ -198,6 +205,8 @@ def report(
         # no name kept here for the request: _report lets its frames go after computing
         _report(
             _read_meanwhile(
+                forked,
+                functools.partial(_request_from, judge=judge, calibration=calibration, filters=filters),
                 read,
                 charts=output is not None or pdf is not None,
                 png=images == "png" or pdf is not None,
@@ -231,13 +240,36 @@ def _read_request(
 ) -> _Request:
     """Open the database and read everything the report needs (raising the command's
     errors: no such benchmark, grader or judge)."""
-    from gradercal.dashboard import primary_judge
     from gradercal.db.dashboard_data import load_dashboard_data
 
     repo = open_repo(db)
     bench = repo.benchmark(benchmark)
     # (the agreement per criterion version compares every verdict, whatever the version)
     data = load_dashboard_data(repo, bench.name, version)
+
+    def active(primary: str) -> dict[str, Any] | None:
+        from gradercal.db.calibrations import load_calibration
+
+        saved = load_calibration(repo, bench.name, primary)
+        return None if saved is None else dict(saved.params)
+
+    used = version_used(repo, bench.name, version) if as_json else None
+    return _request(bench.name, data, judge, calibration, filters, active, used)
+
+
+def _request(
+    bench: str,
+    data: DashboardData,
+    judge: str | None,
+    calibration: str,
+    filters: DashboardFilters,
+    active: Callable[[str], dict[str, Any] | None],
+    used: Any,
+) -> _Request:
+    """The request of ``data`` (raising the command's errors: no such grader or judge);
+    ``active(judge)``: the parameters of the judge's active calibration, or None."""
+    from gradercal.dashboard import primary_judge
+
     known = set(data.frames.judgments["grader"])
     for g in filters.graders or ():
         if g not in known:
@@ -247,56 +279,110 @@ def _read_request(
     if calibration == "none":
         params = {"method": "none"}
     elif calibration == "active":
-        if primary is not None:
-            from gradercal.db.calibrations import load_calibration
-
-            saved = load_calibration(repo, bench.name, primary)
-            params = None if saved is None else dict(saved.params)
+        params = None if primary is None else active(primary)
     else:
         params = {"method": calibration}
-    return _Request(
-        bench=bench.name,
-        data=data,
-        primary=primary,
-        params=params,
-        version_used=version_used(repo, bench.name, version) if as_json else None,
+    return _Request(bench=bench, data=data, primary=primary, params=params, version_used=used)
+
+
+@dataclass
+class _Fetched:
+    """What the report is computed from, as read without pandas (:func:`_fetch_request`)."""
+
+    bench: str
+    rows: DashboardRows
+    #: grader → the parameters of its active calibration (with ``--calibration active``)
+    active: dict[str, dict[str, Any]]
+    version_used: Any
+
+
+def _fetch_request(
+    db: str | None, benchmark: str | None, version: Any, calibration: str, as_json: bool
+) -> _Fetched | None:
+    """Read what :func:`_read_request` reads, without pandas (in the forked child of
+    :func:`_fork_fetch`); None when a judgment names a criterion outside the benchmark
+    (:func:`_read_request` then reads it the rows way)."""
+    from gradercal.db.dashboard_data import fetch_dashboard_rows
+
+    repo = open_repo(db)
+    bench = repo.benchmark(benchmark)
+    rows = fetch_dashboard_rows(repo, bench.name, version)
+    if rows is None:
+        return None
+    active: dict[str, dict[str, Any]] = {}
+    if calibration == "active":
+        from gradercal.db.calibrations import list_calibrations
+
+        for saved in list_calibrations(repo, bench.name):  # newest first
+            if saved.active and saved.judge not in active:
+                active[saved.judge] = dict(saved.params)
+    used = version_used(repo, bench.name, version) if as_json else None
+    return _Fetched(bench.name, rows, active, used)
+
+
+def _request_from(
+    fetched: _Fetched, *, judge: str | None, calibration: str, filters: DashboardFilters
+) -> _Request:
+    """The request of what :func:`_fetch_request` read (the frames made here)."""
+    from gradercal.dashboard.inputs import dashboard_data_from_rows
+
+    data = dashboard_data_from_rows(fetched.rows)
+    return _request(
+        fetched.bench, data, judge, calibration, filters, fetched.active.get, fetched.version_used
     )
 
 
-#: Whether :func:`_read_meanwhile` may read in a forked child (the tests switch it off to
-#: compare the two paths).
+#: Whether the report may read in a forked child (:func:`_fork_fetch`; the tests switch
+#: it off to compare the two paths).
 _READ_IN_CHILD = True
 
 
-def _read_meanwhile(
-    read: Callable[[], _Request], *, charts: bool, png: bool, estimators: bool = False
-) -> _Request:
-    """``read()``, done in a forked child while this process imports the engines (with
-    ``estimators``, scikit-learn's too).
-
-    Reading the frames (about 1 s at 750 tasks) and importing scipy and matplotlib
-    (about 0.6 s) both hold the GIL, so a thread would not overlap them; a
-    child does, and it sends the frames back pickled (13 MiB, well under 0.1 s each way;
-    equal values, and one shared object per distinct name as the loader makes them). The
-    parent never opens the database before the child ends, so no connection crosses the
-    fork; the child leaves the reading's garbage behind when it exits. Without fork, or
-    when the child dies, the parent reads itself (an error of the reading is raised again
-    from the child; one that does not pickle is met again here).
-    """
+def _fork_fetch(fetch: Callable[[], _Fetched | None]) -> ForkedCall[_Fetched | None] | None:
+    """``fetch()`` started in a forked child (None without fork, or when the child cannot
+    start). Called before this process imports pandas, SQLAlchemy or the engines: the
+    child imports SQLAlchemy and the models only, and reads."""
     from gradercal._util.forked import ChildFailed, ForkedCall, fork_available
 
-    forked: ForkedCall[_Request] | None = None
     if _READ_IN_CHILD and fork_available():
         with contextlib.suppress(ChildFailed, OSError):
-            forked = ForkedCall(read)
+            return ForkedCall(fetch)
+    return None
+
+
+def _read_meanwhile(
+    forked: ForkedCall[_Fetched | None] | None,
+    finish: Callable[[_Fetched], _Request],
+    read: Callable[[], _Request],
+    *,
+    charts: bool,
+    png: bool,
+    estimators: bool = False,
+) -> _Request:
+    """The request: ``finish`` of what the child ``forked`` read, while this process
+    imported the engines (with ``estimators``, scikit-learn's too).
+
+    The child reads the rows and numpy columns of every table (about 0.6 s at 750 tasks,
+    after 0.3–0.4 s of importing SQLAlchemy and the models) while this process imports
+    pandas, scipy and matplotlib (about 0.9 s): each holds the GIL, so a thread would not
+    overlap them; a child does, and it sends the rows back pickled (about 15 MiB at 750
+    tasks, one shared object per distinct name). ``finish`` makes the frames here. The
+    parent never opens the database before the child ends, so no connection crosses the
+    fork. Without a child, when it dies, or when it found judgments the column-wise read
+    cannot place (a database written by hand), ``read()`` reads here (an error of the
+    reading is raised again from the child; one that does not pickle is met again here).
+    """
+    from gradercal._util.forked import ChildFailed
+
     _import_engines(charts=charts, png=png, estimators=estimators)
     if forked is not None:
         try:
-            return forked.result()
+            fetched = forked.result()
         except ChildFailed:
-            pass
+            fetched = None
         finally:
             forked.kill()
+        if fetched is not None:
+            return finish(fetched)
     return read()
 
 

@@ -21,7 +21,7 @@ This module imports pandas and gradercal's core only (no SQL, no Qt).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from gradercal.dashboard.filters import DashboardFilters
@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from gradercal.analysis.versions import VerdictEras
+    from gradercal.frame_rows import DashboardRows
     from gradercal.frames import Frames
 
 __all__ = [
@@ -39,6 +40,8 @@ __all__ = [
     "DashboardInputs",
     "DashboardRequest",
     "Design",
+    "dashboard_data_from_rows",
+    "field_from_rows",
 ]
 
 #: Resamples of the task-clustered bootstrap used when the caller does not say (the
@@ -134,3 +137,34 @@ class DashboardInputs:
                 BootSettings(n_boot, seed, ci),
             ),
         )  # fmt: skip
+
+
+def field_from_rows(name: str, fetched: Any) -> Any:
+    """The value of :class:`DashboardData`'s field ``name`` from what its loader fetched
+    (``gradercal.db.dashboard_data.DATA_LOADERS``: rows, made into frames here)."""
+    if fetched is None:
+        return None
+    if name == "reviews":
+        from gradercal.frames import reviews_frame
+
+        return reviews_frame(fetched)
+    if name == "rounds":
+        from gradercal.ops.acceptance import round_table
+
+        return round_table(*fetched)
+    if name == "versions":
+        from gradercal.analysis.verdict_eras import eras_from_rows
+        from gradercal.frames import frames_from_rows
+
+        frame_rows, era_rows = fetched
+        return frames_from_rows(frame_rows), eras_from_rows(era_rows)
+    return fetched  # the design: no frames
+
+
+def dashboard_data_from_rows(rows: DashboardRows) -> DashboardData:
+    """The :class:`DashboardData` of what ``gradercal.db.dashboard_data.fetch_dashboard_rows``
+    read (in this process, or in a forked child that never imported pandas)."""
+    from gradercal.frames import frames_from_rows
+
+    values = {name: field_from_rows(name, fetched) for name, fetched in rows.fields.items()}
+    return replace(DashboardData(frames_from_rows(rows.frames)), **values)

@@ -43,8 +43,6 @@ was.
 from __future__ import annotations
 
 import json
-import math
-from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -61,6 +59,7 @@ from gradercal.db.times import stored_iso as _iso
 from gradercal.db.times import stored_utc as _aware
 from gradercal.errors import GradercalError, NotFoundError
 from gradercal.ops.acceptance import (
+    ROUND_COLUMNS,
     TASK_STATUSES,
     Assessment,
     AtBar,
@@ -71,6 +70,7 @@ from gradercal.ops.acceptance import (
     Settings,
     assess,
     check_action,
+    round_table,
     task_status,
 )
 
@@ -267,9 +267,9 @@ class _TaskFacts:
 
 
 def _state(row: m.TaskRound) -> str:
-    if row.decision:
-        return row.decision
-    return "closed" if row.closed_at is not None else "open"
+    from gradercal.db.dashboard_data import round_state
+
+    return round_state(row.decision, row.closed_at)
 
 
 def _record(row: m.TaskRound) -> RoundRecord:
@@ -694,73 +694,16 @@ def accepted_tasks(db: Database, benchmark: str | None = None) -> set[str]:
     return {t for t, (_n, d) in last.items() if d == "accepted"}
 
 
-#: Columns of :func:`load_round_table`.
-ROUND_COLUMNS = (
-    "task_id",
-    "workflow",
-    "domain",
-    "status",
-    "round",
-    "round_state",
-    "statistic",
-    "agreement",
-    "agreement_low",
-    "agreement_high",
-)
-
-
 def load_round_table(db: Database, benchmark: str | None = None) -> pd.DataFrame:
-    """Every task's rounds as a long frame for the report's acceptance section.
+    """Every task's rounds as a long frame for the report's acceptance section
+    (:func:`gradercal.ops.acceptance.round_table` of
+    :func:`gradercal.db.dashboard_data.round_rows`).
 
     One row per (task, round), a draft task one row with ``round`` None; ``status`` is
     the task's status (:func:`~gradercal.ops.acceptance.task_status`), ``round_state``
     the round's; the agreement columns are the numbers kept when the round closed (None
     while it is open). Reads the rounds only: nothing is measured here.
     """
-    bench = Repository(db).benchmark(benchmark)
-    with db.read() as s:
-        tasks = s.execute(
-            select(m.Task.id, m.Task.external_id, m.Task.workflow, m.Task.domain)
-            .where(m.Task.benchmark_id == bench.id)
-            .order_by(m.Task.position, m.Task.id)
-        ).all()
-        rounds: dict[int, list[m.TaskRound]] = defaultdict(list)
-        for row in s.scalars(
-            select(m.TaskRound)
-            .join(m.Task, m.Task.id == m.TaskRound.task_id)
-            .where(m.Task.benchmark_id == bench.id)
-            .order_by(m.TaskRound.number)
-        ):
-            rounds[int(row.task_id)].append(row)
-    records: list[tuple[Any, ...]] = []
-    for pk, ext, workflow, domain in tasks:
-        mine = rounds.get(int(pk), [])
-        status = task_status([_record(r).fact for r in mine])
-        if not mine:
-            records.append((ext, workflow, domain, status, None, None, None, None, None, None))
-        for r in mine:
-            records.append(
-                (
-                    ext,
-                    workflow,
-                    domain,
-                    status,
-                    r.number,
-                    _state(r),
-                    r.statistic,
-                    r.agreement,
-                    r.agreement_low,
-                    r.agreement_high,
-                )
-            )
-    floats = ("agreement", "agreement_low", "agreement_high")
-    columns = list(zip(*records, strict=True)) if records else [()] * len(ROUND_COLUMNS)
-    return pd.DataFrame(
-        {
-            name: pd.Series(
-                [math.nan if v is None else v for v in values] if name in floats else values,
-                dtype="float64" if name in floats else object,
-            )
-            for name, values in zip(ROUND_COLUMNS, columns, strict=True)
-        }
-    )
+    from gradercal.db.dashboard_data import round_rows
+
+    return round_table(*round_rows(db, benchmark))

@@ -20,14 +20,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
 from sqlalchemy import func, select, update
 
 from gradercal.db import models as m
 from gradercal.db.repo import Repository
 from gradercal.errors import NotFoundError
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = [
     "SavedCalibration",
@@ -227,13 +229,23 @@ def activate_calibration(repo: Repository, calibration_id: int) -> None:
 
 
 def load_task_reviews(repo: Repository, benchmark: str | None = None) -> pd.DataFrame:
-    """The benchmark's task review answers as a long frame.
+    """The benchmark's task review answers as a long frame
+    (:func:`gradercal.frames.reviews_frame` of :func:`task_review_records`).
 
     Returns:
         ``task_id`` (external id), ``reviewer`` (grader name), ``dimension``,
         ``answer`` (int 1–5), one row per answered survey item, in task then reviewer
         order. Non-integer stored answers are skipped.
     """
+    from gradercal.frames import reviews_frame
+
+    return reviews_frame(task_review_records(repo, benchmark))
+
+
+def task_review_records(
+    repo: Repository, benchmark: str | None = None
+) -> list[tuple[str, str, str, int]]:
+    """The rows of :func:`load_task_reviews` (no pandas here)."""
     bench = repo.benchmark(benchmark)
     with repo.db.read() as s:
         rows = s.execute(
@@ -243,12 +255,9 @@ def load_task_reviews(repo: Repository, benchmark: str | None = None) -> pd.Data
             .where(m.Task.benchmark_id == bench.id)
             .order_by(m.Task.position, m.Task.id, m.Grader.name)
         ).all()
-    records = [
+    return [
         (task, reviewer, str(dim), int(ans))
         for task, reviewer, answers in rows
         for dim, ans in (answers or {}).items()
         if isinstance(ans, int) and not isinstance(ans, bool)
     ]
-    return pd.DataFrame(records, columns=["task_id", "reviewer", "dimension", "answer"]).astype(
-        {"task_id": object, "reviewer": object, "dimension": object, "answer": "int64"}
-    )

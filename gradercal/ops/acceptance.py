@@ -78,6 +78,7 @@ from gradercal.stats.registry import STATISTICS as _REGISTRY
 
 __all__ = [
     "ACTIONS",
+    "ROUND_COLUMNS",
     "ROUND_STATES",
     "RULES",
     "STATISTICS",
@@ -94,6 +95,7 @@ __all__ = [
     "at_bar",
     "check_action",
     "measure",
+    "round_table",
     "survey_means",
     "task_design",
     "task_status",
@@ -661,3 +663,55 @@ def check_action(action: str, last: RoundFact | None, *, ready: bool, force: boo
     if action == "accept" and state == "closed" and not ready and not force:
         return f"round {n} is not proposed for acceptance (see `gradercal tasks`); --force"
     return None
+
+
+#: Columns of :func:`round_table`.
+ROUND_COLUMNS = (
+    "task_id",
+    "workflow",
+    "domain",
+    "status",
+    "round",
+    "round_state",
+    "statistic",
+    "agreement",
+    "agreement_low",
+    "agreement_high",
+)
+
+
+def round_table(
+    tasks: Sequence[tuple[Any, ...]], rounds: Sequence[tuple[Any, ...]]
+) -> pd.DataFrame:
+    """Every task's rounds as a long frame (the report's acceptance section).
+
+    ``tasks``: ``(task row id, task id, workflow, domain)`` in the benchmark's order;
+    ``rounds``: ``(task row id, number, state, statistic, agreement, agreement_low,
+    agreement_high)`` in number order (``gradercal.db.dashboard_data.round_rows``). One row
+    per (task, round), a draft task one row with ``round`` None; ``status`` is the task's
+    status (:func:`task_status`), ``round_state`` the round's.
+    """
+    mine: dict[int, list[tuple[Any, ...]]] = {}
+    for r in rounds:
+        mine.setdefault(int(r[0]), []).append(r)
+    records: list[tuple[Any, ...]] = []
+    for pk, ext, workflow, domain in tasks:
+        own = mine.get(int(pk), [])
+        status = task_status([RoundFact(int(r[1]), str(r[2])) for r in own])
+        if not own:
+            records.append((ext, workflow, domain, status, None, None, None, None, None, None))
+        for _task, number, state, statistic, agreement, low, high in own:
+            records.append(
+                (ext, workflow, domain, status, number, state, statistic, agreement, low, high)
+            )
+    floats = ("agreement", "agreement_low", "agreement_high")
+    columns = list(zip(*records, strict=True)) if records else [()] * len(ROUND_COLUMNS)
+    return pd.DataFrame(
+        {
+            name: pd.Series(
+                [math.nan if v is None else v for v in values] if name in floats else values,
+                dtype="float64" if name in floats else object,
+            )
+            for name, values in zip(ROUND_COLUMNS, columns, strict=True)
+        }
+    )

@@ -19,10 +19,13 @@ when the rounds and eras brought in the bootstrap).
 from __future__ import annotations
 
 import json
+import pickle
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
+import pandas as pd
 import pytest
 from click.testing import CliRunner
 
@@ -96,3 +99,102 @@ def test_a_default_report_imports_no_scikit_learn_nor_scipy_stats(
 
 def test_an_isotonic_report_still_imports_it(demo_db: str) -> None:
     assert "sklearn" in _loaded("nofork", demo_db, "--json", "--calibration", "isotonic")
+
+
+_FETCH_CHILD = """
+import pickle, sys
+from gradercal.cli.report import _fetch_request
+fetched = _fetch_request(sys.argv[1], None, sys.argv[2], "active", True)
+heavy = sorted(
+    m for m in sys.modules
+    if m.split(".")[0] in ("pandas", "pyarrow", "scipy", "sklearn", "matplotlib")
+)
+sys.stdout.buffer.write(pickle.dumps((heavy, fetched)))
+"""
+
+
+def _fetched_in_a_fresh_process(db: str, version: str) -> Any:
+    out = subprocess.run(
+        [sys.executable, "-c", _FETCH_CHILD, db, version],
+        capture_output=True, cwd=ROOT, timeout=300, check=True,
+    )  # fmt: skip
+    heavy, fetched = pickle.loads(out.stdout)
+    assert heavy == []  # the reading child imports SQLAlchemy and numpy, not pandas
+    assert fetched is not None
+    return fetched
+
+
+def _frames_equal(a: Any, b: Any) -> None:
+    for name in ("tasks", "criteria", "responses", "judgments", "adjudications"):
+        pd.testing.assert_frame_equal(getattr(a, name), getattr(b, name))
+    assert a.pass_threshold == b.pass_threshold
+
+
+@pytest.mark.parametrize("version", ["current", "all", "1"])
+def test_the_reading_child_imports_no_pandas_and_reads_the_loaders_data(
+    imported_mini: str, mini: Path, version: str
+) -> None:
+    """``gradercal report`` reads in a child forked before it imports anything heavy: the
+    child imports no pandas (nor the engines) and hands back rows and numpy columns; the
+    frames made of them equal the plain rows path's (``load_frames_by_rows``), the other
+    fields the one loader's — on a benchmark with a criterion revised after grading (its
+    verdict eras read too), of each backend."""
+    from gradercal.analysis.verdict_eras import VerdictEras
+    from gradercal.dashboard.inputs import dashboard_data_from_rows
+    from gradercal.db.dashboard_data import load_dashboard_data
+    from gradercal.db.eras import load_eras
+    from gradercal.db.repo import Repository
+    from gradercal.db.session import open_database
+
+    fetched = _fetched_in_a_fresh_process(imported_mini, version)
+    data = dashboard_data_from_rows(fetched.rows)
+    assert fetched.version_used == version  # named: the benchmark has a revision
+    db = open_database(imported_mini)
+    try:
+        repo = Repository(db)
+        parsed: Any = int(version) if version.isdigit() else version
+        _frames_equal(data.frames, repo.load_frames_by_rows(None, parsed))
+        assert data.versions is not None  # the revision changed a verdict's meaning
+        frames_all, eras = data.versions
+        _frames_equal(frames_all, repo.load_frames_by_rows(None, "all"))
+        expected: VerdictEras = load_eras(repo)
+        assert eras.revised == expected.revised
+        pd.testing.assert_frame_equal(eras.judgments, expected.judgments)
+        pd.testing.assert_frame_equal(eras.adjudications, expected.adjudications)
+        loaded = load_dashboard_data(repo, None, parsed)
+        for name in ("reviews", "rounds"):
+            pd.testing.assert_frame_equal(getattr(data, name), getattr(loaded, name))
+        assert data.design == loaded.design
+    finally:
+        db.dispose()
+
+
+@pytest.fixture
+def imported_mini(db_url: str, mini: Path) -> str:
+    """The mini benchmark on each backend, a criterion reworded after grading (version 2)
+    and graded again under it."""
+    from gradercal.db.repo import Repository
+    from gradercal.db.revisions import RevisionStore
+    from gradercal.db.session import open_database
+    from gradercal.formats import read_path
+    from gradercal.model import GraderKind, Judgment
+
+    res = CliRunner().invoke(main, ["import", str(mini), "--db", db_url])
+    assert res.exit_code == 0, res.output
+    db = open_database(db_url)
+    try:
+        report = RevisionStore(db).revise_criterion(
+            None, "M1", "c1", text="Names the premature stop codon", reason="split", actor="c"
+        )
+        assert report.version == 2
+        data = read_path(mini)
+        data.tasks, data.responses, data.adjudications = [], [], []
+        data.judgments = [
+            Judgment("M1-a", "c1", "cy", GraderKind.HUMAN, met=True),
+            Judgment("M1-b", "c1", "cy", GraderKind.HUMAN, met=False),
+            Judgment("M1-b", "c1", "judge-x", GraderKind.JUDGE, met=False, confidence=0.9),
+        ]
+        Repository(db).import_data(data)
+    finally:
+        db.dispose()
+    return db_url

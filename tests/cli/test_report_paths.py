@@ -154,7 +154,7 @@ def test_a_dead_reading_child_falls_back(
 ) -> None:
     expected = _report(demo_db, tmp_path / "a.html")
     assert not failures
-    monkeypatch.setattr(report_cmd, "_read_request", _died_in_child(report_cmd._read_request))
+    monkeypatch.setattr(report_cmd, "_fetch_request", _died_in_child(report_cmd._fetch_request))
     assert _report(demo_db, tmp_path / "b.html") == expected
     assert len(failures) == 1  # the reading child's; the computing and chart children lived
 
