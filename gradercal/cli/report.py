@@ -186,35 +186,42 @@ def report(
     forked = _fork_fetch(
         functools.partial(_fetch_request, db, benchmark, version, calibration, as_json)
     )
-    from gradercal.dashboard import DashboardFilters
+    try:
+        from gradercal.dashboard import DashboardFilters
 
-    filters = DashboardFilters(
-        models=_names(models),
-        workflows=_names(workflows),
-        domains=_names(domains),
-        graders=_names(experts),
-    )
-    read = functools.partial(
-        _read_request, db, benchmark, version, judge, calibration, filters, as_json
-    )
-    # Everything below runs with the cyclic collector paused (as load_frames and
-    # compute_dashboard already did): the charts and the HTML allocate many short-lived
-    # objects too, and the process ends soon after.
-    _spare_exit_collection()
-    with collections_paused():
-        # no name kept here for the request: _report lets its frames go after computing
-        _report(
-            _read_meanwhile(
-                forked,
-                functools.partial(_request_from, judge=judge, calibration=calibration, filters=filters),
-                read,
-                charts=output is not None or pdf is not None,
-                png=images == "png" or pdf is not None,
-                estimators=calibration in _ESTIMATOR_METHODS,
-            ),
-            filters, n_boot, seed, ci, output, pdf, images, max_rows, title, as_json,
-        )  # fmt: skip
-        _age_survivors()
+        filters = DashboardFilters(
+            models=_names(models),
+            workflows=_names(workflows),
+            domains=_names(domains),
+            graders=_names(experts),
+        )
+        finish = functools.partial(
+            _request_from, judge=judge, calibration=calibration, filters=filters
+        )
+        read = functools.partial(
+            _read_request, db, benchmark, version, judge, calibration, filters, as_json
+        )
+        # Everything below runs with the cyclic collector paused (as load_frames and
+        # compute_dashboard already did): the charts and the HTML allocate many short-lived
+        # objects too, and the process ends soon after.
+        _spare_exit_collection()
+        with collections_paused():
+            # no name kept here for the request: _report lets its frames go after computing
+            _report(
+                _read_meanwhile(
+                    forked,
+                    finish,
+                    read,
+                    charts=output is not None or pdf is not None,
+                    png=images == "png" or pdf is not None,
+                    estimators=calibration in _ESTIMATOR_METHODS,
+                ),
+                filters, n_boot, seed, ci, output, pdf, images, max_rows, title, as_json,
+            )  # fmt: skip
+            _age_survivors()
+    finally:
+        if forked is not None:
+            forked.kill()  # no-op once its result is in
 
 
 @dataclass

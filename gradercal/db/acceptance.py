@@ -53,6 +53,7 @@ from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from gradercal.db import models as m
+from gradercal.db.dashboard_data import round_state
 from gradercal.db.repo import Repository, judgments_with_names
 from gradercal.db.session import Database
 from gradercal.db.times import stored_iso as _iso
@@ -267,8 +268,6 @@ class _TaskFacts:
 
 
 def _state(row: m.TaskRound) -> str:
-    from gradercal.db.dashboard_data import round_state
-
     return round_state(row.decision, row.closed_at)
 
 

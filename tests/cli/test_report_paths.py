@@ -174,3 +174,27 @@ def test_bench_report_help() -> None:
         check=False,
     )
     assert res.returncode == 0 and "--repeat" in res.stdout and "--json" in res.stdout
+
+
+def test_an_error_before_the_reading_is_taken_ends_the_child(
+    demo_db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The reading child starts before the options are made into filters; when that (or
+    anything before its result is taken) fails, the child is killed, not left behind."""
+    killed: list[int] = []
+    kill = ForkedCall.kill
+
+    def spy(self: ForkedCall[Any]) -> None:
+        killed.append(self.pid)
+        kill(self)
+
+    def broken(value: str | None) -> None:
+        raise RuntimeError("broken option")
+
+    monkeypatch.setattr(ForkedCall, "kill", spy)
+    monkeypatch.setattr(report_cmd, "_names", broken)
+    res = CliRunner().invoke(main, ["report", "--db", str(demo_db), "--json"])
+    assert res.exit_code != 0 and isinstance(res.exception, RuntimeError)
+    assert len(killed) == 1
+    with pytest.raises(ChildProcessError):  # reaped: no child of ours is left
+        os.waitpid(killed[0], os.WNOHANG)
