@@ -96,6 +96,11 @@ def test_a_criterion_outside_the_benchmark_takes_the_rows_path(
         s.execute(update(m.Judgment).where(m.Judgment.id == first).values(criterion_id=foreign))
     fast, rows = repo.load_frames(synth), repo.load_frames_by_rows(synth)
     assert_same_frames(fast, rows)
+    # the dashboard's pandas-free read (the report's child) hands it over to the rows path
+    from gradercal.db.dashboard_data import fetch_dashboard_rows, load_dashboard_data
+
+    assert fetch_dashboard_rows(repo, synth) is None
+    assert_same_frames(load_dashboard_data(repo, synth).frames, rows)
     assert fast.judgments["criterion_id"].iloc[0] in set(
         repo.load_frames("mini").criteria["criterion_id"]
     )
