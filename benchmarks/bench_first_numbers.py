@@ -21,7 +21,7 @@ Polling the tiles measures what is on screen with any version of the code (an ol
 has no headline message: its tiles fill with everything else).
 
     .venv/bin/python benchmarks/bench_first_numbers.py --db FILE [--repeat 3]
-        [--tree DIR ...] [--no-report] [--json]
+        [--tree DIR ...] [--no-report | --report-only] [--json]
 """
 
 from __future__ import annotations
@@ -163,6 +163,11 @@ def main() -> int:
         "--tree", action="append", type=Path, help="a checkout to measure (default: this one)"
     )
     ap.add_argument("--no-report", action="store_true")
+    ap.add_argument(
+        "--report-only",
+        action="store_true",
+        help="only the bare read and the report (no window): more pairs in the same time",
+    )
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     trees = [t.resolve() for t in (args.tree or [HERE.parent])]
@@ -178,7 +183,10 @@ def main() -> int:
         for tree in trees if i % 2 == 0 else trees[::-1]:
             load = os.getloadavg()[0]
             bare = bare_read(db, bench_id)
-            head, complete, f_first, f_complete = window(tree, db)
+            shown: tuple[float | None, ...] = (None,) * 4
+            if not args.report_only:
+                shown = window(tree, db)
+            head, complete, f_first, f_complete = shown
             rep = None if args.no_report else report(tree, db)
             run = {
                 "tree": str(tree),
@@ -191,13 +199,15 @@ def main() -> int:
                 "report": rep,
             }
             runs.append(run)
-            print(
-                f"{tree.name} run {i + 1} (load {load:.2f}): bare {bare:.2f} s; headline "
-                f"{head:.2f} s, complete {complete:.2f} s; filter first {f_first:.2f} s, "
-                f"complete {f_complete:.2f} s"
-                + ("" if rep is None else f"; report {rep:.2f} s = {rep / bare:.1f}× bare"),
-                flush=True,
-            )
+            seen = [f"bare {bare:.2f} s"]
+            if head is not None:
+                seen.append(
+                    f"headline {head:.2f} s, complete {complete:.2f} s; filter first "
+                    f"{f_first:.2f} s, complete {f_complete:.2f} s"
+                )
+            if rep is not None:
+                seen.append(f"report {rep:.2f} s = {rep / bare:.1f}× bare")
+            print(f"{tree.name} run {i + 1} (load {load:.2f}): " + "; ".join(seen), flush=True)
     print("\nmedians (seconds, and × the bare read of the same run):")
     for tree in trees:
         mine = [r for r in runs if r["tree"] == str(tree)]
@@ -217,6 +227,10 @@ def main() -> int:
             ratio = statistics.median(r[key] / r["bare_read"] for r in mine if r[key] is not None)
             line.append(f"{key} {med:.2f} s ({ratio:.1f}×)")
         print("  " + "; ".join(line))
+        ratios = sorted(r["report"] / r["bare_read"] for r in mine if r["report"] is not None)
+        if len(ratios) >= 4:  # the run-to-run spread of the goal's ratio
+            q = statistics.quantiles(ratios, n=4)
+            print(f"    report ÷ bare read, quartiles of the runs: {q[0]:.2f}–{q[2]:.2f}×")
     if args.json:
         print(json.dumps(runs, indent=1))
     shutil.rmtree(work, ignore_errors=True)
