@@ -73,14 +73,6 @@ class FrameRows:
     judgments: JudgmentColumns | list[tuple[Any, ...]]
     adjudications: list[tuple[Any, ...]]
 
-    def judge_names(self) -> list[str]:
-        """The names of the graders of kind ``judge`` that gave a verdict, sorted."""
-        j = self.judgments
-        if isinstance(j, JudgmentColumns):
-            used = np.unique(j.grader_pos)
-            return sorted(str(j.grader_names[k]) for k in used if j.grader_kinds[k] == "judge")
-        return sorted({str(r[2]) for r in j if r[3] == "judge"})
-
 
 @dataclass
 class EraRows:

@@ -47,7 +47,6 @@ __all__ = [
     "fetch_eras",
     "fetch_frames",
     "has_verdict_changes",
-    "has_verdict_changes_on",
     "kept_rows",
     "kept_versions",
     "parse_version",
@@ -502,17 +501,11 @@ def _positions(
     return out
 
 
-def has_verdict_changes_on(conn: Connection, bench_id: int) -> bool:
-    """Whether some criterion of benchmark ``bench_id`` was revised in a way that changes
-    verdicts."""
-    return bool(verdict_changes(conn, bench_id))
-
-
 def has_verdict_changes(repo: Repository, benchmark: str | None = None) -> bool:
     """Whether some criterion of the benchmark was revised in a way that changes verdicts."""
     bench = repo.benchmark(benchmark)
     with repo.db.read() as s:
-        return has_verdict_changes_on(s.connection(), bench.id)
+        return bool(verdict_changes(s.connection(), bench.id))
 
 
 def fetch_eras(conn: Connection, bench_id: int) -> EraRows | None:
