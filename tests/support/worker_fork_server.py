@@ -171,7 +171,17 @@ def serve(path: str, module_name: str, parent: int) -> None:
                             _child(request, fds, module)
                         for fd in fds:
                             os.close(fd)
-                        conn.sendall(_STATUS.pack(pid))
+                        try:
+                            conn.sendall(_STATUS.pack(pid))
+                        except OSError:
+                            # The client went away before its worker's pid reached it (the
+                            # window killed it at once): its child goes too, and the server
+                            # serves on (before, this error ended it, and every later window
+                            # of the pytest process found nothing listening).
+                            with contextlib.suppress(ProcessLookupError):
+                                os.kill(pid, signal.SIGKILL)
+                            conn.close()
+                            continue
                         children[pid] = conn
                         selector.register(conn, selectors.EVENT_READ, pid)
                     else:  # the client ended (killed): its child goes too

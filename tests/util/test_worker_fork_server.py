@@ -121,3 +121,30 @@ def test_a_server_whose_pytest_is_gone_ends_by_itself(tmp_path: Path) -> None:
         stdout=subprocess.DEVNULL,
     )
     assert proc.wait(timeout=60) == 0
+
+
+def test_a_client_gone_before_its_pid_leaves_the_server_serving(
+    server: str, tmp_path: Path
+) -> None:
+    """A window may kill its worker's client the moment it started it: the client is gone
+    before the server sends it the worker's pid. The server serves the next clients (it
+    used to die of the broken pipe, and every later window of that pytest process waited
+    two minutes on nothing)."""
+    import json
+    import socket
+    import struct
+
+    payload = json.dumps({"env": dict(os.environ), "cwd": str(tmp_path)}).encode()
+    for _ in range(5):
+        gone = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        gone.connect(server)
+        r, w = os.pipe()
+        socket.send_fds(gone, [b"w"], [r, w, w])
+        gone.sendall(struct.pack("!I", len(payload)) + payload)
+        gone.close()
+        os.close(r)
+        os.close(w)
+        time.sleep(0.05)
+    client = _client(server, tmp_path, "next")
+    assert _say(client, "0")[1] == "next"
+    assert client.wait(timeout=30) == 0
