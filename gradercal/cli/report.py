@@ -420,10 +420,12 @@ def _report(
 ) -> None:
     """Compute the dashboard of ``request`` and write (or print) the report."""
     from gradercal.dashboard import DashboardInputs, DashboardRequest, compute_dashboard
-    from gradercal.dashboard.report import write_html, write_pdf
+    from gradercal.dashboard.report import ChartsAhead, write_html, write_pdf
     from gradercal.stats.boot_settings import BootSettings
 
     bench = request.bench
+    # the HTML's charts drawn by each process as soon as it has their numbers
+    ahead = ChartsAhead(images) if output is not None else None
     with progress_bar(not as_json) as update:
         try:
             d = compute_dashboard(
@@ -439,6 +441,7 @@ def _report(
                 ),
                 progress=lambda done, total, label: update("computing", done, total),
                 processes=2,  # a forked child takes some sections on Linux
+                partial=ahead,
             )
         except ValueError as exc:
             raise GradercalError(str(exc)) from exc
@@ -458,6 +461,7 @@ def _report(
                     max_rows=max_rows,
                     processes=2,  # a forked child draws some of the charts on Linux
                     progress=lambda done, total, label: update("html charts", done, total),
+                    images=None if ahead is None else ahead.images,
                 )
             written["html"] = str(output)
         if pdf is not None:

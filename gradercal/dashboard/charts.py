@@ -511,6 +511,9 @@ class Chart:
             ``<tab>:<grouping>`` and its tab follows the agreement table's grouping.
         tab_label: The tab's label.
         window_title: The title above the chart in the window.
+        source: The :class:`~gradercal.dashboard.Dashboard` field the figure is drawn
+            from (besides the overview); per grouping, the agreement rows of the grouping
+            and the overall ones (:meth:`drawable`).
         per_grouping: One figure per grouping of :data:`GROUPINGS` (in the report, those
             present in the agreement table; in the window, all).
         prerender: The window's worker draws the figure's pixels ahead (per grouping: the
@@ -524,6 +527,7 @@ class Chart:
     tab: str
     tab_label: str
     window_title: str
+    source: str
     per_grouping: bool = False
     prerender: bool = True
 
@@ -545,6 +549,16 @@ class Chart:
         """Whether the window draws the figure (of ``grouping``) ahead."""
         return self.prerender and (not self.per_grouping or grouping == DEFAULT_GROUPING)
 
+    def drawable(self, known: Collection[str], grouping: str | None = None) -> bool:
+        """Whether the figure (of ``grouping``) is drawn the same from a partial dashboard
+        whose ``known`` parts are those of the finished one: field names, and for the
+        agreement table ``agreement:<by>`` per grouping whose rows are all there
+        (``overall`` included). The overview is always known (the charts read only what
+        the first step puts in it)."""
+        if self.per_grouping:
+            return {f"{self.source}:overall", f"{self.source}:{grouping}"} <= set(known)
+        return self.source in known
+
     def figure(self, d: Dashboard, grouping: str | None = None, *, dark: bool = False) -> Figure:
         """The figure (of ``grouping``) of ``d``."""
         if self.per_grouping:
@@ -562,6 +576,7 @@ CHART_REGISTRY: tuple[Chart, ...] = (
         tab="pairwise",
         tab_label="Raters",
         window_title="Rater agreement: experts and judges (Cohen's κ)",
+        source="pairwise",
     ),
     Chart(
         key="confusion",
@@ -571,6 +586,7 @@ CHART_REGISTRY: tuple[Chart, ...] = (
         tab="confusion",
         tab_label="Confusion",
         window_title="Judge vs expert consensus",
+        source="confusion",
     ),
     Chart(
         key="reliability",
@@ -580,6 +596,7 @@ CHART_REGISTRY: tuple[Chart, ...] = (
         tab="reliability",
         tab_label="Reliability",
         window_title="Judge confidence: reliability before and after calibration",
+        source="reliability",
     ),
     Chart(
         key="models",
@@ -589,6 +606,7 @@ CHART_REGISTRY: tuple[Chart, ...] = (
         tab="models",
         tab_label="Models",
         window_title="Models under experts, raw judge, calibrated judge and estimate",
+        source="models",
     ),
     Chart(
         key="forest",
@@ -598,6 +616,7 @@ CHART_REGISTRY: tuple[Chart, ...] = (
         tab="groups",
         tab_label="Groups",
         window_title="Agreement by group, with 95% intervals",
+        source="agreement",
         per_grouping=True,
     ),
 )

@@ -29,7 +29,7 @@ import contextlib
 import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, TypedDict, Unpack
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict, Unpack
 
 import numpy as np
 import pandas as pd
@@ -72,6 +72,7 @@ __all__ = [
     "HEADLINE_FIELDS",
     "Cancelled",
     "DashboardOptions",
+    "PartialWork",
     "ProgressCallback",
     "compute_dashboard",
     "headline_of",
@@ -95,6 +96,25 @@ _SHARE_TABLES = True
 _BLAS_THREADS: int | None = 1
 #: ``progress(done, total, label)``.
 ProgressCallback = Callable[[int, int, str], None]
+
+
+class PartialWork(Protocol):
+    """Work on the dashboard's sections as soon as a process has computed them
+    (:func:`compute_dashboard`'s ``partial``), e.g. the report drawing its charts in the
+    process that computed their numbers while the other still computes.
+
+    ``take(d, known)`` runs in the process that computed the sections — with
+    ``processes=2`` once in this process and once in the forked child — on a
+    :class:`Dashboard` holding them, the overview of the first step, and empty
+    placeholders for the rest. ``known`` names the parts that are already those of the
+    finished dashboard: field names, and ``agreement:<by>`` per grouping (``overall``
+    included) whose agreement rows are all there. What ``take`` returns must pickle;
+    ``keep(result)`` gets it in the calling process, in the order the sections finished.
+    """
+
+    def take(self, d: Dashboard, known: frozenset[str]) -> Any: ...
+
+    def keep(self, result: Any) -> None: ...
 
 
 #: The keys of a headline (:func:`headline_of`): the :class:`Dashboard` fields it holds.
@@ -314,6 +334,7 @@ def compute_dashboard(
     cancelled: Callable[[], bool] | None = None,
     processes: int = 1,
     headline: Callable[[dict[str, Any]], None] | None = None,
+    partial: PartialWork | None = None,
     **options: Unpack[DashboardOptions],
 ) -> Dashboard:
     """Compute every section of the dashboard.
@@ -348,6 +369,11 @@ def compute_dashboard(
             the primary judge and the notes so far. Its figures are those of the finished
             :class:`Dashboard` (the same computation; the rest only adds rows). For a
             window that shows the first numbers while the rest computes.
+        partial: Given each process's sections as soon as it has computed them
+            (:class:`PartialWork`): this process's (expert and judge agreement, the
+            pairwise matrix, its groupings) before it waits for the child's, the child's
+            (its grouping, calibration, models, health, disagreements) in the child
+            (with one process, after this process's).
 
     Raises:
         Cancelled: ``cancelled()`` returned True.
@@ -365,7 +391,7 @@ def compute_dashboard(
     groupings: list[Grouping] = [g for g in GROUPINGS if g != "criterion"]
     computed = computed_sections()
     run = _prepare(inputs, _Steps(8 + len(groupings) + len(computed), progress, cancelled))
-    core = _core_sections(run, groupings, processes, headline)
+    core = _core_sections(run, groupings, processes, headline, partial)
     if run.primary is not None:
         cal_cmp = None if run.late.method == "none" else core.late.cal_cmp
         calibrated_columns(core.judge_rows, run.primary, cal_cmp)
@@ -382,17 +408,14 @@ def _assemble(run: _Run, core: _Core, tables: dict[str, pd.DataFrame]) -> Dashbo
     # computed which (a stable sort: each grouping's rows keep their order)
     order = {by: i for i, by in enumerate(GROUPINGS)}
     grouped = sorted([*core.rows[core.n_designed :], *late.group_rows], key=lambda r: order[r[0]])
-    rows = [*core.rows[: core.n_designed], *grouped, *late.crit_rows]
-    rows = rows[: core.n_designed] + not_weighted_rows(run.late.design, rows[core.n_designed :])
+    agreement = _agreement_frame(run, core.rows[: core.n_designed], [*grouped, *late.crit_rows])
     notes = run.notes
     if run.primary is not None and not late.reliability and run.late.method != "none":
         notes.append("no reliability diagram: the calibration could not be fitted")
     run.steps.step("done")
     return Dashboard(
         overview=run.overview,
-        agreement=frame_from_rows(rows, AGREEMENT_COLUMNS)
-        if rows
-        else empty_frame(AGREEMENT_COLUMNS),
+        agreement=agreement,
         pairwise=core.pairwise,
         judges=pd.DataFrame(core.judge_rows) if core.judge_rows else empty_frame(_JUDGES_EMPTY),
         confusion=core.judged.confusion,
@@ -407,6 +430,40 @@ def _assemble(run: _Run, core: _Core, tables: dict[str, pd.DataFrame]) -> Dashbo
         calibration=late.cal_info,
         elapsed=dict(run.steps.elapsed),
     )
+
+
+def _agreement_frame(
+    run: _Run, designed: list[tuple[Any, ...]], later: list[tuple[Any, ...]]
+) -> pd.DataFrame:
+    """The agreement table of the rows computed before :func:`apply_design` ran
+    (``designed``) and after it (``later``: under an active design each says it is not
+    design-weighted)."""
+    rows = [*designed, *not_weighted_rows(run.late.design, later)]
+    return frame_from_rows(rows, AGREEMENT_COLUMNS) if rows else empty_frame(AGREEMENT_COLUMNS)
+
+
+def _partial_dashboard(
+    overview: dict[str, Any], agreement: pd.DataFrame, **fields: Any
+) -> tuple[Dashboard, frozenset[str]]:
+    """A dashboard of the sections one process computed (:class:`PartialWork`), and what
+    of it is known: ``fields`` and the groupings with agreement rows."""
+    d = Dashboard(
+        overview=overview,
+        agreement=agreement,
+        pairwise=empty_frame(()),
+        judges=empty_frame(_JUDGES_EMPTY),
+        confusion={},
+        reliability={},
+        models=empty_frame(()),
+        alt_test=None,
+        flips=empty_frame(()),
+        health=empty_frame(()),
+        disagreements=empty_frame(()),
+    )
+    for name, value in fields.items():
+        setattr(d, name, value)
+    groups = set(agreement["by"]) if len(agreement) else set()
+    return d, frozenset([*fields, *(f"agreement:{by}" for by in groups)])
 
 
 #: The columns of an empty judges table.
@@ -523,7 +580,7 @@ class _Core:
 
 
 def _fork_late(
-    run: _Run, groupings: list[Grouping], processes: int
+    run: _Run, groupings: list[Grouping], processes: int, partial: PartialWork | None
 ) -> tuple[ForkedCall[_LateSections] | None, list[Grouping]]:
     """The late sections (and the groupings of :data:`_CHILD_GROUPINGS`) in a forked
     child, with ``processes`` ≥ 2 where fork is available: ``(the child or None, the
@@ -540,7 +597,9 @@ def _fork_late(
     if processes < 2 or not fork_available():
         return None, child_groupings
     with contextlib.suppress(ChildFailed, OSError):
-        call = functools.partial(_late_sections, run.late, None, child_groupings)
+        call = functools.partial(
+            _late_sections, run.late, None, child_groupings, _partial_in(run, partial)
+        )
         return ForkedCall(call), child_groupings
     return None, child_groupings
 
@@ -550,13 +609,14 @@ def _core_sections(
     groupings: list[Grouping],
     processes: int,
     headline: Callable[[dict[str, Any]], None] | None,
+    partial: PartialWork | None = None,
 ) -> _Core:
     """Expert and judge agreement, the headline, the pairwise matrix, the groupings and
     the late sections (from the forked child, or computed here)."""
     from gradercal.analysis.agreement import HUMAN_STATISTICS, human_agreement
 
     f, humans, boot, context, steps = run.f, run.humans, run.boot, run.context, run.steps
-    forked, child_groupings = _fork_late(run, groupings, processes)
+    forked, child_groupings = _fork_late(run, groupings, processes, partial)
     try:
         # Expert–expert agreement, overall.
         ha = human_agreement(f, humans, **boot.kwargs(), context=context)
@@ -587,10 +647,19 @@ def _core_sections(
         for by in groupings:
             if by not in child_groupings:
                 rows += grouping_rows(f, by, humans, run.primary, boot, context, steps)
+        if partial is not None:  # while the child computes
+            mine = _agreement_frame(run, rows[:n_designed], rows[n_designed:])
+            confusion = judged.confusion
+            d, known = _partial_dashboard(
+                dict(run.overview), mine, pairwise=pairwise, confusion=confusion
+            )
+            partial.keep(partial.take(d, known))
         late = None if forked is None else _late_result(forked, steps, steps.cancelled, run.notes)
         if late is None:  # one process, or the child failed: its sections computed here
-            late = _late_sections(run.late, steps, child_groupings)
+            late = _late_sections(run.late, steps, child_groupings, _partial_in(run, partial))
             run.notes += late.notes
+        if partial is not None and late.partial is not None:
+            partial.keep(late.partial)
     finally:
         if forked is not None:
             forked.kill()  # no-op once its result is in; else a cancel or error here
@@ -669,15 +738,32 @@ class _LateSections:
     elapsed: dict[str, float]
     group_rows: list[tuple[Any, ...]] = field(default_factory=list)
     labels: list[str] = field(default_factory=list)
+    #: what ``partial.take`` returned on these sections (:class:`PartialWork`)
+    partial: Any = None
+
+
+@dataclass(frozen=True)
+class _PartialIn:
+    """What :func:`_late_sections` needs to hand its sections to a :class:`PartialWork`."""
+
+    work: PartialWork
+    run: _Run
+
+
+def _partial_in(run: _Run, partial: PartialWork | None) -> _PartialIn | None:
+    return None if partial is None else _PartialIn(partial, run)
 
 
 def _late_sections(
-    a: _LateArgs, steps: _Steps | None, groupings: Sequence[Grouping]
+    a: _LateArgs,
+    steps: _Steps | None,
+    groupings: Sequence[Grouping],
+    partial: _PartialIn | None = None,
 ) -> _LateSections:
     """Agreement by each of ``groupings``, calibration (out of fold) and reliability,
     per-model figures and flips, criterion health, criterion agreement rows and
-    disagreements. ``steps`` None: in a forked child (its own clock; progress and
-    cancellation are the parent's business)."""
+    disagreements (with ``partial``, handed to its work). ``steps`` None: in a forked
+    child (its own clock; progress and cancellation are the parent's business)."""
     from gradercal.analysis.verdicts import consensus_verdicts
 
     own = _Steps(len(groupings) + len(_LATE_STEPS), None, None) if steps is None else steps
@@ -711,11 +797,20 @@ def _late_sections(
     )
     disagreements = disagreements_section(a.v, cons, primary, humans, health, context)
     own.step("health")
-    return _LateSections(
+    late = _LateSections(
         cal_info, reliability, cal_cmp, models, flips, health, crit_rows, disagreements,
         notes, dict(own.elapsed) if steps is None else {}, group_rows,
         [*(f"agreement by {by}" for by in groupings), *_LATE_STEPS],
     )  # fmt: skip
+    if partial is not None:
+        d, known = _partial_dashboard(
+            dict(partial.run.overview),
+            _agreement_frame(partial.run, [], [*group_rows, *crit_rows]),
+            reliability=reliability, models=models, flips=flips, health=health,
+            disagreements=disagreements,
+        )  # fmt: skip
+        late.partial = partial.work.take(d, known)
+    return late
 
 
 def _late_result(

@@ -714,6 +714,7 @@ def render_html(
     generated_at: datetime | None = None,
     progress: Callable[[int, int, str], None] | None = None,
     processes: int = 1,
+    images: Mapping[str, str] | None = None,
 ) -> str:
     """The self-contained HTML report.
 
@@ -730,6 +731,9 @@ def render_html(
             and the tables (:mod:`gradercal._util.forked`; the same bytes; if the child
             fails, its charts are drawn here). 1: one process. Only for a process
             without Qt or other threads a child must not inherit (the report command).
+        images: Charts already drawn for this report in ``image_format``
+            (:attr:`ChartsAhead.images`, by key): only the others are drawn (when
+            ``charts`` is not given).
 
     Raises:
         ValueError: Unknown ``image_format``.
@@ -744,7 +748,7 @@ def render_html(
 
     if charts is not None:
         return document(_encoded(dict(charts), image_format, progress))
-    return _with_chart_images(d, image_format, progress, processes, document)
+    return _with_chart_images(d, image_format, progress, processes, document, images or {})
 
 
 def _encoded(
@@ -795,29 +799,41 @@ def _with_chart_images(
     progress: Callable[[int, int, str], None] | None,
     processes: int,
     document: Callable[[Mapping[str, str]], str],
+    ahead: Mapping[str, str],
 ) -> str:
-    """``document(images)`` with the ``<img>`` element of every report chart; with
-    ``processes`` ≥ 2 on Linux, every other chart (the 1st, 3rd, …) comes from a forked
-    child, and the document is written while the child draws — its charts' places held
-    by unique tokens, replaced by their images when they come (the same text as
-    ``document`` of every image: each place holds exactly what ``document`` put there)."""
+    """``document(images)`` with the ``<img>`` element of every report chart (those of
+    ``ahead`` as they are); with ``processes`` ≥ 2 on Linux, every other chart to draw
+    (the 1st, 3rd, …) comes from a forked child, and the document is written while the
+    child draws — its charts' places held by unique tokens, replaced by their images when
+    they come (the same text as ``document`` of every image: each place holds exactly
+    what ``document`` put there)."""
     from gradercal._util.forked import ChildFailed, ForkedCall, fork_available
 
-    keys = _report_keys(d)
-    if processes < 2 or len(keys) < 2 or not fork_available():
-        return document(_encoded(report_charts(d), fmt, progress))
+    every = _report_keys(d)
+    images: dict[str, str] = {k: ahead[k] for k in every if k in ahead}
+    keys = [k for k in every if k not in images]
+
+    def one_process() -> str:
+        for key in keys:
+            images.update(_drawn(d, [key], fmt))
+            if progress:
+                progress(len(images), len(every), "charts")
+        return document(images)
+
+    # (one chart left is still drawn in a child: this process writes the document meanwhile)
+    if processes < 2 or not keys or not fork_available():
+        return one_process()
     theirs, mine = keys[::2], keys[1::2]
     forked: ForkedCall[dict[str, str]] | None = None
     with contextlib.suppress(ChildFailed, OSError):
         forked = ForkedCall(functools.partial(_drawn, d, theirs, fmt))
     if forked is None:
-        return document(_encoded(report_charts(d), fmt, progress))
-    images: dict[str, str] = {}
+        return one_process()
     try:
         for key in mine:
             images.update(_drawn(d, [key], fmt))
             if progress:
-                progress(len(images), len(keys), "charts")
+                progress(len(images), len(every), "charts")
         # (a token of 128 random bits: it occurs nowhere else in the document)
         tokens = {key: f"<!--chart {secrets.token_hex(16)}-->" for key in theirs}
         page = document({**images, **tokens})
@@ -830,8 +846,39 @@ def _with_chart_images(
     for key in theirs:
         page = page.replace(tokens[key], drawn[key])
     if progress:
-        progress(len(keys), len(keys), "charts")
+        progress(len(every), len(every), "charts")
     return page
+
+
+class ChartsAhead:
+    """The report's charts drawn while the dashboard is computed: given as ``partial``
+    to :func:`~gradercal.dashboard.compute.compute_dashboard` (a
+    :class:`~gradercal.dashboard.compute.PartialWork`), it draws each chart whose numbers
+    a process has finished, in that process, while the other still computes; then
+    ``render_html(d, images=ahead.images)`` draws only the rest. The same bytes as
+    drawing them all afterwards (each chart reads only parts of the dashboard that are
+    already final: :meth:`gradercal.dashboard.charts.Chart.drawable`)."""
+
+    def __init__(self, image_format: str = "svg") -> None:
+        if image_format not in ("svg", "png"):
+            raise ValueError("image_format must be svg or png")
+        self.image_format = image_format
+        #: the ``<img>`` element of each chart drawn so far, by report key
+        self.images: dict[str, str] = {}
+
+    def take(self, d: Dashboard, known: frozenset[str]) -> dict[str, str]:
+        """Draw the charts of ``d`` that ``known`` makes final (and not drawn yet)."""
+        from gradercal.dashboard.charts import GROUPINGS, chart_figures
+
+        keys = [
+            chart.report_key(by)
+            for chart, by in chart_figures(GROUPINGS)
+            if chart.drawable(known, by) and chart.report_key(by) not in self.images
+        ]
+        return _drawn(d, keys, self.image_format) if keys else {}
+
+    def keep(self, result: dict[str, str]) -> None:
+        self.images.update(result)
 
 
 def preload_charts(*, png: bool = False) -> None:
