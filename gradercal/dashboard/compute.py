@@ -94,6 +94,11 @@ _SHARE_TABLES = True
 #: call. One thread gives the same numbers (the products are sums of counts). Read once,
 #: when this module is imported (:func:`gradercal._util.blas.blas_limited`).
 _BLAS_THREADS: int | None = 1
+#: (:func:`compute_dashboard` makes its text columns with pandas' Python-backed strings:
+#: where pyarrow is installed pandas would make them Arrow-backed, and the sections' many
+#: small operations on them cost about 0.1–0.3 s more at 750 tasks, the first call the
+#: most — it loads Arrow's compute kernels. The same values either way.)
+
 #: ``progress(done, total, label)``.
 ProgressCallback = Callable[[int, int, str], None]
 
@@ -327,6 +332,7 @@ class DashboardOptions(TypedDict, total=False):
 # (5–10% of the call). The numbers do not depend on it.
 @collections_paused()
 @blas_limited(_BLAS_THREADS)
+@pd.option_context("mode.string_storage", "python")
 def compute_dashboard(
     inputs: DashboardInputs | Frames,
     *,
