@@ -31,7 +31,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-__all__ = ["AnalysisContext", "HumanLevels", "UnitIndex"]
+__all__ = ["AnalysisContext", "HumanLevels", "JudgmentKeys", "UnitIndex"]
 
 IntArray = npt.NDArray[np.intp]
 K = TypeVar("K", bound=Hashable)
@@ -52,6 +52,7 @@ class HumanLevels:
         eff: Its effective level.
         is_met: Whether that level is the top level.
         adj_level: Each unit's adjudicated level (NaN: none).
+        judgment_unit: The row in ``units`` of every judgment row's unit (−1: none).
     """
 
     units: pd.DataFrame
@@ -61,6 +62,29 @@ class HumanLevels:
     eff: npt.NDArray[np.float64]
     is_met: npt.NDArray[np.bool_]
     adj_level: npt.NDArray[np.float64]
+    judgment_unit: IntArray | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class JudgmentKeys:
+    """The judgments' unit keys and graders as integer codes, one factorization each
+    (:func:`gradercal.analysis.scoring.judgment_keys`).
+
+    Attributes:
+        responses: The distinct response ids (a code is a position in it).
+        criteria: The distinct criterion ids.
+        response: Each judgment row's response code (−1: missing id).
+        criterion: Each judgment row's criterion code (−1: missing id).
+        grader: Each judgment row's grader code (a missing name has a code of its own).
+        n_graders: The number of grader codes.
+    """
+
+    responses: pd.Index
+    criteria: pd.Index
+    response: IntArray
+    criterion: IntArray
+    grader: IntArray
+    n_graders: int
 
 
 @dataclass(eq=False)
@@ -105,6 +129,8 @@ class AnalysisContext:
     grid: pd.DataFrame | None = None
     #: Every grader's level per unit; ``None`` inside when the units are not unique.
     human_levels: tuple[HumanLevels | None] | None = None
+    #: The judgments' unit keys and graders as codes.
+    judgment_keys: JudgmentKeys | None = None
     #: Consensus with its tie bounds, per set of experts.
     consensus_full: dict[HumansKey, pd.DataFrame] = field(default_factory=dict)
     #: The decided consensus verdicts, per set of experts.

@@ -46,7 +46,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from gradercal._util.jsonsafe import json_safe
-from gradercal.analysis.context import AnalysisContext, HumanLevels
+from gradercal.analysis.context import AnalysisContext, HumanLevels, JudgmentKeys
 from gradercal.frames import Frames, object_frame
 from gradercal.rubric import (
     PASS_EPSILON,
@@ -56,6 +56,8 @@ from gradercal.rubric import (
     passes,
     rubric_score,
 )
+
+IntArray = npt.NDArray[np.intp]
 
 __all__ = [
     "BREAKDOWNS",
@@ -70,11 +72,14 @@ __all__ = [
     "consensus",
     "criterion_credit",
     "evaluate_auto",
+    "judgment_keys",
+    "latest_verdicts",
     "model_summary",
     "passes",
     "response_scores",
     "rubric_score",
     "score_report",
+    "unit_of_judgments",
 ]
 
 #: The pseudo-grader name that selects the human consensus.
@@ -338,6 +343,73 @@ def _consensus_table(
     )
 
 
+def judgment_keys(frames: Frames, context: AnalysisContext | None = None) -> JudgmentKeys:
+    """The judgments' response, criterion and grader as integer codes (cached in
+    ``context``): what :func:`unit_of_judgments` and :func:`latest_verdicts` pair and
+    deduplicate with, instead of a merge and a ``drop_duplicates`` on text columns."""
+    if context is not None and context.judgment_keys is not None:
+        return context.judgment_keys
+    j = frames.judgments
+    response, responses = pd.factorize(j["response_id"].to_numpy(object), sort=False)
+    criterion, criteria = pd.factorize(j["criterion_id"].to_numpy(object), sort=False)
+    grader, graders = pd.factorize(j["grader"].to_numpy(object), sort=False)
+    n_graders = len(graders)
+    grader = np.asarray(grader, np.intp)
+    grader[grader < 0] = n_graders  # a missing name: one more grader (as drop_duplicates)
+    keys = JudgmentKeys(
+        responses=pd.Index(responses, dtype=object),
+        criteria=pd.Index(criteria, dtype=object),
+        response=np.asarray(response, np.intp),
+        criterion=np.asarray(criterion, np.intp),
+        grader=grader,
+        n_graders=n_graders + 1,
+    )
+    if context is not None:
+        context.judgment_keys = keys
+    return keys
+
+
+def unit_of_judgments(keys: JudgmentKeys, units: pd.DataFrame) -> IntArray | None:
+    """The position in ``units`` (``response_id``, ``criterion_id``) of every judgment
+    row's unit, −1 for a row whose unit is not there: the pairs an inner merge of the
+    judgments with ``units`` on the two keys makes. None when a unit's key is missing or
+    repeated among the units some judgment names (a merge would match differently: the
+    caller merges)."""
+    if units["response_id"].isna().any() or units["criterion_id"].isna().any():
+        return None
+    ur = keys.responses.get_indexer(pd.Index(units["response_id"], dtype=object))
+    uc = keys.criteria.get_indexer(pd.Index(units["criterion_id"], dtype=object))
+    width = max(len(keys.criteria), 1)
+    present = np.flatnonzero((ur >= 0) & (uc >= 0))  # units some judgment names
+    ukey = ur[present].astype(np.int64) * width + uc[present]
+    order = np.argsort(ukey, kind="stable")
+    sorted_keys = ukey[order]
+    if len(sorted_keys) and (np.diff(sorted_keys) == 0).any():
+        return None
+    out = np.full(len(keys.response), -1, dtype=np.intp)
+    if not len(sorted_keys):
+        return out
+    valid = np.flatnonzero((keys.response >= 0) & (keys.criterion >= 0))
+    jkey = keys.response[valid].astype(np.int64) * width + keys.criterion[valid]
+    at = np.minimum(np.searchsorted(sorted_keys, jkey), len(sorted_keys) - 1)
+    hit = sorted_keys[at] == jkey
+    out[valid[hit]] = present[order[at[hit]]]
+    return out
+
+
+def latest_verdicts(keys: JudgmentKeys, unit: IntArray, rows: IntArray | None = None) -> IntArray:
+    """Of the judgment ``rows`` (default: all) whose unit is known (``unit`` ≥ 0, from
+    :func:`unit_of_judgments`), each grader's last on each unit, in judgment order: what
+    ``drop_duplicates([response_id, criterion_id, grader], keep="last")`` keeps of them."""
+    pos = np.arange(len(unit), dtype=np.intp) if rows is None else np.asarray(rows, np.intp)
+    pos = pos[unit[pos] >= 0]
+    key = unit[pos].astype(np.int64) * keys.n_graders + keys.grader[pos]
+    # the first of each key in the reversed rows is its last
+    _, first = np.unique(key[::-1], return_index=True)
+    out: IntArray = pos[np.sort(len(pos) - 1 - first)]
+    return out
+
+
 def human_levels(frames: Frames, context: AnalysisContext) -> HumanLevels | None:
     """Every grader's effective level on every judgment unit, for the consensus (context).
 
@@ -356,11 +428,18 @@ def human_levels(frames: Frames, context: AnalysisContext) -> HumanLevels | None
         if units.duplicated(keys).any():
             return None
         rows = units.assign(_row=np.arange(len(units), dtype=np.intp))
-        j = frames.judgments.drop_duplicates([*keys, "grader"], keep="last")
-        hj = rows.merge(j.loc[:, [*keys, "grader", "met", "level"]], on=keys, how="inner")
-        eff = effective_level(hj["met"], hj["level"], hj["top"])
+        jkeys = judgment_keys(frames, context)
+        unit = unit_of_judgments(jkeys, units)
+        assert unit is not None  # the units' keys are unique and present
+        # each grader's last verdict per unit, the units in order (as a merge with them)
+        latest = latest_verdicts(jkeys, unit)
+        latest = latest[np.argsort(unit[latest], kind="stable")]
+        row = unit[latest]
+        j = frames.judgments
+        top = units["top"].take(row)
+        eff = effective_level(j["met"].take(latest), j["level"].take(latest), top)
         keep = ~np.isnan(eff)
-        codes, names = pd.factorize(hj["grader"].to_numpy(object)[keep], sort=False)
+        codes, names = pd.factorize(j["grader"].to_numpy(object)[latest[keep]], sort=False)
         adj = frames.adjudications.drop_duplicates(keys, keep="last")
         adj = rows.merge(adj.loc[:, [*keys, "met", "level"]], on=keys, how="inner")
         adj_level = np.full(len(units), np.nan)
@@ -369,12 +448,13 @@ def human_levels(frames: Frames, context: AnalysisContext) -> HumanLevels | None
         )
         return HumanLevels(
             units=units,
-            row=hj["_row"].to_numpy(np.intp)[keep],
+            row=row[keep],
             grader=np.asarray(codes, np.intp),
             names={name: k for k, name in enumerate(names)},
             eff=eff[keep],
-            is_met=eff[keep] == hj["top"].to_numpy(dtype="float64")[keep],
+            is_met=eff[keep] == top.to_numpy(dtype="float64")[keep],
             adj_level=adj_level,
+            judgment_unit=unit,
         )
 
     if context.human_levels is None:

@@ -24,14 +24,22 @@ This module imports pandas, numpy and gradercal's core only (no SQL, no Qt).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
 from gradercal.analysis.context import AnalysisContext, UnitIndex
-from gradercal.analysis.scoring import consensus, effective_level, human_levels
-from gradercal.frames import Frames
+from gradercal.analysis.scoring import (
+    consensus,
+    effective_level,
+    human_levels,
+    judgment_keys,
+    latest_verdicts,
+    unit_of_judgments,
+)
+from gradercal.frames import Frames, object_frame
 
 __all__ = [
     "consensus_verdicts",
@@ -87,36 +95,94 @@ def verdicts(
     """
     if context is not None:
         return _verdicts(frames, graders, context)
+    return _verdict_table(frames, graders)[0]
+
+
+#: The columns of a verdict table (:func:`verdicts`), in order.
+_COLUMNS = [
+    "response_id",
+    "task_id",
+    "model",
+    "criterion_id",
+    "grader",
+    "grader_kind",
+    "met",
+    "confidence",
+    "rationale",
+    "unclear",
+    "points",
+    "tags",
+    "levels",
+    "text",
+    "workflow",
+    "domain",
+]
+
+#: The columns of :data:`_COLUMNS` that come from the judgments (the rest: the grid).
+_FROM_JUDGMENTS = frozenset(
+    ("response_id", "criterion_id", "grader", "grader_kind", "confidence", "rationale", "unclear")
+)
+
+
+def _verdict_table(
+    frames: Frames, graders: Sequence[str] | None, context: AnalysisContext | None = None
+) -> tuple[pd.DataFrame, IntArray | None]:
+    """:func:`verdicts`, and the judgment row of each of its rows (None: merged).
+
+    The judgments' keys are integer codes (:func:`~gradercal.analysis.scoring.judgment_keys`):
+    each grader's last verdict per unit and its row of the grid are found by array
+    lookups, and every column is taken once — the rows and order of the merge
+    (:func:`_merged_verdicts`), which remains for a grid whose keys a lookup cannot
+    place."""
+    j = frames.judgments
+    grid = _judgment_grid(frames)
+    keys = judgment_keys(frames, context)
+    unit = unit_of_judgments(keys, grid)
+    if unit is None:
+        return _merged_verdicts(frames, graders, grid), None
+    rows = None
+    if graders is not None:
+        rows = np.flatnonzero(j["grader"].isin(list(graders)).to_numpy(bool))
+    latest = latest_verdicts(keys, unit, rows)
+    at = unit[latest]
+    top = np.clip(grid["levels"].to_numpy(dtype=np.float64)[at], 2.0, None) - 1.0
+    eff = effective_level(
+        j["met"].take(latest), j["level"].take(latest), pd.Series(top, copy=False)
+    )
+    keep = ~np.isnan(eff)
+    latest, at = latest[keep], at[keep]
+    data: dict[str, Any] = {}
+    for c in _COLUMNS:
+        if c == "met":
+            data[c] = eff[keep] == top[keep]
+        else:
+            data[c] = _taken(j[c], latest) if c in _FROM_JUDGMENTS else _taken(grid[c], at)
+    return object_frame(data), latest
+
+
+def _taken(column: pd.Series, rows: IntArray) -> Any:
+    """The values of ``column`` at ``rows``, in its dtype (an object column stays
+    object: :func:`~gradercal.frames.object_frame`)."""
+    if isinstance(column.dtype, np.dtype):
+        return column.to_numpy().take(rows)
+    return column.array.take(rows)
+
+
+def _merged_verdicts(
+    frames: Frames, graders: Sequence[str] | None, grid: pd.DataFrame
+) -> pd.DataFrame:
+    """:func:`verdicts` by a merge with the grid (keys the lookup cannot place)."""
     j = frames.judgments
     if graders is not None:
         j = j.loc[j["grader"].isin(list(graders))]
     j = j.drop_duplicates(["response_id", "criterion_id", "grader"], keep="last")
-    grid = _judgment_grid(frames)
     out = j.merge(grid, on=["response_id", "criterion_id"], how="inner")
     top = np.clip(out["levels"].to_numpy(dtype=np.float64), 2.0, None) - 1.0
     eff = effective_level(out["met"], out["level"], pd.Series(top, copy=False))
     keep = ~np.isnan(eff)
     out = out.loc[keep].copy()
     out["met"] = (eff[keep] == top[keep]).astype(bool)
-    cols = [
-        "response_id",
-        "task_id",
-        "model",
-        "criterion_id",
-        "grader",
-        "grader_kind",
-        "met",
-        "confidence",
-        "rationale",
-        "unclear",
-        "points",
-        "tags",
-        "levels",
-        "text",
-        "workflow",
-        "domain",
-    ]
-    return out.loc[:, cols].reset_index(drop=True)
+    return out.loc[:, _COLUMNS].reset_index(drop=True)
 
 
 def human_graders(frames: Frames) -> list[str]:
@@ -195,12 +261,13 @@ def _verdicts(
 ) -> pd.DataFrame:
     if context is None:
         return verdicts(frames, graders)
+    rows = None
     if context.verdicts is None:
-        context.verdicts = verdicts(frames)
+        context.verdicts, rows = _verdict_table(frames, None, context)
     v = context.verdicts
     entry = context.index_of(v)
     if entry is None:
-        entry = context.register(v, *_verdict_units(frames, v, context))
+        entry = context.register(v, *_verdict_units(frames, v, context, rows))
     if graders is None:
         return v
     key = tuple(graders)
@@ -237,14 +304,18 @@ def unit_positions(
 
 
 def _verdict_units(
-    frames: Frames, v: pd.DataFrame, context: AnalysisContext
+    frames: Frames, v: pd.DataFrame, context: AnalysisContext, rows: IntArray | None = None
 ) -> tuple[npt.NDArray[np.intp] | None, int]:
-    """Unit position of every row of the verdict table ``v`` (None: not available)."""
+    """Unit position of every row of the verdict table ``v`` (None: not available);
+    ``rows``: the judgment row of each row of ``v``, when known."""
     base = human_levels(frames, context)
     if base is None:
         return None, 0
     units = base.units
     n = len(units)
+    if rows is not None and base.judgment_unit is not None:
+        at = base.judgment_unit[rows]
+        return (None, 0) if (at < 0).any() else (at, n)
     # Integer pair codes over the units followed by the verdict rows (one factorization
     # per key column instead of a merge on the two string columns).
     pair = []
