@@ -161,7 +161,7 @@ def benchmarks(draw: st.DrawFn) -> Frames:
     )  # fmt: skip
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(frames=benchmarks(), subset=st.sampled_from([None, ["a"], ["b", "judge"], ["zed"]]))
 def test_lookups_equal_the_merges(frames: Frames, subset: list[str] | None) -> None:
     _check(frames, subset)
