@@ -32,7 +32,7 @@ import warnings
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
-__all__ = ["ChildFailed", "ForkedCall", "fork_available"]
+__all__ = ["ChildFailed", "ForkedCall", "Handover", "fork_available"]
 
 _T = TypeVar("_T")
 
@@ -147,6 +147,74 @@ class ForkedCall(Generic[_T]):
                 status = -1
             if self._status is None:
                 self._status = status
+
+
+class Handover:
+    """One value from this process to the child it forks next, sent after the fork.
+
+    Made before the child is forked (:class:`ForkedCall`); the parent calls
+    :meth:`parent_side` after the fork and :meth:`send` once the value is known, the child
+    :meth:`receive` when it needs it (waiting until it is sent). A pipe: the value must
+    fit in it (up to 1 MiB on Linux, where the pipe is enlarged), so that :meth:`send`
+    never waits for a child that reads late; a larger one is not sent, and the child
+    receives None — as it does when the parent closes its side without sending, or
+    without a fork (:meth:`close`).
+    """
+
+    def __init__(self) -> None:
+        self._read, self._write = os.pipe()
+        self._capacity = 1 << 16  # Linux's default pipe size
+        with contextlib.suppress(Exception):  # Linux only (F_SETPIPE_SZ)
+            import fcntl
+
+            self._capacity = fcntl.fcntl(self._write, fcntl.F_SETPIPE_SZ, 1 << 20)
+        os.set_blocking(self._write, False)
+        self._parent = os.getpid()
+        self._closed: set[str] = set()
+
+    def _close(self, side: str) -> None:
+        if side not in self._closed:
+            self._closed.add(side)
+            os.close(self._read if side == "read" else self._write)
+
+    def parent_side(self) -> None:
+        """In the parent, after the fork: only the child reads."""
+        self._close("read")
+
+    def send(self, value: Any) -> bool:
+        """Send ``value`` (parent side; once): whether it was sent (False: larger than the
+        pipe holds, or the child is gone)."""
+        sent = False
+        try:
+            data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+            if len(data) <= self._capacity:
+                sent = os.write(self._write, data) == len(data)  # the empty pipe holds it
+        except OSError:  # the child is gone (EPIPE) or the pipe is fuller than expected
+            sent = False
+        finally:
+            self._close("write")
+        return sent
+
+    def receive(self) -> Any | None:
+        """In the child: the value the parent sends (waits for it); None if none comes."""
+        if os.getpid() == self._parent:
+            raise RuntimeError("Handover.receive is for the forked child")
+        self._close("write")  # the parent's copy alone keeps the pipe open
+        chunks = []
+        with os.fdopen(self._read, "rb", buffering=0) as stream:
+            self._closed.add("read")
+            while chunk := stream.read(1 << 20):
+                chunks.append(chunk)
+        data = b"".join(chunks)
+        try:
+            return pickle.loads(data) if data else None
+        except Exception:  # a truncated write
+            return None
+
+    def close(self) -> None:
+        """Both sides closed (no fork happened, or the value is no longer needed)."""
+        self._close("read")
+        self._close("write")
 
 
 def _die_with_parent(parent: int) -> None:

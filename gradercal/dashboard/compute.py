@@ -36,7 +36,7 @@ import pandas as pd
 
 from gradercal._util.blas import blas_limited
 from gradercal._util.collector import collections_paused
-from gradercal._util.forked import ChildFailed, ForkedCall, fork_available
+from gradercal._util.forked import ChildFailed, ForkedCall, Handover, fork_available
 from gradercal.analysis.context import AnalysisContext
 from gradercal.dashboard.filters import DashboardFilters, filter_frames
 from gradercal.dashboard.inputs import DEFAULT_N_BOOT, DashboardInputs
@@ -585,13 +585,26 @@ class _Core:
         return self.judged.table_rows
 
 
+@dataclass
+class _Late:
+    """The forked child of the late sections (None: they are computed here), the
+    groupings they take, and what hands the child the overall rows (with a
+    :class:`PartialWork`)."""
+
+    forked: ForkedCall[_LateSections] | None
+    groupings: list[Grouping]
+    overall: Handover | None = None
+
+
 def _fork_late(
     run: _Run, groupings: list[Grouping], processes: int, partial: PartialWork | None
-) -> tuple[ForkedCall[_LateSections] | None, list[Grouping]]:
+) -> _Late:
     """The late sections (and the groupings of :data:`_CHILD_GROUPINGS`) in a forked
-    child, with ``processes`` ≥ 2 where fork is available: ``(the child or None, the
-    groupings the late sections take)`` — the same groupings without a child, so that
-    one process computes the sections in the same order (the same progress)."""
+    child, with ``processes`` ≥ 2 where fork is available; without a child, the same
+    groupings, so that one process computes the sections in the same order (the same
+    progress). With ``partial``, the child receives the overall agreement rows once
+    this process has them (:class:`~gradercal._util.forked.Handover`): its sections'
+    charts include the forest plot of its grouping."""
     # For balance, the child also takes the agreement by tag (on 750 tasks × 25
     # criteria, one process: tag 0.60 s, workflow 0.20 s, domain 0.18 s; the child's
     # calibration, models and health 0.56 s; the parent's expert and judge agreement
@@ -601,13 +614,21 @@ def _fork_late(
     # between: with two processes they run in a forked child meanwhile (same tables in
     # its copy of the context, so the same numbers).
     if processes < 2 or not fork_available():
-        return None, child_groupings
+        return _Late(None, child_groupings)
+    overall = None
+    with contextlib.suppress(OSError):
+        overall = None if partial is None else Handover()
     with contextlib.suppress(ChildFailed, OSError):
-        call = functools.partial(
-            _late_sections, run.late, None, child_groupings, _partial_in(run, partial)
+        given = None if partial is None else _PartialIn(partial, run, overall)
+        forked = ForkedCall(
+            functools.partial(_late_sections, run.late, None, child_groupings, given)
         )
-        return ForkedCall(call), child_groupings
-    return None, child_groupings
+        if overall is not None:
+            overall.parent_side()
+        return _Late(forked, child_groupings, overall)
+    if overall is not None:
+        overall.close()
+    return _Late(None, child_groupings)
 
 
 def _core_sections(
@@ -622,7 +643,8 @@ def _core_sections(
     from gradercal.analysis.agreement import HUMAN_STATISTICS, human_agreement
 
     f, humans, boot, context, steps = run.f, run.humans, run.boot, run.context, run.steps
-    forked, child_groupings = _fork_late(run, groupings, processes, partial)
+    fork = _fork_late(run, groupings, processes, partial)
+    forked, child_groupings = fork.forked, fork.groupings
     try:
         # Expert–expert agreement, overall.
         ha = human_agreement(f, humans, **boot.kwargs(), context=context)
@@ -646,6 +668,8 @@ def _core_sections(
         )  # fmt: skip
         if headline is not None:
             headline(_headline(run, rows, judged))
+        if fork.overall is not None:  # the child's forest plot needs them
+            fork.overall.send(list(rows))
         n_designed = len(rows)
         pairwise = pairwise_section(f, humans, run.judges, boot, context)
         steps.step("pairwise")
@@ -662,13 +686,16 @@ def _core_sections(
             partial.keep(partial.take(d, known))
         late = None if forked is None else _late_result(forked, steps, steps.cancelled, run.notes)
         if late is None:  # one process, or the child failed: its sections computed here
-            late = _late_sections(run.late, steps, child_groupings, _partial_in(run, partial))
+            given = None if partial is None else _PartialIn(partial, run, rows[:n_designed])
+            late = _late_sections(run.late, steps, child_groupings, given)
             run.notes += late.notes
         if partial is not None and late.partial is not None:
             partial.keep(late.partial)
     finally:
         if forked is not None:
             forked.kill()  # no-op once its result is in; else a cancel or error here
+        if fork.overall is not None:
+            fork.overall.close()
     return _Core(rows, n_designed, judged, pairwise, late)
 
 
@@ -750,14 +777,19 @@ class _LateSections:
 
 @dataclass(frozen=True)
 class _PartialIn:
-    """What :func:`_late_sections` needs to hand its sections to a :class:`PartialWork`."""
+    """What :func:`_late_sections` needs to hand its sections to a :class:`PartialWork`:
+    the work, the run, and the overall agreement rows (after the design): the rows, or
+    in a forked child what hands them over when the parent has them (None: not known)."""
 
     work: PartialWork
     run: _Run
+    overall: list[tuple[Any, ...]] | Handover | None
 
-
-def _partial_in(run: _Run, partial: PartialWork | None) -> _PartialIn | None:
-    return None if partial is None else _PartialIn(partial, run)
+    def overall_rows(self) -> list[tuple[Any, ...]] | None:
+        if isinstance(self.overall, Handover):
+            rows: list[tuple[Any, ...]] | None = self.overall.receive()
+            return rows
+        return self.overall
 
 
 def _late_sections(
@@ -811,7 +843,7 @@ def _late_sections(
     if partial is not None:
         d, known = _partial_dashboard(
             dict(partial.run.overview),
-            _agreement_frame(partial.run, [], [*group_rows, *crit_rows]),
+            _agreement_frame(partial.run, partial.overall_rows() or [], [*group_rows, *crit_rows]),
             reliability=reliability, models=models, flips=flips, health=health,
             disagreements=disagreements,
         )  # fmt: skip

@@ -336,21 +336,25 @@ def _agreement_by(sub: pd.DataFrame, by: str, judge: str | None) -> str:
             f"{judge}: balanced F1",
             f"{judge}: leniency bias",
         ]
+    # each (group, comparison, statistic)'s first row, read once (a missing group
+    # matches nothing, as an equality test with it would)
+    first: dict[tuple[Any, Any, Any], tuple[Any, ...]] = {}
+    for r in sub.loc[
+        :, ["group", "comparison", "statistic", "value", "ci_low", "ci_high", "n_items"]
+    ].itertuples(index=False, name=None):
+        if not pd.isna(r[0]):
+            first.setdefault(r[:3], r[3:])
     rows = []
     for g in dict.fromkeys(sub["group"]):
-        gs = sub.loc[sub["group"] == g]
 
-        def cell(comp: str, stat: str, gs: pd.DataFrame = gs) -> str:
-            r = gs.loc[(gs["comparison"] == comp) & (gs["statistic"] == stat)]
-            if r.empty:
-                return "—"
-            x = r.iloc[0]
-            return _ci(x["value"], x["ci_low"], x["ci_high"])
+        def cell(comp: str, stat: str, g: Any = g) -> str:
+            x = first.get((g, comp, stat))
+            return "—" if x is None else _ci(x[0], x[1], x[2])
 
-        items = gs.loc[gs["comparison"] == EXPERTS, "n_items"]
+        items = next((x[3] for k, x in first.items() if k[0] == g and k[1] == EXPERTS), None)
         row = [
             _t(g),
-            _n(_e(items.iloc[0] if len(items) else None)),
+            _n(_e(items)),
             _n(cell(EXPERTS, "percent_agreement")),
             _n(cell(EXPERTS, "fleiss_kappa")),
         ]
@@ -818,6 +822,8 @@ def _with_chart_images(
             images.update(_drawn(d, [key], fmt))
             if progress:
                 progress(len(images), len(every), "charts")
+        if progress and not keys:  # every chart was drawn ahead
+            progress(len(every), len(every), "charts")
         return document(images)
 
     # (one chart left is still drawn in a child: this process writes the document meanwhile)
@@ -879,6 +885,10 @@ class ChartsAhead:
 
     def keep(self, result: dict[str, str]) -> None:
         self.images.update(result)
+
+    def missing(self, d: Dashboard) -> list[str]:
+        """The keys of the report charts of ``d`` not drawn yet."""
+        return [key for key in _report_keys(d) if key not in self.images]
 
 
 def preload_charts(*, png: bool = False) -> None:

@@ -3,10 +3,11 @@
 ``compute_dashboard(…, partial=ChartsAhead())`` hands each process's sections to the
 report as soon as that process has them: the parent draws the pairwise matrix, the
 confusion matrix and the forest plots of its groupings while the forked child still
-computes; the child draws the reliability and models charts before it returns. Only the
-forest plot of the child's grouping (whose dashed overall line is the parent's) is left
-for ``render_html``. Each chart reads only parts of the dashboard that are final
-(:meth:`Chart.drawable`), so the report is the same, byte for byte.
+computes; the child draws the reliability and models charts and the forest plot of its
+grouping (whose dashed overall lines it receives from the parent, :class:`Handover`)
+before it returns. ``render_html`` only writes the document. Each chart reads only parts
+of the dashboard that are final (:meth:`Chart.drawable`), so the report is the same,
+byte for byte.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import pytest
 
 import gradercal.dashboard.compute as compute_mod
 import gradercal.dashboard.report as report_mod
-from gradercal._util.forked import fork_available
+from gradercal._util.forked import Handover, fork_available
 from gradercal.dashboard import Dashboard, compute_dashboard
 from gradercal.dashboard.charts import CHART_REGISTRY
 from gradercal.dashboard.report import ChartsAhead, render_html
@@ -78,7 +79,7 @@ def test_charts_drawn_ahead_give_the_same_report(
     d = compute_dashboard(demo, n_boot=20, processes=processes, partial=ahead)
     keys = report_mod._report_keys(d)
     assert len(keys) == 7  # the demo has every chart, a forest plot per grouping
-    assert set(ahead.images) == set(keys) - {"forest_tag"}
+    assert set(ahead.images) == set(keys) and not ahead.missing(d)
     seen: list[tuple[int, int]] = []
     got = render_html(
         d,
@@ -103,8 +104,27 @@ def test_each_process_draws_the_charts_of_its_sections(
     where = {key: int(img.split(" ", 1)[0]) for key, img in ahead.images.items()}
     mine = {k for k, pid in where.items() if pid == me}
     assert mine == {"pairwise", "confusion", "forest_workflow", "forest_domain"}
-    assert {k for k, pid in where.items() if pid != me} == {"reliability", "models"}
+    assert {k for k, pid in where.items() if pid != me} == {"reliability", "models", "forest_tag"}
     assert len(set(where.values())) == 2
+
+
+@_FORK
+def test_without_the_overall_rows_the_child_leaves_its_forest_plot(
+    demo: Frames, plain: Dashboard, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The overall rows not handed over (too large for the pipe): the child draws what
+    it can, the forest plot of its grouping is drawn with the document — the same page."""
+    one = render_html(plain, generated_at=_WHEN)
+
+    def too_large(self: Handover, value: Any) -> bool:
+        self.close()
+        return False
+
+    monkeypatch.setattr(Handover, "send", too_large)
+    ahead = ChartsAhead()
+    d = compute_dashboard(demo, n_boot=20, processes=2, partial=ahead)
+    assert ahead.missing(d) == ["forest_tag"]
+    assert render_html(d, generated_at=_WHEN, images=ahead.images, processes=2) == one
 
 
 @_FORK
@@ -123,7 +143,7 @@ def test_a_dead_section_child_leaves_its_charts_to_this_process(
     monkeypatch.setattr(compute_mod, "_late_sections", dies_in_child)
     ahead = ChartsAhead()
     d = compute_dashboard(demo, n_boot=20, processes=2, partial=ahead)
-    assert set(ahead.images) == set(report_mod._report_keys(d)) - {"forest_tag"}
+    assert set(ahead.images) == set(report_mod._report_keys(d))
     assert render_html(d, generated_at=_WHEN, images=ahead.images, processes=2) == one
 
 

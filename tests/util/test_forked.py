@@ -159,3 +159,55 @@ def _is_zombie(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().split(") ")[1].startswith("Z")
     except (FileNotFoundError, IndexError):
         return False
+
+
+# Handover: one value from the parent to a child it forked, sent after the fork.
+
+
+def test_a_value_sent_after_the_fork_reaches_the_child() -> None:
+    box = forked_mod.Handover()
+    call = ForkedCall(lambda: (box.receive(), os.getpid()))
+    box.parent_side()
+    time.sleep(0.05)  # the child is waiting for it by now
+    assert box.send({"rows": [("overall", 1.5)]})
+    value, pid = call.result()
+    assert value == {"rows": [("overall", 1.5)]} and pid != os.getpid()
+
+
+def test_send_does_not_wait_for_a_child_that_reads_late() -> None:
+    box = forked_mod.Handover()
+
+    def late() -> object:
+        time.sleep(1.0)
+        return box.receive()
+
+    call = ForkedCall(late)
+    box.parent_side()
+    start = time.perf_counter()
+    assert box.send(list(range(20_000)))  # ~100 KB: more than a default pipe holds
+    assert time.perf_counter() - start < 0.5
+    assert call.result() == list(range(20_000))
+
+
+def test_a_value_larger_than_the_pipe_is_not_sent_and_the_child_gets_none() -> None:
+    box = forked_mod.Handover()
+    call = ForkedCall(box.receive)
+    box.parent_side()
+    assert not box.send(b"x" * (4 << 20))
+    assert call.result() is None
+
+
+def test_a_parent_that_closes_without_sending_leaves_the_child_none() -> None:
+    box = forked_mod.Handover()
+    call = ForkedCall(box.receive)
+    box.close()
+    assert call.result() is None
+
+
+def test_receive_is_for_the_child() -> None:
+    box = forked_mod.Handover()
+    try:
+        with pytest.raises(RuntimeError, match="forked child"):
+            box.receive()
+    finally:
+        box.close()
