@@ -1,6 +1,6 @@
 """``python -m gradercal``: the ``gradercal`` command."""
 
-from gradercal.cli import main
+from gradercal.cli import run
 
 if __name__ == "__main__":
-    main(prog_name="gradercal")
+    run()

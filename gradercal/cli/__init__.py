@@ -172,3 +172,14 @@ def main() -> None:
 
     exit_on_sigterm()  # a stopped command still removes its scratch folders
     sweep_temp()  # and those a killed one left behind
+
+
+def run() -> None:
+    """The ``gradercal`` program (its console script and ``python -m gradercal``):
+    :func:`main` in a process of its own, which a command may end as soon as its work is
+    written (:func:`gradercal.cli.common.end_process_now`). Callers of :func:`main` (the
+    tests' ``CliRunner``) run on as before."""
+    from gradercal.cli import common
+
+    common.OWN_PROCESS = True
+    main(prog_name="gradercal")

@@ -1,5 +1,5 @@
 """``python -m gradercal.cli``: the same as the ``gradercal`` command."""
 
-from gradercal.cli import main
+from gradercal.cli import run
 
-main()
+run()

@@ -22,6 +22,7 @@ from gradercal.cli.common import (
     ci_option,
     db_option,
     emit_json,
+    end_process_now,
     handle_errors,
     json_option,
     open_repo,
@@ -222,6 +223,7 @@ def report(
     finally:
         if forked is not None:
             forked.kill()  # no-op once its result is in
+    end_process_now()  # the program's own process: the report is written, leave
 
 
 @dataclass
