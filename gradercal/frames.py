@@ -364,13 +364,20 @@ def reviews_frame(records: Sequence[tuple[str, str, str, int]]) -> pd.DataFrame:
     )
 
 
-def frames_from_rows(rows: FrameRows) -> Frames:
+def frames_from_rows(rows: FrameRows, ahead: Frames | None = None) -> Frames:
     """The frames of rows read from the database (:mod:`gradercal.db.frames_fetch`): each
     frame made by :func:`make_frame`, the judgments' names taken from the responses,
-    criteria and graders (one shared, interned object per name)."""
-    tasks = make_frame(TASK_DTYPES, rows.tasks)
-    criteria = make_frame(CRITERION_DTYPES, rows.criteria)
-    responses = make_frame(RESPONSE_DTYPES, rows.responses)
+    criteria and graders (one shared, interned object per name).
+
+    ``ahead``: the frames already made of the same benchmark's rows but the judgments
+    (``frames_from_rows`` of them, read ahead): only the judgments of ``rows`` are made
+    (its other rows are not read)."""
+    if ahead is not None:
+        tasks, criteria, responses = ahead.tasks, ahead.criteria, ahead.responses
+    else:
+        tasks = make_frame(TASK_DTYPES, rows.tasks)
+        criteria = make_frame(CRITERION_DTYPES, rows.criteria)
+        responses = make_frame(RESPONSE_DTYPES, rows.responses)
     j = rows.judgments
     if isinstance(j, list):
         judgments = make_frame(JUDGMENT_DTYPES, j)
@@ -398,7 +405,9 @@ def frames_from_rows(rows: FrameRows) -> Frames:
         criteria=criteria,
         responses=responses,
         judgments=judgments,
-        adjudications=make_frame(ADJUDICATION_DTYPES, rows.adjudications),
+        adjudications=ahead.adjudications
+        if ahead is not None
+        else make_frame(ADJUDICATION_DTYPES, rows.adjudications),
     )
 
 

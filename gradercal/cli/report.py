@@ -279,10 +279,11 @@ def _request(
     ``active(judge)``: the parameters of the judge's active calibration, or None."""
     from gradercal.dashboard import primary_judge
 
-    known = set(data.frames.judgments["grader"])
-    for g in filters.graders or ():
-        if g not in known:
-            raise GradercalError(f"no grader {g!r} in this benchmark")
+    if filters.graders:
+        known = set(data.frames.judgments["grader"])
+        for g in filters.graders:
+            if g not in known:
+                raise GradercalError(f"no grader {g!r} in this benchmark")
     primary = primary_judge(data.frames, judge)
     params: dict[str, Any] | None = None
     if calibration == "none":
@@ -303,21 +304,41 @@ class _Fetched:
     #: grader → the parameters of its active calibration (with ``--calibration active``)
     active: dict[str, dict[str, Any]]
     version_used: Any
+    #: ``rows`` holds the judgments only: the rest was sent ahead
+    ahead: bool = False
 
 
 def _fetch_request(
-    db: str | None, benchmark: str | None, version: Any, calibration: str, as_json: bool
+    db: str | None,
+    benchmark: str | None,
+    version: Any,
+    calibration: str,
+    as_json: bool,
+    send: Callable[[DashboardRows], None] | None = None,
 ) -> _Fetched | None:
     """Read what :func:`_read_request` reads, without pandas (in the forked child of
     :func:`_fork_fetch`); None when a judgment names a criterion outside the benchmark
-    (:func:`_read_request` then reads it the rows way)."""
+    (:func:`_read_request` then reads it the rows way). With ``send``, everything but the
+    judgments is sent ahead, before the judgments are read, and left out of the result."""
     from gradercal.db.dashboard_data import fetch_dashboard_rows
 
     repo = open_repo(db)
     bench = repo.benchmark(benchmark)
-    rows = fetch_dashboard_rows(repo, bench.name, version)
+    sent: list[bool] = []
+
+    def ahead(part: DashboardRows) -> None:
+        assert send is not None
+        send(part)
+        sent.append(True)
+
+    rows = fetch_dashboard_rows(repo, bench.name, version, ahead if send is not None else None)
     if rows is None:
         return None
+    if sent:  # the judgments alone: the parent has the rest
+        from dataclasses import replace
+
+        bare = replace(rows.frames, tasks=[], criteria=[], responses=[], adjudications=[])
+        rows = replace(rows, frames=bare, fields={})
     active: dict[str, dict[str, Any]] = {}
     if calibration == "active":
         from gradercal.db.calibrations import list_calibrations
@@ -326,16 +347,27 @@ def _fetch_request(
             if saved.active and saved.judge not in active:
                 active[saved.judge] = dict(saved.params)
     used = version_used(repo, bench.name, version) if as_json else None
-    return _Fetched(bench.name, rows, active, used)
+    return _Fetched(bench.name, rows, active, used, ahead=bool(sent))
 
 
 def _request_from(
-    fetched: _Fetched, *, judge: str | None, calibration: str, filters: DashboardFilters
+    fetched: _Fetched,
+    ahead: DashboardData | None = None,
+    *,
+    judge: str | None,
+    calibration: str,
+    filters: DashboardFilters,
 ) -> _Request:
-    """The request of what :func:`_fetch_request` read (the frames made here)."""
+    """The request of what :func:`_fetch_request` read (the frames made here; ``ahead``:
+    the data made of what it sent ahead)."""
     from gradercal.dashboard.inputs import dashboard_data_from_rows
 
-    data = dashboard_data_from_rows(fetched.rows)
+    if fetched.ahead:
+        if ahead is None:
+            raise ValueError("the rows sent ahead are missing")
+        data = dashboard_data_from_rows(fetched.rows, ahead)
+    else:
+        data = dashboard_data_from_rows(fetched.rows)
     return _request(
         fetched.bench, data, judge, calibration, filters, fetched.active.get, fetched.version_used
     )
@@ -346,21 +378,24 @@ def _request_from(
 _READ_IN_CHILD = True
 
 
-def _fork_fetch(fetch: Callable[[], _Fetched | None]) -> ForkedCall[_Fetched | None] | None:
-    """``fetch()`` started in a forked child (None without fork, or when the child cannot
-    start). Called before this process imports pandas, SQLAlchemy or the engines: the
-    child imports SQLAlchemy and the models only, and reads."""
+def _fork_fetch(
+    fetch: Callable[..., _Fetched | None],
+) -> ForkedCall[_Fetched | None] | None:
+    """``fetch(send)`` started in a forked child (None without fork, or when the child
+    cannot start): it sends everything but the judgments ahead (``ForkedCall.early``).
+    Called before this process imports pandas, SQLAlchemy or the engines: the child
+    imports SQLAlchemy and the models only, and reads."""
     from gradercal._util.forked import ChildFailed, ForkedCall, fork_available
 
     if _READ_IN_CHILD and fork_available():
         with contextlib.suppress(ChildFailed, OSError):
-            return ForkedCall(fetch)
+            return ForkedCall(fetch, early=True)
     return None
 
 
 def _read_meanwhile(
     forked: ForkedCall[_Fetched | None] | None,
-    finish: Callable[[_Fetched], _Request],
+    finish: Callable[[_Fetched, DashboardData | None], _Request],
     read: Callable[[], _Request],
     *,
     charts: bool,
@@ -374,7 +409,9 @@ def _read_meanwhile(
     after 0.3–0.4 s of importing SQLAlchemy and the models) while this process imports
     pandas, scipy and matplotlib (about 0.9 s): each holds the GIL, so a thread would not
     overlap them; a child does, and it sends the rows back pickled (about 15 MiB at 750
-    tasks, one shared object per distinct name). ``finish`` makes the frames here. The
+    tasks, one shared object per distinct name). It reads everything but the judgments
+    first and sends it ahead (``ForkedCall.early``): this process makes those frames
+    while the child reads the judgments, then ``finish`` makes the judgments' frame. The
     parent never opens the database before the child ends, so no connection crosses the
     fork. Without a child, when it dies, or when it found judgments the column-wise read
     cannot place (a database written by hand), ``read()`` reads here (an error of the
@@ -384,14 +421,21 @@ def _read_meanwhile(
 
     _import_engines(charts=charts, png=png, estimators=estimators)
     if forked is not None:
+        ahead: DashboardData | None = None
         try:
+            part = forked.early()  # everything but the judgments, read first
+            if part is not None:
+                from gradercal.dashboard.inputs import dashboard_data_from_rows
+
+                # made while the child reads the judgments
+                ahead = dashboard_data_from_rows(part)
             fetched = forked.result()
         except ChildFailed:
             fetched = None
         finally:
             forked.kill()
-        if fetched is not None:
-            return finish(fetched)
+        if fetched is not None and (ahead is not None or not fetched.ahead):
+            return finish(fetched, ahead)
     return read()
 
 

@@ -161,10 +161,18 @@ def field_from_rows(name: str, fetched: Any) -> Any:
     return fetched  # the design: no frames
 
 
-def dashboard_data_from_rows(rows: DashboardRows) -> DashboardData:
+def dashboard_data_from_rows(
+    rows: DashboardRows, ahead: DashboardData | None = None
+) -> DashboardData:
     """The :class:`DashboardData` of what ``gradercal.db.dashboard_data.fetch_dashboard_rows``
-    read (in this process, or in a forked child that never imported pandas)."""
+    read (in this process, or in a forked child that never imported pandas).
+
+    ``ahead``: the data already made of what was read ahead (everything but the
+    judgments: ``fetch_dashboard_rows(…, ahead=…)``): only the judgments of ``rows`` are
+    made, the rest is taken from it."""
     from gradercal.frames import frames_from_rows
 
+    if ahead is not None:
+        return replace(ahead, frames=frames_from_rows(rows.frames, ahead.frames))
     values = {name: field_from_rows(name, fetched) for name, fetched in rows.fields.items()}
     return replace(DashboardData(frames_from_rows(rows.frames)), **values)

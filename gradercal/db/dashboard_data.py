@@ -66,12 +66,17 @@ class _NotColumnar(Exception):
     """A judgment names a criterion outside the benchmark: the rows path reads it."""
 
 
-def _frame_rows(repo: Repository, benchmark: str | None, version: Version) -> FrameRows:
+def _frame_rows(
+    repo: Repository,
+    benchmark: str | None,
+    version: Version,
+    ahead: Callable[[FrameRows], None] | None = None,
+) -> FrameRows:
     from gradercal.db.frames_fetch import fetch_frames
 
     bench = repo.benchmark(benchmark)
     with repo.db.read() as s:
-        rows = fetch_frames(s.connection(), bench.id, bench.pass_threshold, version)
+        rows = fetch_frames(s.connection(), bench.id, bench.pass_threshold, version, ahead)
     if rows is None:
         raise _NotColumnar
     return rows
@@ -164,15 +169,27 @@ DATA_LOADERS: tuple[DataLoader, ...] = (
 
 
 def fetch_dashboard_rows(
-    repo: Repository, benchmark: str | None, version: Version = "current"
+    repo: Repository,
+    benchmark: str | None,
+    version: Version = "current",
+    ahead: Callable[[DashboardRows], None] | None = None,
 ) -> DashboardRows | None:
     """What :func:`load_dashboard_data` reads, before pandas
     (:func:`gradercal.dashboard.inputs.dashboard_data_from_rows` makes the data): the
     frames' rows and each loader's fetch. None when a judgment names a criterion outside
-    the benchmark (then :func:`load_dashboard_data` reads it the rows way)."""
+    the benchmark (then :func:`load_dashboard_data` reads it the rows way).
+
+    ``ahead``: given everything but the judgments (an empty list there), before the
+    judgments — most of the reading — are read (the report makes its frames meanwhile)."""
     try:
-        frames = _frame_rows(repo, benchmark, version)
-        fields = {loader.name: loader.fetch(repo, benchmark) for loader in DATA_LOADERS}
+        if ahead is None:
+            frames = _frame_rows(repo, benchmark, version)
+            fields = {loader.name: loader.fetch(repo, benchmark) for loader in DATA_LOADERS}
+        else:
+            fields = {loader.name: loader.fetch(repo, benchmark) for loader in DATA_LOADERS}
+            frames = _frame_rows(
+                repo, benchmark, version, lambda rows: ahead(DashboardRows(rows, fields))
+            )
     except _NotColumnar:
         return None
     return DashboardRows(frames, fields)

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -132,19 +133,28 @@ _JUDGMENT_SELECT = (
 
 
 def fetch_frames(
-    conn: Connection, bench_id: int, pass_threshold: float, version: Version = "current"
+    conn: Connection,
+    bench_id: int,
+    pass_threshold: float,
+    version: Version = "current",
+    ahead: Callable[[FrameRows], None] | None = None,
 ) -> FrameRows | None:
     """The rows of benchmark ``bench_id``'s frames read on ``conn`` (inside its
     transaction), or None when a judgment's criterion lies outside the benchmark (see the
     module notes). ``version`` chooses the verdicts after rubric revisions
-    (:data:`~gradercal.frame_rows.Version`)."""
+    (:data:`~gradercal.frame_rows.Version`). ``ahead``: given the rows of every frame but
+    the judgments (an empty list there) before the judgments are read."""
     version = parse_version(version)
     with collections_paused():
-        return _fetch_frames(conn, bench_id, pass_threshold, version)
+        return _fetch_frames(conn, bench_id, pass_threshold, version, ahead)
 
 
 def _fetch_frames(
-    conn: Connection, bench_id: int, pass_threshold: float, version: Version
+    conn: Connection,
+    bench_id: int,
+    pass_threshold: float,
+    version: Version,
+    ahead: Callable[[FrameRows], None] | None = None,
 ) -> FrameRows | None:
     n_art = (
         select(m.Artifact.task_id, func.count().label("n")).group_by(m.Artifact.task_id).subquery()
@@ -215,6 +225,9 @@ def _fetch_frames(
     grader_ids = np.fromiter((r[0] for r in grader_rows), dtype=np.int64, count=len(grader_rows))
     grader_names = _objects([sys.intern(r[1]) for r in grader_rows])
     grader_kinds = _objects([sys.intern(r[2]) for r in grader_rows])
+    adjudications = fetch_adjudications(conn, bench_id, version)
+    if ahead is not None:
+        ahead(FrameRows(pass_threshold, tasks, criteria, responses, [], adjudications))
 
     columns = _judgments(
         conn,
@@ -235,7 +248,7 @@ def _fetch_frames(
         criteria=criteria,
         responses=responses,
         judgments=judgments,
-        adjudications=fetch_adjudications(conn, bench_id, version),
+        adjudications=adjudications,
     )
 
 

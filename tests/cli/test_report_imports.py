@@ -104,24 +104,37 @@ def test_an_isotonic_report_still_imports_it(demo_db: str) -> None:
 _FETCH_CHILD = """
 import pickle, sys
 from gradercal.cli.report import _fetch_request
-fetched = _fetch_request(sys.argv[1], None, sys.argv[2], "active", True)
+parts = []
+send = parts.append if sys.argv[3] == "ahead" else None
+fetched = _fetch_request(sys.argv[1], None, sys.argv[2], "active", True, send)
 heavy = sorted(
     m for m in sys.modules
     if m.split(".")[0] in ("pandas", "pyarrow", "scipy", "sklearn", "matplotlib")
 )
-sys.stdout.buffer.write(pickle.dumps((heavy, fetched)))
+sys.stdout.buffer.write(pickle.dumps((heavy, fetched, parts)))
 """
 
 
-def _fetched_in_a_fresh_process(db: str, version: str) -> Any:
+def _fetched_in_a_fresh_process(db: str, version: str, ahead: bool = False) -> Any:
+    """What the report's reading child returns, made into the dashboard's data (with
+    ``ahead``: everything but the judgments sent ahead and made first)."""
+    from gradercal.dashboard.inputs import dashboard_data_from_rows
+
     out = subprocess.run(
-        [sys.executable, "-c", _FETCH_CHILD, db, version],
+        [sys.executable, "-c", _FETCH_CHILD, db, version, "ahead" if ahead else "whole"],
         capture_output=True, cwd=ROOT, timeout=300, check=True,
     )  # fmt: skip
-    heavy, fetched = pickle.loads(out.stdout)
+    heavy, fetched, parts = pickle.loads(out.stdout)
     assert heavy == []  # the reading child imports SQLAlchemy and numpy, not pandas
     assert fetched is not None
-    return fetched
+    if not ahead:
+        assert parts == [] and not fetched.ahead
+        return fetched, dashboard_data_from_rows(fetched.rows)
+    # one part ahead; the result holds the judgments alone
+    (part,) = parts
+    assert fetched.ahead and part.frames.judgments == []
+    assert fetched.rows.frames.criteria == [] and fetched.rows.fields == {}
+    return fetched, dashboard_data_from_rows(fetched.rows, dashboard_data_from_rows(part))
 
 
 def _frames_equal(a: Any, b: Any) -> None:
@@ -130,24 +143,24 @@ def _frames_equal(a: Any, b: Any) -> None:
     assert a.pass_threshold == b.pass_threshold
 
 
+@pytest.mark.parametrize("ahead", [False, True], ids=["whole", "ahead"])
 @pytest.mark.parametrize("version", ["current", "all", "1"])
 def test_the_reading_child_imports_no_pandas_and_reads_the_loaders_data(
-    imported_mini: str, mini: Path, version: str
+    imported_mini: str, mini: Path, version: str, ahead: bool
 ) -> None:
     """``gradercal report`` reads in a child forked before it imports anything heavy: the
     child imports no pandas (nor the engines) and hands back rows and numpy columns; the
     frames made of them equal the plain rows path's (``load_frames_by_rows``), the other
     fields the one loader's — on a benchmark with a criterion revised after grading (its
-    verdict eras read too), of each backend."""
+    verdict eras read too), of each backend. The same when everything but the judgments
+    is sent ahead (the report makes those frames while the child reads the judgments)."""
     from gradercal.analysis.verdict_eras import VerdictEras
-    from gradercal.dashboard.inputs import dashboard_data_from_rows
     from gradercal.db.dashboard_data import load_dashboard_data
     from gradercal.db.eras import load_eras
     from gradercal.db.repo import Repository
     from gradercal.db.session import open_database
 
-    fetched = _fetched_in_a_fresh_process(imported_mini, version)
-    data = dashboard_data_from_rows(fetched.rows)
+    fetched, data = _fetched_in_a_fresh_process(imported_mini, version, ahead)
     assert fetched.version_used == version  # named: the benchmark has a revision
     db = open_database(imported_mini)
     try:

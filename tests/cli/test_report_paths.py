@@ -159,6 +159,28 @@ def test_a_dead_reading_child_falls_back(
     assert len(failures) == 1  # the reading child's; the computing and chart children lived
 
 
+def test_a_reading_child_dead_after_its_part_ahead_falls_back(
+    demo_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, failures: list[str]
+) -> None:
+    """The child sends everything but the judgments ahead, then dies reading them: the
+    part it sent is dropped and the report reads here — the same report."""
+    import gradercal.db.frames_fetch as fetch_mod
+
+    expected = _report(demo_db, tmp_path / "a.html")
+    sent: list[str] = []
+    early = ForkedCall.early
+
+    def spy(self: ForkedCall[Any], *args: Any, **kwargs: Any) -> Any:
+        part = early(self, *args, **kwargs)
+        sent.append(type(part).__name__)
+        return part
+
+    monkeypatch.setattr(ForkedCall, "early", spy)
+    monkeypatch.setattr(fetch_mod, "_judgments", _died_in_child(fetch_mod._judgments))
+    assert _report(demo_db, tmp_path / "b.html") == expected
+    assert sent == ["DashboardRows"] and len(failures) == 1
+
+
 def test_an_error_of_the_reading_child_is_the_commands_error(demo_db: Path) -> None:
     bad = CliRunner().invoke(
         main, ["report", "--db", str(demo_db), "--json", "--experts", "nobody"]

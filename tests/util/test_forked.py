@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -211,3 +212,53 @@ def test_receive_is_for_the_child() -> None:
             box.receive()
     finally:
         box.close()
+
+
+# ForkedCall(…, early=True): a part of the result sent ahead.
+
+
+def test_a_part_sent_ahead_arrives_before_the_result() -> None:
+    def work(send: Any) -> str:
+        send({"small": list(range(300_000))})  # more than the pipe holds
+        time.sleep(1.0)
+        return "rest"
+
+    call = ForkedCall(work, early=True)
+    start = time.perf_counter()
+    assert call.early() == {"small": list(range(300_000))}
+    assert time.perf_counter() - start < 0.8
+    assert call.result() == "rest"
+
+
+def test_parts_in_order_and_a_result_taken_without_them() -> None:
+    def work(send: Any) -> int:
+        send("one")
+        send(b"\x00two")
+        return 3
+
+    call = ForkedCall(work, early=True)
+    assert call.early() == "one" and call.early() == b"\x00two" and call.early() is None
+    assert call.result() == 3
+    skipped = ForkedCall(work, early=True)
+    assert skipped.result() == 3  # the parts not taken are passed over
+
+
+def test_no_part_sent_ahead() -> None:
+    call = ForkedCall(lambda send: "all at once", early=True)
+    assert call.early() is None
+    assert call.result() == "all at once"
+
+
+def test_a_child_dying_after_its_part_fails_at_the_result() -> None:
+    def work(send: Any) -> None:
+        send("ahead")
+        os._exit(3)
+
+    call = ForkedCall(work, early=True)
+    assert call.early() == "ahead"
+    with pytest.raises(ChildFailed):
+        call.result()
+    dead = ForkedCall(lambda send: os._exit(3), early=True)
+    assert dead.early() is None
+    with pytest.raises(ChildFailed):
+        dead.result()
