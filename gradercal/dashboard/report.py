@@ -32,6 +32,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pandas as pd
 
 from gradercal._util.numbers import finite_fixed, finite_interval, finite_percent
@@ -289,16 +290,19 @@ def _agreement(d: Dashboard, images: Mapping[str, str], max_rows: int) -> str:
     if charts := _charts(images, "agreement"):
         parts.append(charts)
     parts.append("<h3>Overall</h3>")
-    parts.append(_agreement_overall(a.loc[a["by"] == "overall"]))
+    by_of = a["by"].to_numpy(object)
+    rows_of = {by: np.flatnonzero(by_of == by) for by in dict.fromkeys(by_of)}
+    none = np.zeros(0, dtype=np.intp)
+    parts.append(_agreement_overall(a.iloc[rows_of.get("overall", none)]))
     for by in ("tag", "workflow", "domain"):
-        sub = a.loc[a["by"] == by]
+        sub = a.iloc[rows_of.get(by, none)]
         if sub.empty:
             continue
         parts.append(f"<h3>By {_e(by)}</h3>")
         if charts := _charts(images, "agreement", by):
             parts.append(charts)
         parts.append(_agreement_by(sub, by, d.primary_judge))
-    crit = a.loc[a["by"] == "criterion"]
+    crit = a.iloc[rows_of.get("criterion", none)]
     if not crit.empty:
         parts += _agreement_by_criterion(crit, d.primary_judge, max_rows)
     return "\n".join(parts)
@@ -558,22 +562,21 @@ def _models(d: Dashboard, images: Mapping[str, str]) -> str:
         return "<p>Needs a judge and expert grades.</p>"
     from gradercal.dashboard.charts import SOURCE_LABELS
 
-    sources = [s for s in MODEL_SOURCES if (m["source"] == s).any()]
+    present = set(m["source"])
+    sources = [s for s in MODEL_SOURCES if s in present]
     parts = [_charts(images, "models")]
+    # each (metric, model, source)'s first row, read once
+    cols = ["metric", "model", "source", "value", "ci_low", "ci_high"]
+    first: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+    for r in m.loc[:, cols].itertuples(index=False, name=None):
+        first.setdefault((r[0], str(r[1]), r[2]), r[3:])
     for metric, label in (("mean_score", "Mean rubric score"), ("pass_rate", "Pass rate")):
-        sub = m.loc[m["metric"] == metric]
         rows = []
-        for model in sorted({str(x) for x in sub["model"]}):
+        for model in sorted({model for mt, model, _s in first if mt == metric}):
             row = [_t(model)]
             for s in sources:
-                r = sub.loc[(sub["model"] == model) & (sub["source"] == s)]
-                row.append(
-                    _n(
-                        _ci(r.iloc[0]["value"], r.iloc[0]["ci_low"], r.iloc[0]["ci_high"])
-                        if len(r)
-                        else "—"
-                    )
-                )
+                x = first.get((metric, model, s))
+                row.append(_n(_ci(x[0], x[1], x[2]) if x is not None else "—"))
             rows.append(row)
         parts.append(f"<h3>{_e(label)}</h3>")
         parts.append(_table(["model", *(SOURCE_LABELS[s] for s in sources)], rows))

@@ -301,7 +301,7 @@ def test_dashboard_child_failure_falls_back_to_one_process(
     expected = compute_dashboard(f, n_boot=10).to_json()
     real_child = forked_mod._child
 
-    def dying(fn: Any, fd: int, parent: int) -> None:
+    def dying(*_args: Any) -> None:
         os._exit(3)  # no result written
 
     monkeypatch.setattr(forked_mod, "_child", dying)
