@@ -177,9 +177,9 @@ def main() -> None:
 def run() -> None:
     """The ``gradercal`` program (its console script and ``python -m gradercal``):
     :func:`main` in a process of its own, which a command may end as soon as its work is
-    written (:func:`gradercal.cli.common.end_process_now`). Callers of :func:`main` (the
-    tests' ``CliRunner``) run on as before."""
-    from gradercal.cli import common
+    written (:func:`gradercal._util.program.end_process_now`). Callers of :func:`main`
+    (the tests' ``CliRunner``) run on as before."""
+    from gradercal._util import program
 
-    common.OWN_PROCESS = True
+    program.OWN_PROCESS = True
     main(prog_name="gradercal")

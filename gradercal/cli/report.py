@@ -17,12 +17,12 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from gradercal._util.collector import collections_paused
+from gradercal._util.program import end_process_now
 from gradercal.cli.common import (
     benchmark_option,
     ci_option,
     db_option,
     emit_json,
-    end_process_now,
     handle_errors,
     json_option,
     open_repo,

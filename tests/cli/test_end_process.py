@@ -10,7 +10,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-import gradercal.cli.common as common
+import gradercal._util.program as program
 from gradercal.cli import main
 from tests.conftest import DEMO
 
@@ -26,7 +26,7 @@ def _run(*args: str) -> subprocess.CompletedProcess[str]:
 def test_the_atexit_handlers_run_and_the_output_is_flushed() -> None:
     code = (
         "import atexit, sys\n"
-        "import gradercal.cli.common as c\n"
+        "import gradercal._util.program as c\n"
         "c.OWN_PROCESS = True\n"
         "atexit.register(lambda: print('handler ran', file=sys.stderr, flush=True))\n"
         "sys.stdout.write('written, not flushed')\n"
@@ -41,7 +41,7 @@ def test_the_atexit_handlers_run_and_the_output_is_flushed() -> None:
 
 def test_a_caller_of_main_runs_on(tmp_path: Path) -> None:
     db = tmp_path / "d.sqlite"
-    assert common.OWN_PROCESS is False
+    assert program.OWN_PROCESS is False
     res = CliRunner().invoke(main, ["import", str(DEMO), "--db", str(db)])
     assert res.exit_code == 0, res.output
     out = tmp_path / "r.html"
