@@ -62,10 +62,7 @@ class ForkedCall(Generic[_T]):
             raise ChildFailed("fork is not available on this platform")
         read_fd, write_fd = os.pipe()
         if early:  # a part sent ahead is read while this process holds the GIL: fewer reads
-            with contextlib.suppress(Exception):
-                import fcntl
-
-                fcntl.fcntl(write_fd, fcntl.F_SETPIPE_SZ, 1 << 20)
+            _enlarged(write_fd)
         parent = os.getpid()
         with warnings.catch_warnings():
             # Python 3.12+ warns when a process with threads forks: a lock held by another
@@ -208,11 +205,7 @@ class Handover:
 
     def __init__(self) -> None:
         self._read, self._write = os.pipe()
-        self._capacity = 1 << 16  # Linux's default pipe size
-        with contextlib.suppress(Exception):  # Linux only (F_SETPIPE_SZ)
-            import fcntl
-
-            self._capacity = fcntl.fcntl(self._write, fcntl.F_SETPIPE_SZ, 1 << 20)
+        self._capacity = _enlarged(self._write)
         os.set_blocking(self._write, False)
         self._parent = os.getpid()
         self._closed: set[str] = set()
@@ -260,6 +253,16 @@ class Handover:
         """Both sides closed (no fork happened, or the value is no longer needed)."""
         self._close("read")
         self._close("write")
+
+
+def _enlarged(fd: int) -> int:
+    """Enlarge the pipe of ``fd`` to 1 MiB where Linux allows it (``F_SETPIPE_SZ``); its
+    size (64 KiB, Linux's default, when it cannot be enlarged)."""
+    with contextlib.suppress(Exception):
+        import fcntl
+
+        return int(fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, 1 << 20))
+    return 1 << 16
 
 
 def _die_with_parent(parent: int) -> None:

@@ -417,8 +417,8 @@ def human_levels(frames: Frames, context: AnalysisContext) -> HumanLevels | None
     ``criterion_id``, ``top``), and for every verdict with a level or met (a grader's
     duplicates keep the last), its unit's row, grader code, level and whether it is the
     top level; plus each unit's adjudicated level. None when the units are not unique
-    (duplicate criterion ids in a task, duplicate responses): then the consensus is
-    computed the general way.
+    (duplicate criterion ids in a task, duplicate responses) or one lacks an id: then the
+    consensus is computed the general way.
     """
 
     def build() -> HumanLevels | None:
@@ -430,7 +430,8 @@ def human_levels(frames: Frames, context: AnalysisContext) -> HumanLevels | None
         rows = units.assign(_row=np.arange(len(units), dtype=np.intp))
         jkeys = judgment_keys(frames, context)
         unit = unit_of_judgments(jkeys, units)
-        assert unit is not None  # the units' keys are unique and present
+        if unit is None:  # a unit without a response or criterion id
+            return None
         # each grader's last verdict per unit, the units in order (as a merge with them)
         latest = latest_verdicts(jkeys, unit)
         latest = latest[np.argsort(unit[latest], kind="stable")]

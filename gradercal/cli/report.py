@@ -324,17 +324,10 @@ def _fetch_request(
 
     repo = open_repo(db)
     bench = repo.benchmark(benchmark)
-    sent: list[bool] = []
-
-    def ahead(part: DashboardRows) -> None:
-        assert send is not None
-        send(part)
-        sent.append(True)
-
-    rows = fetch_dashboard_rows(repo, bench.name, version, ahead if send is not None else None)
+    rows = fetch_dashboard_rows(repo, bench.name, version, send)
     if rows is None:
         return None
-    if sent:  # the judgments alone: the parent has the rest
+    if send is not None:  # the judgments alone: the parent has the rest
         from dataclasses import replace
 
         bare = replace(rows.frames, tasks=[], criteria=[], responses=[], adjudications=[])
@@ -347,7 +340,7 @@ def _fetch_request(
             if saved.active and saved.judge not in active:
                 active[saved.judge] = dict(saved.params)
     used = version_used(repo, bench.name, version) if as_json else None
-    return _Fetched(bench.name, rows, active, used, ahead=bool(sent))
+    return _Fetched(bench.name, rows, active, used, ahead=send is not None)
 
 
 def _request_from(

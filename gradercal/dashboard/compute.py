@@ -94,11 +94,6 @@ _SHARE_TABLES = True
 #: call. One thread gives the same numbers (the products are sums of counts). Read once,
 #: when this module is imported (:func:`gradercal._util.blas.blas_limited`).
 _BLAS_THREADS: int | None = 1
-#: (:func:`compute_dashboard` makes its text columns with pandas' Python-backed strings:
-#: where pyarrow is installed pandas would make them Arrow-backed, and the sections' many
-#: small operations on them cost about 0.1–0.3 s more at 750 tasks, the first call the
-#: most — it loads Arrow's compute kernels. The same values either way.)
-
 #: ``progress(done, total, label)``.
 ProgressCallback = Callable[[int, int, str], None]
 
@@ -332,6 +327,10 @@ class DashboardOptions(TypedDict, total=False):
 # (5–10% of the call). The numbers do not depend on it.
 @collections_paused()
 @blas_limited(_BLAS_THREADS)
+# Text columns made with pandas' Python-backed strings: where pyarrow is installed pandas
+# would back them with Arrow, and the sections' many small operations on them cost about
+# 0.1–0.3 s more at 750 tasks, the first call the most (Arrow's compute kernels load).
+# The same values either way.
 @pd.option_context("mode.string_storage", "python")
 def compute_dashboard(
     inputs: DashboardInputs | Frames,
@@ -453,7 +452,7 @@ def _partial_dashboard(
 ) -> tuple[Dashboard, frozenset[str]]:
     """A dashboard of the sections one process computed (:class:`PartialWork`), and what
     of it is known: ``fields`` and the groupings with agreement rows."""
-    d = Dashboard(
+    empty = Dashboard(
         overview=overview,
         agreement=agreement,
         pairwise=empty_frame(()),
@@ -466,8 +465,7 @@ def _partial_dashboard(
         health=empty_frame(()),
         disagreements=empty_frame(()),
     )
-    for name, value in fields.items():
-        setattr(d, name, value)
+    d = replace(empty, **fields)
     groups = set(agreement["by"]) if len(agreement) else set()
     return d, frozenset([*fields, *(f"agreement:{by}" for by in groups)])
 
@@ -680,9 +678,8 @@ def _core_sections(
                 rows += grouping_rows(f, by, humans, run.primary, boot, context, steps)
         if partial is not None:  # while the child computes
             mine = _agreement_frame(run, rows[:n_designed], rows[n_designed:])
-            confusion = judged.confusion
             d, known = _partial_dashboard(
-                dict(run.overview), mine, pairwise=pairwise, confusion=confusion
+                dict(run.overview), mine, pairwise=pairwise, confusion=judged.confusion
             )
             partial.keep(partial.take(d, known))
         late = None if forked is None else _late_result(forked, steps, steps.cancelled, run.notes)

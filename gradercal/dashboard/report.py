@@ -343,11 +343,14 @@ def _agreement_by(sub: pd.DataFrame, by: str, judge: str | None) -> str:
     # each (group, comparison, statistic)'s first row, read once (a missing group
     # matches nothing, as an equality test with it would)
     first: dict[tuple[Any, Any, Any], tuple[Any, ...]] = {}
+    experts_items: dict[Any, Any] = {}  # each group's first experts row's item count
     for r in sub.loc[
         :, ["group", "comparison", "statistic", "value", "ci_low", "ci_high", "n_items"]
     ].itertuples(index=False, name=None):
         if not pd.isna(r[0]):
             first.setdefault(r[:3], r[3:])
+            if r[1] == EXPERTS:
+                experts_items.setdefault(r[0], r[6])
     rows = []
     for g in dict.fromkeys(sub["group"]):
 
@@ -355,10 +358,9 @@ def _agreement_by(sub: pd.DataFrame, by: str, judge: str | None) -> str:
             x = first.get((g, comp, stat))
             return "—" if x is None else _ci(x[0], x[1], x[2])
 
-        items = next((x[3] for k, x in first.items() if k[0] == g and k[1] == EXPERTS), None)
         row = [
             _t(g),
-            _n(_e(items)),
+            _n(_e(experts_items.get(g))),
             _n(cell(EXPERTS, "percent_agreement")),
             _n(cell(EXPERTS, "fleiss_kappa")),
         ]
@@ -877,11 +879,11 @@ class ChartsAhead:
 
     def take(self, d: Dashboard, known: frozenset[str]) -> dict[str, str]:
         """Draw the charts of ``d`` that ``known`` makes final (and not drawn yet)."""
-        from gradercal.dashboard.charts import GROUPINGS, chart_figures
+        from gradercal.dashboard.charts import chart_figures
 
         keys = [
             chart.report_key(by)
-            for chart, by in chart_figures(GROUPINGS)
+            for chart, by in chart_figures()
             if chart.drawable(known, by) and chart.report_key(by) not in self.images
         ]
         return _drawn(d, keys, self.image_format) if keys else {}

@@ -182,14 +182,9 @@ def fetch_dashboard_rows(
     ``ahead``: given everything but the judgments (an empty list there), before the
     judgments — most of the reading — are read (the report makes its frames meanwhile)."""
     try:
-        if ahead is None:
-            frames = _frame_rows(repo, benchmark, version)
-            fields = {loader.name: loader.fetch(repo, benchmark) for loader in DATA_LOADERS}
-        else:
-            fields = {loader.name: loader.fetch(repo, benchmark) for loader in DATA_LOADERS}
-            frames = _frame_rows(
-                repo, benchmark, version, lambda rows: ahead(DashboardRows(rows, fields))
-            )
+        fields = {loader.name: loader.fetch(repo, benchmark) for loader in DATA_LOADERS}
+        hand = None if ahead is None else lambda rows: ahead(DashboardRows(rows, fields))
+        frames = _frame_rows(repo, benchmark, version, hand)
     except _NotColumnar:
         return None
     return DashboardRows(frames, fields)
